@@ -1,0 +1,97 @@
+// The verifier (the paper's V) as seen by search and the CLI. The real
+// implementation is the worker pool (pool.h); tests use fakes with the same
+// interface.
+#pragma once
+
+#include <filesystem>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mk::eval {
+
+/// Coarse outcome, as printed by `mkevolve eval --json`.
+enum class Status { kCorrect, kIncorrect, kCheating, kCompileError, kRuntimeError, kTimeout, kCrashed };
+const char* to_string(Status s);
+std::optional<Status> status_from_string(const std::string& s);
+
+struct Timing {
+  double median_ms = 0;
+  double mean_ms = 0;
+  bool valid = false;
+};
+
+struct EvalOptions {
+  int trials = 5;                 ///< correctness trials, each with fresh random inputs
+  int warmup = 10;
+  int perf_trials = 100;
+  double atol = 1e-4;
+  double rtol = 1e-4;
+  double timeout_s = 300;         ///< hard deadline for the candidate process
+  bool measure_perf = true;       ///< time candidate and baselines
+  int seed = 42;
+  /// Policy set by Swap only: a PyTorch subkernel may pass (it is then marked).
+  bool allow_pytorch = false;
+  /// Test-only: run on CPU with torch-only candidates (honoured only by a worker
+  /// started in test mode).
+  bool test_cpu = false;
+  int gpu = -1;                   ///< -1: any free GPU
+};
+
+struct EvalRequest {
+  std::filesystem::path problem;  ///< KernelBench-format reference (Model, get_inputs, ...)
+  std::filesystem::path kernel;   ///< candidate file with ModelNew, or decomposed_solution.py in a package
+  EvalOptions options;
+  std::string task;               ///< for logs and events: problem or subproblem id
+};
+
+struct EvalResult {
+  Status status = Status::kCrashed;
+  std::string kind;                   ///< fine-grained: syntax_error, import_error, triton_compile_error,
+                                      ///< illegal_memory_access, device_assert, segfault, hang, oom,
+                                      ///< exit_without_result, wrong_shape, wrong_dtype, nan, mismatch, ...
+  std::vector<std::string> reasons;   ///< one line each, e.g. "kernel.py:12: torch-compute: torch.matmul"
+  std::string feedback;               ///< concise text an LLM can act on (trimmed traceback, first mismatch)
+  Timing runtime;
+  Timing eager, compiled;             ///< baselines on the same GPU
+  double speedup_eager = 0;           ///< eager / candidate (0 unless correct)
+  double speedup_compile = 0;         ///< torch.compile / candidate (0 unless correct): the reward
+  double max_abs_err = 0;
+  bool uses_pytorch = false;          ///< passed only under the allow_pytorch policy
+  int gpu = -1;
+  bool cached = false;
+  nlohmann::json raw;                 ///< the worker's full result object
+  bool correct() const { return status == Status::kCorrect; }
+};
+
+/// Decomposition check (LLMDecompose's verification; runs on CPU too).
+struct DecompositionRequest {
+  std::filesystem::path problem;          ///< original problem file
+  std::filesystem::path decomposed;       ///< decomposed_problem.py (top level, ModelNew)
+  std::filesystem::path subproblems_dir;  ///< subkernel_problems/
+  bool test_cpu = false;
+  double timeout_s = 300;
+};
+
+struct DecompositionResult {
+  bool ok = false;
+  std::vector<std::string> failures;  ///< one line each, actionable
+  std::string feedback;               ///< concise text for the LLM
+  nlohmann::json raw;
+};
+
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  /// Queues a candidate evaluation. Thread-safe.
+  virtual std::future<EvalResult> submit(EvalRequest req) = 0;
+  virtual std::future<DecompositionResult> verify_decomposition(DecompositionRequest req) = 0;
+  /// Facts about the GPU the prompts should state (name, SMs, memory, ...), queried.
+  virtual nlohmann::json hardware_info() = 0;
+  EvalResult evaluate(EvalRequest req) { return submit(std::move(req)).get(); }
+};
+
+}  // namespace mk::eval

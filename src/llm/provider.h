@@ -1,0 +1,90 @@
+// The one interface every LLM backend and every wrapper (retry, cache, record,
+// accounting) implements. Agents and search see only this.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mk::llm {
+
+struct Message {
+  std::string role;     ///< "user" or "assistant"
+  std::string content;
+};
+
+struct Request {
+  std::string system;                 ///< system prompt (may be empty)
+  std::vector<Message> messages;
+  int max_tokens = 16384;
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int64_t> seed;
+  std::string reasoning_effort;       ///< "", "low", "medium", "high"
+  /// Who asks and for what: sent as X-MKEvolve-Agent / X-MKEvolve-Task headers
+  /// and used for token accounting. Not part of the cache key.
+  std::string agent;                  ///< decompose, generate, debug, optimize, split, fuse, postfuse, judge, ask
+  std::string task;                   ///< problem or subproblem id
+  /// Number of leading messages that form a stable shared prefix worth caching
+  /// (Anthropic cache_control); 0 = only the system prompt.
+  int cache_prefix_messages = 0;
+};
+
+struct Usage {
+  int64_t input = 0;
+  int64_t output = 0;
+  int64_t cache_read = 0;
+  int64_t cache_write = 0;
+  bool estimated = false;  ///< true when the provider reported none and we estimated
+  int64_t total() const { return input + output + cache_read + cache_write; }
+  Usage& operator+=(const Usage& o) {
+    input += o.input;
+    output += o.output;
+    cache_read += o.cache_read;
+    cache_write += o.cache_write;
+    estimated = estimated || o.estimated;
+    return *this;
+  }
+};
+
+struct Completion {
+  std::string text;
+  Usage usage;
+  std::string finish_reason;   ///< as the provider said it ("stop", "length", "end_turn", "max_tokens", ...)
+  bool truncated = false;      ///< the reply hit the token limit
+  std::string model;
+  bool from_cache = false;     ///< served from the response cache: cost nothing this time
+};
+
+struct LlmError {
+  enum class Kind { kNetwork, kTimeout, kHttp, kAuth, kBadRequest, kNotFound, kMalformed, kEmpty, kUnmatchedReplay, kConfig };
+  Kind kind = Kind::kNetwork;
+  int http_status = 0;
+  std::string message;   ///< one line: what happened and what to do about it
+  bool retryable = false;
+  double retry_after_s = -1;  ///< from Retry-After, when the server sent one
+};
+
+/// Either a Completion or an LlmError.
+struct Reply {
+  std::optional<Completion> completion;
+  std::optional<LlmError> error;
+  bool ok() const { return completion.has_value(); }
+  static Reply Ok(Completion c) { return Reply{std::move(c), std::nullopt}; }
+  static Reply Err(LlmError e) { return Reply{std::nullopt, std::move(e)}; }
+};
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+  /// "openai:gpt-5", "anthropic:claude-opus-4-5", "replay:session.jsonl", ...
+  virtual std::string spec() const = 0;
+  /// Thread-safe. Blocks until the reply, or a final error, arrives.
+  virtual Reply complete(const Request& req) = 0;
+};
+
+}  // namespace mk::llm

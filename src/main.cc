@@ -1,0 +1,82 @@
+// mkevolve: turns PyTorch modules into verified, modular Triton kernels.
+// Dispatches to the subcommands registered in src/cli/.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/registry.h"
+
+namespace mk::cli {
+
+namespace {
+std::vector<Command>& table() {
+  static std::vector<Command> t;
+  return t;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: mkevolve <command> [options]   (mkevolve <command> --help for its options)\n\n"
+               "MKEvolve turns a PyTorch module (KernelBench format) into a modular package of\n"
+               "verified Triton kernels, using an LLM to decompose, write and evolve them.\n\ncommands:\n");
+  auto cmds = commands();
+  std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+  for (const auto& c : cmds) std::fprintf(out, "  %-14s %s\n", c.name.c_str(), c.summary.c_str());
+  std::fprintf(out, "\nmkevolve --version prints the version.\n");
+}
+}  // namespace
+
+Register::Register(std::string name, std::string summary, CommandFn fn) {
+  table().push_back({std::move(name), std::move(summary), fn});
+}
+
+const std::vector<Command>& commands() { return table(); }
+
+}  // namespace mk::cli
+
+int main(int argc, char** argv) {
+  using namespace mk::cli;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? kExitUsage : kExitOk;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("mkevolve %s\n", MKEVOLVE_VERSION);
+    return kExitOk;
+  }
+  std::string name = argv[1];
+  for (const auto& c : commands()) {
+    if (c.name == name) {
+      std::string prog = "mkevolve " + name;
+      std::vector<char*> args;
+      args.push_back(prog.data());
+      for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+      args.push_back(nullptr);
+      return c.fn(static_cast<int>(args.size() - 1), args.data());
+    }
+  }
+  std::string best;
+  size_t best_d = 3;
+  for (const auto& c : commands()) {
+    size_t d = edit_distance(name, c.name);
+    if (d < best_d) best_d = d, best = c.name;
+  }
+  std::fprintf(stderr, "mkevolve: unknown command '%s'", name.c_str());
+  if (!best.empty()) std::fprintf(stderr, ", did you mean '%s'?", best.c_str());
+  std::fprintf(stderr, "\nRun 'mkevolve --help' for the list of commands.\n");
+  return kExitUsage;
+}

@@ -1,0 +1,109 @@
+#include "util/fs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <fstream>
+#include <sstream>
+
+namespace mk {
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+Status write_fd_all(int fd, std::string_view data, const fs::path& path) {
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error{"cannot write " + path.string() + ": " + errno_text()};
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::string> read_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Error{path.string() + ": no such file"};
+  if (fs::is_directory(path, ec)) return Error{path.string() + ": is a directory, expected a file"};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"cannot read " + path.string() + ": " + errno_text()};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Error{"cannot read " + path.string() + ": " + errno_text()};
+  return ss.str();
+}
+
+Status write_file_atomic(const fs::path& path, std::string_view content) {
+  std::error_code ec;
+  if (path.has_parent_path()) {
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) return Error{"cannot create directory " + path.parent_path().string() + ": " + ec.message()};
+  }
+  std::string tmpl = path.string() + ".tmp.XXXXXX";
+  int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) return Error{"cannot create a temp file beside " + path.string() + ": " + errno_text()};
+  Status st = write_fd_all(fd, content, path);
+  if (st.ok() && ::fsync(fd) != 0) st = Error{"cannot fsync " + path.string() + ": " + errno_text()};
+  ::fchmod(fd, 0644);
+  ::close(fd);
+  if (!st.ok()) {
+    ::unlink(tmpl.c_str());
+    return st;
+  }
+  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+    std::string e = errno_text();
+    ::unlink(tmpl.c_str());
+    return Error{"cannot rename into " + path.string() + ": " + e};
+  }
+  // Make the rename itself durable.
+  int dfd = ::open(path.has_parent_path() ? path.parent_path().c_str() : ".", O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+Status append_durable(const fs::path& path, std::string_view record) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return Error{"cannot open " + path.string() + " for append: " + errno_text()};
+  Status st = write_fd_all(fd, record, path);
+  if (st.ok() && ::fsync(fd) != 0) st = Error{"cannot fsync " + path.string() + ": " + errno_text()};
+  ::close(fd);
+  return st;
+}
+
+TempDir::TempDir(std::string_view prefix) {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/" + std::string(prefix) + ".XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    throw std::runtime_error("cannot create a temp directory under " + tmpl + ": " + errno_text());
+  }
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (keep_) return;
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+fs::path install_root() {
+  if (const char* h = std::getenv("MKEVOLVE_HOME"); h && *h) return fs::path(h);
+  return fs::path(MKEVOLVE_SOURCE_DIR);
+}
+
+}  // namespace mk

@@ -1,0 +1,43 @@
+// File helpers: whole-file reads, atomic writes, private temp directories.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "util/result.h"
+
+namespace mk {
+
+namespace fs = std::filesystem;
+
+/// Reads a whole file. The error names the path and the reason.
+Result<std::string> read_file(const fs::path& path);
+
+/// Writes via a temp file in the same directory, fsync, then rename, so readers
+/// see either the old or the new content, never a torn file. Creates parent dirs.
+Status write_file_atomic(const fs::path& path, std::string_view content);
+
+/// Appends one record and fsyncs it (for append-only logs).
+Status append_durable(const fs::path& path, std::string_view record);
+
+/// A directory removed (recursively) on destruction unless keep() was called.
+class TempDir {
+ public:
+  explicit TempDir(std::string_view prefix = "mkevolve");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  void keep() { keep_ = true; }
+
+ private:
+  fs::path path_;
+  bool keep_ = false;
+};
+
+/// Where the repository (worker, prompts, examples) lives at run time:
+/// $MKEVOLVE_HOME if set, else the source dir compiled in.
+fs::path install_root();
+
+}  // namespace mk

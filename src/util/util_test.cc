@@ -1,0 +1,162 @@
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include "util/env.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/subprocess.h"
+
+namespace mk {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Hash, KnownVector) {
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(Hash, PartsAreLengthPrefixed) {
+  EXPECT_NE(Hasher().update("ab").update("c").hex(), Hasher().update("a").update("bc").hex());
+  EXPECT_EQ(Hasher().update("ab").update("c").hex(), Hasher().update("ab").update("c").hex());
+}
+
+TEST(Fs, AtomicWriteReplacesAndReads) {
+  TempDir d;
+  auto p = d.path() / "sub" / "f.txt";
+  ASSERT_TRUE(write_file_atomic(p, "one").ok());
+  ASSERT_TRUE(write_file_atomic(p, "two").ok());
+  auto r = read_file(p);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, "two");
+  // No temp files left behind.
+  int n = 0;
+  for (auto& e : fs::directory_iterator(p.parent_path())) (void)e, ++n;
+  EXPECT_EQ(n, 1);
+}
+
+TEST(Fs, ReadMissingNamesThePath) {
+  auto r = read_file("/nonexistent/x.py");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("/nonexistent/x.py"), std::string::npos);
+}
+
+TEST(Fs, AppendDurable) {
+  TempDir d;
+  auto p = d.path() / "log.jsonl";
+  ASSERT_TRUE(append_durable(p, "a\n").ok());
+  ASSERT_TRUE(append_durable(p, "b\n").ok());
+  EXPECT_EQ(*read_file(p), "a\nb\n");
+}
+
+TEST(Fs, UnwritableDirectoryIsAClearError) {
+  if (geteuid() == 0) {
+    // root ignores permissions; use a path under a regular file instead.
+    TempDir d;
+    ASSERT_TRUE(write_file_atomic(d.path() / "file", "x").ok());
+    Status st = write_file_atomic(d.path() / "file" / "inner.txt", "x");
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().find("file"), std::string::npos);
+    return;
+  }
+  Status st = write_file_atomic("/proc/forbidden/x", "x");
+  EXPECT_FALSE(st.ok());
+}
+
+TEST(Subprocess, CapturesOutputAndExitCode) {
+  SubprocessOptions o;
+  o.argv = {"sh", "-c", "echo out; echo err >&2; exit 3"};
+  auto r = run_subprocess(o);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(Subprocess, FeedsStdin) {
+  SubprocessOptions o;
+  o.argv = {"cat"};
+  std::string big(1 << 20, 'x');
+  auto r = run_subprocess(o, big, 10s);
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(r.out.size(), big.size());
+}
+
+TEST(Subprocess, TimeoutKillsTheWholeGroup) {
+  TempDir d;
+  auto marker = d.path() / "grandchild-alive";
+  SubprocessOptions o;
+  // The grandchild would write the marker after 2 s unless killed with its group.
+  o.argv = {"sh", "-c", "(sleep 2; touch " + marker.string() + ") & sleep 30"};
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_subprocess(o, {}, 300ms);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_FALSE(fs::exists(marker));
+}
+
+TEST(Subprocess, MissingProgramIsASpawnError) {
+  SubprocessOptions o;
+  o.argv = {"/no/such/binary"};
+  auto r = run_subprocess(o);
+  EXPECT_FALSE(r.spawn_error.empty());
+  EXPECT_NE(r.spawn_error.find("/no/such/binary"), std::string::npos);
+}
+
+TEST(Subprocess, BadCwdIsASpawnError) {
+  SubprocessOptions o;
+  o.argv = {"true"};
+  o.cwd = "/no/such/dir";
+  auto r = run_subprocess(o);
+  EXPECT_NE(r.spawn_error.find("/no/such/dir"), std::string::npos);
+}
+
+TEST(Subprocess, LongLivedLineProtocol) {
+  SubprocessOptions o;
+  o.argv = {"sh", "-c", "while read l; do echo \"got $l\"; done"};
+  std::string err;
+  auto p = Subprocess::start(o, &err);
+  ASSERT_TRUE(p) << err;
+  ASSERT_TRUE(p->write_all("a\nb\n"));
+  std::string line;
+  ASSERT_EQ(p->read_line(&line, 5s), Subprocess::Read::kLine);
+  EXPECT_EQ(line, "got a");
+  ASSERT_EQ(p->read_line(&line, 5s), Subprocess::Read::kLine);
+  EXPECT_EQ(line, "got b");
+  EXPECT_EQ(p->read_line(&line, 100ms), Subprocess::Read::kTimeout);
+  p->kill_group(SIGKILL);
+  EXPECT_EQ(p->read_line(&line, 5s), Subprocess::Read::kEof);
+  p->terminate();
+  EXPECT_EQ(p->term_signal(), SIGKILL);
+}
+
+TEST(Env, ScrubbedEnvironmentDropsSecrets) {
+  setenv("MKEVOLVE_TEST_API_KEY", "sk-planted-secret-123", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "aws-planted-secret", 1);
+  setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+  Env e = scrubbed_environment();
+  EXPECT_EQ(e.count("MKEVOLVE_TEST_API_KEY"), 0u);
+  EXPECT_EQ(e.count("AWS_SECRET_ACCESS_KEY"), 0u);
+  EXPECT_EQ(e.count("CUDA_VISIBLE_DEVICES"), 1u);
+  for (const auto& [k, v] : e) EXPECT_EQ(v.find("planted"), std::string::npos) << k;
+}
+
+TEST(Env, LooksSecret) {
+  EXPECT_TRUE(looks_secret("OPENAI_API_KEY"));
+  EXPECT_TRUE(looks_secret("ANTHROPIC_API_KEY"));
+  EXPECT_TRUE(looks_secret("HF_TOKEN"));
+  EXPECT_TRUE(looks_secret("AWS_PROFILE"));
+  EXPECT_FALSE(looks_secret("PATH"));
+  EXPECT_FALSE(looks_secret("CUDA_VISIBLE_DEVICES"));
+}
+
+TEST(Env, RedactsRegisteredSecrets) {
+  register_secret("config-file-key-xyz");
+  EXPECT_EQ(redact_secrets("auth: config-file-key-xyz!"), "auth: [REDACTED]!");
+}
+
+}  // namespace
+}  // namespace mk
