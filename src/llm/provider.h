@@ -32,6 +32,10 @@ struct Request {
   /// Number of leading messages that form a stable shared prefix worth caching
   /// (Anthropic cache_control); 0 = only the system prompt.
   int cache_prefix_messages = 0;
+  /// Index of an intended independent sample of the same request (parallel
+  /// sampling asks the same prompt many times). Part of the response-cache key,
+  /// never sent. Resume relies on it: the k-th sample is cached as the k-th.
+  int sample = 0;
 };
 
 struct Usage {
