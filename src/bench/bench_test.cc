@@ -1,0 +1,165 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "bench/metrics.h"
+#include "bench/suite.h"
+#include "util/fs.h"
+
+namespace mk::bench {
+namespace {
+
+void write_problem(const fs::path& p, const std::string& body) {
+  ASSERT_TRUE(write_file_atomic(p, "import torch\nclass Model(torch.nn.Module):\n    pass\n# " + body + "\n").ok());
+}
+
+TEST(Suite, DiscoversLevelFolderSortedByNumber) {
+  TempDir d;
+  auto lvl = d.path() / "level2";
+  write_problem(lvl / "10_B.py", "b");
+  write_problem(lvl / "2_A.py", "a");
+  write_problem(lvl / "1_C.py", "c");
+  ASSERT_TRUE(write_file_atomic(lvl / "__init__.py", "").ok());
+  ASSERT_TRUE(write_file_atomic(lvl / "helper.py", "x = 1\n").ok());  // no Model: skipped
+  auto s = discover_problems({lvl});
+  ASSERT_TRUE(s.ok()) << s.error();
+  ASSERT_EQ(s->size(), 3u);
+  EXPECT_EQ((*s)[0].name, "1_C");
+  EXPECT_EQ((*s)[1].name, "2_A");
+  EXPECT_EQ((*s)[2].name, "10_B");
+  EXPECT_EQ((*s)[0].level, "level2");
+  EXPECT_EQ((*s)[0].id().rfind("level2-1_C-", 0), 0u);
+}
+
+TEST(Suite, IdChangesWithContent) {
+  TempDir d;
+  write_problem(d.path() / "p.py", "one");
+  auto a = discover_problems({d.path() / "p.py"});
+  write_problem(d.path() / "p.py", "two");
+  auto b = discover_problems({d.path() / "p.py"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE((*a)[0].id(), (*b)[0].id());
+}
+
+TEST(Suite, DuplicateContentListedOnce) {
+  TempDir d;
+  write_problem(d.path() / "a.py", "same");
+  write_problem(d.path() / "b.py", "same");
+  auto s = discover_problems({d.path() / "a.py", d.path() / "b.py"});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->size(), 1u);
+}
+
+TEST(Suite, BadInputsNameThePath) {
+  TempDir d;
+  auto missing = discover_problems({d.path() / "nope.py"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("nope.py"), std::string::npos);
+  ASSERT_TRUE(write_file_atomic(d.path() / "x.py", "print(1)\n").ok());
+  auto nomodel = discover_problems({d.path() / "x.py"});
+  ASSERT_FALSE(nomodel.ok());
+  EXPECT_NE(nomodel.error().find("class Model"), std::string::npos);
+  auto empty_dir = discover_problems({d.path() / "empty"});
+  EXPECT_FALSE(empty_dir.ok());
+}
+
+TEST(Shard, ParseAndErrors) {
+  auto s = parse_shard("1/4");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->index, 1);
+  EXPECT_EQ(s->count, 4);
+  for (const char* bad : {"4/4", "-1/2", "1", "a/b", "1/0", "1/2x"}) EXPECT_FALSE(parse_shard(bad).ok()) << bad;
+}
+
+TEST(Shard, UnionIsTheSuiteAndShardsDoNotOverlap) {
+  TempDir d;
+  for (int i = 0; i < 23; ++i) write_problem(d.path() / (std::to_string(i) + "_P.py"), std::to_string(i));
+  auto suite = discover_problems({d.path()});
+  ASSERT_TRUE(suite.ok());
+  for (int n : {1, 2, 3, 5, 23, 30}) {
+    std::multiset<std::string> all;
+    for (int i = 0; i < n; ++i)
+      for (const auto& p : select_shard(*suite, {i, n})) all.insert(p.id());
+    EXPECT_EQ(all.size(), suite->size()) << n;
+    for (const auto& p : *suite) EXPECT_EQ(all.count(p.id()), 1u) << n;
+  }
+}
+
+Outcome oc(const std::string& pid, bool correct, double sc, double se, int64_t tokens, const std::string& status = "finished") {
+  Outcome o;
+  o.problem_id = pid;
+  o.method = "m";
+  o.status = status;
+  o.correct = correct;
+  o.speedup_compile = correct ? sc : 0;
+  o.speedup_eager = correct ? se : 0;
+  o.tokens = tokens;
+  return o;
+}
+
+TEST(Metrics, HandComputed) {
+  // 5 problems: speedups vs compile 0.4, 1.0 (exactly), 1.5, 2.5 and one incorrect.
+  std::vector<Outcome> v = {oc("a", true, 0.4, 0.8, 100), oc("b", true, 1.0, 1.2, 200), oc("c", true, 1.5, 3.0, 300),
+                            oc("d", true, 2.5, 2.0, 400), oc("e", false, 9.0, 9.0, 500, "failed")};
+  MethodMetrics m = compute_metrics("mkevolve", v);
+  EXPECT_EQ(m.problems, 5);
+  EXPECT_DOUBLE_EQ(m.correct, 0.8);
+  EXPECT_DOUBLE_EQ(m.fast_compile["0.5"], 0.6);  // 1.0, 1.5, 2.5
+  EXPECT_DOUBLE_EQ(m.fast_compile["1"], 0.4);    // strict: 1.0 is not > 1
+  EXPECT_DOUBLE_EQ(m.fast_compile["2"], 0.2);
+  EXPECT_DOUBLE_EQ(m.fast_eager["1"], 0.6);      // 1.2, 3.0, 2.0
+  EXPECT_NEAR(m.geomean_compile, std::pow(0.4 * 1.0 * 1.5 * 2.5, 0.25), 1e-12);
+  EXPECT_EQ(m.total_tokens, 1500);
+  EXPECT_DOUBLE_EQ(m.mean_tokens, 300);
+  EXPECT_EQ(m.failed_runs, 1);
+}
+
+TEST(Metrics, WinRate) {
+  std::map<std::string, std::vector<Outcome>> by;
+  by["beam"] = {oc("a", true, 1.0, 1, 0), oc("b", true, 2.0, 1, 0), oc("c", false, 0, 0, 0)};
+  by["mkevolve"] = {oc("a", true, 1.5, 1, 0), oc("b", true, 2.0, 1, 0), oc("c", true, 0.1, 0, 0), oc("z", true, 5, 5, 0)};
+  WinRate w = compute_win_rate(by);
+  ASSERT_EQ(w.methods, (std::vector<std::string>{"beam", "mkevolve"}));
+  EXPECT_EQ(w.shared[1][0], 3);               // z was not run by beam
+  EXPECT_DOUBLE_EQ(w.rate[1][0], 2.0 / 3.0);  // a and c; b is a tie
+  EXPECT_DOUBLE_EQ(w.rate[0][1], 0.0);
+}
+
+TEST(Metrics, CurveFollowsBestSoFar) {
+  Outcome a = oc("a", true, 1.5, 1, 300);
+  a.timeline = {{16, 100, false, 0, 0}, {32, 200, true, 0.8, 1}, {48, 300, true, 1.5, 2}};
+  Outcome b = oc("b", false, 0, 0, 250);
+  b.timeline = {{16, 50, false, 0, 0}, {48, 250, false, 0, 0}};
+  auto c = compute_curve({a, b}, 16);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].calls, 16);
+  EXPECT_DOUBLE_EQ(c[0].correct, 0.0);
+  EXPECT_DOUBLE_EQ(c[0].mean_tokens, 75);
+  EXPECT_DOUBLE_EQ(c[1].correct, 0.5);
+  EXPECT_DOUBLE_EQ(c[1].fast_0_5, 0.5);
+  EXPECT_DOUBLE_EQ(c[1].fast_1, 0.0);
+  EXPECT_DOUBLE_EQ(c[1].mean_tokens, 125);  // b still at its 16-call state
+  EXPECT_DOUBLE_EQ(c[2].fast_1, 0.5);
+  EXPECT_DOUBLE_EQ(c[2].mean_tokens, 275);
+}
+
+TEST(Metrics, SummaryRoundTripAndErrors) {
+  Outcome a = oc("p1", true, 1.25, 2.0, 42);
+  a.timeline = {{8, 10, true, 1.25, 2.0}};
+  auto back = outcome_from_summary(summary_to_json(a));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->problem_id, "p1");
+  EXPECT_DOUBLE_EQ(back->speedup_compile, 1.25);
+  EXPECT_EQ(back->tokens, 42);
+  ASSERT_EQ(back->timeline.size(), 1u);
+  auto bad = outcome_from_summary(nlohmann::json{{"problem_id", "x"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("method"), std::string::npos);
+  // An incorrect result never carries a speedup, whatever the file says.
+  auto j = summary_to_json(oc("q", false, 0, 0, 1));
+  j["speedup"]["compile"] = 3.0;
+  EXPECT_DOUBLE_EQ(outcome_from_summary(j)->speedup_compile, 0.0);
+}
+
+}  // namespace
+}  // namespace mk::bench

@@ -1,0 +1,183 @@
+#include "bench/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mk::bench {
+
+namespace {
+
+const double kFastPs[] = {0.5, 1.0, 2.0};
+
+std::string p_key(double p) { return p == 0.5 ? "0.5" : std::to_string(static_cast<int>(p)); }
+
+double geomean(const std::vector<double>& xs) {
+  if (xs.empty()) return 0;
+  double s = 0;
+  for (double x : xs) s += std::log(x);
+  return std::exp(s / static_cast<double>(xs.size()));
+}
+
+// The state of a problem after `calls` calls: the last timeline point at or
+// before it (nothing correct before the first point).
+TimelinePoint state_at(const Outcome& o, int64_t calls) {
+  TimelinePoint st;
+  for (const auto& tp : o.timeline) {
+    if (tp.calls > calls) break;
+    st = tp;
+  }
+  st.calls = calls;
+  return st;
+}
+
+}  // namespace
+
+Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
+  if (!s.is_object()) return Error{"summary is not a JSON object"};
+  auto need = [&](const char* key) { return s.contains(key); };
+  for (const char* k : {"problem_id", "method", "status", "correct"})
+    if (!need(k)) return Error{std::string("summary lacks \"") + k + "\""};
+  Outcome o;
+  try {
+    o.problem_id = s.at("problem_id").get<std::string>();
+    o.problem_name = s.value("problem_name", o.problem_id);
+    o.method = s.at("method").get<std::string>();
+    o.status = s.at("status").get<std::string>();
+    o.correct = s.at("correct").get<bool>();
+    if (s.contains("speedup")) {
+      o.speedup_compile = s["speedup"].value("compile", 0.0);
+      o.speedup_eager = s["speedup"].value("eager", 0.0);
+    }
+    if (!o.correct) o.speedup_compile = o.speedup_eager = 0;
+    if (s.contains("tokens")) {
+      const auto& t = s["tokens"];
+      o.tokens = t.is_number() ? t.get<int64_t>() : t.value("total", int64_t{0});
+    }
+    o.calls = s.value("calls", int64_t{0});
+    o.uses_pytorch = s.value("uses_pytorch", false);
+    o.error = s.value("error", std::string());
+    if (s.contains("timeline")) {
+      for (const auto& p : s["timeline"]) {
+        TimelinePoint tp;
+        tp.calls = p.value("calls", int64_t{0});
+        tp.tokens = p.value("tokens", int64_t{0});
+        tp.correct = p.value("correct", false);
+        tp.speedup_compile = tp.correct ? p.value("speedup_compile", 0.0) : 0.0;
+        tp.speedup_eager = tp.correct ? p.value("speedup_eager", 0.0) : 0.0;
+        o.timeline.push_back(tp);
+      }
+      std::stable_sort(o.timeline.begin(), o.timeline.end(),
+                       [](const TimelinePoint& a, const TimelinePoint& b) { return a.calls < b.calls; });
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Error{std::string("summary has a field of the wrong type: ") + e.what()};
+  }
+  return o;
+}
+
+nlohmann::json summary_to_json(const Outcome& o) {
+  nlohmann::json tl = nlohmann::json::array();
+  for (const auto& p : o.timeline)
+    tl.push_back({{"calls", p.calls}, {"tokens", p.tokens}, {"correct", p.correct},
+                  {"speedup_compile", p.speedup_compile}, {"speedup_eager", p.speedup_eager}});
+  return {{"problem_id", o.problem_id}, {"problem_name", o.problem_name}, {"method", o.method},
+          {"status", o.status}, {"correct", o.correct},
+          {"speedup", {{"compile", o.speedup_compile}, {"eager", o.speedup_eager}}},
+          {"tokens", {{"total", o.tokens}}}, {"calls", o.calls}, {"uses_pytorch", o.uses_pytorch},
+          {"error", o.error}, {"timeline", tl}};
+}
+
+double fast_p(const std::vector<Outcome>& outcomes, double p, bool vs_eager) {
+  if (outcomes.empty()) return 0;
+  int n = 0;
+  for (const auto& o : outcomes)
+    if (o.correct && (vs_eager ? o.speedup_eager : o.speedup_compile) > p) ++n;
+  return static_cast<double>(n) / static_cast<double>(outcomes.size());
+}
+
+MethodMetrics compute_metrics(const std::string& method, const std::vector<Outcome>& outcomes) {
+  MethodMetrics m;
+  m.method = method;
+  m.problems = static_cast<int>(outcomes.size());
+  if (outcomes.empty()) return m;
+  std::vector<double> sc, se;
+  int correct = 0;
+  for (const auto& o : outcomes) {
+    m.total_tokens += o.tokens;
+    if (o.uses_pytorch) ++m.with_pytorch;
+    if (o.status != "finished") ++m.failed_runs;
+    if (!o.correct) continue;
+    ++correct;
+    if (o.speedup_compile > 0) sc.push_back(o.speedup_compile);
+    if (o.speedup_eager > 0) se.push_back(o.speedup_eager);
+  }
+  m.correct = static_cast<double>(correct) / m.problems;
+  for (double p : kFastPs) {
+    m.fast_compile[p_key(p)] = fast_p(outcomes, p, false);
+    m.fast_eager[p_key(p)] = fast_p(outcomes, p, true);
+  }
+  m.geomean_compile = geomean(sc);
+  m.geomean_eager = geomean(se);
+  m.mean_tokens = static_cast<double>(m.total_tokens) / m.problems;
+  return m;
+}
+
+WinRate compute_win_rate(const std::map<std::string, std::vector<Outcome>>& by_method) {
+  WinRate w;
+  for (const auto& [m, _] : by_method) w.methods.push_back(m);
+  size_t n = w.methods.size();
+  w.rate.assign(n, std::vector<double>(n, 0));
+  w.shared.assign(n, std::vector<int>(n, 0));
+  std::vector<std::map<std::string, double>> speed(n);
+  for (size_t i = 0; i < n; ++i)
+    for (const auto& o : by_method.at(w.methods[i])) speed[i][o.problem_id] = o.correct ? o.speedup_compile : 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      int both = 0, wins = 0;
+      for (const auto& [pid, si] : speed[i]) {
+        auto it = speed[j].find(pid);
+        if (it == speed[j].end()) continue;
+        ++both;
+        if (si > it->second) ++wins;
+      }
+      w.shared[i][j] = both;
+      w.rate[i][j] = both ? static_cast<double>(wins) / both : 0;
+    }
+  }
+  return w;
+}
+
+std::vector<CurvePoint> compute_curve(const std::vector<Outcome>& outcomes, int64_t step) {
+  std::vector<CurvePoint> curve;
+  if (outcomes.empty() || step <= 0) return curve;
+  int64_t max_calls = 0;
+  for (const auto& o : outcomes)
+    for (const auto& tp : o.timeline) max_calls = std::max(max_calls, tp.calls);
+  for (int64_t c = step; c < max_calls + step; c += step) {
+    int64_t at = std::min(c, max_calls);
+    std::vector<Outcome> snap;
+    double tokens = 0;
+    for (const auto& o : outcomes) {
+      TimelinePoint st = state_at(o, at);
+      Outcome s;
+      s.correct = st.correct;
+      s.speedup_compile = st.speedup_compile;
+      s.speedup_eager = st.speedup_eager;
+      snap.push_back(s);
+      tokens += static_cast<double>(st.tokens);
+    }
+    CurvePoint cp;
+    cp.calls = at;
+    cp.mean_tokens = tokens / static_cast<double>(outcomes.size());
+    cp.correct = fast_p(snap, -1, false);  // correct means speedup > -1, i.e. any correct kernel
+    cp.fast_0_5 = fast_p(snap, 0.5, false);
+    cp.fast_1 = fast_p(snap, 1.0, false);
+    cp.fast_2 = fast_p(snap, 2.0, false);
+    curve.push_back(cp);
+    if (at == max_calls) break;
+  }
+  return curve;
+}
+
+}  // namespace mk::bench
