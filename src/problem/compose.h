@@ -1,0 +1,44 @@
+// Composition: turning a topology plus one kernel per subproblem into the
+// importable solution package (the paper's Appendix H, with relative imports):
+//
+//   solution/__init__.py
+//   solution/decomposed_solution.py           ModelNew, the top level rewritten to
+//                                             `from .subkernel_implementations.<n> import ModelNew as <Alias>`
+//   solution/subkernel_implementations/<n>.py each a self-contained ModelNew
+//   solution/subkernel_problems/<n>.py        the PyTorch reference of each subproblem
+//   solution/manifest.json                    names, hashes, which subkernels are PyTorch
+//
+// The evaluator receives kernel = solution/decomposed_solution.py and
+// problem = the original file.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "problem/problem.h"
+#include "util/result.h"
+
+namespace mk::problem {
+
+/// Rewrites a top-level module so it imports implementations instead of references.
+Result<std::string> rewrite_top_level_for_solution(const std::string& top_level);
+
+/// A PyTorch reference turned into an implementation (Swap's alternative):
+/// the reference source plus `class ModelNew(Model)`.
+std::string pytorch_implementation(const Subproblem& sp);
+
+struct SolutionManifest {
+  std::map<std::string, std::string> kernel_hashes;  ///< subproblem -> sha256 of its implementation
+  std::set<std::string> pytorch_subkernels;          ///< implemented by the PyTorch reference (Swap)
+  nlohmann::json extra;                              ///< method, speedups, ... (written as given)
+};
+
+/// Writes the package into `package_dir` (normally DIR/solution), replacing any
+/// previous content. `kernels` must hold one source per subproblem.
+Status write_solution_package(const fs::path& package_dir, const Topology& topo,
+                              const std::map<std::string, std::string>& kernels,
+                              const SolutionManifest& manifest = {});
+
+}  // namespace mk::problem
