@@ -1,0 +1,123 @@
+// The event schema: one builder per event type, so the writer (search) and the
+// readers (report, status line, resume) agree on names and shapes. Every event
+// is a JSON object with "type"; RunDir::log_event adds "seq" and "ts".
+// docs/RUN-DIRECTORY.md documents the same schema for users and scripts.
+//
+// Speedups are "x times faster than the baseline" (>1 is faster); null when the
+// kernel failed. Times are milliseconds. Optional fields are null or absent.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mk::run::events {
+
+// The "type" values.
+inline constexpr const char* kRunStart = "run_start";
+inline constexpr const char* kResume = "resume";
+inline constexpr const char* kLlmCall = "llm_call";
+inline constexpr const char* kEval = "eval";
+inline constexpr const char* kTopology = "topology";
+inline constexpr const char* kIteration = "iteration";
+inline constexpr const char* kBest = "best";
+inline constexpr const char* kSwap = "swap";
+inline constexpr const char* kPostfuse = "postfuse";
+inline constexpr const char* kRunEnd = "run_end";
+
+/// run_start: the search begins. settings holds T, L, budget_per_iter,
+/// beam_width and any other knob worth seeing in the report; budgets, when set,
+/// are settings.max_calls / settings.max_tokens.
+nlohmann::json run_start(const std::string& method, const std::string& problem, const nlohmann::json& settings);
+
+/// resume: a run was reopened; events_before is how many events it had.
+nlohmann::json resume(int64_t events_before, const std::vector<std::string>& notices);
+
+/// Token counts of one LLM call (mirrors llm::Usage without depending on llm/).
+struct TokenUsage {
+  int64_t input = 0, output = 0, cache_read = 0, cache_write = 0;
+  bool estimated = false;
+  int64_t total() const { return input + output + cache_read + cache_write; }
+};
+
+struct LlmCall {
+  std::string agent{};   ///< decompose, generate, debug, optimize, split, fuse, postfuse, judge
+  std::string task{};    ///< the problem or subproblem the call works on
+  TokenUsage usage{};
+  bool cached = false;     ///< served from the response cache (cost nothing this time)
+  bool truncated = false;  ///< the reply hit the token limit
+  int64_t latency_ms = 0;
+  bool ok = true;
+  std::string error{};       ///< when !ok: one line (no secrets)
+};
+nlohmann::json llm_call(const LlmCall& c);
+
+struct Eval {
+  std::string task{};        ///< subproblem name, or the problem for end-to-end evaluations
+  std::string candidate{};   ///< candidate id (its directory under candidates/<task>/)
+  std::string status{};      ///< correct, incorrect, cheating, compile_error, runtime_error, timeout, crashed
+  std::string kind{};        ///< finer cause (mismatch, oom, ...); empty when correct
+  std::optional<double> speedup_compile{}, speedup_eager{}, runtime_ms{};
+  bool uses_pytorch = false;  ///< the candidate calls PyTorch ops for part of its work
+  bool e2e = false;           ///< an end-to-end evaluation of the composed module
+};
+nlohmann::json eval(const Eval& e);
+
+/// One subproblem in a topology: status new (no kernel yet), correct or failing.
+struct TopologyEntry {
+  std::string name{};
+  std::string status{};
+};
+struct Topology {
+  int iteration = 0;
+  std::string change{};                 ///< initial, split, fuse, totalfuse, fallback, unchanged
+  std::vector<TopologyEntry> subproblems{};
+  std::string detail{};                 ///< one line for people: "split 4 into 4a, 4b"
+  std::vector<std::string> from{}, into{};  ///< for split/fuse: the subproblems replaced and their replacements
+};
+nlohmann::json topology(const Topology& t);
+
+struct E2E {
+  std::string status{};  ///< correct, incorrect, ... or "skipped" when not every subkernel was correct
+  std::optional<double> speedup_compile{}, speedup_eager{}, runtime_ms{};
+};
+struct SubkernelSummary {
+  std::string name{};
+  bool correct = false;
+  std::optional<double> speedup_compile{}, runtime_ms{};
+  std::optional<double> share{};  ///< fraction (0..1) of the end-to-end time spent in this subkernel
+  bool uses_pytorch = false;
+};
+struct Iteration {
+  int t = 0;
+  E2E e2e{};
+  std::vector<SubkernelSummary> subkernels{};
+  int64_t calls_used = 0;  ///< LLM calls so far (cumulative)
+  int64_t tokens = 0;      ///< tokens so far (cumulative)
+};
+nlohmann::json iteration(const Iteration& it);
+
+nlohmann::json best(int t, double speedup_compile);
+
+struct Swap {
+  std::string name{};   ///< the subkernel replaced
+  std::string from{};   ///< what was there (candidate id, file or "pytorch")
+  std::string to{};     ///< what replaced it (file, candidate id or "pytorch")
+  std::optional<double> speedup_before{}, speedup_after{};  ///< end-to-end, vs torch.compile
+};
+nlohmann::json swap(const Swap& s);
+
+nlohmann::json postfuse(int attempt, const std::string& status, std::optional<double> speedup_compile);
+
+struct RunEnd {
+  std::string status{};  ///< finished, interrupted, failed
+  std::optional<double> best_speedup_compile{};
+  std::string solution_dir{};
+  std::string message{};
+};
+nlohmann::json run_end(const RunEnd& e);
+
+}  // namespace mk::run::events
