@@ -19,7 +19,8 @@ torch = pytest.importorskip("torch")
 from mkevolve_worker import decompose_check as dc  # noqa: E402
 
 FIX = os.path.join(HERE, "decomp_fixtures")
-PROBLEMS = {"mlp": "mlp.py", "conv": "convnet.py", "res": "resblocks.py"}
+PROBLEMS = {"mlp": "mlp.py", "conv": "convnet.py", "res": "resblocks.py",
+            "attn": "attention.py"}
 
 
 def problem_for(name):
@@ -52,7 +53,8 @@ def only_failure(result):
 
 # -- correct decompositions -------------------------------------------------
 
-@pytest.mark.parametrize("name", ["mlp_good", "conv_good", "res_good", "mlp_fallback"])
+@pytest.mark.parametrize("name", ["mlp_good", "conv_good", "res_good", "attn_good",
+                                  "mlp_fallback"])
 def test_correct_decompositions_pass(name):
     result = verify(name)
     assert result["failures"] == []
@@ -113,9 +115,28 @@ def test_tolerance_option_accepts_small_differences():
 def test_wrong_output_shape(tmp_path):
     root = copy_fixture("conv_good", tmp_path)
     edit(root / "decomposed_problem.py", "return self.fc(x)", "return self.fc(x).view(2, -1)")
-    line = only_failure(verify("conv_good", root=root))
-    assert line == ("decomposed_problem.py: the output of ModelNew has shape (2, 20), Model's "
-                    "has (4, 10)")
+    result = verify("conv_good", root=root)
+    assert only_failure(result) == ("decomposed_problem.py: the output of ModelNew has shape "
+                                    "(2, 20), Model's has (4, 10)")
+    assert result["max_abs_err"] == -1.0
+
+
+def test_second_output_mismatch_is_named(tmp_path):
+    root = copy_fixture("attn_good", tmp_path)
+    edit(root / "decomposed_problem.py", "return self.head(x), x", "return self.head(x), x[:, :15]")
+    line = only_failure(verify("attn_good", root=root))
+    assert line == ("decomposed_problem.py: output #1 of ModelNew has shape (2, 15, 32), Model's "
+                    "has (2, 16, 32)")
+
+
+def test_nothing_compared_when_model_new_fails(tmp_path):
+    root = copy_fixture("conv_good", tmp_path)
+    edit(root / "decomposed_problem.py", "x = self.features(x)", "x = self.features(x, 3)")
+    result = verify("conv_good", root=root)
+    assert result["max_abs_err"] == -1.0
+    assert result["failures"][0].startswith(
+        "decomposed_problem.py: ModelNew(*get_init_inputs())(*get_inputs()) raised TypeError")
+    assert "(at decomposed_problem.py line 14)" in result["failures"][0]
 
 
 def test_dropout_is_reproduced_under_the_same_seed():
@@ -177,13 +198,35 @@ def test_views_slices_and_shape_queries_are_allowed(tmp_path):
     assert verify("conv_good", root=root)["failures"] == []
 
 
-def test_concatenation_in_top_level_is_math(tmp_path):
+def test_packing_and_unpacking_in_top_level_are_allowed(tmp_path):
     root = copy_fixture("conv_good", tmp_path)
     edit(root / "decomposed_problem.py", "x = x.view(x.size(0), -1)",
          "x = x.view(x.size(0), -1)\n        x = x.split(256, dim=1)\n"
          "        x = __import__('torch').cat(x, dim=1)")
+    assert verify("conv_good", root=root)["failures"] == []
+
+
+@pytest.mark.parametrize("expr,op", [
+    ("x.view(x.size(0), -1) * 1", "Tensor."),
+    ("x.view(x.size(0), -1).double().float()", "Tensor.double"),
+    ("x.view(x.size(0), -1)[:, __import__('torch').arange(512)]", "Tensor.__getitem__"),
+    ("x.view(x.size(0), -1).repeat(1, 1)", "Tensor.repeat"),
+])
+def test_runtime_tracer_flags_math(tmp_path, expr, op):
+    root = copy_fixture("conv_good", tmp_path)
+    edit(root / "decomposed_problem.py", "x = x.view(x.size(0), -1)", "x = " + expr)
     line = only_failure(verify("conv_good", root=root))
-    assert "runs `torch.cat`" in line
+    assert line.startswith("decomposed_problem.py line 15: the top level runs `")
+    assert f"`{op}" in line
+
+
+def test_subproblem_constructed_in_forward(tmp_path):
+    root = copy_fixture("conv_good", tmp_path)
+    edit(root / "decomposed_problem.py", "return self.fc(x)", "return Linear(512, 10)(x)")
+    result = verify("conv_good", root=root)
+    assert ("decomposed_problem.py line 16: ModelNew.forward calls `Linear(...)` directly; "
+            "construct subproblem Models once in ModelNew.__init__ and call those instances"
+            ) in result["failures"]
 
 
 def test_unregistered_subproblem_instance(tmp_path):
@@ -326,6 +369,9 @@ def test_decomposed_without_model_new(tmp_path):
     ("def forward(self, x):\n        y = x.view(x.size(0), -1)\n        return y.clone()", True),
     ("def forward(self, x, y):\n        return x, y", True),
     ("def forward(self, x):\n        return x[:, :4]", True),
+    ("def forward(self, x, y):\n        return torch.cat([x, y], dim=1)", True),
+    ("def forward(self, x):\n        c = self.tok.expand(x.size(0), -1)\n        return torch.cat([c, x])",
+     False),
     ("def forward(self, x):\n        return torch.relu(x)", False),
     ("def forward(self, x):\n        return self.linear(x).view(-1)", False),
     ("def forward(self, x):\n        return x * 2", False),

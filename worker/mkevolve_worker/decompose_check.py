@@ -23,15 +23,15 @@ Every failure is one line that names the file and says what to change; the
 lines are written to be fed back to the LLM.
 
 Policy for the top level (``ModelNew.forward`` outside subproblem calls):
-allowed are Python control flow, tuple/list packing, shape queries and
-value-preserving layout ops (view, reshape, flatten, unflatten, permute,
-transpose, squeeze/unsqueeze, expand, contiguous, split/chunk/unbind,
-narrow/select, basic slicing that returns a view, detach, device moves).
-Everything else that reaches torch is math for this purpose: arithmetic,
-``@``, torch.*/F.* compute, dtype casts, factories (torch.zeros, ...),
-advanced indexing, in-place writes, and also ``torch.cat``/``torch.stack``
-and ``clone`` (they materialise a copy: that work belongs inside the
-consumer or producer subproblem's kernel).
+allowed are Python control flow, shape queries, and ops that move or pack
+data without changing any value: view, reshape, flatten, unflatten, permute,
+transpose, squeeze/unsqueeze, expand, contiguous, clone, detach, basic slicing
+that returns a view, split/chunk/unbind (unpacking), cat/stack (packing:
+skip connections in U-Nets and DenseNets are concatenated here; the prompt
+calls a subproblem that only packs or unpacks data trivial), and device
+moves. Everything else that reaches torch counts as math: arithmetic, ``@``,
+torch.*/F.* compute, dtype casts, factories (torch.zeros, torch.ones, ...),
+padding, repeat, advanced indexing (a gather) and in-place writes.
 
 torch is imported lazily so importing this module stays cheap.
 """
@@ -66,7 +66,7 @@ _AST_LAYOUT_FUNCS = {
     "flatten", "unflatten", "reshape", "permute", "transpose", "swapaxes", "swapdims",
     "movedim", "moveaxis", "squeeze", "unsqueeze", "t", "split", "chunk", "tensor_split",
     "unbind", "narrow", "select", "Size", "no_grad", "inference_mode", "is_tensor",
-    "is_floating_point", "numel",
+    "is_floating_point", "numel", "cat", "concat", "concatenate", "stack",
 }
 
 # Tensor ops (short names) the top level may run: shape queries and
@@ -78,7 +78,8 @@ _RUNTIME_LAYOUT_OPS = {
     "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "permute",
     "transpose", "t", "contiguous", "unsqueeze", "squeeze", "expand", "expand_as",
     "chunk", "split", "split_with_sizes", "tensor_split", "unbind", "narrow", "select",
-    "movedim", "moveaxis", "swapaxes", "swapdims", "detach", "requires_grad_",
+    "movedim", "moveaxis", "swapaxes", "swapdims", "detach", "requires_grad_", "clone",
+    "cat", "concat", "concatenate", "stack",
     "__len__", "__iter__", "__bool__", "__index__", "__int__", "__float__", "item",
     "tolist", "__format__", "__repr__", "__str__", "__hash__", "__reversed__",
 }
@@ -91,7 +92,7 @@ _TRIVIAL_METHODS = {
     "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "permute",
     "transpose", "t", "contiguous", "unsqueeze", "squeeze", "expand", "expand_as",
     "clone", "detach", "chunk", "split", "unbind", "narrow", "select", "movedim",
-    "size", "dim", "numel", "to", "copy_",
+    "size", "dim", "numel", "to", "copy_", "cat", "concat", "concatenate", "stack",
 }
 
 _NAN_MISMATCH_ERR = 3.4028234663852886e38  # float32 max: "one side is NaN/inf"
@@ -413,13 +414,14 @@ def _root_name(node):
 
 def _static_toplevel(tree, label: str, package: str):
     """Returns [(lineno, message)] for rule violations in the top-level file."""
-    torch_names, sub_names, local_classes = set(), set(), set()
+    torch_names, sub_names, sub_classes, local_classes = set(), set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             module = node.module or ""
             root = module.split(".")[0]
             if node.level == 0 and root == package:
                 sub_names.update(a.asname or a.name for a in node.names)
+                sub_classes.update(a.asname or a.name for a in node.names if a.name == "Model")
             elif node.level == 0 and root in _TORCHY_ROOTS:
                 torch_names.update(a.asname or a.name for a in node.names)
         elif isinstance(node, ast.Import):
@@ -466,6 +468,11 @@ def _static_toplevel(tree, label: str, package: str):
                     found.append((node.lineno, f"{label} line {node.lineno}: ModelNew.__init__ "
                                   f"calls `{name}`; parameters and buffers must live inside "
                                   "subproblem Models"))
+            elif (isinstance(node.func, ast.Name) and node.func.id in sub_classes) or \
+                    (root in sub_names and name.endswith(".Model")):
+                found.append((node.lineno, f"{label} line {node.lineno}: {where} calls "
+                              f"`{name}(...)` directly; construct subproblem Models once in "
+                              "ModelNew.__init__ and call those instances"))
             elif root in torch_names:
                 last = name.rsplit(".", 1)[-1]
                 if last not in _AST_LAYOUT_FUNCS:
@@ -729,7 +736,8 @@ class _Verifier:
         self.device = options.get("device")
         self.failures = []
         self.subproblems = {}    # name -> _Subproblem
-        self.max_abs_err = 0.0
+        self.max_abs_err = None  # stays None until outputs were compared
+        self.incomparable = False  # outputs differed in structure, shape or dtype
         self.recorder = _Recorder()
         self.decomposed_label = DECOMPOSED_NAME
         self.problem_label = os.path.basename(self.problem)
@@ -764,7 +772,8 @@ class _Verifier:
                 "covered": bool(sp.covered and not sp.failed and instances),
             }
         return {"ok": not self.failures, "failures": list(self.failures), "subproblems": subs,
-                "max_abs_err": float(self.max_abs_err)}
+                "max_abs_err": (-1.0 if self.max_abs_err is None or self.incomparable
+                                else float(self.max_abs_err))}
 
     # -- driver -----------------------------------------------------------
 
@@ -779,10 +788,10 @@ class _Verifier:
             raise _BadInput("options.device is 'cuda' but torch sees no CUDA device")
         problem_mod = self.load_problem()
         dirs = [self.root, os.path.dirname(self.subdir)]
-        with _isolated_imports(dirs, {self.package, DEFAULT_PACKAGE}), _numerics(self.device), \
-                _deadline(self.timeout_s):
+        with _isolated_imports(dirs, {self.package, DEFAULT_PACKAGE}), _numerics(self.device):
             try:
-                self.verify(problem_mod)
+                with _deadline(self.timeout_s):
+                    self.verify(problem_mod)
             except _Timeout:
                 self.fail(f"{self.decomposed_label}: verification did not finish within "
                           f"{self.timeout_s} s (options.timeout_s); make the subproblems' "
@@ -1098,16 +1107,18 @@ class _Verifier:
 
     def report_toplevel_ops(self):
         flagged = {lineno for lineno, _ in self.static_found}
-        seen = set()
+        by_line = {}  # (label, line) -> ops, in first-seen order
         for label, line, op in self.recorder.toplevel_ops:
-            if (label, line, op) in seen:
-                continue
-            seen.add((label, line, op))
             if label == self.decomposed_label and line in flagged:
                 continue  # the AST rule already named this line
-            self.fail(f"{label} line {line}: the top level runs `{op}` on tensors outside any "
+            ops = by_line.setdefault((label, line), [])
+            if op not in ops:
+                ops.append(op)
+        for (label, line), ops in by_line.items():
+            names = ", ".join(f"`{op}`" for op in ops)
+            self.fail(f"{label} line {line}: the top level runs {names} on tensors outside any "
                       "subproblem; move this computation into a subproblem Model (the top level "
-                      "may only call subproblems and view/reshape)")
+                      "may only call subproblems, view/reshape and cat/split)")
 
     def structure(self, new):
         """Runtime form of the rule: ModelNew holds only subproblem instances."""
@@ -1175,15 +1186,17 @@ class _Verifier:
     def compare(self, expected, got, trial):
         torch = _torch()
         label = self.decomposed_label
+        if self.max_abs_err is None:
+            self.max_abs_err = 0.0
         exp_list, got_list = list(_flat_outputs(expected)), list(_flat_outputs(got))
         if len(exp_list) != len(got_list):
-            self.max_abs_err = -1.0
+            self.incomparable = True
             return (f"{label}: ModelNew returns {len(got_list)} output value(s), Model returns "
                     f"{len(exp_list)}")
         for i, (e, g) in enumerate(zip(exp_list, got_list)):
             which = f"output #{i}" if len(exp_list) > 1 else "the output"
             if isinstance(e, torch.Tensor) != isinstance(g, torch.Tensor):
-                self.max_abs_err = -1.0
+                self.incomparable = True
                 return f"{label}: {which} of ModelNew is a {type(g).__name__}, Model's is a " \
                        f"{type(e).__name__}"
             if not isinstance(e, torch.Tensor):
@@ -1191,11 +1204,11 @@ class _Verifier:
                     return f"{label}: {which} of ModelNew is {g!r}, Model's is {e!r}"
                 continue
             if tuple(e.shape) != tuple(g.shape):
-                self.max_abs_err = -1.0
+                self.incomparable = True
                 return (f"{label}: {which} of ModelNew has shape {tuple(g.shape)}, Model's has "
                         f"{tuple(e.shape)}")
             if e.dtype != g.dtype:
-                self.max_abs_err = -1.0
+                self.incomparable = True
                 return (f"{label}: {which} of ModelNew has dtype {g.dtype}, Model's has "
                         f"{e.dtype}")
             g = g.to(e.device)
@@ -1213,7 +1226,7 @@ class _Verifier:
                 bad = bad & ~both_nan
             worst = float(diff.max())
             worst = worst if math.isfinite(worst) else _NAN_MISMATCH_ERR
-            self.max_abs_err = max(self.max_abs_err, worst) if self.max_abs_err >= 0 else -1.0
+            self.max_abs_err = max(self.max_abs_err, worst)
             if bool(bad.any()):
                 count = int(bad.sum())
                 index = tuple(int(v) for v in torch.nonzero(bad)[0].tolist())
@@ -1375,7 +1388,8 @@ def verify_decomposition(problem: str, decomposed: str, subproblems_dir: str,
 
     Returns {"ok", "failures" (one actionable line each), "subproblems"
     {name: {"instances", "init_args_seen", "input_shapes_seen", "covered"}},
-    "max_abs_err" (-1.0 when outputs could not be compared)}.
+    "max_abs_err" (-1.0 when the outputs were never compared or differ in structure, shape
+    or dtype; 3.4e38 when one side has NaN/inf where the other has not)}.
     """
     return _verify(problem, decomposed, subproblems_dir, options)[0]
 
