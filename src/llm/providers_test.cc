@@ -1,0 +1,384 @@
+// The HTTP providers against fake servers on real loopback sockets: wire format,
+// usage, retries, timeouts, error messages, truncation, concurrency caps.
+#include <gtest/gtest.h>
+
+#include <ctime>
+#include <thread>
+
+#include "fakes/fake_llm.h"
+#include "fakes/llm_test_util.h"
+#include "llm/factory.h"
+#include "llm/http.h"
+
+namespace mk::llm {
+namespace {
+
+using fakes::FakeLlm;
+using fakes::Protocol;
+using fakes::Step;
+using nlohmann::json;
+
+std::shared_ptr<Provider> make(const ProviderOptions& o) {
+  auto p = make_provider(o, nullptr);
+  EXPECT_TRUE(p.ok()) << p.error();
+  return p.ok() ? *p : nullptr;
+}
+
+TEST(OpenAi, SendsChatCompletionAndParsesUsage) {
+  FakeLlm fake(Protocol::kOpenAi);
+  fake.push(Step{.text = "def kernel(): pass", .usage = fakes::FakeUsage{100, 20, 30, 0}});
+  Env env{{"OPENAI_API_KEY", "sk-test-openai-0001"}};
+  auto p = make(fakes::test_options("openai:gpt-test", fake.base_url(), &env));
+  Request req = fakes::make_request("write a relu", "generate", "L1/19");
+  req.temperature = 0.7;
+  req.top_p = 0.9;
+  req.seed = 42;
+  req.reasoning_effort = "high";
+  Reply r = p->complete(req);
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.completion->text, "def kernel(): pass");
+  EXPECT_EQ(r.completion->usage.input, 100);
+  EXPECT_EQ(r.completion->usage.cache_read, 30);
+  EXPECT_EQ(r.completion->usage.output, 20);
+  EXPECT_FALSE(r.completion->usage.estimated);
+  EXPECT_FALSE(r.completion->truncated);
+  EXPECT_EQ(r.completion->model, "fake-model");
+
+  ASSERT_EQ(fake.count(), 1);
+  auto got = fake.received()[0];
+  EXPECT_TRUE(fake.problems().empty());
+  EXPECT_EQ(got.header("x-mkevolve-agent"), "generate");
+  EXPECT_EQ(got.header("x-mkevolve-task"), "L1/19");
+  EXPECT_EQ(got.header("authorization"), "Bearer sk-test-openai-0001");
+  json body = json::parse(got.body);
+  EXPECT_EQ(body["model"], "gpt-test");
+  EXPECT_EQ(body["max_tokens"], 256);
+  EXPECT_EQ(body["temperature"], 0.7);
+  EXPECT_EQ(body["top_p"], 0.9);
+  EXPECT_EQ(body["seed"], 42);
+  EXPECT_EQ(body["reasoning_effort"], "high");
+  ASSERT_EQ(body["messages"].size(), 2u);
+  EXPECT_EQ(body["messages"][0]["role"], "system");
+  EXPECT_EQ(body["messages"][1]["content"], "write a relu");
+}
+
+TEST(OpenAi, NoKeyMeansNoAuthHeader) {
+  FakeLlm fake(Protocol::kOpenAi);
+  Env env;
+  auto p = make(fakes::test_options("openai:local", fake.base_url(), &env));
+  ASSERT_TRUE(p->complete(fakes::make_request("hi")).ok());
+  EXPECT_EQ(fake.received()[0].header("authorization"), "");
+}
+
+TEST(OpenAi, BaseUrlFromEnvironment) {
+  FakeLlm fake(Protocol::kOpenAi);
+  Env env{{"OPENAI_BASE_URL", fake.base_url() + "/"}};
+  auto p = make(fakes::test_options("openai:local", "", &env));
+  ASSERT_TRUE(p->complete(fakes::make_request("hi")).ok());
+  EXPECT_EQ(fake.count(), 1);
+}
+
+TEST(Anthropic, MessagesWithCacheControlAndCacheUsage) {
+  FakeLlm fake(Protocol::kAnthropic);
+  fake.push(Step{.text = "ok", .usage = fakes::FakeUsage{10, 5, 900, 40}});
+  Env env{{"ANTHROPIC_API_KEY", "sk-ant-test-0002"}};
+  auto p = make(fakes::test_options("anthropic:claude-test", fake.base_url(), &env));
+  Request req = fakes::make_request("shared prefix", "optimize", "L2/1");
+  req.messages.push_back({"assistant", "previous answer"});
+  req.messages.push_back({"user", "now improve it"});
+  req.cache_prefix_messages = 1;
+  Reply r = p->complete(req);
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.completion->usage.input, 10);
+  EXPECT_EQ(r.completion->usage.output, 5);
+  EXPECT_EQ(r.completion->usage.cache_read, 900);
+  EXPECT_EQ(r.completion->usage.cache_write, 40);
+  auto got = fake.received().at(0);
+  EXPECT_TRUE(fake.problems().empty());
+  EXPECT_EQ(got.header("x-api-key"), "sk-ant-test-0002");
+  EXPECT_EQ(got.header("anthropic-version"), "2023-06-01");
+  EXPECT_EQ(got.header("x-mkevolve-agent"), "optimize");
+  json body = json::parse(got.body);
+  EXPECT_EQ(body["max_tokens"], 256);
+  EXPECT_EQ(body["system"][0]["text"], "You write Triton kernels.");
+  EXPECT_EQ(body["system"][0]["cache_control"]["type"], "ephemeral");
+  ASSERT_EQ(body["messages"].size(), 3u);
+  EXPECT_EQ(body["messages"][0]["content"][0]["cache_control"]["type"], "ephemeral");
+  EXPECT_FALSE(body["messages"][1]["content"][0].contains("cache_control"));
+  EXPECT_FALSE(body["messages"][2]["content"][0].contains("cache_control"));
+}
+
+TEST(Bedrock, ConverseIsSignedAndVerified) {
+  FakeLlm fake(Protocol::kBedrock);
+  fake.push(Step{.text = "from bedrock", .usage = fakes::FakeUsage{50, 6, 400, 12}});
+  fakes::AwsTestCredentials creds;
+  Env env{{"AWS_ACCESS_KEY_ID", creds.access_key_id}, {"AWS_SECRET_ACCESS_KEY", creds.secret},
+          {"AWS_REGION", creds.region}};
+  auto p = make(fakes::test_options("bedrock:anthropic.claude-3-5-sonnet-20240620-v1:0", fake.base_url(), &env));
+  Request req = fakes::make_request("hello bedrock", "decompose", "L3/43");
+  req.cache_prefix_messages = 1;
+  Reply r = p->complete(req);
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_TRUE(fake.problems().empty()) << fake.problems()[0];
+  EXPECT_EQ(r.completion->text, "from bedrock");
+  EXPECT_EQ(r.completion->usage.input, 50);
+  EXPECT_EQ(r.completion->usage.cache_read, 400);
+  EXPECT_EQ(r.completion->usage.cache_write, 12);
+  auto got = fake.received().at(0);
+  EXPECT_EQ(got.path, "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse");
+  EXPECT_EQ(got.header("x-mkevolve-task"), "L3/43");
+  json body = json::parse(got.body);
+  EXPECT_EQ(body["inferenceConfig"]["maxTokens"], 256);
+  EXPECT_EQ(body["system"][0]["text"], "You write Triton kernels.");
+  EXPECT_TRUE(body["system"][1].contains("cachePoint"));
+  EXPECT_TRUE(body["messages"][0]["content"][1].contains("cachePoint"));
+}
+
+TEST(Bedrock, SessionTokenAndWrongSecret) {
+  FakeLlm fake(Protocol::kBedrock);
+  fakes::AwsTestCredentials creds;
+  Env env{{"AWS_ACCESS_KEY_ID", creds.access_key_id}, {"AWS_SECRET_ACCESS_KEY", creds.secret},
+          {"AWS_SESSION_TOKEN", "session-token-abc"}, {"AWS_REGION", creds.region}};
+  auto p = make(fakes::test_options("bedrock:meta.llama3-70b-instruct-v1:0", fake.base_url(), &env));
+  ASSERT_TRUE(p->complete(fakes::make_request("x")).ok());
+  EXPECT_EQ(fake.received()[0].header("x-amz-security-token"), "session-token-abc");
+  // Prompt caching is off for models without cache points.
+  EXPECT_FALSE(json::parse(fake.received()[0].body).contains("system") &&
+               json::parse(fake.received()[0].body)["system"].size() > 1);
+
+  Env bad = env;
+  bad["AWS_SECRET_ACCESS_KEY"] = "not-the-right-secret";
+  auto q = make(fakes::test_options("bedrock:meta.llama3-70b-instruct-v1:0", fake.base_url(), &bad));
+  Reply r = q->complete(fakes::make_request("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->http_status, 403);
+  EXPECT_EQ(r.error->kind, LlmError::Kind::kAuth);
+  EXPECT_NE(r.error->message.find("403 from bedrock: check the AWS credentials (environment)"), std::string::npos)
+      << r.error->message;
+  EXPECT_EQ(fake.count(), 2);  // no retry
+}
+
+TEST(Retry, Honours429RetryAfterThenSucceeds) {
+  FakeLlm fake(Protocol::kOpenAi);
+  fake.push(Step{.status = 429, .headers = {{"Retry-After", "1"}}});
+  fake.push(Step{.text = "after wait"});
+  Env env;
+  fakes::SleepLog sleeps;
+  auto p = make(fakes::test_options("openai:m", fake.base_url(), &env, &sleeps));
+  Reply r = p->complete(fakes::make_request("x"));
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.completion->text, "after wait");
+  EXPECT_EQ(fake.count(), 2);
+  ASSERT_EQ(sleeps.get().size(), 1u);
+  EXPECT_DOUBLE_EQ(sleeps.get()[0], 1.0);
+}
+
+TEST(Retry, ServerErrorsBackOffThenSucceed) {
+  FakeLlm fake(Protocol::kAnthropic);
+  fake.push(Step{.status = 500});
+  fake.push(Step{.status = 529});
+  fake.push(Step{.text = "third time"});
+  Env env{{"ANTHROPIC_API_KEY", "sk-ant-x-12345678"}};
+  fakes::SleepLog sleeps;
+  auto p = make(fakes::test_options("anthropic:m", fake.base_url(), &env, &sleeps));
+  Reply r = p->complete(fakes::make_request("x"));
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(fake.count(), 3);
+  auto w = sleeps.get();
+  ASSERT_EQ(w.size(), 2u);
+  // Exponential backoff with jitter in [50%, 100%]: 10 ms then 20 ms nominal.
+  EXPECT_GE(w[0], 0.005);
+  EXPECT_LE(w[0], 0.010);
+  EXPECT_GE(w[1], 0.010);
+  EXPECT_LE(w[1], 0.020);
+}
+
+TEST(Retry, GivesUpAfterMaxRetries) {
+  FakeLlm fake(Protocol::kOpenAi);
+  fake.set_fallback(Step{.status = 503});
+  Env env;
+  fakes::SleepLog sleeps;
+  auto p = make(fakes::test_options("openai:m", fake.base_url(), &env, &sleeps));
+  Reply r = p->complete(fakes::make_request("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(fake.count(), 4);  // 1 + 3 retries
+  EXPECT_EQ(r.error->http_status, 503);
+  EXPECT_NE(r.error->message.find("gave up after 4 attempts"), std::string::npos) << r.error->message;
+}
+
+TEST(Retry, DroppedConnectionIsRetried) {
+  FakeLlm fake(Protocol::kOpenAi);
+  fake.push(Step{.hang_up = true});
+  fake.push(Step{.text = "fine"});
+  Env env;
+  fakes::SleepLog sleeps;
+  auto p = make(fakes::test_options("openai:m", fake.base_url(), &env, &sleeps));
+  Reply r = p->complete(fakes::make_request("x"));
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.completion->text, "fine");
+}
+
+TEST(Errors, TimeoutIsReportedAfterRetries) {
+  FakeLlm fake(Protocol::kOpenAi);
+  fake.set_fallback(Step{.delay_s = 3});
+  Env env;
+  fakes::SleepLog sleeps;
+  auto o = fakes::test_options("openai:m", fake.base_url(), &env, &sleeps);
+  o.total_timeout_s = 0.3;
+  o.max_retries = 1;
+  auto p = make(o);
+  Reply r = p->complete(fakes::make_request("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, LlmError::Kind::kTimeout);
+  EXPECT_NE(r.error->message.find("did not answer in time"), std::string::npos) << r.error->message;
+  EXPECT_EQ(fake.count(), 2);
+}
+
+TEST(Errors, Unauthorized401IsNotRetriedAndSaysWhatToFix) {
+  FakeLlm fake(Protocol::kAnthropic);
+  fake.set_fallback(Step{.status = 401});
+  Env env{{"ANTHROPIC_API_KEY", "sk-ant-wrong-000000"}};
+  auto p = make(fakes::test_options("anthropic:m", fake.base_url(), &env));
+  Reply r = p->complete(fakes::make_request("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(fake.count(), 1);
+  EXPECT_EQ(r.error->kind, LlmError::Kind::kAuth);
+  EXPECT_FALSE(r.error->retryable);
+  EXPECT_EQ(r.error->message.rfind("401 from anthropic: check ANTHROPIC_API_KEY", 0), 0u) << r.error->message;
+}
+
+TEST(Errors, BadRequestAndNotFoundAreNotRetried) {
+  FakeLlm fake(Protocol::kOpenAi);
+  fake.push(Step{.status = 400});
+  fake.push(Step{.status = 404});
+  Env env;
+  auto p = make(fakes::test_options("openai:no-such-model", fake.base_url(), &env));
+  Reply a = p->complete(fakes::make_request("x"));
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error->kind, LlmError::Kind::kBadRequest);
+  EXPECT_NE(a.error->message.find("scripted status 400"), std::string::npos) << a.error->message;
+  Reply b = p->complete(fakes::make_request("x"));
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error->kind, LlmError::Kind::kNotFound);
+  EXPECT_NE(b.error->message.find("check the model name 'no-such-model'"), std::string::npos) << b.error->message;
+  EXPECT_EQ(fake.count(), 2);
+}
+
+TEST(Errors, MalformedAndEmptyRepliesAreErrorValues) {
+  for (auto proto : {Protocol::kOpenAi, Protocol::kAnthropic, Protocol::kBedrock}) {
+    FakeLlm fake(proto);
+    fake.push(Step{.raw_body = std::string("{not json")});
+    fake.push(Step{.raw_body = std::string("{\"unexpected\": true}")});
+    fake.push(Step{.raw_body = std::string("[1,2,3]")});
+    fake.push(Step{.text = ""});
+    fakes::AwsTestCredentials creds;
+    Env env{{"ANTHROPIC_API_KEY", "sk-ant-x-12345678"}, {"AWS_ACCESS_KEY_ID", creds.access_key_id},
+            {"AWS_SECRET_ACCESS_KEY", creds.secret}, {"AWS_REGION", creds.region}};
+    std::string spec = proto == Protocol::kOpenAi ? "openai:m" : proto == Protocol::kAnthropic ? "anthropic:m" : "bedrock:m";
+    auto p = make(fakes::test_options(spec, fake.base_url(), &env));
+    for (auto kind : {LlmError::Kind::kMalformed, LlmError::Kind::kMalformed, LlmError::Kind::kMalformed,
+                      LlmError::Kind::kEmpty}) {
+      Reply r = p->complete(fakes::make_request("x"));
+      ASSERT_FALSE(r.ok()) << spec;
+      EXPECT_EQ(r.error->kind, kind) << spec << ": " << r.error->message;
+      EXPECT_EQ(r.error->message.find('\n'), std::string::npos);
+    }
+    EXPECT_EQ(fake.count(), 4) << spec;
+  }
+}
+
+TEST(Truncation, FlaggedForEveryProtocol) {
+  for (auto proto : {Protocol::kOpenAi, Protocol::kAnthropic, Protocol::kBedrock}) {
+    FakeLlm fake(proto);
+    fake.push(Step{.text = "partial", .truncated = true});
+    fakes::AwsTestCredentials creds;
+    Env env{{"ANTHROPIC_API_KEY", "sk-ant-x-12345678"}, {"AWS_ACCESS_KEY_ID", creds.access_key_id},
+            {"AWS_SECRET_ACCESS_KEY", creds.secret}, {"AWS_REGION", creds.region}};
+    std::string spec = proto == Protocol::kOpenAi ? "openai:m" : proto == Protocol::kAnthropic ? "anthropic:m" : "bedrock:m";
+    auto p = make(fakes::test_options(spec, fake.base_url(), &env));
+    Reply r = p->complete(fakes::make_request("x"));
+    ASSERT_TRUE(r.ok()) << r.error->message;
+    EXPECT_TRUE(r.completion->truncated) << spec;
+    EXPECT_EQ(r.completion->text, "partial");
+  }
+}
+
+TEST(Usage, EstimatedWhenTheProviderReportsNone) {
+  FakeLlm fake(Protocol::kOpenAi);
+  fake.push(Step{.text = std::string(40, 'x'), .usage = std::nullopt});
+  Env env;
+  auto p = make(fakes::test_options("openai:m", fake.base_url(), &env));
+  Reply r = p->complete(fakes::make_request(std::string(400, 'y')));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r.completion->usage.estimated);
+  EXPECT_EQ(r.completion->usage.output, 10);
+  EXPECT_GE(r.completion->usage.input, 100);
+  EXPECT_LE(r.completion->usage.input, 110);
+}
+
+TEST(Concurrency, CapLimitsRequestsInFlight) {
+  FakeLlm fake(Protocol::kOpenAi);
+  fake.set_fallback(Step{.delay_s = 0.15});
+  Env env;
+  auto o = fakes::test_options("openai:m", fake.base_url(), &env);
+  o.concurrency = 2;
+  auto p = make(o);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 6; ++i)
+    threads.emplace_back([&, i] {
+      Request req = fakes::make_request("x" + std::to_string(i));
+      if (p->complete(req).ok()) ++ok;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 6);
+  EXPECT_EQ(fake.count(), 6);
+  EXPECT_LE(fake.max_in_flight(), 2);
+  EXPECT_GE(fake.max_in_flight(), 1);
+}
+
+TEST(Errors, UnreachableBaseUrlIsOneLineWithTheFix) {
+  Env env;
+  auto o = fakes::test_options("openai:m", "http://127.0.0.1:" + std::to_string(fakes::closed_port()) + "/v1", &env);
+  o.max_retries = 1;
+  fakes::SleepLog sleeps;
+  o.sleep = sleeps.fn();
+  auto p = make(o);
+  Reply r = p->complete(fakes::make_request("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, LlmError::Kind::kNetwork);
+  EXPECT_NE(r.error->message.find("cannot reach openai at http://127.0.0.1:"), std::string::npos) << r.error->message;
+  EXPECT_NE(r.error->message.find("check --base-url"), std::string::npos) << r.error->message;
+  EXPECT_EQ(r.error->message.find('\n'), std::string::npos);
+}
+
+TEST(Http, RetryAfterSecondsAndDates) {
+  EXPECT_DOUBLE_EQ(parse_retry_after("7", 0), 7.0);
+  EXPECT_DOUBLE_EQ(parse_retry_after(" 1.5 ", 0), 1.5);
+  EXPECT_DOUBLE_EQ(parse_retry_after("", 0), -1);
+  EXPECT_DOUBLE_EQ(parse_retry_after("soon", 0), -1);
+  // Wed, 21 Oct 2015 07:28:00 GMT = 1445412480
+  EXPECT_DOUBLE_EQ(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412480 - 30), 30.0);
+  EXPECT_DOUBLE_EQ(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412480 + 30), 0.0);
+}
+
+TEST(Http, RetryAfterDateFromServer) {
+  FakeLlm fake(Protocol::kOpenAi);
+  char date[64];
+  std::time_t later = std::time(nullptr) + 90;
+  std::tm tm{};
+  gmtime_r(&later, &tm);
+  std::strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  fake.push(Step{.status = 503, .headers = {{"Retry-After", date}}});
+  fake.push(Step{});
+  Env env;
+  fakes::SleepLog sleeps;
+  auto p = make(fakes::test_options("openai:m", fake.base_url(), &env, &sleeps));
+  ASSERT_TRUE(p->complete(fakes::make_request("x")).ok());
+  ASSERT_EQ(sleeps.get().size(), 1u);
+  EXPECT_GE(sleeps.get()[0], 80.0);
+  EXPECT_LE(sleeps.get()[0], 91.0);
+}
+
+}  // namespace
+}  // namespace mk::llm

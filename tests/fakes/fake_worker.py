@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""A fake mkevolve worker server that speaks protocol v1 and misbehaves on command.
+
+Used by the C++ pool tests (src/eval/pool_test.cc); it needs no torch.
+
+Start-up behaviour comes from MKEVOLVE_WORKER_FAKE_HELLO:
+  ok (default), bad_version, no_torch, no_triton, no_cuda, garbage, silent, exit.
+Per request, `eval` reads directives from the kernel file, lines of the form
+`# FAKE: <action> [arg]`, applied in order:
+  correct [median_ms]   verdict correct (default runtime 2.0 ms)
+  incorrect             verdict incorrect, kind mismatch
+  hang                  never answer
+  exit                  the server exits (status 3) without answering
+  kill                  the server SIGKILLs itself
+  garbage               write a non-JSON line on the protocol channel
+  wrong_id              answer with another request id
+  unknown_status        a result with status "splendid"
+  no_status             a result without status
+  error                 an error message instead of a result
+  slow <seconds>        sleep, then continue
+  progress              send two progress lines first
+  grandchild <marker> [clean]
+                        start a setsid, orphaned grandchild (`sleep 1000` with
+                        MKEVOLVE_FAKE_GRANDCHILD=<marker> in its environment;
+                        clean: without the pool's MKEVOLVE_WORKER_TOKEN)
+  env                   put the server's environment in the result ("env")
+Every request is logged, one line "op kernel-or-problem", to MKEVOLVE_WORKER_FAKE_LOG
+if set. `baseline` answers eager 4.0 ms and compile 2.0 ms (or what
+MKEVOLVE_WORKER_FAKE_BASELINE says: "fail", "hang").
+"""
+import json
+import os
+import signal
+import sys
+import time
+
+OUT = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)  # like the real server: stray prints go to stderr
+
+
+def send(obj):
+    OUT.write(json.dumps(obj) + "\n")
+    OUT.flush()
+
+
+def log(op, what):
+    path = os.environ.get("MKEVOLVE_WORKER_FAKE_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write("%s %s\n" % (op, what))
+
+
+def hang():
+    while True:
+        time.sleep(3600)
+
+
+def hello():
+    mode = os.environ.get("MKEVOLVE_WORKER_FAKE_HELLO", "ok")
+    msg = {"type": "hello", "protocol": 1, "pid": os.getpid(), "python": "3.11.0",
+           "torch": "0.0-fake", "triton": "0.0-fake", "cuda": True,
+           "test_mode": "--test-mode" in sys.argv}
+    if mode == "bad_version":
+        msg["protocol"] = 99
+    elif mode == "no_torch":
+        msg["torch"] = None
+        msg["error"] = "No module named 'torch'"
+    elif mode == "no_triton":
+        msg["triton"] = None
+    elif mode == "no_cuda":
+        msg["cuda"] = False
+    elif mode == "garbage":
+        OUT.write("Welcome to the fake worker!\n")
+        OUT.flush()
+        return
+    elif mode == "silent":
+        hang()
+    elif mode == "exit":
+        sys.stderr.write("fake worker: exiting at start as asked\n")
+        sys.exit(1)
+    send(msg)
+
+
+def grandchild(marker, clean):
+    """Double fork + setsid, then exec `sleep` with MKEVOLVE_FAKE_GRANDCHILD=marker
+    in its environment (tests find it by that). clean: also drop the pool's token."""
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork() == 0:
+            env = dict(os.environ)
+            env["MKEVOLVE_FAKE_GRANDCHILD"] = marker
+            if clean:
+                env.pop("MKEVOLVE_WORKER_TOKEN", None)
+            os.execve("/bin/sleep", ["sleep", "1000"], env)
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def do_eval(req):
+    rid = req["id"]
+    kernel = req.get("kernel", "")
+    log("eval", kernel)
+    try:
+        with open(kernel) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        send({"id": rid, "type": "result", "status": "compile_error", "kind": "import_error",
+              "reasons": [str(e)], "message": str(e)})
+        return
+    result = {"id": rid, "type": "result", "status": "correct", "kind": "",
+              "reasons": [], "message": "", "max_abs_err": 0.0,
+              "runtime_ms": {"median": 2.0, "mean": 2.1}, "checks": {}}
+    for line in lines:
+        line = line.strip()
+        if not line.startswith("# FAKE:"):
+            continue
+        parts = line[len("# FAKE:"):].split()
+        action, args = parts[0], parts[1:]
+        if action == "correct":
+            if args:
+                result["runtime_ms"] = {"median": float(args[0]), "mean": float(args[0])}
+        elif action == "incorrect":
+            result.update(status="incorrect", kind="mismatch", max_abs_err=0.5,
+                          reasons=["output mismatch at [0, 3]: expected 1.0, got 1.5"],
+                          message="output mismatch at [0, 3]: expected 1.0, got 1.5")
+        elif action == "hang":
+            hang()
+        elif action == "exit":
+            os._exit(3)
+        elif action == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif action == "garbage":
+            OUT.write("this is not json\n")
+            OUT.flush()
+            return
+        elif action == "wrong_id":
+            result["id"] = rid + 1000
+        elif action == "unknown_status":
+            result["status"] = "splendid"
+        elif action == "no_status":
+            del result["status"]
+        elif action == "error":
+            send({"id": rid, "type": "error", "message": "fake failure"})
+            return
+        elif action == "slow":
+            time.sleep(float(args[0]))
+        elif action == "progress":
+            send({"id": rid, "type": "progress", "phase": "correctness"})
+            send({"id": rid, "type": "progress", "phase": "timing"})
+        elif action == "grandchild":
+            grandchild(args[0], len(args) > 1 and args[1] == "clean")
+        elif action == "env":
+            result["env"] = dict(os.environ)
+            result["cwd"] = os.getcwd()
+    send(result)
+
+
+def do_baseline(req):
+    log("baseline", req.get("problem", ""))
+    mode = os.environ.get("MKEVOLVE_WORKER_FAKE_BASELINE", "ok")
+    if mode == "hang":
+        hang()
+    if mode == "fail":
+        send({"id": req["id"], "type": "error", "message": "baseline exploded"})
+        return
+    send({"id": req["id"], "type": "result", "eager": {"median_ms": 4.0, "mean_ms": 4.2},
+          "compile": {"median_ms": 2.0, "mean_ms": 2.1}, "gpu": "Fake GPU", "torch": "0.0-fake"})
+
+
+def main():
+    hello()
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        req = json.loads(line)
+        op = req.get("op")
+        rid = req.get("id")
+        if op == "eval":
+            do_eval(req)
+        elif op == "baseline":
+            do_baseline(req)
+        elif op == "ping":
+            log("ping", "")
+            send({"id": rid, "type": "result", "ok": True})
+        elif op == "gpu_info":
+            log("gpu_info", "")
+            send({"id": rid, "type": "result", "gpus": [{"name": "Fake GPU", "capability": [9, 0], "sm_count": 132}]})
+        elif op == "check":
+            log("check", req.get("kernel", ""))
+            send({"id": rid, "type": "result", "clean": True, "violations": []})
+        elif op == "verify_decomposition":
+            log("verify_decomposition", req.get("problem", ""))
+            bad = "bad" in os.path.basename(req.get("decomposed", ""))
+            send({"id": rid, "type": "result", "ok": not bad,
+                  "failures": ([{"file": "decomposed_problem.py", "line": 3, "rule": "mismatch",
+                                 "message": "outputs differ"}] if bad else [])})
+        elif op == "shutdown":
+            log("shutdown", "")
+            send({"id": rid, "type": "result", "ok": True})
+            return
+        else:
+            send({"id": rid, "type": "error", "message": "unknown op %r" % op})
+
+
+if __name__ == "__main__":
+    main()
