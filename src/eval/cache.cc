@@ -1,0 +1,100 @@
+#include "eval/cache.h"
+
+#include <cstdlib>
+#include <cstdio>
+
+#include "eval/protocol.h"
+#include "util/fs.h"
+#include "util/hash.h"
+
+namespace mk::eval {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path default_cache_root() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "mkevolve";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "mkevolve";
+  return fs::temp_directory_path() / "mkevolve-cache";
+}
+
+namespace {
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+}  // namespace
+
+std::string result_key(const std::string& problem_hash, const std::string& kernel_hash, const EvalOptions& o,
+                       const EvalIdentity& id) {
+  Hasher h;
+  h.update("mkevolve-result-v1").update(std::to_string(kProtocolVersion));
+  h.update(problem_hash).update(kernel_hash);
+  h.update(std::to_string(o.trials)).update(std::to_string(o.warmup)).update(std::to_string(o.perf_trials));
+  h.update(num(o.atol)).update(num(o.rtol)).update(num(o.timeout_s)).update(o.measure_perf ? "perf" : "noperf");
+  h.update(std::to_string(o.seed)).update(o.allow_pytorch ? "allow_pytorch" : "triton_only");
+  h.update(o.test_cpu ? "test_cpu" : "gpu");
+  h.update(id.gpu_model).update(id.torch).update(id.triton).update(id.worker);
+  return h.hex();
+}
+
+std::string baseline_key(const std::string& problem_hash, const EvalIdentity& id, const EvalOptions& o) {
+  Hasher h;
+  h.update("mkevolve-baseline-v1").update(std::to_string(kProtocolVersion));
+  h.update(problem_hash).update(id.gpu_model).update(id.torch);
+  h.update(std::to_string(o.warmup)).update(std::to_string(o.perf_trials)).update(o.test_cpu ? "test_cpu" : "gpu");
+  return h.hex();
+}
+
+fs::path ResultCache::file(const std::string& key) const { return dir_ / key.substr(0, 2) / (key + ".json"); }
+
+std::optional<EvalResult> ResultCache::get(const std::string& key) const {
+  auto text = read_file(file(key));
+  if (!text) return std::nullopt;
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("result")) return std::nullopt;
+  EvalResult r = eval_result_from_json(j["result"]);
+  if (r.kind == "cache_error") return std::nullopt;
+  r.cached = true;
+  return r;
+}
+
+mk::Status ResultCache::put(const std::string& key, const EvalResult& r, const json& about) const {
+  json j{{"key", key}, {"about", about}, {"result", to_json(r)}};
+  return write_file_atomic(file(key), j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+Result<Baseline> parse_baseline(const json& msg) {
+  if (!msg.is_object()) return Error{"the worker's baseline answer is not an object"};
+  if (auto t = msg.find("type"); t != msg.end() && *t == "error") {
+    auto it = msg.find("message");
+    return Error{"baseline failed: " + (it != msg.end() && it->is_string() ? it->get<std::string>() : std::string("no message"))};
+  }
+  const json& body = (msg.contains("result") && msg["result"].is_object()) ? msg["result"] : msg;
+  Baseline b;
+  if (auto it = body.find("eager"); it != body.end()) b.eager = parse_timing(*it);
+  if (auto it = body.find("compile"); it != body.end()) b.compiled = parse_timing(*it);
+  if (!b.eager.valid) return Error{"the worker's baseline answer has no eager timing"};
+  b.raw = body;
+  b.raw.erase("id");
+  b.raw.erase("type");
+  return b;
+}
+
+std::optional<Baseline> BaselineCache::get(const std::string& key) const {
+  auto text = read_file(dir_ / (key + ".json"));
+  if (!text) return std::nullopt;
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("baseline")) return std::nullopt;
+  auto b = parse_baseline(j["baseline"]);
+  if (!b) return std::nullopt;
+  return *b;
+}
+
+mk::Status BaselineCache::put(const std::string& key, const Baseline& b, const json& about) const {
+  json j{{"key", key}, {"about", about}, {"baseline", b.raw}};
+  return write_file_atomic(dir_ / (key + ".json"), j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+}  // namespace mk::eval

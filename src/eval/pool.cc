@@ -1,0 +1,656 @@
+#include "eval/pool.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "eval/proc.h"
+#include "eval/protocol.h"
+#include "eval/sources.h"
+#include "util/env.h"
+#include "util/hash.h"
+
+namespace mk::eval {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+struct WorkerPool::Slot {
+  int index = 0;
+  int gpu = -1;              ///< visible GPU index, -1 for the CPU slot
+  std::string gpu_name;      ///< "cpu" for the CPU slot
+  std::string device;        ///< CUDA_VISIBLE_DEVICES for its server
+  fs::path dir;
+  std::unique_ptr<Server> server;  ///< used by the slot thread only, except under server_mu
+  std::mutex server_mu;
+  bool busy = false;               ///< under server_mu
+  std::thread thread;
+};
+
+std::string resolve_python(const std::string& flag, const std::string& config_value) {
+  if (!flag.empty()) return flag;
+  if (const char* e = std::getenv("MKEVOLVE_PYTHON"); e && *e) return e;
+  if (!config_value.empty()) return config_value;
+  return "python3";
+}
+
+namespace {
+
+std::chrono::milliseconds seconds_ms(double s) {
+  return std::chrono::milliseconds(static_cast<long long>(std::max(0.0, s) * 1000.0));
+}
+
+std::string fmt_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+std::string clip_tail(const std::string& s, size_t n) { return s.size() > n ? "..." + s.substr(s.size() - n) : s; }
+
+// Hash of the verifier's own sources: a changed worker invalidates cached verdicts.
+std::string hash_worker(const fs::path& worker_dir, const std::vector<std::string>& command) {
+  Hasher h;
+  h.update("worker-v1");
+  std::vector<fs::path> files;
+  std::error_code ec;
+  fs::path pkg = worker_dir / "mkevolve_worker";
+  if (fs::is_directory(pkg, ec))
+    for (fs::recursive_directory_iterator it(pkg, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file(ec) && it->path().extension() == ".py") files.push_back(it->path());
+  for (const auto& a : command)
+    if (a.size() > 3 && a.ends_with(".py") && fs::is_regular_file(a, ec)) files.push_back(a);
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    h.update(f.lexically_relative(worker_dir).string());
+    auto t = read_file(f);
+    h.update(t ? *t : std::string());
+  }
+  return h.hex();
+}
+
+fs::path absolute_path(const fs::path& p) {
+  std::error_code ec;
+  fs::path a = fs::absolute(p, ec);
+  return ec ? p : a.lexically_normal();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
+  std::unique_ptr<WorkerPool> pool(new WorkerPool(std::move(opts)));
+  PoolOptions& o = pool->opts_;
+  pool->gpus_ = o.gpus ? *o.gpus : discover_gpus();
+  if (o.only_gpu >= 0) {
+    if (o.only_gpu >= static_cast<int>(pool->gpus_.size()))
+      return Error{"--gpu " + std::to_string(o.only_gpu) + ": only " + std::to_string(pool->gpus_.size()) +
+                   " GPU(s) visible"};
+    pool->gpus_ = {pool->gpus_[static_cast<size_t>(o.only_gpu)]};
+  }
+  if (o.slots_per_gpu < 1) return Error{"slots per GPU must be at least 1"};
+  if (o.work_dir.empty()) {
+    try {
+      pool->own_work_dir_ = std::make_unique<TempDir>("mkevolve-pool");
+    } catch (const std::exception& e) {
+      return Error{e.what()};
+    }
+    pool->work_dir_ = pool->own_work_dir_->path();
+  } else {
+    pool->work_dir_ = absolute_path(o.work_dir);
+  }
+  std::error_code ec;
+  fs::create_directories(pool->work_dir_, ec);
+  if (ec) return Error{"cannot create the pool directory " + pool->work_dir_.string() + ": " + ec.message()};
+  pool->worker_dir_ = o.worker_dir.empty() ? install_root() / "worker" : absolute_path(o.worker_dir);
+  pool->command_ = o.worker_command;
+  if (pool->command_.empty()) {
+    pool->command_ = {o.python, "-m", "mkevolve_worker", "serve"};
+    if (o.test_mode) pool->command_.push_back("--test-mode");
+  }
+  switch (o.isolation) {
+    case PoolOptions::Isolation::kAuto:
+      pool->pid_namespace_ = ::geteuid() == 0 && pid_namespace_available();
+      break;
+    case PoolOptions::Isolation::kPidNamespace:
+      if (!pid_namespace_available())
+        return Error{"PID namespaces are not available here (`unshare --pid --fork --mount-proc true` fails)"};
+      pool->pid_namespace_ = true;
+      break;
+    case PoolOptions::Isolation::kProcessGroup:
+      pool->pid_namespace_ = false;
+      break;
+  }
+  pool->worker_hash_ = hash_worker(pool->worker_dir_, pool->command_);
+  if (!o.cache_dir.empty()) pool->results_.emplace(absolute_path(o.cache_dir));
+  if (o.cache_baselines)
+    pool->baselines_.emplace(o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir));
+
+  auto add_slot = [&](int gpu, const std::string& name, const std::string& device) {
+    auto s = std::make_unique<Slot>();
+    s->index = static_cast<int>(pool->slots_.size());
+    s->gpu = gpu;
+    s->gpu_name = name;
+    s->device = device;
+    s->dir = pool->work_dir_ / ("slot" + std::to_string(s->index));
+    fs::create_directories(s->dir, ec);
+    pool->slots_.push_back(std::move(s));
+  };
+  for (const auto& g : pool->gpus_)
+    for (int k = 0; k < o.slots_per_gpu; ++k) add_slot(g.index, g.name, g.device);
+  if (pool->gpus_.empty()) add_slot(-1, "cpu", "");
+  for (auto& s : pool->slots_) {
+    Slot* raw = s.get();
+    s->thread = std::thread([p = pool.get(), raw] { p->slot_loop(*raw); });
+  }
+  return pool;
+}
+
+WorkerPool::WorkerPool(PoolOptions opts) : opts_(std::move(opts)) {}
+
+WorkerPool::~WorkerPool() {
+  std::deque<Job> pending;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    pending.swap(queue_);
+  }
+  cv_.notify_all();
+  for (auto& job : pending) job.cancel("the evaluator shut down before this request ran");
+  for (auto& s : slots_) {
+    std::lock_guard lock(s->server_mu);
+    if (s->busy && s->server) s->server->kill_now();
+  }
+  for (auto& s : slots_)
+    if (s->thread.joinable()) s->thread.join();
+}
+
+json WorkerPool::hello() const {
+  std::lock_guard lock(mu_);
+  return hello_;
+}
+
+WorkerPool::Stats WorkerPool::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void WorkerPool::enqueue(Job job) {
+  {
+    std::unique_lock lock(mu_);
+    if (!stopping_) {
+      queue_.push_back(std::move(job));
+      lock.unlock();
+      cv_.notify_all();
+      return;
+    }
+  }
+  job.cancel("the evaluator is shutting down");
+}
+
+void WorkerPool::slot_loop(Slot& slot) {
+  // A write to a dead server must fail with EPIPE, not kill the process.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      std::deque<Job>::iterator it;
+      cv_.wait(lock, [&] {
+        if (stopping_) return true;
+        it = std::find_if(queue_.begin(), queue_.end(), [&](const Job& j) { return j.gpu < 0 || j.gpu == slot.gpu; });
+        return it != queue_.end();
+      });
+      if (stopping_) break;
+      job = std::move(*it);
+      queue_.erase(it);
+    }
+    {
+      std::lock_guard lock(slot.server_mu);
+      slot.busy = true;
+    }
+    job.run(slot);
+    {
+      std::lock_guard lock(slot.server_mu);
+      slot.busy = false;
+    }
+  }
+  std::unique_ptr<Server> s;
+  {
+    std::lock_guard lock(slot.server_mu);
+    s = std::move(slot.server);
+  }
+  if (s) s->shutdown(2s);
+}
+
+mk::Status WorkerPool::ensure_server(Slot& slot) {
+  if (slot.server && slot.server->alive()) return mk::Status::Ok();
+  if (slot.server) drop_server(slot);  // died between requests
+  ServerConfig cfg;
+  cfg.argv = command_;
+  cfg.env = scrubbed_environment();
+  cfg.env["CUDA_VISIBLE_DEVICES"] = slot.device;
+  std::string pp = worker_dir_.string();
+  if (auto it = cfg.env.find("PYTHONPATH"); it != cfg.env.end() && !it->second.empty()) pp += ":" + it->second;
+  cfg.env["PYTHONPATH"] = pp;
+  cfg.env["PYTHONDONTWRITEBYTECODE"] = "1";
+  cfg.env["PYTHONUNBUFFERED"] = "1";
+  for (const auto& [k, v] : opts_.extra_env) cfg.env[k] = v;
+  // A fresh private cwd per server: nothing a candidate wrote leaks into the next server.
+  cfg.cwd = slot.dir / "cwd";
+  std::error_code ec;
+  fs::remove_all(cfg.cwd, ec);
+  fs::create_directories(cfg.cwd, ec);
+  if (ec) return Error{"cannot create " + cfg.cwd.string() + ": " + ec.message()};
+  cfg.log_path = slot.dir / "server.log";
+  cfg.token = random_token();
+  cfg.pid_namespace = pid_namespace_;
+  cfg.test_mode = opts_.test_mode;
+  cfg.require_gpu = slot.gpu >= 0;
+  cfg.python = opts_.python;
+  cfg.hello_timeout = seconds_ms(opts_.start_timeout_s);
+  auto started = Server::start(cfg);
+  if (!started) return Error{started.error()};
+  {
+    std::lock_guard lock(slot.server_mu);
+    slot.server = std::move(*started);
+  }
+  std::lock_guard lock(mu_);
+  ++stats_.starts;
+  if (hello_.is_null()) {
+    hello_ = slot.server->hello().raw;
+    torch_ = slot.server->hello().torch;
+    triton_ = slot.server->hello().triton;
+  }
+  return mk::Status::Ok();
+}
+
+void WorkerPool::drop_server(Slot& slot) {
+  std::unique_ptr<Server> s;
+  {
+    std::lock_guard lock(slot.server_mu);
+    s = std::move(slot.server);
+  }
+  if (!s) return;
+  s->kill();
+  std::lock_guard lock(mu_);
+  ++stats_.restarts;
+}
+
+Server::Reply WorkerPool::call(Slot& slot, json req, double timeout_s) {
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.requests;
+  }
+  Server::Reply rep = slot.server->call(std::move(req), seconds_ms(timeout_s));
+  if (rep.outcome != Server::Outcome::kAnswered) {
+    std::string tail = slot.server->log_tail(600);
+    if (!tail.empty()) rep.detail += (rep.detail.empty() ? "" : "; ") + std::string("server log: ") + tail;
+    drop_server(slot);
+  }
+  return rep;
+}
+
+EvalIdentity WorkerPool::identity_for(const Slot& slot) const {
+  EvalIdentity id;
+  id.gpu_model = slot.gpu < 0 ? "cpu" : slot.gpu_name;
+  if (slot.server) {
+    id.torch = slot.server->hello().torch;
+    id.triton = slot.server->hello().triton;
+  }
+  id.worker = worker_hash_;
+  return id;
+}
+
+std::optional<EvalIdentity> WorkerPool::identity_for_gpu(int gpu) const {
+  std::lock_guard lock(mu_);
+  if (!torch_) return std::nullopt;
+  EvalIdentity id;
+  id.torch = *torch_;
+  id.triton = triton_.value_or("");
+  id.worker = worker_hash_;
+  std::optional<std::string> model;
+  for (const auto& s : slots_) {
+    if (gpu >= 0 && s->gpu != gpu) continue;
+    if (model && *model != s->gpu_name) return std::nullopt;  // mixed models: decided per slot
+    model = s->gpu_name;
+  }
+  if (!model) return std::nullopt;
+  id.gpu_model = *model;
+  return id;
+}
+
+std::future<EvalResult> WorkerPool::submit(EvalRequest req) {
+  auto promise = std::make_shared<std::promise<EvalResult>>();
+  auto fut = promise->get_future();
+  auto fail_now = [&](Status st, std::string kind, std::string msg) {
+    promise->set_value(pool_failure(st, std::move(kind), std::move(msg)));
+    return std::move(fut);
+  };
+  req.problem = absolute_path(req.problem);
+  auto kernel = resolve_kernel_path(req.kernel);
+  if (!kernel) return fail_now(Status::kCrashed, "bad_input", kernel.error());
+  req.kernel = absolute_path(*kernel);
+  if (std::error_code ec; !fs::is_regular_file(req.problem, ec))
+    return fail_now(Status::kCrashed, "bad_input", req.problem.string() + ": no such file");
+  if (req.options.test_cpu && !opts_.test_mode)
+    return fail_now(Status::kCrashed, "environment", "test_cpu evaluations need a pool started in test mode");
+  if (gpus_.empty() && !req.options.test_cpu)
+    return fail_now(Status::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
+  if (req.options.gpu >= 0 &&
+      std::none_of(gpus_.begin(), gpus_.end(), [&](const Gpu& g) { return g.index == req.options.gpu; }))
+    return fail_now(Status::kCrashed, "environment", "GPU " + std::to_string(req.options.gpu) + " is not in this pool");
+
+  // A verdict already on disk needs no queue slot once the machine identity is known.
+  if (results_) {
+    if (auto id = identity_for_gpu(req.options.gpu)) {
+      auto ph = hash_sources(req.problem);
+      auto kh = hash_sources(req.kernel);
+      if (ph && kh) {
+        if (auto hit = results_->get(result_key(*ph, *kh, req.options, *id))) {
+          {
+            std::lock_guard lock(mu_);
+            ++stats_.cache_hits;
+          }
+          promise->set_value(std::move(*hit));
+          return fut;
+        }
+      }
+    }
+  }
+  Job job;
+  job.gpu = req.options.gpu;
+  job.run = [this, promise, req](Slot& slot) {
+    EvalResult r;
+    try {
+      r = run_eval(slot, req);
+    } catch (const std::exception& e) {
+      r = pool_failure(Status::kCrashed, "internal_error", std::string("evaluator error: ") + e.what());
+    }
+    promise->set_value(std::move(r));
+  };
+  job.cancel = [promise](const std::string& why) { promise->set_value(pool_failure(Status::kCrashed, "shutdown", why)); };
+  enqueue(std::move(job));
+  return fut;
+}
+
+EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
+  if (slot.gpu < 0 && !req.options.test_cpu)
+    return pool_failure(Status::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
+  auto ph = hash_sources(req.problem);
+  if (!ph) return pool_failure(Status::kCrashed, "bad_input", ph.error());
+  auto kh = hash_sources(req.kernel);
+  if (!kh) return pool_failure(Status::kCrashed, "bad_input", kh.error());
+  if (auto st = ensure_server(slot); !st) return pool_failure(Status::kCrashed, "environment", st.error());
+
+  EvalIdentity id = identity_for(slot);
+  std::string key = result_key(*ph, *kh, req.options, id);
+  if (results_) {
+    if (auto hit = results_->get(key)) {
+      std::lock_guard lock(mu_);
+      ++stats_.cache_hits;
+      return std::move(*hit);
+    }
+  }
+  json msg{{"op", "eval"},
+           {"problem", req.problem.string()},
+           {"kernel", req.kernel.string()},
+           {"options", options_to_json(req.options)}};
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.evals;
+  }
+  double deadline = req.options.timeout_s + opts_.grace_s;
+  Server::Reply rep = call(slot, std::move(msg), deadline);
+  bool stopping;
+  {
+    std::lock_guard lock(mu_);
+    stopping = stopping_;
+  }
+  EvalResult r;
+  bool cacheable = true;
+  switch (rep.outcome) {
+    case Server::Outcome::kAnswered:
+      r = parse_eval_result(rep.message);
+      cacheable = r.kind != "protocol_error" && r.kind != "worker_error";
+      break;
+    case Server::Outcome::kTimeout:
+      r = pool_failure(Status::kTimeout, "hang",
+                       "no verdict within " + fmt_seconds(deadline) + " s (candidate deadline " +
+                           fmt_seconds(req.options.timeout_s) + " s + " + fmt_seconds(opts_.grace_s) +
+                           " s grace): the evaluation server hung and was killed with everything it started; "
+                           "make sure every kernel launch terminates (loop bounds, grid size, no spin-waits)");
+      break;
+    case Server::Outcome::kDied:
+      if (stopping) {
+        r = pool_failure(Status::kCrashed, "shutdown", "the evaluator shut down while this candidate ran");
+        cacheable = false;
+      } else {
+        r = pool_failure(Status::kCrashed, "server_died",
+                         "the evaluation server died while running this candidate (" + clip_tail(rep.detail, 700) +
+                             "); candidate code must not kill, signal or exit its parent process");
+      }
+      break;
+    case Server::Outcome::kProtocolError:
+      r = pool_failure(Status::kCrashed, "protocol_error",
+                       "the evaluation server broke the protocol: " + clip_tail(rep.detail, 700) +
+                           " (candidate code must not write to the server's protocol channel)");
+      cacheable = false;
+      break;
+  }
+  r.gpu = slot.gpu;
+  if (req.options.measure_perf && !stopping && r.kind != "environment") add_baselines(slot, req, *ph, r);
+  if (r.correct() && r.runtime.valid && r.runtime.median_ms > 0) {
+    if (r.eager.valid) r.speedup_eager = r.eager.median_ms / r.runtime.median_ms;
+    if (r.compiled.valid) r.speedup_compile = r.compiled.median_ms / r.runtime.median_ms;
+  }
+  if (results_ && cacheable) {
+    json about{{"problem", req.problem.string()}, {"kernel", req.kernel.string()}, {"task", req.task},
+               {"gpu_model", id.gpu_model}, {"torch", id.torch}};
+    (void)results_->put(key, r, about);  // a full disk only costs a re-evaluation later
+  }
+  return r;
+}
+
+void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r) {
+  if (r.eager.valid) return;  // the worker measured them itself
+  EvalIdentity id = identity_for(slot);
+  if (id.torch.empty()) {  // the candidate took the server down: use the pool-wide identity
+    std::lock_guard lock(mu_);
+    id.torch = torch_.value_or("");
+  }
+  std::string key = baseline_key(problem_hash, id, req.options);
+  if (baselines_) {
+    if (auto b = baselines_->get(key)) {
+      r.eager = b->eager;
+      r.compiled = b->compiled;
+      return;
+    }
+  }
+  std::shared_future<Result<Baseline>> fut;
+  std::shared_ptr<std::promise<Result<Baseline>>> mine;
+  {
+    std::lock_guard lock(baseline_mu_);
+    auto it = baseline_inflight_.find(key);
+    if (it != baseline_inflight_.end()) {
+      fut = it->second;
+    } else {
+      mine = std::make_shared<std::promise<Result<Baseline>>>();
+      fut = mine->get_future().share();
+      baseline_inflight_.emplace(key, fut);
+    }
+  }
+  if (mine) {
+    Result<Baseline> got = Error{"no baseline"};
+    if (auto st = ensure_server(slot); !st) {
+      got = Error{st.error()};
+    } else {
+      {
+        std::lock_guard lock(mu_);
+        ++stats_.baseline_runs;
+      }
+      EvalOptions bo = req.options;
+      json msg{{"op", "baseline"}, {"problem", req.problem.string()}, {"options", options_to_json(bo)}};
+      auto rep = call(slot, std::move(msg), opts_.baseline_timeout_s);
+      if (rep.outcome == Server::Outcome::kAnswered)
+        got = parse_baseline(rep.message);
+      else
+        got = Error{"baseline measurement failed: " + (rep.outcome == Server::Outcome::kTimeout
+                                                          ? "no answer within " + fmt_seconds(opts_.baseline_timeout_s) + " s"
+                                                          : clip_tail(rep.detail, 300))};
+    }
+    if (got && baselines_) {
+      json about{{"problem", req.problem.string()}, {"gpu_model", id.gpu_model}, {"torch", id.torch}};
+      (void)baselines_->put(key, *got, about);
+    }
+    mine->set_value(got);
+    if (!got) {  // let a later request try again
+      std::lock_guard lock(baseline_mu_);
+      baseline_inflight_.erase(key);
+    }
+  }
+  const Result<Baseline>& b = fut.get();
+  if (b) {
+    r.eager = b->eager;
+    r.compiled = b->compiled;
+  } else {
+    if (!r.raw.is_object()) r.raw = json::object();
+    r.raw["baseline_error"] = b.error();
+  }
+}
+
+std::future<DecompositionResult> WorkerPool::verify_decomposition(DecompositionRequest req) {
+  auto promise = std::make_shared<std::promise<DecompositionResult>>();
+  auto fut = promise->get_future();
+  auto failed = [](std::string why) {
+    DecompositionResult d;
+    d.failures.push_back(why);
+    d.feedback = std::move(why);
+    return d;
+  };
+  if (req.test_cpu && !opts_.test_mode) {
+    promise->set_value(failed("test_cpu checks need a pool started in test mode"));
+    return fut;
+  }
+  if (gpus_.empty() && !req.test_cpu) {
+    promise->set_value(failed("no CUDA GPU visible: the decomposition check needs a GPU"));
+    return fut;
+  }
+  req.problem = absolute_path(req.problem);
+  req.decomposed = absolute_path(req.decomposed);
+  req.subproblems_dir = absolute_path(req.subproblems_dir);
+  Job job;
+  job.run = [this, promise, req, failed](Slot& slot) {
+    if (auto st = ensure_server(slot); !st) return promise->set_value(failed(st.error()));
+    json msg{{"op", "verify_decomposition"},
+             {"problem", req.problem.string()},
+             {"decomposed", req.decomposed.string()},
+             {"subproblems_dir", req.subproblems_dir.string()},
+             {"options", {{"test_cpu", req.test_cpu}, {"timeout_s", req.timeout_s}}}};
+    auto rep = call(slot, std::move(msg), req.timeout_s + opts_.grace_s);
+    if (rep.outcome == Server::Outcome::kTimeout)
+      return promise->set_value(failed("the decomposition check did not finish within " +
+                                       fmt_seconds(req.timeout_s + opts_.grace_s) + " s"));
+    if (rep.outcome != Server::Outcome::kAnswered)
+      return promise->set_value(failed("the evaluation server failed during the decomposition check: " +
+                                       clip_tail(rep.detail, 500)));
+    const json& m = rep.message;
+    if (m.value("type", std::string()) == "error" || !m.is_object())
+      return promise->set_value(failed("the worker reported an error: " +
+                                       (m.contains("message") && m["message"].is_string() ? m["message"].get<std::string>()
+                                                                                          : m.dump())));
+    const json& body = (m.contains("result") && m["result"].is_object()) ? m["result"] : m;
+    DecompositionResult d;
+    d.ok = body.contains("ok") && body["ok"].is_boolean() && body["ok"].get<bool>();
+    if (auto it = body.find("failures"); it != body.end() && it->is_array())
+      for (const auto& f : *it) d.failures.push_back(reason_line(f));
+    for (const char* k : {"feedback", "message"})
+      if (d.feedback.empty() && body.contains(k) && body[k].is_string()) d.feedback = body[k].get<std::string>();
+    if (d.feedback.empty())
+      for (const auto& f : d.failures) d.feedback += (d.feedback.empty() ? "" : "\n") + f;
+    if (!d.ok && d.failures.empty()) d.failures.push_back(d.feedback.empty() ? "the decomposition check failed" : d.feedback);
+    d.raw = body;
+    promise->set_value(std::move(d));
+  };
+  job.cancel = [promise, failed](const std::string& why) { promise->set_value(failed(why)); };
+  enqueue(std::move(job));
+  return fut;
+}
+
+json WorkerPool::hardware_info() {
+  {
+    std::lock_guard lock(mu_);
+    if (!hardware_.is_null()) return hardware_;
+  }
+  json fallback{{"gpus", json::array()}};
+  for (const auto& g : gpus_) fallback["gpus"].push_back({{"name", g.name}});
+  if (gpus_.empty()) return fallback;
+  auto promise = std::make_shared<std::promise<json>>();
+  auto fut = promise->get_future();
+  Job job;
+  job.run = [this, promise, fallback](Slot& slot) {
+    json out = fallback;
+    if (auto st = ensure_server(slot); !st) {
+      out["error"] = st.error();
+    } else {
+      auto rep = call(slot, json{{"op", "gpu_info"}}, opts_.info_timeout_s);
+      const json& m = rep.message;
+      if (rep.outcome == Server::Outcome::kAnswered && m.is_object() && m.contains("gpus") && m["gpus"].is_array()) {
+        out = m;
+        out.erase("id");
+        out.erase("type");
+      } else {
+        out["error"] = rep.outcome == Server::Outcome::kAnswered ? "gpu_info answer without gpus" : rep.detail;
+      }
+    }
+    promise->set_value(out);
+  };
+  job.cancel = [promise, fallback](const std::string&) { promise->set_value(fallback); };
+  enqueue(std::move(job));
+  json out = fut.get();
+  if (!out.contains("error")) {
+    std::lock_guard lock(mu_);
+    hardware_ = out;
+  }
+  return out;
+}
+
+mk::Status WorkerPool::probe() {
+  auto promise = std::make_shared<std::promise<mk::Status>>();
+  auto fut = promise->get_future();
+  Job job;
+  job.run = [this, promise](Slot& slot) { promise->set_value(ensure_server(slot)); };
+  job.cancel = [promise](const std::string& why) { promise->set_value(Error{why}); };
+  enqueue(std::move(job));
+  return fut.get();
+}
+
+Result<json> WorkerPool::check(const fs::path& kernel) {
+  auto promise = std::make_shared<std::promise<Result<json>>>();
+  auto fut = promise->get_future();
+  fs::path k = absolute_path(kernel);
+  Job job;
+  job.run = [this, promise, k](Slot& slot) {
+    if (auto st = ensure_server(slot); !st) return promise->set_value(Error{st.error()});
+    auto rep = call(slot, json{{"op", "check"}, {"kernel", k.string()}}, opts_.info_timeout_s);
+    if (rep.outcome != Server::Outcome::kAnswered)
+      return promise->set_value(Error{"the static check failed: " + clip_tail(rep.detail, 500)});
+    json m = rep.message;
+    if (m.value("type", std::string()) == "error")
+      return promise->set_value(Error{"the static check failed: " + m.value("message", std::string("no message"))});
+    m.erase("id");
+    m.erase("type");
+    promise->set_value(std::move(m));
+  };
+  job.cancel = [promise](const std::string& why) { promise->set_value(Error{why}); };
+  enqueue(std::move(job));
+  return fut.get();
+}
+
+}  // namespace mk::eval

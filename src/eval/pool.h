@@ -1,0 +1,134 @@
+// The worker pool: the real Evaluator. One worker server per visible GPU (or
+// several: slots_per_gpu), a shared queue, per-request deadlines, restarts of
+// dead or hung servers, and the result and baseline caches.
+//
+//   auto pool = WorkerPool::create(opts);        // discovers GPUs, starts nothing yet
+//   if (auto st = (*pool)->probe(); !st) ...      // environment problems (exit 3)
+//   EvalResult r = (*pool)->evaluate({problem, kernel, options});
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "eval/cache.h"
+#include "eval/evaluator.h"
+#include "eval/gpus.h"
+#include "eval/server.h"
+#include "util/fs.h"
+#include "util/subprocess.h"
+
+namespace mk::eval {
+
+struct PoolOptions {
+  std::string python = "python3";          ///< the worker's interpreter (resolve_python())
+  /// The server command; empty = {python, "-m", "mkevolve_worker", "serve"} (+ "--test-mode").
+  /// Tests put the fake worker here.
+  std::vector<std::string> worker_command;
+  std::filesystem::path worker_dir;        ///< PYTHONPATH for the worker; empty = install_root()/worker
+  bool test_mode = false;                  ///< start servers with --test-mode (allows test_cpu evals)
+  int slots_per_gpu = 1;                   ///< concurrent candidates per GPU
+  std::optional<std::vector<Gpu>> gpus;    ///< override discovery (tests); empty vector = no GPU
+  int only_gpu = -1;                       ///< >= 0: use only this visible GPU (--gpu N)
+  std::filesystem::path work_dir;          ///< server logs and private cwds; empty = a temp dir removed at exit
+  std::filesystem::path cache_dir;         ///< verdict cache; empty = no verdict cache
+  std::filesystem::path baseline_dir;      ///< baseline cache; empty = default_cache_root()/baselines
+  bool cache_baselines = true;
+  double grace_s = 60;                     ///< pool deadline = candidate timeout_s + grace_s
+  double start_timeout_s = 180;            ///< for the hello (imports torch and Triton)
+  double baseline_timeout_s = 1800;        ///< for a `baseline` op (torch.compile can take minutes)
+  double info_timeout_s = 120;             ///< gpu_info, check
+  enum class Isolation { kAuto, kPidNamespace, kProcessGroup } isolation = Isolation::kAuto;
+  Env extra_env;                           ///< added to every server's scrubbed environment (tests)
+};
+
+/// --python, else $MKEVOLVE_PYTHON, else the config value, else "python3".
+std::string resolve_python(const std::string& flag, const std::string& config_value);
+
+class WorkerPool final : public Evaluator {
+ public:
+  static Result<std::unique_ptr<WorkerPool>> create(PoolOptions opts);
+  ~WorkerPool() override;  ///< aborts work in flight, stops every server and its descendants
+
+  std::future<EvalResult> submit(EvalRequest req) override;
+  std::future<DecompositionResult> verify_decomposition(DecompositionRequest req) override;
+  nlohmann::json hardware_info() override;
+
+  /// Starts one server (if none runs) and checks its hello: the environment
+  /// errors (no interpreter, no torch, no Triton, wrong protocol) show up here.
+  mk::Status probe();
+  /// The worker's `check` op (static checks; no GPU needed): the answer object.
+  Result<nlohmann::json> check(const std::filesystem::path& kernel);
+
+  const std::vector<Gpu>& gpus() const { return gpus_; }
+  size_t slot_count() const { return slots_.size(); }
+  /// "pid-namespace" or "process-group" (how descendants are contained).
+  std::string isolation() const { return pid_namespace_ ? "pid-namespace" : "process-group"; }
+  const std::filesystem::path& work_dir() const { return work_dir_; }
+  /// The hello of the first server that started (null before).
+  nlohmann::json hello() const;
+
+  struct Stats {
+    long requests = 0;         ///< requests sent to servers (any op)
+    long evals = 0;            ///< eval requests sent
+    long cache_hits = 0;
+    long baseline_runs = 0;    ///< baseline ops sent
+    long restarts = 0;         ///< servers killed after a timeout, death or protocol error
+    long starts = 0;           ///< servers started
+  };
+  Stats stats() const;
+
+ private:
+  struct Slot;
+  struct Job {
+    int gpu = -1;  ///< required visible GPU index, -1 any
+    std::function<void(Slot&)> run;
+    std::function<void(const std::string&)> cancel;
+  };
+
+  explicit WorkerPool(PoolOptions opts);
+  void enqueue(Job job);
+  void slot_loop(Slot& slot);
+  mk::Status ensure_server(Slot& slot);
+  Server::Reply call(Slot& slot, nlohmann::json req, double timeout_s);
+  void drop_server(Slot& slot);
+  EvalResult run_eval(Slot& slot, const EvalRequest& req);
+  void add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r);
+  EvalIdentity identity_for(const Slot& slot) const;
+  std::optional<EvalIdentity> identity_for_gpu(int gpu) const;
+
+  PoolOptions opts_;
+  std::vector<Gpu> gpus_;
+  std::unique_ptr<TempDir> own_work_dir_;
+  std::filesystem::path work_dir_;
+  std::filesystem::path worker_dir_;
+  std::vector<std::string> command_;
+  bool pid_namespace_ = false;
+  std::string worker_hash_;
+  std::optional<ResultCache> results_;
+  std::optional<BaselineCache> baselines_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  nlohmann::json hello_;
+  std::optional<std::string> torch_, triton_;
+  nlohmann::json hardware_;
+  Stats stats_;
+
+  std::mutex baseline_mu_;
+  std::map<std::string, std::shared_future<Result<Baseline>>> baseline_inflight_;
+};
+
+}  // namespace mk::eval

@@ -1,0 +1,509 @@
+// The pool against tests/fakes/fake_worker.py: deadlines, restarts, statuses,
+// caches, concurrency, environment scrubbing and process cleanup.
+#include "eval/pool.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "eval/proc.h"
+#include "support/testing.h"
+#include "util/fs.h"
+
+namespace mk::eval {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Processes (not zombies) whose environment holds MKEVOLVE_FAKE_GRANDCHILD=marker.
+std::vector<pid_t> with_marker(const std::string& marker) {
+  std::vector<pid_t> out;
+  std::string needle = "MKEVOLVE_FAKE_GRANDCHILD=" + marker;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    std::string entry;
+    while (std::getline(in, entry, '\0'))
+      if (entry == needle && process_alive(std::stoi(name))) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+class PoolTest : public ::testing::Test {
+ protected:
+  TempDir dir{"mk-pool-test"};
+
+  PoolOptions options(int ngpus = 1) {
+    PoolOptions o;
+    o.python = mk::testing::test_python();
+    o.worker_command = {mk::testing::test_python(), (mk::testing::repo_root() / "tests/fakes/fake_worker.py").string()};
+    std::vector<Gpu> gpus;
+    for (int i = 0; i < ngpus; ++i) gpus.push_back(Gpu{i, std::to_string(i), "Fake GPU", ""});
+    o.gpus = gpus;
+    o.work_dir = dir.path() / "pool";
+    o.cache_dir = dir.path() / "cache";
+    o.baseline_dir = dir.path() / "baselines";
+    o.grace_s = 1;
+    o.start_timeout_s = 20;
+    o.baseline_timeout_s = 5;
+    o.extra_env["MKEVOLVE_WORKER_FAKE_LOG"] = log_path().string();
+    return o;
+  }
+  std::unique_ptr<WorkerPool> make(PoolOptions o) {
+    auto p = WorkerPool::create(std::move(o));
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error());
+    return p.ok() ? std::move(*p) : nullptr;
+  }
+  fs::path log_path() const { return dir.path() / "fake.log"; }
+  int logged(const std::string& op) const {
+    std::ifstream in(log_path());
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line))
+      if (line.rfind(op + " ", 0) == 0) ++n;
+    return n;
+  }
+  fs::path problem() {
+    auto p = dir.path() / "problem.py";
+    if (!fs::exists(p)) EXPECT_TRUE(write_file_atomic(p, "class Model: pass\ndef get_inputs(): return []\n").ok());
+    return p;
+  }
+  fs::path kernel(const std::string& name, const std::string& directives) {
+    auto p = dir.path() / "kernels" / (name + ".py");
+    EXPECT_TRUE(write_file_atomic(p, "class ModelNew: pass\n" + directives).ok());
+    return p;
+  }
+  EvalRequest request(const fs::path& k, double timeout_s = 5) {
+    EvalRequest r;
+    r.problem = problem();
+    r.kernel = k;
+    r.options.timeout_s = timeout_s;
+    return r;
+  }
+};
+
+TEST_F(PoolTest, CorrectAndIncorrectWithSpeedups) {
+  auto pool = make(options());
+  EvalResult ok = pool->evaluate(request(kernel("ok", "# FAKE: correct 1.0\n")));
+  EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
+  EXPECT_DOUBLE_EQ(ok.runtime.median_ms, 1.0);
+  EXPECT_DOUBLE_EQ(ok.eager.median_ms, 4.0);
+  EXPECT_DOUBLE_EQ(ok.compiled.median_ms, 2.0);
+  EXPECT_DOUBLE_EQ(ok.speedup_eager, 4.0);
+  EXPECT_DOUBLE_EQ(ok.speedup_compile, 2.0);
+  EXPECT_EQ(ok.gpu, 0);
+  EXPECT_FALSE(ok.cached);
+  EvalResult bad = pool->evaluate(request(kernel("bad", "# FAKE: incorrect\n")));
+  EXPECT_EQ(bad.status, Status::kIncorrect);
+  EXPECT_EQ(bad.kind, "mismatch");
+  EXPECT_NE(bad.feedback.find("mismatch at [0, 3]"), std::string::npos);
+  EXPECT_DOUBLE_EQ(bad.speedup_compile, 0);  // 0 unless correct
+  EXPECT_DOUBLE_EQ(bad.eager.median_ms, 4.0);  // baselines still reported
+  EXPECT_EQ(pool->stats().restarts, 0);
+  EXPECT_EQ(pool->stats().starts, 1);
+}
+
+TEST_F(PoolTest, HangIsATimeoutWithinTheDeadlineAndTheServerIsReplaced) {
+  auto pool = make(options());
+  auto t0 = std::chrono::steady_clock::now();
+  EvalResult r = pool->evaluate(request(kernel("hang", "# FAKE: hang\n"), 0.5));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.status, Status::kTimeout);
+  EXPECT_EQ(r.kind, "hang");
+  EXPECT_NE(r.feedback.find("1.5 s"), std::string::npos) << r.feedback;
+  EXPECT_GE(took, 1.5);  // the pool waited for the full deadline (timeout + grace)
+  EXPECT_EQ(pool->stats().restarts, 1);
+  EvalResult next = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  EXPECT_EQ(next.status, Status::kCorrect) << next.feedback;
+  EXPECT_EQ(pool->stats().starts, 2);
+}
+
+TEST_F(PoolTest, SlowAnswerWithinTheDeadlineIsKept) {
+  auto pool = make(options());
+  EvalResult r = pool->evaluate(request(kernel("slow", "# FAKE: progress\n# FAKE: slow 0.3\n# FAKE: correct\n"), 5));
+  EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
+  EXPECT_EQ(pool->stats().restarts, 0);
+}
+
+TEST_F(PoolTest, ServerThatExitsOrIsKilledIsCrashedAndReplaced) {
+  // Process-group mode: inside a PID namespace the server is its namespace's
+  // init, which cannot SIGKILL itself (the namespace protects it).
+  auto o = options();
+  o.isolation = PoolOptions::Isolation::kProcessGroup;
+  auto pool = make(o);
+  EvalResult e = pool->evaluate(request(kernel("exit", "# FAKE: exit\n")));
+  EXPECT_EQ(e.status, Status::kCrashed);
+  EXPECT_EQ(e.kind, "server_died");
+  EXPECT_NE(e.feedback.find("exit status 3"), std::string::npos) << e.feedback;
+  EvalResult k = pool->evaluate(request(kernel("kill", "# FAKE: kill\n")));
+  EXPECT_EQ(k.status, Status::kCrashed);
+  EXPECT_NE(k.feedback.find("signal 9"), std::string::npos) << k.feedback;
+  EvalResult next = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  EXPECT_EQ(next.status, Status::kCorrect) << next.feedback;
+  EXPECT_EQ(pool->stats().restarts, 2);
+}
+
+TEST_F(PoolTest, ProtocolViolationsAreCrashedNeverFatal) {
+  auto pool = make(options());
+  EvalResult g = pool->evaluate(request(kernel("garbage", "# FAKE: garbage\n")));
+  EXPECT_EQ(g.status, Status::kCrashed);
+  EXPECT_EQ(g.kind, "protocol_error");
+  EXPECT_NE(g.feedback.find("this is not json"), std::string::npos) << g.feedback;
+  EvalResult w = pool->evaluate(request(kernel("wrong_id", "# FAKE: wrong_id\n")));
+  EXPECT_EQ(w.kind, "protocol_error");
+  EXPECT_EQ(pool->stats().restarts, 2);
+  EvalResult u = pool->evaluate(request(kernel("unknown", "# FAKE: unknown_status\n")));
+  EXPECT_EQ(u.status, Status::kCrashed);
+  EXPECT_NE(u.feedback.find("splendid"), std::string::npos);
+  EvalResult n = pool->evaluate(request(kernel("nostatus", "# FAKE: no_status\n")));
+  EXPECT_EQ(n.status, Status::kCrashed);
+  EvalResult er = pool->evaluate(request(kernel("error", "# FAKE: error\n")));
+  EXPECT_EQ(er.kind, "worker_error");
+  EXPECT_NE(er.feedback.find("fake failure"), std::string::npos);
+  EXPECT_EQ(pool->stats().restarts, 2);  // a well-formed but odd answer keeps the server
+  EXPECT_EQ(pool->evaluate(request(kernel("ok", "# FAKE: correct\n"))).status, Status::kCorrect);
+  // None of the broken answers was cached.
+  EXPECT_FALSE(pool->evaluate(request(kernel("garbage", "# FAKE: garbage\n"))).cached);
+}
+
+TEST_F(PoolTest, GrandchildThatLeftTheSessionDiesWhenTheServerIsRestarted) {
+  auto pool = make(options());
+  std::string marker = random_token();
+  EvalResult r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: hang\n"), 0.5));
+  EXPECT_EQ(r.status, Status::kTimeout);
+  EXPECT_TRUE(with_marker(marker).empty());
+}
+
+TEST_F(PoolTest, GrandchildDiesWithThePool) {
+  std::string marker = random_token();
+  {
+    auto pool = make(options());
+    EvalResult r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: correct\n")));
+    EXPECT_EQ(r.status, Status::kCorrect);
+    std::vector<pid_t> alive;
+    for (int i = 0; i < 300 && alive.empty(); ++i) {
+      alive = with_marker(marker);
+      if (alive.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(alive.size(), 1u);  // the test is meaningful: it was running
+  }
+  EXPECT_TRUE(with_marker(marker).empty());
+  EXPECT_TRUE(descendants_of(::getpid()).empty());
+}
+
+TEST_F(PoolTest, PidNamespaceCatchesAGrandchildThatDroppedTheToken) {
+  if (::geteuid() != 0 || !pid_namespace_available()) GTEST_SKIP() << "no PID namespaces here";
+  std::string marker = random_token();
+  {
+    auto o = options();
+    o.isolation = PoolOptions::Isolation::kPidNamespace;
+    auto pool = make(o);
+    EXPECT_EQ(pool->isolation(), "pid-namespace");
+    EvalResult r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + " clean\n# FAKE: hang\n"), 0.5));
+    EXPECT_EQ(r.status, Status::kTimeout);
+    EXPECT_TRUE(with_marker(marker).empty());
+    EXPECT_EQ(pool->evaluate(request(kernel("ok", "# FAKE: correct\n"))).status, Status::kCorrect);
+  }
+  EXPECT_TRUE(descendants_of(::getpid()).empty());
+}
+
+TEST_F(PoolTest, ProcessGroupModeStillKillsTaggedGrandchildren) {
+  std::string marker = random_token();
+  auto o = options();
+  o.isolation = PoolOptions::Isolation::kProcessGroup;
+  auto pool = make(o);
+  EXPECT_EQ(pool->isolation(), "process-group");
+  EvalResult r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: exit\n")));
+  EXPECT_EQ(r.kind, "server_died");
+  EXPECT_TRUE(with_marker(marker).empty());
+}
+
+TEST_F(PoolTest, HelloProblemsAreEnvironmentErrors) {
+  struct Case {
+    const char* mode;
+    const char* expect;
+  } cases[] = {{"bad_version", "protocol 99"},
+               {"no_torch", "no torch in"},
+               {"no_triton", "no Triton in"},
+               {"no_cuda", "sees no CUDA GPU"},
+               {"garbage", "did not say hello"},
+               {"exit", "exiting at start as asked"}};
+  for (const auto& c : cases) {
+    auto o = options();
+    o.extra_env["MKEVOLVE_WORKER_FAKE_HELLO"] = c.mode;
+    auto pool = make(o);
+    auto st = pool->probe();
+    ASSERT_FALSE(st.ok()) << c.mode;
+    EXPECT_NE(st.error().find(c.expect), std::string::npos) << c.mode << ": " << st.error();
+    EvalResult r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+    EXPECT_EQ(r.status, Status::kCrashed) << c.mode;
+    EXPECT_EQ(r.kind, "environment") << c.mode;
+  }
+  auto o = options();
+  o.extra_env["MKEVOLVE_WORKER_FAKE_HELLO"] = "silent";
+  o.start_timeout_s = 0.5;
+  auto pool = make(o);
+  auto st = pool->probe();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().find("did not say hello within"), std::string::npos) << st.error();
+}
+
+TEST_F(PoolTest, TestModeAcceptsAWorkerWithoutTriton) {
+  auto o = options();
+  o.test_mode = true;
+  o.extra_env["MKEVOLVE_WORKER_FAKE_HELLO"] = "no_triton";
+  auto pool = make(o);
+  EXPECT_TRUE(pool->probe().ok());
+}
+
+TEST_F(PoolTest, MissingInterpreterIsNamed) {
+  auto o = options();
+  o.worker_command = {"/nonexistent/python9"};
+  o.python = "/nonexistent/python9";
+  o.isolation = PoolOptions::Isolation::kProcessGroup;
+  auto pool = make(o);
+  auto st = pool->probe();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().find("/nonexistent/python9"), std::string::npos) << st.error();
+}
+
+TEST_F(PoolTest, ConcurrentSubmitsFromManyThreadsAllResolve) {
+  auto o = options(2);
+  o.slots_per_gpu = 2;
+  o.cache_dir.clear();
+  auto pool = make(o);
+  ASSERT_EQ(pool->slot_count(), 4u);
+  auto ok = kernel("ok", "# FAKE: slow 0.02\n# FAKE: correct\n");
+  auto bad = kernel("bad", "# FAKE: incorrect\n");
+  auto dies = kernel("dies", "# FAKE: exit\n");
+  const int kThreads = 8, kPer = 6;
+  std::vector<std::vector<std::pair<int, std::future<EvalResult>>>> futs(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPer; ++i) {
+        int which = (t + i) % 3;
+        futs[t].emplace_back(which, pool->submit(request(which == 0 ? ok : which == 1 ? bad : dies)));
+      }
+    });
+  for (auto& th : threads) th.join();
+  int correct = 0, incorrect = 0, crashed = 0;
+  for (auto& v : futs)
+    for (auto& [which, f] : v) {
+      EvalResult r = f.get();
+      Status want = which == 0 ? Status::kCorrect : which == 1 ? Status::kIncorrect : Status::kCrashed;
+      EXPECT_EQ(r.status, want) << r.feedback;
+      correct += r.status == Status::kCorrect;
+      incorrect += r.status == Status::kIncorrect;
+      crashed += r.status == Status::kCrashed;
+    }
+  EXPECT_EQ(correct + incorrect + crashed, kThreads * kPer);
+  EXPECT_EQ(pool->stats().evals, kThreads * kPer);
+  EXPECT_EQ(pool->stats().restarts, crashed);
+  EXPECT_EQ(logged("baseline"), 1);  // one measurement shared by every slot
+}
+
+TEST_F(PoolTest, CacheHitsSkipTheWorkerAndContentChangesInvalidate) {
+  auto k = kernel("cached", "import helper\n# FAKE: correct\n");
+  ASSERT_TRUE(write_file_atomic(dir.path() / "kernels" / "helper.py", "A = 1\n").ok());
+  {
+    auto pool = make(options());
+    EvalResult a = pool->evaluate(request(k));
+    EXPECT_FALSE(a.cached);
+    EvalResult b = pool->evaluate(request(k));
+    EXPECT_TRUE(b.cached);
+    EXPECT_EQ(b.status, Status::kCorrect);
+    EXPECT_DOUBLE_EQ(b.speedup_eager, a.speedup_eager);
+    EXPECT_EQ(logged("eval"), 1);
+    // Other options are another verdict.
+    auto req = request(k);
+    req.options.atol = 1e-2;
+    EXPECT_FALSE(pool->evaluate(req).cached);
+    EXPECT_EQ(logged("eval"), 2);
+    // The kernel file changes.
+    ASSERT_TRUE(write_file_atomic(k, "import helper\n# FAKE: correct\n# edited\n").ok());
+    EXPECT_FALSE(pool->evaluate(request(k)).cached);
+    EXPECT_EQ(logged("eval"), 3);
+    // A sibling module it imports changes.
+    ASSERT_TRUE(write_file_atomic(dir.path() / "kernels" / "helper.py", "A = 2\n").ok());
+    EXPECT_FALSE(pool->evaluate(request(k)).cached);
+    EXPECT_EQ(logged("eval"), 4);
+    EXPECT_EQ(pool->stats().cache_hits, 1);
+  }
+  // A new pool on the same cache directory (a resumed run) repeats nothing.
+  auto pool = make(options());
+  EvalResult c = pool->evaluate(request(k));
+  EXPECT_TRUE(c.cached);
+  EXPECT_EQ(logged("eval"), 4);
+  EXPECT_EQ(pool->stats().evals, 0);
+}
+
+TEST_F(PoolTest, TimeoutsAreCachedButShutdownsAreNot) {
+  auto pool = make(options());
+  auto k = kernel("hang", "# FAKE: hang\n");
+  EXPECT_EQ(pool->evaluate(request(k, 0.3)).status, Status::kTimeout);
+  EvalResult again = pool->evaluate(request(k, 0.3));
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.status, Status::kTimeout);
+  EXPECT_EQ(logged("eval"), 1);
+}
+
+TEST_F(PoolTest, NoCacheDirMeansNoCaching) {
+  auto o = options();
+  o.cache_dir.clear();
+  auto pool = make(o);
+  auto k = kernel("ok", "# FAKE: correct\n");
+  EXPECT_FALSE(pool->evaluate(request(k)).cached);
+  EXPECT_FALSE(pool->evaluate(request(k)).cached);
+  EXPECT_EQ(logged("eval"), 2);
+}
+
+TEST_F(PoolTest, BaselinesAreMeasuredOnceAndReusedAcrossPools) {
+  {
+    auto pool = make(options());
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(pool->evaluate(request(kernel("k" + std::to_string(i), "# FAKE: correct\n"))).status, Status::kCorrect);
+    EXPECT_EQ(logged("baseline"), 1);
+    EXPECT_EQ(pool->stats().baseline_runs, 1);
+  }
+  auto pool = make(options());
+  EvalResult r = pool->evaluate(request(kernel("k9", "# FAKE: correct\n")));
+  EXPECT_DOUBLE_EQ(r.eager.median_ms, 4.0);
+  EXPECT_EQ(logged("baseline"), 1);
+  // A changed problem is another baseline.
+  ASSERT_TRUE(write_file_atomic(problem(), "class Model: pass\ndef get_inputs(): return [1]\n").ok());
+  pool->evaluate(request(kernel("k10", "# FAKE: correct\n")));
+  EXPECT_EQ(logged("baseline"), 2);
+}
+
+TEST_F(PoolTest, NoPerfMeansNoBaselines) {
+  auto pool = make(options());
+  auto req = request(kernel("ok", "# FAKE: correct\n"));
+  req.options.measure_perf = false;
+  EvalResult r = pool->evaluate(req);
+  EXPECT_EQ(r.status, Status::kCorrect);
+  EXPECT_FALSE(r.eager.valid);
+  EXPECT_EQ(logged("baseline"), 0);
+}
+
+TEST_F(PoolTest, AFailedBaselineLeavesTheVerdictAndIsRetried) {
+  auto o = options();
+  o.extra_env["MKEVOLVE_WORKER_FAKE_BASELINE"] = "fail";
+  auto pool = make(o);
+  EvalResult r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  EXPECT_EQ(r.status, Status::kCorrect);
+  EXPECT_DOUBLE_EQ(r.speedup_compile, 0);
+  EXPECT_NE(r.raw.value("baseline_error", std::string()).find("baseline exploded"), std::string::npos) << r.raw.dump();
+  pool->evaluate(request(kernel("ok2", "# FAKE: correct 3.0\n")));
+  EXPECT_EQ(logged("baseline"), 2);
+}
+
+TEST_F(PoolTest, SecretsNeverReachTheWorker) {
+  ::setenv("MKEVOLVE_TEST_API_KEY", "sk-test-very-secret-value-123", 1);
+  ::setenv("OPENAI_API_KEY", "sk-openai-secret-value-456", 1);
+  auto pool = make(options());
+  EvalResult r = pool->evaluate(request(kernel("env", "# FAKE: env\n")));
+  ::unsetenv("MKEVOLVE_TEST_API_KEY");
+  ::unsetenv("OPENAI_API_KEY");
+  ASSERT_TRUE(r.raw.contains("env")) << r.raw.dump();
+  const json& env = r.raw["env"];
+  EXPECT_FALSE(env.contains("MKEVOLVE_TEST_API_KEY"));
+  EXPECT_FALSE(env.contains("OPENAI_API_KEY"));
+  for (const auto& [k, v] : env.items()) {
+    EXPECT_EQ(v.get<std::string>().find("secret-value"), std::string::npos) << k;
+  }
+  EXPECT_EQ(env.value("CUDA_VISIBLE_DEVICES", std::string("unset")), "0");
+  EXPECT_NE(env.value("PYTHONPATH", std::string()).find("worker"), std::string::npos);
+  EXPECT_TRUE(env.contains(kTokenVar));
+  // A private working directory inside the pool's directory.
+  EXPECT_EQ(r.raw.value("cwd", std::string()).rfind((dir.path() / "pool").string(), 0), 0u) << r.raw.value("cwd", "");
+}
+
+TEST_F(PoolTest, WithoutAGpuOnlyTestModeCpuEvalsRun) {
+  auto o = options(0);
+  auto pool = make(o);
+  EXPECT_EQ(pool->slot_count(), 1u);
+  EvalResult r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  EXPECT_EQ(r.kind, "environment");
+  EXPECT_NE(r.feedback.find("no CUDA GPU visible"), std::string::npos);
+  auto req = request(kernel("ok", "# FAKE: correct\n"));
+  req.options.test_cpu = true;
+  EXPECT_NE(pool->evaluate(req).feedback.find("test mode"), std::string::npos);
+  EXPECT_EQ(logged("eval"), 0);
+  o.test_mode = true;
+  auto cpu_pool = make(o);
+  EvalResult c = cpu_pool->evaluate(req);
+  EXPECT_EQ(c.status, Status::kCorrect) << c.feedback;
+  EXPECT_EQ(c.gpu, -1);
+  auto chk = cpu_pool->check(kernel("ok", "# FAKE: correct\n"));
+  ASSERT_TRUE(chk.ok()) << chk.error();
+  EXPECT_EQ((*chk)["clean"], true);
+}
+
+TEST_F(PoolTest, PinnedGpuAndBadInputs) {
+  auto pool = make(options(2));
+  auto req = request(kernel("ok", "# FAKE: correct\n"));
+  req.options.gpu = 1;
+  EXPECT_EQ(pool->evaluate(req).gpu, 1);
+  req.options.gpu = 5;
+  EXPECT_EQ(pool->evaluate(req).kind, "environment");
+  auto missing = request(dir.path() / "nope.py");
+  EvalResult m = pool->evaluate(missing);
+  EXPECT_EQ(m.kind, "bad_input");
+  EXPECT_NE(m.feedback.find("nope.py"), std::string::npos);
+  auto o = options(2);
+  o.only_gpu = 3;
+  EXPECT_FALSE(WorkerPool::create(o).ok());
+}
+
+TEST_F(PoolTest, SolutionPackageDirectoryIsAccepted) {
+  auto pool = make(options());
+  ASSERT_TRUE(write_file_atomic(dir.path() / "sol" / "decomposed_solution.py", "class ModelNew: pass\n# FAKE: correct\n").ok());
+  auto req = request(dir.path() / "sol");
+  EvalResult r = pool->evaluate(req);
+  EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
+}
+
+TEST_F(PoolTest, DecompositionCheckAndHardwareInfo) {
+  auto pool = make(options());
+  DecompositionRequest d;
+  d.problem = problem();
+  d.decomposed = dir.path() / "decomposed_problem.py";
+  d.subproblems_dir = dir.path() / "subkernel_problems";
+  d.timeout_s = 5;
+  EXPECT_TRUE(pool->verify_decomposition(d).get().ok);
+  d.decomposed = dir.path() / "bad_decomposed_problem.py";
+  DecompositionResult bad = pool->verify_decomposition(d).get();
+  EXPECT_FALSE(bad.ok);
+  ASSERT_EQ(bad.failures.size(), 1u);
+  EXPECT_EQ(bad.failures[0], "decomposed_problem.py:3: mismatch: outputs differ");
+  json hw = pool->hardware_info();
+  EXPECT_EQ(hw["gpus"][0]["name"], "Fake GPU");
+  EXPECT_EQ(hw["gpus"][0]["sm_count"], 132);
+  pool->hardware_info();
+  EXPECT_EQ(logged("gpu_info"), 1);
+}
+
+TEST_F(PoolTest, DestroyingThePoolResolvesQueuedAndRunningWork) {
+  std::vector<std::future<EvalResult>> futs;
+  {
+    auto pool = make(options());
+    futs.push_back(pool->submit(request(kernel("hang", "# FAKE: hang\n"), 60)));
+    for (int i = 0; i < 3; ++i) futs.push_back(pool->submit(request(kernel("ok" + std::to_string(i), "# FAKE: correct\n"))));
+    for (int i = 0; i < 200 && logged("eval") == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (auto& f : futs) {
+    EvalResult r = f.get();
+    EXPECT_EQ(r.status, Status::kCrashed);
+    EXPECT_EQ(r.kind, "shutdown");
+  }
+  EXPECT_TRUE(descendants_of(::getpid()).empty());
+}
+
+}  // namespace
+}  // namespace mk::eval

@@ -1,0 +1,287 @@
+// Unit tests of the pieces around the pool: protocol parsing, source hashing,
+// GPU discovery parsing, cache keys and files, process-tree killing.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "eval/cache.h"
+#include "eval/gpus.h"
+#include "eval/proc.h"
+#include "eval/protocol.h"
+#include "eval/sources.h"
+#include "util/fs.h"
+#include "util/subprocess.h"
+
+namespace mk::eval {
+namespace {
+
+using nlohmann::json;
+
+TEST(Status, RoundTrip) {
+  for (auto s : {Status::kCorrect, Status::kIncorrect, Status::kCheating, Status::kCompileError,
+                 Status::kRuntimeError, Status::kTimeout, Status::kCrashed})
+    EXPECT_EQ(status_from_string(to_string(s)), s);
+  EXPECT_FALSE(status_from_string("fine").has_value());
+}
+
+TEST(Protocol, ParsesAFullResult) {
+  json msg = json::parse(R"({"id":3,"type":"result","status":"incorrect","kind":"mismatch",
+      "reasons":["first mismatch at [0,1]", {"file":"k.py","line":12,"rule":"torch-compute","message":"torch.matmul"}],
+      "message":"max error 0.5","max_abs_err":0.5,"runtime_ms":{"median":1.5,"mean":1.7},
+      "baseline_ms":{"eager":{"median_ms":3.0,"mean_ms":3.1},"compile":null},"uses_pytorch":true})");
+  EvalResult r = parse_eval_result(msg);
+  EXPECT_EQ(r.status, Status::kIncorrect);
+  EXPECT_EQ(r.kind, "mismatch");
+  ASSERT_EQ(r.reasons.size(), 2u);
+  EXPECT_EQ(r.reasons[1], "k.py:12: torch-compute: torch.matmul");
+  EXPECT_EQ(r.feedback, "max error 0.5");
+  EXPECT_DOUBLE_EQ(r.max_abs_err, 0.5);
+  EXPECT_TRUE(r.runtime.valid);
+  EXPECT_DOUBLE_EQ(r.runtime.median_ms, 1.5);
+  EXPECT_DOUBLE_EQ(r.runtime.mean_ms, 1.7);
+  EXPECT_TRUE(r.eager.valid);
+  EXPECT_FALSE(r.compiled.valid);
+  EXPECT_TRUE(r.uses_pytorch);
+}
+
+TEST(Protocol, MalformedAnswersBecomeCrashed) {
+  EvalResult a = parse_eval_result(json::parse(R"({"id":1,"type":"result","status":"splendid"})"));
+  EXPECT_EQ(a.status, Status::kCrashed);
+  EXPECT_EQ(a.kind, "protocol_error");
+  EXPECT_NE(a.feedback.find("splendid"), std::string::npos);
+  EvalResult b = parse_eval_result(json::parse(R"({"id":1,"type":"result"})"));
+  EXPECT_EQ(b.status, Status::kCrashed);
+  EXPECT_NE(b.feedback.find("no status"), std::string::npos);
+  EvalResult c = parse_eval_result(json::parse(R"({"id":1,"type":"error","message":"boom"})"));
+  EXPECT_EQ(c.status, Status::kCrashed);
+  EXPECT_NE(c.feedback.find("boom"), std::string::npos);
+  EvalResult d = parse_eval_result(json::parse(R"({"id":1,"type":"result","status":"correct","reasons":"x","runtime_ms":"fast","max_abs_err":"big"})"));
+  EXPECT_EQ(d.status, Status::kCorrect);
+  EXPECT_FALSE(d.runtime.valid);
+  EXPECT_EQ(parse_eval_result(json::array()).status, Status::kCrashed);
+}
+
+TEST(Protocol, NestedResultObjectIsAccepted) {
+  EvalResult r = parse_eval_result(json::parse(R"({"id":1,"type":"result","result":{"status":"correct","runtime_ms":2}})"));
+  EXPECT_EQ(r.status, Status::kCorrect);
+  EXPECT_DOUBLE_EQ(r.runtime.median_ms, 2.0);
+}
+
+TEST(Protocol, ResultJsonRoundTrip) {
+  EvalResult r;
+  r.status = Status::kCorrect;
+  r.kind = "";
+  r.reasons = {"a", "b"};
+  r.feedback = "fine";
+  r.runtime = {1.0, 1.1, true};
+  r.eager = {2.0, 2.2, true};
+  r.speedup_eager = 2.0;
+  r.max_abs_err = 1e-6;
+  r.gpu = 1;
+  r.raw = json{{"checks", {{"static", "clean"}}}};
+  EvalResult back = eval_result_from_json(to_json(r));
+  EXPECT_EQ(back.status, r.status);
+  EXPECT_EQ(back.reasons, r.reasons);
+  EXPECT_EQ(back.feedback, "fine");
+  EXPECT_DOUBLE_EQ(back.runtime.mean_ms, 1.1);
+  EXPECT_DOUBLE_EQ(back.eager.median_ms, 2.0);
+  EXPECT_FALSE(back.compiled.valid);
+  EXPECT_DOUBLE_EQ(back.speedup_eager, 2.0);
+  EXPECT_EQ(back.gpu, 1);
+  EXPECT_EQ(back.raw, r.raw);
+}
+
+TEST(Protocol, OptionsCarryEverySetting) {
+  EvalOptions o;
+  o.trials = 7;
+  o.atol = 1e-3;
+  o.test_cpu = true;
+  o.measure_perf = false;
+  json j = options_to_json(o);
+  EXPECT_EQ(j["trials"], 7);
+  EXPECT_DOUBLE_EQ(j["atol"].get<double>(), 1e-3);
+  EXPECT_EQ(j["test_cpu"], true);
+  EXPECT_EQ(j["perf"], false);
+  EXPECT_EQ(j["baselines"], false);
+}
+
+class SourcesTest : public ::testing::Test {
+ protected:
+  TempDir dir{"mk-sources"};
+  std::filesystem::path write(const std::string& rel, const std::string& text) {
+    auto p = dir.path() / rel;
+    EXPECT_TRUE(write_file_atomic(p, text).ok());
+    return p;
+  }
+};
+
+TEST_F(SourcesTest, FollowsSiblingImports) {
+  auto k = write("k.py", "import torch\nimport helper\nfrom pkg.sub import f\nfrom . import other, missing\n");
+  write("helper.py", "from deep import x\n");
+  write("deep.py", "X = 1\n");
+  write("pkg/__init__.py", "");
+  write("pkg/sub.py", "def f(): pass\n");
+  write("other.py", "");
+  write("unrelated.py", "");
+  auto files = source_files(k);
+  std::vector<std::string> names;
+  for (auto& f : files) names.push_back(f.lexically_relative(dir.path()).string());
+  EXPECT_EQ(names, (std::vector<std::string>{"deep.py", "helper.py", "k.py", "other.py", "pkg/__init__.py", "pkg/sub.py"}));
+}
+
+TEST_F(SourcesTest, HashChangesWithImportedSiblingOnly) {
+  auto k = write("k.py", "import helper\n");
+  write("helper.py", "A = 1\n");
+  write("unrelated.py", "B = 1\n");
+  auto h1 = hash_sources(k);
+  ASSERT_TRUE(h1.ok());
+  write("unrelated.py", "B = 2\n");
+  EXPECT_EQ(*hash_sources(k), *h1);
+  write("helper.py", "A = 2\n");
+  EXPECT_NE(*hash_sources(k), *h1);
+}
+
+TEST_F(SourcesTest, SameContentUnderAnotherNameHashesAlike) {
+  auto a = write("a/kernel.py", "class ModelNew: pass\n");
+  auto b = write("b/other_name.py", "class ModelNew: pass\n");
+  EXPECT_EQ(*hash_sources(a), *hash_sources(b));
+}
+
+TEST_F(SourcesTest, SolutionPackageHashesTheWholeDirectory) {
+  auto s = write("sol/decomposed_solution.py", "from subkernels import a\n");
+  write("sol/subkernels/a.py", "X = 1\n");
+  auto h1 = *hash_sources(s);
+  write("sol/subkernels/b.py", "Y = 1\n");  // not imported, still part of the package
+  EXPECT_NE(*hash_sources(s), h1);
+  auto resolved = resolve_kernel_path(dir.path() / "sol");
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(resolved->filename(), "decomposed_solution.py");
+  auto bad = resolve_kernel_path(dir.path() / "sol" / "subkernels");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("decomposed_solution.py"), std::string::npos);
+  EXPECT_FALSE(resolve_kernel_path(dir.path() / "nope.py").ok());
+}
+
+TEST(Gpus, ParsesNvidiaSmiAndVisibleDevices) {
+  auto phys = parse_nvidia_smi_list(
+      "GPU 0: NVIDIA H200 (UUID: GPU-aaaa-1111)\nGPU 1: NVIDIA H200 (UUID: GPU-bbbb-2222)\n"
+      "  MIG 1g.18gb Device 0: (UUID: MIG-cccc)\n");
+  ASSERT_EQ(phys.size(), 2u);
+  EXPECT_EQ(phys[1].name, "NVIDIA H200");
+  EXPECT_EQ(phys[1].uuid, "GPU-bbbb-2222");
+  EXPECT_EQ(visible_gpus(phys, nullptr, true).size(), 2u);
+  auto one = visible_gpus(phys, "1", true);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].index, 0);
+  EXPECT_EQ(one[0].device, "1");
+  EXPECT_EQ(visible_gpus(phys, "GPU-bbbb", true).at(0).uuid, "GPU-bbbb-2222");
+  EXPECT_TRUE(visible_gpus(phys, "", true).empty());
+  EXPECT_TRUE(visible_gpus(phys, "-1", true).empty());
+  EXPECT_EQ(visible_gpus(phys, "0,7,1", true).size(), 1u);  // stops at the invalid 7
+  EXPECT_TRUE(visible_gpus({}, nullptr, false).empty());
+  auto blind = visible_gpus({}, "0,1", false);
+  ASSERT_EQ(blind.size(), 2u);
+  EXPECT_EQ(blind[1].device, "1");
+}
+
+TEST(Cache, KeysSeparateWhatMatters) {
+  EvalOptions o;
+  EvalIdentity id{"NVIDIA H200", "2.11.0", "3.6.0", "w1"};
+  std::string k = result_key("p", "k", o, id);
+  EXPECT_EQ(k, result_key("p", "k", o, id));
+  EXPECT_NE(k, result_key("p", "k2", o, id));
+  EXPECT_NE(k, result_key("p2", "k", o, id));
+  EvalOptions o2 = o;
+  o2.atol = 1e-3;
+  EXPECT_NE(k, result_key("p", "k", o2, id));
+  EvalIdentity id2 = id;
+  id2.gpu_model = "NVIDIA A100";
+  EXPECT_NE(k, result_key("p", "k", o, id2));
+  id2 = id;
+  id2.torch = "2.10.0";
+  EXPECT_NE(k, result_key("p", "k", o, id2));
+  id2 = id;
+  id2.worker = "w2";
+  EXPECT_NE(k, result_key("p", "k", o, id2));
+  // Baselines ignore the candidate's correctness options but not the machine.
+  EvalOptions o3 = o;
+  o3.trials = 9;
+  EXPECT_EQ(baseline_key("p", id, o), baseline_key("p", id, o3));
+  id2 = id;
+  id2.gpu_model = "x";
+  EXPECT_NE(baseline_key("p", id, o), baseline_key("p", id2, o));
+}
+
+TEST(Cache, StoresAndReadsBack) {
+  TempDir dir("mk-cache");
+  ResultCache rc(dir.path() / "results");
+  EXPECT_FALSE(rc.get("ab12").has_value());
+  EvalResult r;
+  r.status = Status::kTimeout;
+  r.kind = "hang";
+  r.feedback = "slow";
+  ASSERT_TRUE(rc.put("ab12", r, json{{"kernel", "k.py"}}).ok());
+  auto back = rc.get("ab12");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->status, Status::kTimeout);
+  EXPECT_TRUE(back->cached);
+  ASSERT_TRUE(write_file_atomic(dir.path() / "results" / "cd" / "cd34.json", "{not json").ok());
+  EXPECT_FALSE(rc.get("cd34").has_value());
+
+  BaselineCache bc(dir.path() / "baselines");
+  auto b = parse_baseline(json::parse(R"({"id":2,"type":"result","eager":{"median_ms":4,"mean_ms":4.5},"compile":null})"));
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(bc.put("k1", *b, json::object()).ok());
+  auto bb = bc.get("k1");
+  ASSERT_TRUE(bb.has_value());
+  EXPECT_DOUBLE_EQ(bb->eager.mean_ms, 4.5);
+  EXPECT_FALSE(bb->compiled.valid);
+  EXPECT_FALSE(parse_baseline(json::parse(R"({"type":"result","compile":{"median_ms":1}})")).ok());
+  EXPECT_FALSE(parse_baseline(json::parse(R"({"type":"error","message":"x"})")).ok());
+}
+
+TEST(Proc, KillsASetsidGrandchildFoundByToken) {
+  std::string token = random_token();
+  std::string marker = "mk-proc-test-" + token;
+  SubprocessOptions o;
+  // The shell starts a setsid'd sleeper and exits: the sleeper is orphaned and
+  // in another session, so only the token finds it.
+  TempDir dir("mk-proc");
+  std::string flag = (dir.path() / "started").string();
+  o.argv = {"/bin/sh", "-c",
+            "setsid /bin/sh -c 'echo $$ > " + flag + "; exec sleep 1000' </dev/null >/dev/null 2>&1 & "
+            "while [ ! -s " + flag + " ]; do sleep 0.01; done; exit 0"};
+  o.env = Env{{"PATH", "/usr/bin:/bin"}, {kTokenVar, token}};
+  auto r = run_subprocess(o, {}, std::chrono::seconds(10));
+  ASSERT_TRUE(r.ok()) << r.describe();
+  std::vector<pid_t> found;
+  for (int i = 0; i < 200 && found.empty(); ++i) {
+    found = processes_with_token(token);
+    if (found.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_GE(kill_process_tree(-1, token), 1);
+  EXPECT_TRUE(processes_with_token(token).empty());
+}
+
+TEST(Proc, DescendantsOfFindsAChain) {
+  auto sp_err = std::string();
+  SubprocessOptions o;
+  o.argv = {"/bin/sh", "-c", "sleep 1000 & sleep 1000; wait"};
+  auto sp = Subprocess::start(o, &sp_err);
+  ASSERT_TRUE(sp) << sp_err;
+  std::vector<pid_t> d;
+  for (int i = 0; i < 200 && d.size() < 2; ++i) {
+    d = descendants_of(sp->pid());
+    if (d.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(d.size(), 2u);
+  kill_process_tree(sp->pid(), "");
+  sp->terminate(std::chrono::milliseconds(0));
+  for (pid_t p : d) EXPECT_FALSE(process_alive(p));
+}
+
+}  // namespace
+}  // namespace mk::eval
