@@ -1,0 +1,137 @@
+"""Correctness logic end to end through the server (test mode, CPU, torch-only candidates)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import cand, problem
+
+
+def test_correct_candidate_passes(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_ok"))
+    assert r["status"] == "correct", r
+    assert r["kind"] == "ok"
+    assert r["max_abs_err"] == 0.0
+    c = r["checks"]["correctness"]
+    assert c["trials_run"] == 6  # 5 trials + 1 alternate-distribution trial
+    assert c["tf32"] is False
+    assert r["checks"]["static"]["enforced"] is False
+
+
+def test_seeded_construction_gives_the_same_weights(worker_server):
+    r = worker_server.eval(problem("linear_relu"), cand("linear_relu_ok"))
+    assert r["status"] == "correct", r
+
+
+def test_package_candidate_with_relative_imports(worker_server):
+    r = worker_server.eval(problem("add"), cand("pkg/decomposed_solution"))
+    assert r["status"] == "correct", r
+
+
+def test_wrong_values_report_first_mismatch(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_wrong"))
+    assert r["status"] == "incorrect" and r["kind"] == "mismatch", r
+    assert "index (3, 5)" in r["message"]
+    assert "got" in r["message"] and "expected" in r["message"]
+    assert r["max_abs_err"] == pytest.approx(0.5, rel=1e-5)
+    assert r["reasons"] and r["reasons"][0].startswith("mismatch")
+
+
+def test_broadcast_only_shape_fails(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_broadcast_shape"))
+    assert r["kind"] == "wrong_shape", r
+    assert "[1, 16, 32]" in r["message"] and "[16, 32]" in r["message"]
+
+
+def test_castable_dtype_fails(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_wrong_dtype"))
+    assert r["kind"] == "wrong_dtype", r
+    assert "float64" in r["message"] and "float32" in r["message"]
+
+
+def test_nan_never_passes(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_nan"))
+    assert r["kind"] == "nan", r
+    assert "(2, 7)" in r["message"]
+
+
+@pytest.mark.parametrize("name", ["softmax_zeros", "softmax_uniform"])
+def test_tiny_outputs_zeros_or_constants_fail(worker_server, name):
+    r = worker_server.eval(problem("softmax_wide"), cand(name))
+    assert r["status"] == "incorrect", r
+    assert r["kind"] in ("mismatch", "constant_output"), r
+
+
+def test_tiny_outputs_honest_candidate_passes(worker_server):
+    r = worker_server.eval(problem("softmax_wide"), cand("softmax_ok"))
+    assert r["status"] == "correct", r
+
+
+def test_identity_gaming_on_nonnegative_inputs_fails(worker_server):
+    r = worker_server.eval(problem("relu_rand"), cand("relu_identity"))
+    assert r["status"] == "incorrect", r
+    assert "c0a0" in r["message"] and "signed-normal" in r["message"], r
+    # Without the alternate-distribution trial this candidate would pass: the gap is real.
+    r2 = worker_server.eval(problem("relu_rand"), cand("relu_identity"), alt_dist_trials=0)
+    assert r2["status"] == "correct", r2
+
+
+def test_relu_honest_candidate_passes(worker_server):
+    assert worker_server.eval(problem("relu_rand"), cand("relu_ok"))["status"] == "correct"
+
+
+def test_in_place_mutation_of_inputs_is_caught(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_mutates_input"))
+    assert r["kind"] == "input_mutation", r
+    assert "input #0" in r["message"]
+
+
+def test_scribbling_on_inputs_does_not_fool_the_reference(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_scribble_inputs"))
+    assert r["status"] == "incorrect", r
+
+
+def test_every_input_config_is_checked(worker_server):
+    ok = worker_server.eval(problem("configs"), cand("configs_ok"))
+    assert ok["status"] == "correct", ok
+    assert ok["checks"]["correctness"]["configs"] == 2
+    assert ok["checks"]["correctness"]["trials_run"] == 12
+    bad = worker_server.eval(problem("configs"), cand("configs_first_only"))
+    assert bad["kind"] == "mismatch", bad
+    assert "config 1" in bad["message"]
+
+
+def test_candidate_first_trials_are_marked(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_wrong"), candidate_first_trials=5)
+    assert r["kind"] == "mismatch"
+    assert "the candidate ran before the reference" in r["message"]
+
+
+@pytest.mark.parametrize("name", ["add_patch_allclose", "add_fake_result"])
+def test_patching_or_forging_inside_the_candidate_cannot_pass(worker_server, name):
+    r = worker_server.eval(problem("add"), cand(name))
+    assert r["status"] != "correct", r
+
+
+def test_patching_comparisons_still_reports_the_real_mismatch(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_patch_allclose"))
+    assert r["kind"] == "mismatch", r
+
+
+def test_forged_result_files_are_ignored(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_fake_result"))
+    assert r["kind"] == "exit_without_result", r
+
+
+def test_caching_results_between_timed_calls_is_caught(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_caching"), perf=True, perf_trials=5, warmup=2)
+    assert r["status"] == "cheating" and r["kind"] == "stale_output", r
+    honest = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=5, warmup=2)
+    assert honest["status"] == "correct", honest
+    assert honest["runtime_ms"]["median"] > 0
+    assert honest["checks"]["timed_output"] == {"checked": True, "ok": True}
+
+
+def test_tolerances_are_settable(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_wrong"), atol=1.0, rtol=0.0, scale_tol=1.0)
+    assert r["status"] == "correct", r

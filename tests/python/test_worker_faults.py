@@ -1,0 +1,210 @@
+"""Fault handling and isolation: every failure gets its kind, and the server carries on."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import time
+
+import pytest
+
+from conftest import cand, problem
+
+
+def _write(path, text: str) -> str:
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def test_hang_is_killed_at_the_deadline_and_server_carries_on(worker_server):
+    t0 = time.monotonic()
+    r = worker_server.eval(problem("add"), cand("hang"), timeout_s=2)
+    assert r["status"] == "timeout" and r["kind"] == "hang", r
+    assert "deadline" in r["message"] and "forward" in r["message"]
+    assert time.monotonic() - t0 < 30
+    assert worker_server.eval(problem("add"), cand("add_ok"))["status"] == "correct"
+
+
+@pytest.mark.parametrize("name", ["segfault", "ctypes_segfault"])
+def test_segfault(worker_server, name):
+    r = worker_server.eval(problem("add"), cand(name))
+    assert r["status"] == "crashed" and r["kind"] == "segfault", r
+    assert "SIGSEGV" in r["message"]
+
+
+def test_sys_exit_in_forward(worker_server):
+    r = worker_server.eval(problem("add"), cand("sys_exit"))
+    assert r["kind"] == "exit_without_result", r
+    assert "sys.exit" in r["message"]
+
+
+def test_os_exit_in_forward(worker_server):
+    r = worker_server.eval(problem("add"), cand("os_exit"))
+    assert r["kind"] == "exit_without_result", r
+    assert r["status"] == "runtime_error"
+
+
+def test_syntax_error(worker_server):
+    r = worker_server.eval(problem("add"), cand("syntax_error"))
+    assert r["status"] == "compile_error" and r["kind"] == "syntax_error", r
+    assert "syntax_error.py:6" in r["message"] and "expected ':'" in r["message"]
+
+
+def test_import_error(worker_server):
+    r = worker_server.eval(problem("add"), cand("import_error"))
+    assert r["status"] == "compile_error" and r["kind"] == "import_error", r
+    assert "no_such_module_for_mkevolve_tests" in r["message"]
+
+
+def test_missing_model_new(worker_server):
+    r = worker_server.eval(problem("add"), cand("no_model_new"))
+    assert r["kind"] == "missing_model_new", r
+
+
+def test_runtime_error_has_trimmed_traceback(worker_server):
+    r = worker_server.eval(problem("add"), cand("raises"))
+    assert r["kind"] == "runtime_error", r
+    msg = r["message"]
+    assert msg.splitlines()[0].endswith("ValueError: block size must divide 32"), msg
+    assert "raises.py:" in msg and "in helper" in msg
+    assert "mkevolve_worker" not in msg  # worker frames are trimmed
+
+
+def test_setsid_grandchild_is_killed_after_the_candidate_ends(worker_server, tmp_path):
+    pidfile = tmp_path / "grandchild.pid"
+    k = _write(tmp_path / "grandchild.py", f"""
+        import os, time
+        import torch
+        import torch.nn as nn
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                if os.fork() == 0:
+                    os.setsid()
+                    if os.fork() == 0:
+                        with open({str(pidfile)!r}, "w") as f:
+                            f.write(str(os.getpid()))
+                        time.sleep(1000)
+                    os._exit(0)
+                for _ in range(500):
+                    if os.path.exists({str(pidfile)!r}):
+                        break
+                    time.sleep(0.01)
+                return a + b
+        """)
+    r = worker_server.eval(problem("add"), k, trials=1, alt_dist_trials=0, candidate_first_trials=0)
+    assert r["status"] == "correct", r
+    pid = int(pidfile.read_text())
+    for _ in range(100):
+        if not _alive(pid):
+            break
+        time.sleep(0.05)
+    assert not _alive(pid), f"grandchild {pid} survived the candidate"
+
+
+def test_candidate_sees_scrubbed_env_and_private_cwd(worker_server, tmp_path):
+    out = tmp_path / "seen.json"
+    k = _write(tmp_path / "envprobe.py", f"""
+        import json, os, socket
+        import torch
+        import torch.nn as nn
+
+        def net():
+            try:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.settimeout(0.5)
+                s.connect(("127.0.0.1", 9))
+                return "connected"
+            except OSError as e:
+                return type(e).__name__ + ":" + str(e.errno)
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                with open({str(out)!r}, "w") as f:
+                    fds = {{}}
+                    for fd in os.listdir("/proc/self/fd"):
+                        try:
+                            fds[fd] = os.readlink("/proc/self/fd/" + fd)
+                        except OSError:
+                            pass
+                    json.dump({{"env": dict(os.environ), "cwd": os.getcwd(), "fds": fds,
+                               "net": net(), "ifaces": [n for _, n in socket.if_nameindex()]}}, f)
+                return a + b
+        """)
+    r = worker_server.eval(problem("add"), k, trials=1, alt_dist_trials=0, candidate_first_trials=0)
+    assert r["status"] == "correct", r
+    seen = json.loads(out.read_text())
+    assert "FOO_API_KEY" not in seen["env"]
+    assert not any("KEY" in k or "TOKEN" in k or "SECRET" in k for k in seen["env"])
+    assert os.path.realpath(seen["cwd"]) != os.path.realpath(worker_server.cwd)
+    assert os.path.basename(seen["cwd"]).startswith("cand-")
+    assert not os.path.exists(seen["cwd"]), "the private directory is removed afterwards"
+    # stdin is /dev/null, stdout/stderr are files in the private dir, and the only
+    # pipes are the event and control pipes (none of the server's protocol pipes).
+    fds = seen["fds"]
+    assert fds["0"] == "/dev/null"
+    assert fds["1"].startswith(seen["cwd"]) and fds["2"].startswith(seen["cwd"])
+    assert sum(v.startswith("pipe:") for v in fds.values()) == 2, fds
+    assert all(v.startswith(("pipe:", "/dev/null", seen["cwd"], str(out))) for v in fds.values()), fds
+    if r["checks"]["isolation"]["network"] == "none":
+        assert seen["ifaces"] == ["lo"], seen["ifaces"]
+        assert seen["net"] == "OSError:101", seen["net"]  # ENETUNREACH: loopback is down too
+
+
+def test_candidate_output_goes_to_files_not_the_channel(worker_server, tmp_path):
+    k = _write(tmp_path / "noisy.py", """
+        import os, sys
+        import torch
+        import torch.nn as nn
+
+        print('{"id": 999, "type": "result", "status": "correct"}')
+        os.write(1, b'{"id": 999, "type": "result"}\\n')
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                print("noise from forward")
+                sys.stdout.flush()
+                return a * b
+        """)
+    r = worker_server.eval(problem("add"), k)
+    assert r["kind"] == "mismatch", r
+    assert worker_server.request("ping")[0]["ok"] is True
+
+
+def test_candidate_killing_its_process_group_is_contained(worker_server, tmp_path):
+    k = _write(tmp_path / "killpg.py", """
+        import os, signal
+        import torch
+        import torch.nn as nn
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                os.killpg(0, signal.SIGKILL)
+        """)
+    r = worker_server.eval(problem("add"), k)
+    assert r["status"] == "crashed" and r["kind"] == "killed", r
+    assert worker_server.request("ping")[0]["ok"] is True
+
+
+def test_broken_reference_is_a_protocol_error_naming_the_problem(worker_server):
+    msg, _ = worker_server.request("eval", problem=problem("broken"), kernel=cand("add_ok"),
+                                   options={"test_cpu": True})
+    assert msg["type"] == "error"
+    assert "broken.py" in msg["message"] and "broken on purpose" in msg["message"]
+
+
+def test_problem_without_model_is_named(worker_server):
+    msg, _ = worker_server.request("eval", problem=problem("no_model"), kernel=cand("add_ok"),
+                                   options={"test_cpu": True})
+    assert msg["type"] == "error"
+    assert "Model" in msg["message"] and "no_model.py" in msg["message"]

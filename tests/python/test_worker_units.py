@@ -1,0 +1,285 @@
+"""Unit tests of the worker's pure parts: tensor hand-over, comparison, error kinds, runtime and wall-clock rules."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+import torch
+
+from mkevolve_worker import correctness as C
+from mkevolve_worker import errors, loader, runtime_check, tensorio, timing
+
+OPTS = C.normalize_options({})
+
+
+# -- tensorio ---------------------------------------------------------------
+
+
+def test_tensorio_round_trip(tmp_path):
+    obj = {"a": [torch.randn(3, 4), torch.arange(5, dtype=torch.int64)],
+           "b": (torch.tensor(True), torch.randn(2).to(torch.bfloat16), torch.randn(2, dtype=torch.complex64)),
+           "c": None, "d": 3, "e": float("nan"), "f": torch.empty(0, 3), "g": torch.randn(4, 4).t()}
+    p = str(tmp_path / "x.mkt")
+    tensorio.save(p, obj, meta={"k": 1})
+    back, meta = tensorio.load(p)
+    assert meta == {"k": 1}
+    assert torch.equal(back["a"][0], obj["a"][0]) and back["a"][1].dtype == torch.int64
+    assert isinstance(back["b"], tuple) and back["b"][0].item() is True
+    assert back["b"][1].dtype == torch.bfloat16 and torch.equal(back["b"][1], obj["b"][1])
+    assert torch.equal(back["b"][2], obj["b"][2])
+    assert back["c"] is None and back["d"] == 3 and math.isnan(back["e"])
+    assert back["f"].shape == (0, 3)
+    assert torch.equal(back["g"], obj["g"])
+
+
+@pytest.mark.parametrize("data", [b"", b"MKT1", b"NOPE" + b"\0" * 20,
+                                  b"MKT1" + (10).to_bytes(8, "little") + b'{"tree":1}',
+                                  b"MKT1" + (60).to_bytes(8, "little") +
+                                  b'{"tree":{"t":0},"blobs":[{"dtype":"float32","shape":[1000],"offset":0,"nbytes":4000}]}'[:60]])
+def test_tensorio_rejects_malformed_files(tmp_path, data):
+    p = tmp_path / "bad.mkt"
+    p.write_bytes(data)
+    with pytest.raises(tensorio.FormatError):
+        tensorio.load(str(p))
+
+
+def test_tensorio_rejects_unpicklable_tricks_and_fifos(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(tensorio.FormatError):
+        tensorio.load(str(fifo))  # must not block
+    target = tmp_path / "real.mkt"
+    tensorio.save(str(target), torch.ones(2))
+    link = tmp_path / "link.mkt"
+    link.symlink_to(target)
+    with pytest.raises(tensorio.FormatError):
+        tensorio.load(str(link))  # links are not followed
+    with pytest.raises(tensorio.FormatError):
+        tensorio.load(str(target), max_bytes=10)
+
+
+# -- comparison --------------------------------------------------------------
+
+
+def test_compare_exact_shape_and_dtype():
+    e = torch.randn(4, 5)
+    assert C.compare_tree(e, e.clone(), OPTS)["ok"]
+    assert C.compare_tree(e, e.reshape(1, 4, 5), OPTS)["kind"] == "wrong_shape"
+    assert C.compare_tree(e, e.double(), OPTS)["kind"] == "wrong_dtype"
+    assert C.compare_tree(e, [e], OPTS)["kind"] == "wrong_structure"
+    assert C.compare_tree((e, e), (e,), OPTS)["kind"] == "wrong_structure"
+
+
+def test_compare_first_mismatch_index_and_values():
+    e = torch.zeros(3, 4) + 1
+    g = e.clone()
+    g[1, 2] = 2.0
+    g[2, 3] = 5.0
+    r = C.compare_tree(e, g, OPTS)
+    assert r["kind"] == "mismatch"
+    assert "(1, 2)" in r["message"] and "got 2" in r["message"] and "expected 1" in r["message"]
+    assert r["max_abs_err"] == 4.0
+    assert "2 of 12" in r["message"]
+
+
+def test_compare_nan_and_inf():
+    e = torch.ones(4)
+    g = e.clone()
+    g[1] = float("inf")
+    assert C.compare_tree(e, g, OPTS)["kind"] == "nan"
+    # Where the reference itself is non-finite, the same value is required (and accepted).
+    e2 = torch.tensor([1.0, float("nan"), float("-inf")])
+    assert C.compare_tree(e2, e2.clone(), OPTS)["ok"]
+    assert not C.compare_tree(e2, torch.tensor([1.0, 0.0, float("-inf")]), OPTS)["ok"]
+
+
+def test_compare_tiny_outputs_need_scale_relative_accuracy():
+    e = torch.softmax(torch.randn(4, 200000), dim=1)
+    assert float(e.max()) < 1e-3
+    assert not C.compare_tree(e, torch.zeros_like(e), OPTS)["ok"]
+    assert not C.compare_tree(e, torch.full_like(e, 1 / 200000), OPTS)["ok"]
+    assert not C.compare_tree(e, e * 0.5, OPTS)["ok"]
+    honest = (e.double() * (1 + 1e-6 * torch.randn_like(e).double())).float()
+    assert C.compare_tree(e, honest, OPTS)["ok"]
+
+
+def test_compare_constant_output_against_varying_reference():
+    e = torch.randn(10, 10)
+    r = C.compare_tree(e, torch.full_like(e, float(e.mean())), OPTS)
+    assert r["kind"] == "constant_output"
+
+
+def test_compare_integers_exact():
+    e = torch.arange(10)
+    assert C.compare_tree(e, e.clone(), OPTS)["ok"]
+    g = e.clone()
+    g[7] = 0
+    assert C.compare_tree(e, g, OPTS)["kind"] == "mismatch"
+
+
+def test_alternate_distribution_keeps_shapes_dtypes_and_integers():
+    xs = [torch.rand(3, 4), torch.randint(0, 5, (7,)), 3, torch.rand(2, dtype=torch.float64)]
+    ys = C.alternate_distribution(xs, 7)
+    assert ys[0].shape == (3, 4) and ys[0].dtype == torch.float32 and float(ys[0].min()) < 0
+    assert ys[1] is xs[1] and ys[2] == 3
+    assert ys[3].dtype == torch.float64
+
+
+def test_options_validation():
+    with pytest.raises(ValueError):
+        C.normalize_options({"trials": 0})
+    with pytest.raises(ValueError):
+        C.normalize_options({"atol": "x"})
+    with pytest.raises(ValueError):
+        C.normalize_options({"perf": 1})
+    o = C.normalize_options({"rtol": 1e-2, "trials": 3, "candidate_first_trials": 9})
+    assert o["scale_tol"] == pytest.approx(0.1) and o["candidate_first_trials"] == 3
+
+
+def test_plan_orders_and_seeds():
+    plan = C.plan_trials(2, OPTS)
+    assert len(plan) == 12
+    assert len({t["seed"] for t in plan}) == 12
+    assert sum(t["cand_first"] for t in plan) == 4
+    assert sum(t["alt"] for t in plan) == 2
+
+
+# -- errors -------------------------------------------------------------------
+
+
+def test_cuda_error_cause_comes_first():
+    text = ("CUDA error: an illegal memory access was encountered\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+            "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+            "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+    exc = RuntimeError(text)
+    assert errors.classify_exception(exc) == "illegal_memory_access"
+    msg = errors.trimmed_traceback(exc)
+    assert msg.splitlines()[0] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert "TORCH_USE_CUDA_DSA" not in msg and "CUDA_LAUNCH_BLOCKING" not in msg
+
+
+@pytest.mark.parametrize("exc,kind", [
+    (RuntimeError("CUDA error: device-side assert triggered"), "device_assert"),
+    (RuntimeError("Triton Error [CUDA]: an illegal memory access was encountered"), "illegal_memory_access"),
+    (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), "oom"),
+    (ModuleNotFoundError("No module named 'x'"), "import_error"),
+    (SyntaxError("invalid syntax"), "syntax_error"),
+    (SystemExit(0), "exit_without_result"),
+    (ValueError("x"), "runtime_error"),
+])
+def test_classify(exc, kind):
+    assert errors.classify_exception(exc) == kind
+
+
+def test_classify_triton_compilation_error_by_name():
+    cls = type("CompilationError", (Exception,), {"__module__": "triton.compiler.errors"})
+    assert errors.classify_exception(cls("at 3:4: bad")) == "triton_compile_error"
+
+
+def test_every_kind_has_a_status():
+    for kind in ("syntax_error", "import_error", "triton_compile_error", "illegal_memory_access",
+                 "device_assert", "segfault", "hang", "oom", "exit_without_result", "wrong_shape",
+                 "wrong_dtype", "nan", "mismatch", "runtime_error"):
+        assert errors.status_of(kind) in ("compile_error", "runtime_error", "crashed", "timeout", "incorrect")
+    assert errors.looks_secret("FOO_API_KEY") and errors.looks_secret("AWS_REGION")
+    assert not errors.looks_secret("PATH")
+
+
+# -- runtime profile judgement -------------------------------------------------
+
+
+def K(name, cat="kernel", stream=7, nbytes=0):
+    return {"name": name, "cat": cat, "stream": stream, "bytes": nbytes}
+
+
+def test_runtime_own_triton_kernels_pass():
+    acts = [K("add_kernel"), K("Memset (Device)", "gpu_memset"),
+            K("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>")]
+    j = runtime_check.judge(acts, {"add_kernel"}, False, 4096)
+    assert j["ok"] and j["own_launches"] == 1
+
+
+def test_runtime_mangled_triton_names_match():
+    assert runtime_check.matches_own("add_kernel_0d1d2d3de", {"add_kernel"})
+    assert not runtime_check.matches_own("triton_poi_fused_add_0", {"add_kernel"})
+
+
+@pytest.mark.parametrize("foreign", [
+    "ampere_sgemm_128x64_tn", "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n", "triton_poi_fused_relu_0",
+    "void cudnn::cnn::conv2d_grouped_direct_kernel", "void at::native::softmax_warp_forward<float>",
+])
+def test_runtime_foreign_kernels_are_cheating(foreign):
+    j = runtime_check.judge([K("add_kernel"), K(foreign, stream=13)], {"add_kernel"}, False, 4096)
+    assert not j["ok"] and j["kind"] == "foreign_kernel"
+    assert "13" in j["streams"]
+    j2 = runtime_check.judge([K("add_kernel"), K(foreign)], {"add_kernel"}, True, 4096)
+    assert j2["ok"] and j2["uses_pytorch"] is True
+
+
+def test_runtime_needs_one_own_launch():
+    j = runtime_check.judge([K("Memset (Device)", "gpu_memset")], {"add_kernel"}, False, 4096)
+    assert j["kind"] == "no_triton_launch"
+
+
+def test_runtime_host_to_device_of_result_size_is_cheating():
+    acts = [K("add_kernel"), K("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", nbytes=4096)]
+    j = runtime_check.judge(acts, {"add_kernel"}, False, 4096)
+    assert j["kind"] == "host_compute"
+    small = [K("add_kernel"), K("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", nbytes=8)]
+    assert runtime_check.judge(small, {"add_kernel"}, False, 4096)["ok"]
+
+
+# -- wall-clock rule -------------------------------------------------------------
+
+
+def _marks(null_s, model_s, n=20):
+    t = 100.0
+    evs = [{"ev": "wall", "mark": "begin", "batch": "null", "n": n, "_t": t},
+           {"ev": "wall", "mark": "end", "batch": "null", "n": n, "_t": t + null_s},
+           {"ev": "wall", "mark": "begin", "batch": "model", "n": n, "_t": t + null_s + 0.001},
+           {"ev": "wall", "mark": "end", "batch": "model", "n": n, "_t": t + null_s + 0.001 + model_s}]
+    return evs
+
+
+def test_wall_clock_honest_tiny_kernel_passes():
+    # 5 us kernel, 20 us sync round trip per call.
+    w = timing.wall_clock_verdict(_marks(null_s=20 * 10e-6, model_s=20 * 25e-6), 0.005)
+    assert w["ok"], w
+
+
+def test_wall_clock_hidden_work_is_flagged():
+    # Events say 0.1 ms, but each synchronized call takes 2 ms.
+    w = timing.wall_clock_verdict(_marks(null_s=20 * 10e-6, model_s=20 * 2e-3), 0.1)
+    assert not w["ok"] and w["per_call_ms"] == pytest.approx(2.0, rel=1e-6)
+
+
+def test_wall_clock_missing_marks():
+    assert timing.wall_clock_verdict(_marks(0.001, 0.001)[:2], 0.1) is None
+
+
+# -- loader -----------------------------------------------------------------------
+
+
+def test_triton_kernel_names_from_source(tmp_path):
+    f = tmp_path / "k.py"
+    f.write_text("import triton\nimport triton.language as tl\nfrom triton import jit\n"
+                 "@triton.jit\ndef a_kernel(x): pass\n"
+                 "@triton.autotune(configs=[], key=[])\n@triton.jit\ndef b_kernel(x): pass\n"
+                 "@jit\ndef c_kernel(x): pass\n"
+                 "def not_a_kernel(): pass\n")
+    assert loader.triton_kernel_names([str(f)]) == {"a_kernel", "b_kernel", "c_kernel"}
+
+
+def test_candidate_files_of_a_package(tmp_path):
+    d = tmp_path / "sol"
+    (d / "sub").mkdir(parents=True)
+    (d / "__init__.py").write_text("")
+    (d / "sub" / "__init__.py").write_text("")
+    (d / "decomposed_solution.py").write_text("")
+    (d / "sub" / "k.py").write_text("")
+    files = loader.candidate_files(str(d / "decomposed_solution.py"))
+    assert str(d / "sub" / "k.py") in files and len(files) == 4
+    assert loader.candidate_files(str(tmp_path / "x.py")) == [str(tmp_path / "x.py")]

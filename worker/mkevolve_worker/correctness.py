@@ -1,0 +1,409 @@
+"""Correctness: the trial plan, input generation and the trusted comparison.
+
+KernelBench-compatible (seeded Model/ModelNew construction, N trials with
+fresh random inputs, allclose with atol/rtol) and stricter:
+- exact shape and dtype (broadcastable or castable is wrong);
+- NaN/Inf never pass where the reference is finite;
+- error must also be small relative to the output's own scale, so zeros or
+  constants cannot pass on tiny outputs (softmax over wide rows);
+- a constant output where the reference varies is rejected;
+- alternate-distribution trials (scaled signed normal for floating inputs)
+  catch kernels that only work on nonnegative torch.rand inputs;
+- every configuration of get_input_configs() is checked;
+- in-place mutation of an input the reference leaves alone is rejected.
+
+plan_trials() and the compare functions run in the server; generate_inputs()
+runs in the reference child. torch is imported lazily.
+"""
+
+from __future__ import annotations
+
+import math
+
+DEFAULTS = {
+    "trials": 5,
+    "candidate_first_trials": 2,
+    "alt_dist_trials": 1,
+    "atol": 1e-4,
+    "rtol": 1e-4,
+    "scale_tol": None,   # default: max(1e-2, 10 * rtol)
+    "seed": 42,
+    "perf": True,
+    "warmup": 10,
+    "perf_trials": 100,
+    "baselines": False,
+    "timeout_s": 300.0,
+    "allow_pytorch": False,
+    "test_cpu": False,
+    "wall_check": True,
+}
+
+
+def normalize_options(raw: dict | None) -> dict:
+    """Defaults filled in; types checked. Raises ValueError naming a bad option."""
+    raw = dict(raw or {})
+    out = dict(DEFAULTS)
+    for k, v in raw.items():
+        if k not in DEFAULTS:
+            continue  # unknown options are ignored (forward compatibility)
+        d = DEFAULTS[k]
+        if isinstance(d, bool):
+            if not isinstance(v, bool):
+                raise ValueError(f"option {k} must be true or false")
+        elif isinstance(d, int):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 0:
+                raise ValueError(f"option {k} must be a non-negative integer")
+            v = int(v)
+        elif isinstance(d, float) or d is None:
+            if v is None and d is None:
+                pass
+            elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"option {k} must be a non-negative number")
+            else:
+                v = float(v)
+        out[k] = v
+    if out["trials"] < 1:
+        raise ValueError("option trials must be at least 1")
+    if out["timeout_s"] <= 0:
+        raise ValueError("option timeout_s must be positive")
+    out["candidate_first_trials"] = min(out["candidate_first_trials"], out["trials"])
+    if out["scale_tol"] is None:
+        out["scale_tol"] = max(1e-2, 10 * out["rtol"])
+    return out
+
+
+def plan_trials(n_configs: int, opts: dict) -> list[dict]:
+    """Every correctness trial: config index, seed, kind of inputs, and order."""
+    seed = opts["seed"]
+    trials = []
+    for c in range(n_configs):
+        for t in range(opts["trials"]):
+            trials.append({"id": f"c{c}t{t}", "config": c, "seed": seed + 1000 * c + t, "alt": False,
+                           "cand_first": t >= opts["trials"] - opts["candidate_first_trials"]})
+        for a in range(opts["alt_dist_trials"]):
+            trials.append({"id": f"c{c}a{a}", "config": c, "seed": seed + 1000 * c + 500 + a, "alt": True,
+                           "cand_first": False})
+    return trials
+
+
+def timing_inputs_trial(opts: dict) -> dict:
+    """The inputs of the last timed call: known to both children by seed."""
+    return {"id": "last", "config": 0, "seed": opts["seed"] + 777_777, "alt": False, "cand_first": False}
+
+
+# ---------------------------------------------------------------------------
+# Seeding and input generation (children)
+
+
+def seed_all(seed: int) -> None:
+    import random
+    import torch
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import sys
+        if "numpy" in sys.modules:
+            sys.modules["numpy"].random.seed(seed % (2 ** 32))
+    except Exception:  # noqa: BLE001 - numpy seeding is best effort
+        pass
+
+
+def disable_tf32() -> None:
+    import torch
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    except AttributeError:
+        pass
+    try:
+        torch.set_float32_matmul_precision("highest")
+    except AttributeError:
+        pass
+
+
+def alternate_distribution(inputs, seed: int):
+    """Same shapes and dtypes; floating tensors drawn from a scaled signed
+    normal instead (integer and bool inputs keep their values)."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
+            cpu = x.detach().to("cpu")
+            finite = cpu[torch.isfinite(cpu)] if cpu.numel() else cpu
+            scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
+            y = torch.randn(cpu.shape, generator=g, dtype=torch.float32) * scale
+            out.append(y.to(dtype=x.dtype))
+        else:
+            out.append(x)
+    return out
+
+
+def generate_inputs(cfg: dict, trial: dict):
+    """Inputs of one trial, on CPU."""
+    import torch
+    seed_all(trial["seed"])
+    inputs = list(cfg["get_inputs"]())
+    inputs = [x.detach().to("cpu") if isinstance(x, torch.Tensor) else x for x in inputs]
+    if trial["alt"]:
+        inputs = alternate_distribution(inputs, trial["seed"] + 1)
+    return inputs
+
+
+def to_device(inputs, device):
+    """Fresh device copies of the tensors in inputs (each model gets its own)."""
+    import torch
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            out.append(x.detach().to(device=device, copy=True))
+        else:
+            out.append(x)
+    return out
+
+
+def to_cpu_tree(obj):
+    import torch
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu")
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_cpu_tree(x) for x in obj)
+    if isinstance(obj, dict):
+        return {k: to_cpu_tree(v) for k, v in obj.items()}
+    return obj
+
+
+def tree_devices(obj) -> list[str]:
+    import torch
+    if isinstance(obj, torch.Tensor):
+        return [obj.device.type]
+    if isinstance(obj, (list, tuple)):
+        return [d for x in obj for d in tree_devices(x)]
+    if isinstance(obj, dict):
+        return [d for x in obj.values() for d in tree_devices(x)]
+    return []
+
+
+def tensors_equal(a, b) -> bool:
+    """Bitwise-ish equality that treats NaN == NaN (for input-mutation checks)."""
+    import torch
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return a == b
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.is_floating_point or a.dtype.is_complex:
+        both_nan = torch.isnan(a) & torch.isnan(b)
+        return bool(((a == b) | both_nan).all())
+    return bool(torch.equal(a, b))
+
+
+# ---------------------------------------------------------------------------
+# The trusted comparison (server)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def _index(flat: int, shape) -> tuple:
+    idx = []
+    for s in reversed(list(shape)):
+        idx.append(flat % s if s else 0)
+        flat = flat // s if s else 0
+    return tuple(reversed(idx))
+
+
+def _where(path: str) -> str:
+    return f"output{path}" if path else "output"
+
+
+def compare_tensor(exp, got, opts: dict, path: str = "") -> dict:
+    """Checks one tensor. Returns {"ok": bool, "kind", "message", "max_abs_err", "rel_err"}."""
+    import torch
+    res = {"ok": True, "max_abs_err": 0.0, "rel_err": 0.0}
+    name = _where(path)
+    if not isinstance(got, torch.Tensor):
+        return {"ok": False, "kind": "wrong_structure",
+                "message": f"{name} is a {type(got).__name__}, expected a tensor of shape {list(exp.shape)}"}
+    if tuple(got.shape) != tuple(exp.shape):
+        return {"ok": False, "kind": "wrong_shape",
+                "message": f"{name} has shape {list(got.shape)}, expected {list(exp.shape)} "
+                           f"(shapes must match exactly; broadcastable is not enough)"}
+    if got.dtype != exp.dtype:
+        return {"ok": False, "kind": "wrong_dtype",
+                "message": f"{name} has dtype {str(got.dtype).replace('torch.', '')}, "
+                           f"expected {str(exp.dtype).replace('torch.', '')} (dtypes must match exactly)"}
+    if exp.numel() == 0:
+        return res
+    if not (exp.dtype.is_floating_point or exp.dtype.is_complex):
+        neq = (got != exp).reshape(-1)
+        if bool(neq.any()):
+            i = int(neq.nonzero()[0])
+            return {"ok": False, "kind": "mismatch",
+                    "message": f"{name} differs at index {_index(i, exp.shape)}: got {got.reshape(-1)[i].item()}, "
+                               f"expected {exp.reshape(-1)[i].item()} ({int(neq.sum())} of {exp.numel()} elements differ)",
+                    "max_abs_err": float((got.double() - exp.double()).abs().max())}
+        return res
+    e = exp.reshape(-1)
+    g = got.reshape(-1)
+    if exp.dtype.is_complex:
+        e = torch.view_as_real(e).reshape(-1)
+        g = torch.view_as_real(g).reshape(-1)
+    e = e.double()
+    g = g.double()
+    e_fin = torch.isfinite(e)
+    g_fin = torch.isfinite(g)
+    bad_nf = e_fin & ~g_fin
+    if bool(bad_nf.any()):
+        i = int(bad_nf.nonzero()[0])
+        n = int(bad_nf.sum())
+        return {"ok": False, "kind": "nan",
+                "message": f"{name} has {_fmt(g[i].item())} at index {_index(i, exp.shape)} where {_fmt(e[i].item())} "
+                           f"was expected ({n} of {e.numel()} elements are NaN/Inf)",
+                "max_abs_err": math.inf}
+    # Where the reference itself is non-finite, demand the same value.
+    ref_nf = ~e_fin
+    if bool(ref_nf.any()):
+        same = (torch.isnan(e) & torch.isnan(g)) | (e == g)
+        wrong = ref_nf & ~same
+        if bool(wrong.any()):
+            i = int(wrong.nonzero()[0])
+            return {"ok": False, "kind": "mismatch",
+                    "message": f"{name} differs at index {_index(i, exp.shape)}: got {_fmt(g[i].item())}, "
+                               f"expected {_fmt(e[i].item())}", "max_abs_err": math.inf}
+    ef, gf = e[e_fin], g[e_fin]
+    if ef.numel() == 0:
+        return res
+    diff = (gf - ef).abs()
+    max_abs = float(diff.max())
+    res["max_abs_err"] = max_abs
+    tol = opts["atol"] + opts["rtol"] * ef.abs()
+    bad = diff > tol
+    e_range = float(ef.max() - ef.min())
+    # A constant where the reference varies well beyond rounding noise.
+    if gf.numel() > 1 and float(gf.max() - gf.min()) == 0.0 and e_range > 1e-3 * float(ef.abs().max()):
+        return {"ok": False, "kind": "constant_output",
+                "message": f"{name} is constant (every element is {_fmt(float(gf[0]))}) but the expected output "
+                           f"varies from {_fmt(float(ef.min()))} to {_fmt(float(ef.max()))}",
+                "max_abs_err": max_abs}
+    if bool(bad.any()):
+        pos = torch.nonzero(e_fin).reshape(-1)
+        j = int(bad.nonzero()[0])
+        i = int(pos[j])
+        return {"ok": False, "kind": "mismatch",
+                "message": f"{name} differs at index {_index(i, exp.shape)}: got {_fmt(g[i].item())}, expected "
+                           f"{_fmt(e[i].item())} (|diff| {diff[j].item():.3g} > atol+rtol*|expected| "
+                           f"{tol[j].item():.3g}); {int(bad.sum())} of {e.numel()} elements differ, "
+                           f"max_abs_err {max_abs:.3g}",
+                "max_abs_err": max_abs}
+    norm_e = float(ef.norm())
+    if norm_e > 0:
+        rel = float((gf - ef).norm()) / norm_e
+        res["rel_err"] = rel
+        if rel > opts["scale_tol"]:
+            return {"ok": False, "kind": "mismatch",
+                    "message": f"{name} is wrong relative to its own scale: relative L2 error {rel:.3g} > "
+                               f"{opts['scale_tol']:.3g} although every element is within atol "
+                               f"(expected values are tiny: max |expected| {float(ef.abs().max()):.3g}); "
+                               f"compute the actual values, zeros or constants do not pass",
+                    "max_abs_err": max_abs, "rel_err": rel}
+    return res
+
+
+def compare_tree(exp, got, opts: dict, path: str = "") -> dict:
+    """Compares an output (tensor, tuple/list of outputs, or scalar) with the reference's."""
+    import torch
+    if isinstance(exp, torch.Tensor):
+        return compare_tensor(exp, got, opts, path)
+    if isinstance(exp, (list, tuple)):
+        if not isinstance(got, (list, tuple)):
+            return {"ok": False, "kind": "wrong_structure",
+                    "message": f"{_where(path)} is a {type(got).__name__}, expected a {type(exp).__name__} of {len(exp)}"}
+        if len(got) != len(exp):
+            return {"ok": False, "kind": "wrong_structure",
+                    "message": f"{_where(path)} has {len(got)} elements, expected {len(exp)}"}
+        worst = {"ok": True, "max_abs_err": 0.0, "rel_err": 0.0}
+        for i, (a, b) in enumerate(zip(exp, got)):
+            r = compare_tree(a, b, opts, f"{path}[{i}]")
+            if not r["ok"]:
+                return r
+            worst["max_abs_err"] = max(worst["max_abs_err"], r.get("max_abs_err", 0.0))
+            worst["rel_err"] = max(worst["rel_err"], r.get("rel_err", 0.0))
+        return worst
+    if isinstance(exp, dict):
+        if not isinstance(got, dict) or sorted(got) != sorted(exp):
+            return {"ok": False, "kind": "wrong_structure",
+                    "message": f"{_where(path)} must be a dict with keys {sorted(exp)}"}
+        worst = {"ok": True, "max_abs_err": 0.0, "rel_err": 0.0}
+        for k in exp:
+            r = compare_tree(exp[k], got[k], opts, f"{path}[{k!r}]")
+            if not r["ok"]:
+                return r
+            worst["max_abs_err"] = max(worst["max_abs_err"], r.get("max_abs_err", 0.0))
+        return worst
+    if isinstance(exp, (int, float)) and not isinstance(exp, bool):
+        if isinstance(got, torch.Tensor) or not isinstance(got, (int, float)) or isinstance(got, bool):
+            return {"ok": False, "kind": "wrong_structure",
+                    "message": f"{_where(path)} is a {type(got).__name__}, expected a Python number"}
+        if not math.isfinite(got) and math.isfinite(exp):
+            return {"ok": False, "kind": "nan", "message": f"{_where(path)} is {got}, expected {exp}"}
+        if abs(got - exp) > opts["atol"] + opts["rtol"] * abs(exp):
+            return {"ok": False, "kind": "mismatch", "message": f"{_where(path)} is {got}, expected {exp}",
+                    "max_abs_err": abs(got - exp)}
+        return {"ok": True, "max_abs_err": abs(got - exp), "rel_err": 0.0}
+    if exp != got:
+        return {"ok": False, "kind": "mismatch", "message": f"{_where(path)} is {got!r}, expected {exp!r}"}
+    return {"ok": True, "max_abs_err": 0.0, "rel_err": 0.0}
+
+
+def is_finite_tree(obj) -> bool:
+    import torch
+    if isinstance(obj, torch.Tensor):
+        if obj.dtype.is_floating_point or obj.dtype.is_complex:
+            return bool(torch.isfinite(obj).all())
+        return True
+    if isinstance(obj, (list, tuple)):
+        return all(is_finite_tree(x) for x in obj)
+    if isinstance(obj, dict):
+        return all(is_finite_tree(x) for x in obj.values())
+    if isinstance(obj, float):
+        return math.isfinite(obj)
+    return True
+
+
+def is_constant_tree(obj) -> bool:
+    """True when every tensor in obj holds a single repeated value."""
+    import torch
+    ts = []
+
+    def walk(o):
+        if isinstance(o, torch.Tensor):
+            ts.append(o)
+        elif isinstance(o, (list, tuple)):
+            for x in o:
+                walk(x)
+        elif isinstance(o, dict):
+            for x in o.values():
+                walk(x)
+    walk(obj)
+    if not ts:
+        return False
+    for t in ts:
+        if t.numel() > 1:
+            f = t.reshape(-1)
+            if not bool((f == f[0]).all()):
+                return False
+    return True
+
+
+def tree_nbytes(obj) -> int:
+    import torch
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, (list, tuple)):
+        return sum(tree_nbytes(x) for x in obj)
+    if isinstance(obj, dict):
+        return sum(tree_nbytes(x) for x in obj.values())
+    return 0

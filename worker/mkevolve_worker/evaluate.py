@@ -1,0 +1,560 @@
+"""The trusted side of an evaluation (runs in the server or the one-shot CLI).
+
+Order of one eval:
+ 1. syntax and static checks on the candidate's files (no code runs);
+ 2. reference child #1: inputs for every trial, expected outputs for the
+    reference-first trials and for the last timed call; the server loads the
+    inputs, opens the expected outputs and unlinks the file (the candidate,
+    forked next, inherits neither the file nor its contents);
+ 3. candidate child: every trial; writes its outputs; waits;
+ 4. reference child #2: the candidate-first trials (they ran on the GPU
+    before the reference computed them);
+ 5. the server compares (CPU torch) and either kills the candidate (wrong) or
+    lets it profile and time itself;
+ 6. after the candidate and every descendant are dead, the server judges the
+    profile, the wall-clock cross-check and the output of the last timed call.
+Nothing the candidate process does can reach the verdict: it only ever hands
+over tensors and timings through files and a pipe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+from . import children, errors, isolation, loader, tensorio
+from . import correctness as C
+
+
+class RequestError(Exception):
+    """A bad request or a missing capability: answered as a protocol error."""
+
+
+class ProblemError(Exception):
+    """The reference problem itself failed: answered as a protocol error."""
+
+
+MAX_JSON = 64 << 20
+
+
+def _read_json(path: str, limit: int = MAX_JSON):
+    try:
+        buf = tensorio._read_untrusted(path, limit)
+    except FileNotFoundError:
+        return None
+    except tensorio.FormatError:
+        return None
+    try:
+        return json.loads(bytes(buf).decode("utf-8", "replace"))
+    except ValueError:
+        return None
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:300]
+    return ""
+
+
+class Evaluator:
+    def __init__(self, test_mode: bool = False, progress=None):
+        self.test_mode = test_mode
+        self.progress = progress or (lambda phase: None)
+        self._gpu = None
+
+    # -- GPU facts (queried in a child: the server never initialises CUDA) --
+
+    def gpu_info(self, timeout_s: float = 120) -> dict:
+        if self._gpu is None:
+            child = isolation.spawn("gpu", lambda ctx: children.gpu_probe_body(ctx, {}), cut_network=False)
+            isolation.supervise(child, timeout_s)
+            info = _read_json(child.path("gpu.json"))
+            isolation.cleanup_dir(child.dir)
+            if not isinstance(info, dict):
+                info = {"gpus": [], "error": "the GPU probe died: " + _first_line(child.tail() or "no output")}
+            self._gpu = info
+        return self._gpu
+
+    def cuda_available(self) -> bool:
+        return bool(self.gpu_info().get("gpus"))
+
+    # -- static checks --
+
+    @staticmethod
+    def static_check(kernel: str, allow_pytorch: bool) -> dict:
+        try:
+            from . import static_check
+        except ImportError as e:
+            return {"available": False, "error": f"static checks unavailable (mkevolve_worker.static_check: {e})"}
+        try:
+            v = static_check.check_file(kernel, allow_pytorch=allow_pytorch)
+        except Exception as e:  # noqa: BLE001
+            return {"available": False, "error": f"static check crashed on {kernel}: {type(e).__name__}: {e}"}
+        return {"available": True, "violations": list(v or [])}
+
+    def check(self, kernel: str, allow_pytorch: bool = False) -> dict:
+        if not os.path.isfile(kernel):
+            raise RequestError(f"{kernel}: no such file")
+        res = self.static_check(os.path.abspath(kernel), allow_pytorch)
+        if not res["available"]:
+            raise RequestError(res["error"])
+        return {"clean": not res["violations"], "violations": res["violations"]}
+
+    # -- helpers --
+
+    def _options(self, options) -> dict:
+        if options is not None and not isinstance(options, dict):
+            raise RequestError("options must be a JSON object")
+        try:
+            opts = C.normalize_options(options)
+        except ValueError as e:
+            raise RequestError(str(e)) from None
+        if opts["test_cpu"] and not self.test_mode:
+            raise RequestError("option test_cpu is honoured only by a worker started with --test-mode")
+        return opts
+
+    def _device(self, opts: dict) -> str:
+        if opts["test_cpu"]:
+            return "cpu"
+        if not self.cuda_available():
+            err = self.gpu_info().get("error")
+            raise RequestError("no CUDA GPU is visible to the worker" + (f" ({err})" if err else "")
+                               + "; evaluation needs a GPU with Triton")
+        return "cuda"
+
+    @staticmethod
+    def _file(path, what: str) -> str:
+        if not isinstance(path, str) or not path:
+            raise RequestError(f"missing {what} path")
+        if not os.path.isfile(path):
+            raise RequestError(f"{what} file {path}: no such file")
+        return os.path.abspath(path)
+
+    def _run_reference(self, job: dict, timeout_s: float, protect=frozenset()):
+        child = isolation.spawn(f"ref{job['phase']}", lambda ctx: children.reference_body(ctx, job))
+        isolation.supervise(child, timeout_s, protect=protect)
+        err = _read_json(child.path("error.json"))
+        if child.timed_out:
+            isolation.cleanup_dir(child.dir)
+            raise ProblemError(f"{job['problem']}: the reference took more than {timeout_s:g} s")
+        if err or child.exit_code() != 0:
+            msg = (err or {}).get("message") if isinstance(err, dict) else None
+            if not msg:
+                sig = child.term_signal()
+                msg = (f"died of {errors.describe_signal(sig)}" if sig else f"exited with status {child.exit_code()}")
+                msg += ": " + child.tail()[-800:]
+            isolation.cleanup_dir(child.dir)
+            raise ProblemError(f"{job['problem']}: {errors.redact_env_secrets(str(msg))}")
+        return child
+
+    # -- eval --
+
+    def evaluate(self, problem, kernel, options=None) -> dict:
+        t_start = time.monotonic()
+        opts = self._options(options)
+        problem = self._file(problem, "problem")
+        kernel = self._file(kernel, "kernel")
+        device = self._device(opts)
+        res = _Result(opts, device)
+        files = loader.candidate_files(kernel)
+
+        err = loader.syntax_check(files)
+        if err is not None:
+            return res.fail("syntax_error", "syntax error: " + errors.trimmed_traceback(err), t_start)
+
+        static = self.static_check(kernel, opts["allow_pytorch"])
+        if opts["test_cpu"]:
+            static["enforced"] = False  # torch-only test candidates necessarily break the rules
+        elif not static["available"]:
+            raise RequestError(static["error"])
+        else:
+            static["enforced"] = True
+        res.checks["static"] = static
+        if static.get("enforced") and static.get("violations"):
+            reasons = [_violation_line(v) for v in static["violations"]]
+            return res.fail("static_violation", "static check: " + "; ".join(reasons[:5]), t_start, reasons)
+
+        perf = bool(opts["perf"]) and opts["perf_trials"] > 0
+        self.progress("reference")
+        job1 = {"problem": problem, "opts": opts, "device": device, "phase": 1,
+                "timing_trial": C.timing_inputs_trial(opts) if perf else None}
+        ref1 = self._run_reference(job1, opts["timeout_s"])
+        try:
+            inputs_obj, meta = tensorio.load(ref1.path("inputs.mkt"))
+            exp_fd = os.open(ref1.path("expected.mkt"), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except (OSError, tensorio.FormatError) as e:
+            isolation.cleanup_dir(ref1.dir)
+            raise ProblemError(f"{problem}: the reference wrote no usable result ({e})") from None
+        isolation.cleanup_dir(ref1.dir)  # unlinks expected.mkt; we keep the open descriptor
+        try:
+            return self._evaluate_candidate(res, problem, kernel, opts, device, perf, inputs_obj, meta, exp_fd,
+                                            t_start)
+        finally:
+            try:
+                os.close(exp_fd)
+            except OSError:
+                pass
+
+    def _evaluate_candidate(self, res, problem, kernel, opts, device, perf, inputs_obj, meta, exp_fd, t_start):
+        n_configs = int(meta.get("n_configs", 1))
+        skipped = meta.get("alt_skipped") or {}
+        plan = [t for t in C.plan_trials(n_configs, opts) if t["id"] not in skipped]
+        inputs = inputs_obj["inputs"]
+        init = inputs_obj["init"]
+        res.checks["correctness"] = {
+            "configs": n_configs, "trials_per_config": opts["trials"],
+            "candidate_first_trials": opts["candidate_first_trials"], "alt_dist_trials": opts["alt_dist_trials"],
+            "alt_skipped": skipped, "atol": opts["atol"], "rtol": opts["rtol"], "scale_tol": opts["scale_tol"],
+            "tf32": False, "trials_run": len(plan),
+        }
+        job = {"kernel": kernel, "opts": opts, "device": device, "trials": plan, "inputs": inputs, "init": init,
+               "perf": perf, "timing_inputs": inputs.get("last")}
+        state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected": None}
+
+        def on_event(child, ev):
+            if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str):
+                state["phase"] = ev["phase"][:200]
+            elif ev.get("ev") == "isolation" and ev.get("network") in ("none", "shared"):
+                res.checks["isolation"]["network"] = ev["network"]
+            elif ev.get("ev") == "correctness_ready" and state["verdict"] is None:
+                try:
+                    self.progress("compare")
+                    state["verdict"] = self._judge_correctness(child, problem, opts, device, plan, inputs, init,
+                                                               exp_fd, state)
+                except ProblemError as e:
+                    state["error"] = e
+                if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
+                    self.progress("timing")
+                    state["phase"] = "profiling and timing"
+                    child.go()
+                else:
+                    state["killed"] = True
+                    try:
+                        os.killpg(child.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+
+        self.progress("candidate")
+        cand = isolation.spawn("cand", lambda ctx: children.candidate_body(ctx, job),
+                               cpu_seconds=opts["timeout_s"])
+        res.checks["isolation"] = {"pid": cand.pid, "network": "unknown",
+                                   "cwd": "private temp dir", "env": "scrubbed"}
+        try:
+            isolation.supervise(cand, opts["timeout_s"], on_event)
+            if state["error"] is not None:
+                raise state["error"]
+            return self._finish(res, cand, state, kernel, opts, device, perf, t_start)
+        finally:
+            isolation.cleanup_dir(cand.dir)
+
+    def _judge_correctness(self, child, problem, opts, device, plan, inputs, init, exp_fd, state) -> dict:
+        try:
+            cand_obj, cmeta = tensorio.load(child.path("candidate.mkt"), max_bytes=1 << 38)
+            os.unlink(child.path("candidate.mkt"))
+            if not isinstance(cand_obj, dict) or not isinstance(cand_obj.get("out"), dict):
+                raise tensorio.FormatError("missing outputs")
+        except (OSError, tensorio.FormatError) as e:
+            return {"ok": False, "kind": "malformed_result",
+                    "message": f"the candidate's output could not be read ({e})"}
+        state["files"] = cmeta.get("files") if isinstance(cmeta.get("files"), list) else []
+        state["devices"] = cmeta.get("devices") if isinstance(cmeta.get("devices"), dict) else {}
+        second = [t for t in plan if t["cand_first"]]
+        expected2: dict = {"out": {}, "mutated": {}}
+        if second:
+            self.progress("reference")
+            job2 = {"problem": problem, "opts": opts, "device": device, "phase": 2, "trials": second,
+                    "inputs": inputs, "init": init}
+            ref2 = self._run_reference(job2, opts["timeout_s"], protect=frozenset({child.pid}))
+            try:
+                expected2, _ = tensorio.load(ref2.path("expected.mkt"))
+            except (OSError, tensorio.FormatError) as e:
+                raise ProblemError(f"{problem}: the reference wrote no usable result ({e})") from None
+            finally:
+                isolation.cleanup_dir(ref2.dir)
+        expected1, _ = tensorio.loads(tensorio.read_fd(exp_fd, 1 << 40))
+        expected = {"out": {**expected1["out"], **expected2["out"]},
+                    "mutated": {**expected1["mutated"], **expected2["mutated"]}}
+        state["expected"] = expected
+        return verdict_for_trials(plan, expected, cand_obj, state["devices"], inputs, device, opts)
+
+    def _finish(self, res, cand, state, kernel, opts, device, perf, t_start) -> dict:
+        verdict = state["verdict"]
+        if verdict is None:
+            kind, message = _failure_of(cand, state["phase"], opts["timeout_s"])
+            return res.fail(kind, message, t_start, stderr=cand.tail())
+        res.max_abs_err = verdict.get("max_abs_err")
+        res.checks["correctness"].update({k: verdict[k] for k in ("max_abs_err", "rel_err", "warnings")
+                                          if k in verdict})
+        if not verdict["ok"]:
+            return res.fail(verdict["kind"], verdict["message"], t_start)
+        if not perf:
+            return res.ok(t_start)
+        # The candidate was allowed to profile and time itself; it is now dead.
+        timing_json = _read_json(cand.path("timing.json"))
+        if cand.timed_out or not isinstance(timing_json, dict) or _read_json(cand.path("error.json")) is not None:
+            kind, message = _failure_of(cand, state["phase"], opts["timeout_s"])
+            return res.fail(kind, message + " (its outputs were correct; it failed while being profiled/timed)",
+                            t_start, stderr=cand.tail())
+        times = timing_json.get("times_ms")
+        if not isinstance(times, list) or not times or not all(
+                isinstance(x, (int, float)) and x == x and 0 <= x < 1e7 for x in times):
+            return res.fail("malformed_result", "the candidate's timing record is malformed", t_start)
+        from .timing import summarize, wall_clock_verdict
+        s = summarize([float(x) for x in times])
+        res.runtime_ms = {"median": s["median"], "mean": s["mean"]}
+        res.checks["timing"] = {"warmup": opts["warmup"], "trials": len(times), "min_ms": s["min"], "max_ms": s["max"],
+                                "l2_flush_bytes": timing_json.get("l2_flush_bytes"), "tf32": False,
+                                "inputs": "same buffers refilled with new values before every call",
+                                "clock": "cuda events" if device == "cuda" else "cpu wall clock (test mode)"}
+        problems: list[tuple[str, str]] = []
+        # Runtime profile.
+        if device == "cuda":
+            rt = _read_json(cand.path("runtime.json"))
+            if not isinstance(rt, dict) or not isinstance(rt.get("activities"), list):
+                return res.fail("malformed_result", "the candidate's runtime profile is missing", t_start)
+            own = loader.triton_kernel_names(_own_files(kernel, state.get("files")))
+            out_bytes = int(rt.get("output_nbytes") or 0)
+            from .runtime_check import judge
+            acts = [a for a in rt["activities"] if isinstance(a, dict)]
+            j = judge(acts, own, opts["allow_pytorch"], out_bytes)
+            j["own_triton_functions"] = sorted(own)
+            res.checks["runtime"] = j
+            res.uses_pytorch = j["uses_pytorch"]
+            if not j["ok"]:
+                problems += [(j["kind"], r) for r in j["reasons"]]
+        else:
+            res.checks["runtime"] = {"skipped": "test_cpu: no CUDA profile"}
+        # Output of the last timed call (and of the wall batch) on known inputs.
+        try:
+            timed, _ = tensorio.load(cand.path("timed.mkt"), max_bytes=1 << 38)
+        except (OSError, tensorio.FormatError) as e:
+            return res.fail("malformed_result", f"the candidate's timed output could not be read ({e})", t_start)
+        exp_last = (state["expected"] or {}).get("out", {}).get("last")
+        stale = {"checked": exp_last is not None}
+        if exp_last is not None:
+            for key, label in (("timed_last", "the last timed call"), ("wall_last", "the last wall-clock call")):
+                if key == "wall_last" and timed.get(key) is None:
+                    continue
+                r = C.compare_tree(exp_last, timed.get(key), opts)
+                if not r["ok"]:
+                    stale["ok"] = False
+                    problems.append(("stale_output",
+                                     f"integrity: the output of {label} is wrong after fresh values were written "
+                                     f"into the same input buffers ({r['message']}); results must not be cached "
+                                     f"or reused between calls"))
+                    break
+            stale.setdefault("ok", True)
+        res.checks["timed_output"] = stale
+        if device == "cuda" and opts["wall_check"]:
+            w = wall_clock_verdict(cand.events, s["median"])
+            res.checks["wall_clock"] = w if w is not None else {"ok": False, "missing": True}
+            if w is None:
+                problems.append(("timing_mismatch", "integrity: the wall-clock cross-check did not complete"))
+            elif not w["ok"]:
+                problems.append(("timing_mismatch",
+                                 f"integrity: a synchronized call takes {w['per_call_ms']:.4g} ms of wall time but "
+                                 f"CUDA events report {w['event_median_ms']:.4g} ms (limit {w['threshold_ms']:.4g} ms): "
+                                 f"GPU work escapes the timed stream (side streams, async work) or the timer is "
+                                 f"tampered with"))
+        if problems:
+            return res.fail(problems[0][0], problems[0][1], t_start, [p[1] for p in problems])
+        return res.ok(t_start)
+
+    # -- baselines --
+
+    def baseline(self, problem, options=None) -> dict:
+        opts = self._options(options)
+        problem = self._file(problem, "problem")
+        device = self._device(opts)
+        job = {"problem": problem, "opts": opts, "device": device}
+        self.progress("baselines")
+        child = isolation.spawn("base", lambda ctx: children.baseline_body(ctx, job), cut_network=False)
+        try:
+            isolation.supervise(child, max(opts["timeout_s"], 60) * 2)
+            err = _read_json(child.path("error.json"))
+            out = _read_json(child.path("baseline.json"))
+            if child.timed_out:
+                raise ProblemError(f"{problem}: timing the baselines took more than {max(opts['timeout_s'], 60) * 2:g} s")
+            if isinstance(err, dict):
+                raise ProblemError(f"{problem}: {err.get('message')}")
+            if not isinstance(out, dict):
+                raise ProblemError(f"{problem}: the baseline child died: {_first_line(child.tail()) or 'no output'}")
+            out["device"] = device
+            return out
+        finally:
+            isolation.cleanup_dir(child.dir)
+
+    # -- decomposition --
+
+    def verify_decomposition(self, problem, decomposed, subproblems_dir, options=None) -> dict:
+        if options is not None and not isinstance(options, dict):
+            raise RequestError("options must be a JSON object")
+        options = dict(options or {})
+        if options.get("test_cpu") and not self.test_mode:
+            raise RequestError("option test_cpu is honoured only by a worker started with --test-mode")
+        problem = self._file(problem, "problem")
+        decomposed = self._file(decomposed, "decomposed")
+        if not isinstance(subproblems_dir, str) or not os.path.isdir(subproblems_dir):
+            raise RequestError(f"subproblems_dir {subproblems_dir}: no such directory")
+        try:
+            from . import decompose_check  # noqa: F401
+        except ImportError as e:
+            raise RequestError(f"decomposition checks unavailable (mkevolve_worker.decompose_check: {e})") from None
+        timeout = float(options.get("timeout_s", 300) or 300)
+        job = {"problem": problem, "decomposed": decomposed, "subproblems_dir": os.path.abspath(subproblems_dir),
+               "options": options}
+        child = isolation.spawn("decomp", lambda ctx: children.decomposition_body(ctx, job), cpu_seconds=timeout)
+        try:
+            isolation.supervise(child, timeout)
+            out = _read_json(child.path("decomposition.json"))
+            if child.timed_out:
+                return {"ok": False, "failures": [f"verification did not finish within {timeout:g} s (hang?)"],
+                        "kind": "hang"}
+            if not isinstance(out, dict) or not isinstance(out.get("ok"), bool):
+                sig = child.term_signal()
+                why = f"died of {errors.describe_signal(sig)}" if sig else f"exited with status {child.exit_code()}"
+                return {"ok": False, "failures": [f"verification {why}: {errors.shorten(child.tail(), 1500)}"],
+                        "kind": "crashed"}
+            fails = out.get("failures")
+            out["failures"] = [str(f) for f in fails] if isinstance(fails, list) else []
+            return out
+        finally:
+            isolation.cleanup_dir(child.dir)
+
+
+# ---------------------------------------------------------------------------
+
+
+def _violation_line(v) -> str:
+    if isinstance(v, dict):
+        f = os.path.basename(str(v.get("file", "")))
+        line = v.get("line")
+        loc = f"{f}:{line}" if line is not None else f
+        return f"{loc}: {v.get('rule', 'rule')}: {v.get('message', '')}".strip()
+    return str(v)
+
+
+def _own_files(kernel: str, reported) -> list[str]:
+    files = set(loader.candidate_files(kernel))
+    home = os.path.dirname(os.path.abspath(kernel)) + os.sep
+    for f in reported or []:
+        if isinstance(f, str) and os.path.abspath(f).startswith(home) and f.endswith(".py") and os.path.isfile(f):
+            files.add(os.path.abspath(f))
+    return sorted(files)
+
+
+def _failure_of(child, phase: str, timeout_s: float) -> tuple[str, str]:
+    """Kind and message for a candidate that produced no verdict-worthy output."""
+    if child.timed_out:
+        return "hang", (f"no result within the {timeout_s:g} s deadline; the candidate was {phase}. Look for an "
+                        f"infinite loop, a kernel that never terminates, or a deadlock")
+    err = _read_json(child.path("error.json"))
+    # The error file comes from the candidate's process, so it can only ever
+    # describe a failure; one claiming anything else is ignored.
+    if isinstance(err, dict) and isinstance(err.get("message"), str) and err.get("kind") in errors.KINDS and \
+            errors.status_of(err["kind"]) not in (errors.CORRECT, errors.INCORRECT, errors.CHEATING):
+        return err["kind"], errors.shorten(err["message"])
+    sig = child.term_signal()
+    if sig is not None:
+        tail = child.tail()[-1200:].strip()
+        msg = f"the candidate process was killed by {errors.describe_signal(sig)} while {phase}"
+        if sig == signal.SIGSEGV or sig == signal.SIGBUS:
+            msg += " (invalid memory access on the host, e.g. a bad pointer or ctypes misuse)"
+        elif sig == signal.SIGKILL:
+            msg += " (possibly the kernel's out-of-memory killer)"
+        return errors.kind_for_signal(sig), msg + (f"\nstderr:\n{tail}" if tail else "")
+    code = child.exit_code()
+    tail = child.tail()[-1200:].strip()
+    return "exit_without_result", (f"the candidate process exited with status {code} while {phase} without "
+                                   f"producing a result; a kernel must return its output and never call "
+                                   f"sys.exit()/os._exit()" + (f"\nstderr:\n{tail}" if tail else ""))
+
+
+def _trial_context(t: dict) -> str:
+    what = "signed-normal inputs (alternate distribution)" if t["alt"] else "random inputs from get_inputs()"
+    order = ", the candidate ran before the reference" if t["cand_first"] else ""
+    return f" [trial {t['id']}: config {t['config']}, {what}, seed {t['seed']}{order}]"
+
+
+def verdict_for_trials(plan, expected, cand_obj, devices, inputs, device, opts) -> dict:
+    import torch
+    out = cand_obj["out"]
+    post = cand_obj.get("post") if isinstance(cand_obj.get("post"), dict) else {}
+    worst_abs, worst_rel = 0.0, 0.0
+    warnings = []
+    for t in plan:
+        tid = t["id"]
+        if tid not in expected["out"]:
+            continue  # alt trial skipped by the reference
+        if tid not in out:
+            return {"ok": False, "kind": "malformed_result", "message": f"the candidate handed over no output for {tid}"}
+        if device == "cuda":
+            devs = devices.get(tid) or []
+            if any(d != "cuda" for d in devs):
+                return {"ok": False, "kind": "wrong_device",
+                        "message": "the output is not a CUDA tensor; compute it on the GPU with your Triton kernels"
+                                   + _trial_context(t), "max_abs_err": None}
+        r = C.compare_tree(expected["out"][tid], out[tid], opts)
+        if not r["ok"]:
+            r["message"] = r["message"] + _trial_context(t)
+            r.setdefault("max_abs_err", None)
+            return r
+        worst_abs = max(worst_abs, r.get("max_abs_err", 0.0) or 0.0)
+        worst_rel = max(worst_rel, r.get("rel_err", 0.0) or 0.0)
+        ref_mut = expected["mutated"].get(tid) or []
+        cand_post = post.get(tid) or []
+        for j, orig in enumerate(inputs[tid]):
+            if not isinstance(orig, torch.Tensor) or j >= len(cand_post):
+                continue
+            if j < len(ref_mut) and ref_mut[j]:
+                continue
+            if not C.tensors_equal(cand_post[j], orig):
+                return {"ok": False, "kind": "input_mutation",
+                        "message": f"forward modified its input #{j} in place; the reference leaves it unchanged, "
+                                   f"so write results to a new tensor" + _trial_context(t),
+                        "max_abs_err": worst_abs}
+    normal = [expected["out"][t["id"]] for t in plan if not t["alt"] and t["id"] in expected["out"]]
+    if normal and all(C.is_constant_tree(o) for o in normal):
+        warnings.append("the reference output is constant on every trial, so correctness cannot tell a no-op "
+                        "kernel from a real one")
+    return {"ok": True, "max_abs_err": worst_abs, "rel_err": worst_rel, "warnings": warnings}
+
+
+class _Result:
+    def __init__(self, opts: dict, device: str):
+        self.opts = opts
+        self.device = device
+        self.checks: dict = {}
+        self.max_abs_err = None
+        self.runtime_ms = None
+        self.uses_pytorch = False
+
+    def _base(self, t_start: float) -> dict:
+        return {"max_abs_err": self.max_abs_err, "runtime_ms": self.runtime_ms, "uses_pytorch": self.uses_pytorch,
+                "device": self.device, "checks": self.checks, "elapsed_s": round(time.monotonic() - t_start, 3)}
+
+    def fail(self, kind: str, message: str, t_start: float, reasons: list | None = None, stderr: str = "") -> dict:
+        message = errors.redact_env_secrets(errors.shorten(message))
+        out = self._base(t_start)
+        out.update(status=errors.status_of(kind), kind=kind, message=message,
+                   reasons=reasons or [f"{kind}: {_first_line(message)}"])
+        if stderr:
+            out["stderr_tail"] = errors.redact_env_secrets(stderr[-1500:])
+        if out["status"] != errors.CORRECT:
+            out["runtime_ms"] = None
+        return out
+
+    def ok(self, t_start: float) -> dict:
+        out = self._base(t_start)
+        c = self.checks.get("correctness", {})
+        msg = (f"correct on {c.get('trials_run', '?')} trials over {c.get('configs', '?')} input configuration(s), "
+               f"max_abs_err {self.max_abs_err:.3g}" if self.max_abs_err is not None else "correct")
+        if self.runtime_ms:
+            msg += f"; median {self.runtime_ms['median']:.4g} ms"
+        if self.uses_pytorch:
+            msg += " (uses PyTorch kernels: allowed by policy)"
+        out.update(status=errors.CORRECT, kind="ok", message=msg, reasons=[])
+        return out

@@ -1,0 +1,453 @@
+"""Process isolation: forked children with deadlines, sandboxes and clean-up.
+
+The server (or the one-shot CLI) is a child subreaper and not dumpable. Each
+piece of untrusted work runs in a child forked from it: its own session and
+process group, a private temp directory as cwd, stdin from /dev/null, stdout
+and stderr in files, every inherited descriptor closed except its two pipes,
+secret-looking variables removed, no core dumps, and no network where the OS
+lets us cut it. When the child ends or misses its deadline, every descendant
+of this process is killed and reaped, including ones that called setsid():
+they are reparented to us because we are a subreaper.
+
+Limitation (documented for the pool): a child that kills this process takes
+it down; its descendants are then reparented to the next subreaper above us.
+The pool should start the server inside a PID namespace (`unshare -p -f`)
+where permitted, so that losing the server kills everything it started.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from .errors import looks_secret
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+
+_libc = None
+
+
+def libc():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def prctl(option: int, arg: int) -> bool:
+    try:
+        return libc().prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_supervisor() -> dict:
+    """Makes this process a child subreaper and non-dumpable (so same-uid
+    children cannot read its memory or descriptors through /proc)."""
+    return {
+        "subreaper": prctl(PR_SET_CHILD_SUBREAPER, 1),
+        "nondumpable": prctl(PR_SET_DUMPABLE, 0),
+    }
+
+
+def unshare_network() -> str:
+    """Cuts the network of the calling (single-threaded) process. Returns
+    "none" when cut, "shared" when the OS refused (EPERM is ignored)."""
+    try:
+        if libc().unshare(CLONE_NEWNET) == 0:
+            return "none"
+        if os.geteuid() != 0:
+            uid, gid = os.getuid(), os.getgid()
+            if libc().unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
+                try:
+                    with open("/proc/self/setgroups", "w") as f:
+                        f.write("deny")
+                    with open("/proc/self/uid_map", "w") as f:
+                        f.write(f"{uid} {uid} 1")
+                    with open("/proc/self/gid_map", "w") as f:
+                        f.write(f"{gid} {gid} 1")
+                except OSError:
+                    pass
+                return "none"
+    except (OSError, AttributeError):
+        pass
+    return "shared"
+
+
+def scrub_environment(private_dir: str) -> None:
+    for k in list(os.environ):
+        if looks_secret(k):
+            del os.environ[k]
+    os.environ["HOME"] = private_dir
+    os.environ["TMPDIR"] = private_dir
+    os.environ.pop("MKEVOLVE_WORKER_CHANNEL", None)
+
+
+def _set_rlimits(cpu_seconds: float | None) -> None:
+    import resource
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ValueError, OSError):
+        pass
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        cap = 64 << 30
+        if hard == resource.RLIM_INFINITY or hard > cap:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap if hard == resource.RLIM_INFINITY else hard))
+    except (ValueError, OSError):
+        pass
+    if cpu_seconds:
+        try:
+            lim = int(cpu_seconds) + 30
+            soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+            if hard == resource.RLIM_INFINITY or hard > lim:
+                resource.setrlimit(resource.RLIMIT_CPU, (lim, lim + 5))
+        except (ValueError, OSError):
+            pass
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    prev = 3
+    for fd in sorted(k for k in keep if k >= 3):
+        if fd > prev:
+            os.closerange(prev, fd)
+        prev = fd + 1
+    os.closerange(prev, 1 << 20)
+
+
+@dataclass
+class ChildContext:
+    """What the body of a child sees."""
+    dir: str
+    ev_fd: int
+    ctl_fd: int
+    network: str = "shared"
+
+    def send(self, obj: dict) -> None:
+        data = (json.dumps(obj) + "\n").encode()
+        try:
+            os.write(self.ev_fd, data)
+        except OSError:
+            pass
+
+    def wait_go(self) -> bool:
+        """Blocks until the server says go ("g"); False on anything else or EOF."""
+        try:
+            b = os.read(self.ctl_fd, 1)
+        except OSError:
+            return False
+        return b == b"g"
+
+
+@dataclass
+class Child:
+    pid: int
+    dir: str
+    ev_fd: int
+    ctl_fd: int
+    name: str
+    started: float = field(default_factory=time.monotonic)
+    events: list = field(default_factory=list)
+    exit_status: int | None = None   # raw waitpid status
+    timed_out: bool = False
+    _buf: bytes = b""
+
+    @property
+    def stdout_path(self) -> str:
+        return os.path.join(self.dir, "stdout.txt")
+
+    @property
+    def stderr_path(self) -> str:
+        return os.path.join(self.dir, "stderr.txt")
+
+    def go(self) -> None:
+        try:
+            os.write(self.ctl_fd, b"g")
+        except OSError:
+            pass
+
+    def exit_code(self) -> int | None:
+        if self.exit_status is not None and os.WIFEXITED(self.exit_status):
+            return os.WEXITSTATUS(self.exit_status)
+        return None
+
+    def term_signal(self) -> int | None:
+        if self.exit_status is not None and os.WIFSIGNALED(self.exit_status):
+            return os.WTERMSIG(self.exit_status)
+        return None
+
+    def tail(self, which: str = "stderr", limit: int = 1500) -> str:
+        path = self.stderr_path if which == "stderr" else self.stdout_path
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return ""
+        try:
+            size = os.fstat(fd).st_size
+            os.lseek(fd, max(0, size - limit), os.SEEK_SET)
+            data = os.read(fd, limit)
+        except OSError:
+            return ""
+        finally:
+            os.close(fd)
+        return data.decode("utf-8", "replace")
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+
+_base_tmp: str | None = None
+
+
+def base_tmp() -> str:
+    """One private directory per server for all children's directories."""
+    global _base_tmp
+    if _base_tmp is None or not os.path.isdir(_base_tmp):
+        _base_tmp = tempfile.mkdtemp(prefix="mkworker-")
+        os.chmod(_base_tmp, 0o700)
+    return _base_tmp
+
+
+def spawn(name: str, body, *, cut_network: bool = True, cpu_seconds: float | None = None,
+          extra_env: dict | None = None) -> Child:
+    """Forks a child that runs body(ctx) -> exit code in a sandbox."""
+    d = tempfile.mkdtemp(prefix=f"{name}-", dir=base_tmp())
+    ev_r, ev_w = os.pipe()
+    ctl_r, ctl_w = os.pipe()
+    parent = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 70
+        try:
+            os.setsid()
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:
+                os._exit(71)
+            os.chdir(d)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            out = os.open(os.path.join(d, "stdout.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            err = os.open(os.path.join(d, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            os.close(ev_r)
+            os.close(ctl_w)
+            _close_fds_except({0, 1, 2, ev_w, ctl_r})
+            for fd in (ev_w, ctl_r):
+                os.set_inheritable(fd, False)
+            scrub_environment(d)
+            if extra_env:
+                os.environ.update(extra_env)
+            _set_rlimits(cpu_seconds)
+            net = unshare_network() if cut_network else "shared"
+            # Default signal dispositions: the server may have changed some.
+            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
+                try:
+                    signal.signal(s, signal.SIG_DFL)
+                except (OSError, ValueError):
+                    pass
+            ctx = ChildContext(dir=d, ev_fd=ev_w, ctl_fd=ctl_r, network=net)
+            code = body(ctx)
+            code = int(code) if isinstance(code, int) else 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException:  # noqa: BLE001 - report and exit; never return into the server loop
+            try:
+                import traceback
+                traceback.print_exc()
+            except BaseException:
+                pass
+            code = 70
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except BaseException:
+                pass
+            os._exit(code)
+    os.close(ev_w)
+    os.close(ctl_r)
+    return Child(pid=pid, dir=d, ev_fd=ev_r, ctl_fd=ctl_w, name=name)
+
+
+def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset = frozenset()) -> Child:
+    """Waits for child to exit, collecting its events (each stamped with our
+    own monotonic clock as ev["_t"]). on_event(child, ev) runs for each event;
+    time spent inside it does not count against the child's deadline. At the
+    deadline the child's whole tree is killed and child.timed_out is set."""
+    deadline = time.monotonic() + timeout_s
+    ev_open = True
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            child.timed_out = True
+            break
+        wait = min(deadline - now, 0.05)
+        if ev_open:
+            try:
+                r, _, _ = select.select([child.ev_fd], [], [], wait)
+            except InterruptedError:
+                r = []
+            if r:
+                try:
+                    data = os.read(child.ev_fd, 1 << 16)
+                except OSError:
+                    data = b""
+                t = time.monotonic()
+                if not data:
+                    ev_open = False
+                else:
+                    child._buf += data
+                    if len(child._buf) > (1 << 20) and b"\n" not in child._buf:
+                        child._buf = b""
+                    while b"\n" in child._buf:
+                        line, child._buf = child._buf.split(b"\n", 1)
+                        try:
+                            ev = json.loads(line)
+                        except ValueError:
+                            continue
+                        if not isinstance(ev, dict) or len(child.events) > 10000:
+                            continue
+                        ev["_t"] = t
+                        child.events.append(ev)
+                        if on_event is not None:
+                            t0 = time.monotonic()
+                            on_event(child, ev)
+                            deadline += time.monotonic() - t0
+                    continue
+        else:
+            time.sleep(wait)
+        try:
+            pid, status = os.waitpid(child.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = child.pid, _REAPED.pop(child.pid, 0)
+        if pid == child.pid:
+            child.exit_status = status
+            break
+    finish(child, protect)
+    return child
+
+
+def finish(child: Child, protect: frozenset = frozenset()) -> None:
+    """Kills the child (if alive) and every other descendant of this process
+    outside the protected subtrees, then reaps."""
+    if child.exit_status is None:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.kill(child.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    statuses = kill_descendants(protect)
+    if child.exit_status is None:
+        if child.pid in statuses:
+            child.exit_status = statuses[child.pid]
+        else:
+            try:
+                _, child.exit_status = os.waitpid(child.pid, 0)
+            except ChildProcessError:
+                child.exit_status = _REAPED.pop(child.pid, 0)
+    for fd in (child.ev_fd, child.ctl_fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _proc_table() -> dict[int, tuple[int, str]]:
+    """pid -> (ppid, state) for every visible process."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        r = data.rfind(b")")
+        fields = data[r + 2:].split()
+        if len(fields) < 2:
+            continue
+        table[int(name)] = (int(fields[1]), fields[0].decode())
+    return table
+
+
+def descendants(root: int, protect: frozenset = frozenset()) -> list[int]:
+    """Live descendants of root, skipping the subtrees rooted at protected pids."""
+    table = _proc_table()
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        kids.setdefault(ppid, []).append(pid)
+    out, stack = [], [root]
+    while stack:
+        p = stack.pop()
+        for c in kids.get(p, []):
+            if c in protect:
+                continue
+            out.append(c)
+            stack.append(c)
+    return [p for p in out if table.get(p, (0, "Z"))[1] not in ("Z", "X")]
+
+
+# Wait statuses of children reaped by the catch-all reaper, for supervise().
+_REAPED: dict[int, int] = {}
+
+
+def _reap() -> dict[int, int]:
+    statuses = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        statuses[pid] = status
+        _REAPED[pid] = status
+    if len(_REAPED) > 4096:
+        _REAPED.clear()
+    return statuses
+
+
+def kill_descendants(protect: frozenset = frozenset(), rounds: int = 200) -> dict[int, int]:
+    """SIGKILLs every live descendant of this process until none is left,
+    except the subtrees of protected pids (a candidate waiting for its timing
+    phase while a reference child runs). Orphans that left their session are
+    ours too (we are a subreaper). Returns the wait statuses reaped on the way."""
+    me = os.getpid()
+    statuses: dict[int, int] = {}
+    for _ in range(rounds):
+        live = descendants(me, protect)
+        statuses.update(_reap())
+        if not live:
+            break
+        for p in live:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.005)
+        statuses.update(_reap())
+    statuses.update(_reap())
+    return statuses
+
+
+def cleanup_dir(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,126 @@
+"""Runtime cheat detection: what the GPU actually ran during one forward.
+
+The candidate child profiles one forward with torch.profiler (CPU + CUDA
+activity; CUPTI sees every stream and every thread of the process) and lists
+the GPU activity. judge() then requires:
+- every kernel is a Triton kernel defined in the candidate's own files, or a
+  copy/fill on a short allow-list (Inductor's, cuBLAS's and cuDNN's kernels do
+  not count);
+- at least one such own Triton launch;
+- no host-to-device copy of result-sized data (CPU compute smuggled in).
+Under allow_pytorch (Swap's policy) the first two are waived and the result is
+marked uses_pytorch instead.
+judge() needs no torch, so CPU tests exercise it on recorded kernel lists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+# Data movement that PyTorch launches for allocation, views and copies.
+ALLOWED = (
+    "FillFunctor",          # torch.zeros / fill_
+    "direct_copy_kernel",   # .contiguous(), .copy_()
+    "copy_kernel",          # dtype-converting copies
+    "CatArrayBatchedCopy",  # torch.cat / stack
+    "Memset",
+    "Memcpy DtoD",
+    "Memcpy DtoH",
+    "Memcpy PtoP",
+)
+
+HTOD_FLOOR_BYTES = 1024
+
+
+def matches_own(name: str, own: set[str]) -> bool:
+    """Triton names a kernel after its function (older versions append a
+    mangled signature such as _0d1d2de)."""
+    if name in own:
+        return True
+    m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*?)_(\d[0-9a-z]*)$", name)
+    return bool(m and m.group(1) in own)
+
+
+def is_allowed(name: str) -> bool:
+    return any(a in name for a in ALLOWED)
+
+
+def profile_forward(call, trace_path: str) -> tuple[list[dict], object]:
+    """Runs call() once under the profiler; returns (GPU activities, output)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        out = call()
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(trace_path)
+    with open(trace_path, encoding="utf-8", errors="replace") as f:
+        trace = json.load(f)
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    acts = []
+    for ev in events:
+        if not isinstance(ev, dict):
+            continue
+        cat = str(ev.get("cat", "")).lower()
+        if cat not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        args = ev.get("args") or {}
+        acts.append({"name": str(ev.get("name", "")), "cat": cat, "stream": args.get("stream"),
+                     "bytes": int(args.get("bytes", 0) or 0)})
+    return acts, out
+
+
+def judge(activities: list[dict], own_names: set[str], allow_pytorch: bool, output_nbytes: int) -> dict:
+    own, allowed, foreign = [], [], []
+    htod = 0
+    for a in activities:
+        name = a.get("name", "")
+        cat = a.get("cat", "kernel")
+        if cat == "gpu_memcpy" and "HtoD" in name:
+            htod += int(a.get("bytes", 0) or 0)
+            continue
+        if cat == "kernel" and matches_own(name, own_names):
+            own.append(name)
+        elif is_allowed(name) or cat in ("gpu_memset",) or (cat == "gpu_memcpy" and "HtoD" not in name):
+            allowed.append(name)
+        else:
+            foreign.append(name)
+    streams = sorted({str(a.get("stream")) for a in activities if a.get("stream") is not None})
+    out = {"ok": True, "own_launches": len(own), "own_kernels": sorted(set(own)),
+           "allowed_launches": len(allowed), "foreign_kernels": _summarize(foreign),
+           "htod_bytes": htod, "streams": streams, "uses_pytorch": False, "reasons": []}
+    limit = max(HTOD_FLOOR_BYTES, output_nbytes // 2)
+    if htod >= limit:
+        out.update(ok=False, kind="host_compute")
+        out["reasons"].append(
+            f"runtime: forward copied {htod} bytes from host to device (the output is {output_nbytes} bytes): "
+            f"results must be computed on the GPU, not on the CPU and uploaded")
+        return out
+    if allow_pytorch:
+        out["uses_pytorch"] = bool(foreign) or not own
+        return out
+    if foreign:
+        names = ", ".join(_short(n) for n in _summarize(foreign)[:4])
+        out.update(ok=False, kind="foreign_kernel")
+        out["reasons"].append(
+            f"runtime: forward launched {len(foreign)} GPU kernel(s) that are not Triton kernels defined in the "
+            f"candidate's files: {names}. Compute with your own @triton.jit kernels, not PyTorch/cuBLAS/cuDNN ops")
+    elif not own:
+        out.update(ok=False, kind="no_triton_launch")
+        out["reasons"].append(
+            "runtime: forward launched no Triton kernel defined in the candidate's files; "
+            "the computation must run in your @triton.jit kernels")
+    return out
+
+
+def _short(name: str, n: int = 90) -> str:
+    return name if len(name) <= n else name[: n - 3] + "..."
+
+
+def _summarize(names: list[str]) -> list[str]:
+    seen = []
+    for n in names:
+        if n not in seen:
+            seen.append(n)
+    return seen[:20]

@@ -1,0 +1,149 @@
+"""The worker server: `python -m mkevolve_worker serve [--test-mode]`.
+
+Protocol v1 (docs/ARCHITECTURE.md). One request at a time; each gets
+progress lines and exactly one final result or error. The server pre-imports
+torch and Triton but never initialises CUDA, so every child it forks can.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import traceback
+
+from . import children, errors, isolation
+from .protocol import PROTOCOL_VERSION, Channel
+
+
+def preimport() -> dict:
+    """Imports torch and Triton once (children inherit them through fork).
+    Returns versions and, when torch is missing, an error message."""
+    info = {"torch": None, "triton": None, "error": None, "triton_error": None}
+    try:
+        import torch
+        info["torch"] = torch.__version__.split("+")[0] if "+" in torch.__version__ else torch.__version__
+        info["torch_full"] = torch.__version__
+        # The server compares on CPU with one thread; children restore the count.
+        children.ORIG_THREADS = torch.get_num_threads()
+        torch.set_num_threads(1)
+        import torch.profiler  # noqa: F401  (children profile; import once here)
+    except Exception as e:  # noqa: BLE001
+        info["error"] = (f"torch is not importable by {sys.executable} ({type(e).__name__}: {e}); "
+                         f"install PyTorch for this interpreter or choose another with --python / MKEVOLVE_PYTHON")
+        return info
+    try:
+        import triton
+        info["triton"] = triton.__version__
+        try:
+            import triton.language  # noqa: F401
+        except Exception:  # noqa: BLE001
+            pass
+    except Exception as e:  # noqa: BLE001
+        info["triton_error"] = f"{type(e).__name__}: {e}"
+    return info
+
+
+class Server:
+    def __init__(self, chan: Channel, test_mode: bool):
+        self.chan = chan
+        self.test_mode = test_mode
+        self.info = preimport()
+        self.evaluator = None
+        if self.info["torch"]:
+            from .evaluate import Evaluator
+            self.evaluator = Evaluator(test_mode=test_mode)
+
+    def hello(self) -> dict:
+        msg = {"type": "hello", "protocol": PROTOCOL_VERSION, "pid": os.getpid(),
+               "python": platform.python_version(), "torch": self.info["torch"], "triton": self.info["triton"],
+               "cuda": False, "test_mode": self.test_mode}
+        if self.info["error"]:
+            msg["error"] = self.info["error"]
+        if self.evaluator is not None:
+            gi = self.evaluator.gpu_info()
+            msg["cuda"] = bool(gi.get("gpus"))
+            msg["gpus"] = len(gi.get("gpus") or [])
+            if gi.get("error"):
+                msg["cuda_error"] = gi["error"]
+        return msg
+
+    def run(self) -> int:
+        self.chan.send(self.hello())
+        while True:
+            line = self.chan.read_line()
+            if line is None:
+                return 0
+            if not line.strip():
+                continue
+            try:
+                req = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as e:
+                self.chan.send({"id": None, "type": "error", "message": f"malformed request line (not JSON): {e}"})
+                continue
+            if not isinstance(req, dict):
+                self.chan.send({"id": None, "type": "error", "message": "a request must be a JSON object"})
+                continue
+            rid = req.get("id")
+            if not isinstance(rid, int) or isinstance(rid, bool):
+                self.chan.send({"id": None, "type": "error", "message": "a request needs an integer id"})
+                continue
+            op = req.get("op")
+            try:
+                result = self.dispatch(rid, op, req)
+            except Exception as e:  # noqa: BLE001 - the server must survive anything
+                from .evaluate import ProblemError, RequestError
+                if isinstance(e, (ProblemError, RequestError)):
+                    msg = str(e)
+                else:
+                    msg = f"internal worker error in op {op}: {type(e).__name__}: {e}"
+                    traceback.print_exc(file=sys.stderr)
+                self.chan.send({"id": rid, "type": "error", "message": errors.redact_env_secrets(msg)})
+                continue
+            self.chan.send({"id": rid, "type": "result", **result})
+            if op == "shutdown":
+                isolation.cleanup_dir(isolation.base_tmp())
+                return 0
+
+    def dispatch(self, rid: int, op, req: dict) -> dict:
+        from .evaluate import RequestError
+        if op == "ping":
+            return {"ok": True}
+        if op == "shutdown":
+            return {"ok": True}
+        if op == "check":
+            from .evaluate import Evaluator
+            kernel = req.get("kernel")
+            if not isinstance(kernel, str):
+                raise RequestError("check needs a kernel path")
+            return Evaluator(self.test_mode).check(kernel, bool(req.get("allow_pytorch", False)))
+        if op not in ("eval", "baseline", "gpu_info", "verify_decomposition"):
+            raise RequestError(f"unknown op {op!r} (known: ping, gpu_info, check, eval, baseline, "
+                               f"verify_decomposition, shutdown)")
+        if self.evaluator is None:
+            raise RequestError(self.info["error"])
+        ev = self.evaluator
+        ev.progress = lambda phase: self.chan.send({"id": rid, "type": "progress", "phase": phase})
+        try:
+            if op == "gpu_info":
+                return ev.gpu_info()
+            if op == "eval":
+                return ev.evaluate(req.get("problem"), req.get("kernel"), req.get("options"))
+            if op == "baseline":
+                return ev.baseline(req.get("problem"), req.get("options"))
+            return ev.verify_decomposition(req.get("problem"), req.get("decomposed"), req.get("subproblems_dir"),
+                                           req.get("options"))
+        finally:
+            ev.progress = lambda phase: None
+
+
+def main(test_mode: bool) -> int:
+    chan = Channel.claim_stdio()
+    isolation.become_supervisor()
+    try:
+        return Server(chan, test_mode).run()
+    except BrokenPipeError:
+        return 0
+    finally:
+        isolation.kill_descendants()

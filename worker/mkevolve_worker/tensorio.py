@@ -1,0 +1,247 @@
+"""A pickle-free file format for handing tensors between processes.
+
+Children write their inputs and outputs with save(); the trusted server reads
+them with load(). load() never executes anything from the file: the header is
+JSON and each tensor is raw bytes with a dtype from a fixed table, so a
+candidate that writes a malicious file can at worst produce wrong tensors.
+
+Layout: b"MKT1", 8-byte little-endian header length, UTF-8 JSON header, then
+64-byte-aligned blobs. Header: {"tree": node, "blobs": [{"dtype", "shape",
+"offset", "nbytes"}], "meta": {...}}. A node is {"t": i, "dev": "cuda"} for
+tensor i, {"list": [...]}, {"tuple": [...]}, {"dict": [[key, node], ...]},
+{"v": number|bool|str} or {"none": 1}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import struct
+
+MAGIC = b"MKT1"
+ALIGN = 64
+MAX_HEADER = 64 << 20
+
+_DTYPES = [
+    "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool",
+    "complex64", "complex128",
+]
+
+
+class FormatError(ValueError):
+    pass
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _dtype_name(dt) -> str:
+    name = str(dt).replace("torch.", "")
+    if name not in _DTYPES:
+        raise FormatError(f"unsupported tensor dtype {dt}")
+    return name
+
+
+def _encode(obj, blobs: list, tensors: list, depth: int = 0):
+    torch = _torch()
+    if depth > 32:
+        raise FormatError("output nests too deeply")
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach()
+        dev = t.device.type
+        blobs.append({"dtype": _dtype_name(t.dtype), "shape": list(t.shape)})
+        tensors.append(t)
+        return {"t": len(blobs) - 1, "dev": dev}
+    if obj is None:
+        return {"none": 1}
+    if isinstance(obj, bool) or isinstance(obj, (int, float, str)):
+        if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
+            return {"v": repr(obj), "float": 1}
+        return {"v": obj}
+    if isinstance(obj, tuple):
+        return {"tuple": [_encode(x, blobs, tensors, depth + 1) for x in obj]}
+    if isinstance(obj, list):
+        return {"list": [_encode(x, blobs, tensors, depth + 1) for x in obj]}
+    if isinstance(obj, dict):
+        return {"dict": [[str(k), _encode(v, blobs, tensors, depth + 1)] for k, v in obj.items()]}
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return _encode(obj.item(), blobs, tensors, depth + 1)
+    raise FormatError(f"cannot hand over a value of type {type(obj).__name__}")
+
+
+def _as_bytes(t):
+    """A CPU uint8 view of tensor t's contiguous data (no pickle, no numpy dtype limits)."""
+    torch = _torch()
+    t = t.detach().to("cpu").contiguous()
+    if t.numel() == 0:
+        return b""
+    flat = t.reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    elif flat.dtype.is_complex:
+        flat = torch.view_as_real(flat).reshape(-1)
+    if flat.dtype != torch.uint8:
+        flat = flat.view(torch.uint8)
+    return flat.numpy().data
+
+
+def save(path: str, obj, meta: dict | None = None) -> None:
+    blobs: list = []
+    tensors: list = []
+    tree = _encode(obj, blobs, tensors)
+    datas = [_as_bytes(t) for t in tensors]
+    # Header length depends on offsets; compute with a fixed-width placeholder pass.
+    offset = 0
+    for b, d in zip(blobs, datas):
+        b["nbytes"] = len(d) if isinstance(d, bytes) else d.nbytes
+        b["offset"] = offset
+        offset += (b["nbytes"] + ALIGN - 1) // ALIGN * ALIGN
+    header = json.dumps({"tree": tree, "blobs": blobs, "meta": meta or {}}).encode()
+    start = len(MAGIC) + 8 + len(header)
+    pad = (-start) % ALIGN
+    header += b" " * pad
+    tmp = path + ".part"
+    with open(tmp, "wb") as f:
+        f.write(MAGIC)
+        f.write(struct.pack("<Q", len(header)))
+        f.write(header)
+        for b, d in zip(blobs, datas):
+            f.write(d)
+            f.write(b"\0" * ((-b["nbytes"]) % ALIGN))
+    os.replace(tmp, path)
+
+
+def _read_untrusted(path: str, max_bytes: int) -> bytearray:
+    """Reads a regular file without following links or blocking on FIFOs."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise FormatError(f"{os.path.basename(path)}: cannot open ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FormatError(f"{os.path.basename(path)} is not a regular file")
+        if st.st_size > max_bytes:
+            raise FormatError(f"{os.path.basename(path)} is {st.st_size} bytes, more than the {max_bytes} allowed")
+        buf = bytearray(st.st_size)
+        view = memoryview(buf)
+        got = 0
+        while got < st.st_size:
+            n = os.readv(fd, [view[got:]])
+            if n <= 0:
+                break
+            got += n
+        if got != st.st_size:
+            raise FormatError(f"{os.path.basename(path)}: short read")
+        return buf
+    finally:
+        os.close(fd)
+
+
+def read_fd(fd: int, max_bytes: int) -> bytearray:
+    """Reads a whole file from an open descriptor (e.g. one already unlinked)."""
+    st = os.fstat(fd)
+    if st.st_size > max_bytes:
+        raise FormatError(f"file is {st.st_size} bytes, more than the {max_bytes} allowed")
+    buf = bytearray(st.st_size)
+    view = memoryview(buf)
+    got = 0
+    while got < st.st_size:
+        n = os.preadv(fd, [view[got:]], got)
+        if n <= 0:
+            break
+        got += n
+    if got != st.st_size:
+        raise FormatError("short read")
+    return buf
+
+
+def load(path: str, max_bytes: int = 1 << 40):
+    """Returns (obj, meta) from a file written by save(). Raises FormatError if malformed."""
+    return loads(_read_untrusted(path, max_bytes))
+
+
+def loads(buf: bytearray):
+    torch = _torch()
+    if len(buf) < 12 or bytes(buf[:4]) != MAGIC:
+        raise FormatError("not a tensor file (bad magic)")
+    (hlen,) = struct.unpack("<Q", bytes(buf[4:12]))
+    if hlen > MAX_HEADER or 12 + hlen > len(buf):
+        raise FormatError("bad header length")
+    try:
+        header = json.loads(bytes(buf[12:12 + hlen]).decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise FormatError(f"bad header: {e}") from None
+    if not isinstance(header, dict) or not isinstance(header.get("blobs"), list):
+        raise FormatError("bad header structure")
+    base = 12 + hlen
+    tensors = []
+    for b in header["blobs"]:
+        if not isinstance(b, dict):
+            raise FormatError("bad blob entry")
+        name = b.get("dtype")
+        shape = b.get("shape")
+        off = b.get("offset")
+        nbytes = b.get("nbytes")
+        if name not in _DTYPES or not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+            raise FormatError(f"bad blob dtype/shape {name} {shape}")
+        if not isinstance(off, int) or not isinstance(nbytes, int) or off < 0 or nbytes < 0:
+            raise FormatError("bad blob offset")
+        dt = getattr(torch, name)
+        numel = 1
+        for s in shape:
+            numel *= s
+        itemsize = torch.empty((), dtype=dt).element_size()
+        if numel * itemsize != nbytes:
+            raise FormatError(f"blob size {nbytes} does not match shape {shape} of {name}")
+        if base + off + nbytes > len(buf):
+            raise FormatError("blob runs past the end of the file")
+        if nbytes == 0:
+            t = torch.empty(shape, dtype=dt)
+        else:
+            raw = torch.frombuffer(buf, dtype=torch.uint8, count=nbytes, offset=base + off)
+            if dt == torch.bool:
+                t = raw.clone().to(torch.bool)
+            elif dt.is_complex:
+                real = torch.float32 if dt == torch.complex64 else torch.float64
+                t = torch.view_as_complex(raw.view(real).reshape(numel, 2)).clone()
+            else:
+                t = raw.view(dt).clone()
+            t = t.reshape(shape)
+        tensors.append(t)
+
+    def decode(node, depth=0):
+        if depth > 64 or not isinstance(node, dict):
+            raise FormatError("bad tree node")
+        if "t" in node:
+            i = node["t"]
+            if not isinstance(i, int) or not 0 <= i < len(tensors):
+                raise FormatError("bad tensor reference")
+            return tensors[i]
+        if "none" in node:
+            return None
+        if "v" in node:
+            if node.get("float"):
+                return float(node["v"])
+            v = node["v"]
+            if not isinstance(v, (int, float, str, bool)):
+                raise FormatError("bad scalar")
+            return v
+        if "tuple" in node:
+            return tuple(decode(x, depth + 1) for x in node["tuple"])
+        if "list" in node:
+            return [decode(x, depth + 1) for x in node["list"]]
+        if "dict" in node:
+            return {str(k): decode(v, depth + 1) for k, v in node["dict"]}
+        raise FormatError("unknown tree node")
+
+    obj = decode(header.get("tree"))
+    meta = header.get("meta") if isinstance(header.get("meta"), dict) else {}
+    return obj, meta
+

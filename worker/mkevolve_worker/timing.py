@@ -1,0 +1,141 @@
+"""GPU timing with CUDA events (runs inside a forked child).
+
+Per timed call: refill the SAME input buffers with new values (outside the
+timed window), flush L2 by writing a buffer several times larger than L2,
+record a start event, call, record an end event, synchronize. The inputs of
+the last timed call are fixed by a seed both children know, and its output is
+handed back so the server can check it: a kernel that caches results keyed
+on buffer addresses returns a stale output there.
+
+Then a wall-clock batch: the child sends begin/end markers around K
+synchronized calls over a pipe and the server stamps them with its own clock
+(see wall_clock_verdict); event time that hides work (side streams, patched
+timers) shows up as wall time far above event time.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+
+def summarize(times_ms: list[float]) -> dict:
+    return {"median": statistics.median(times_ms), "mean": statistics.fmean(times_ms),
+            "min": min(times_ms), "max": max(times_ms), "n": len(times_ms)}
+
+
+def l2_flush_buffer(device):
+    """A buffer at least 4x the L2 size (and at least 256 MiB)."""
+    import torch
+    l2 = 0
+    try:
+        props = torch.cuda.get_device_properties(device)
+        l2 = int(getattr(props, "L2_cache_size", 0) or getattr(props, "l2_cache_size", 0) or 0)
+    except Exception:  # noqa: BLE001
+        l2 = 0
+    nbytes = max(256 << 20, 4 * l2)
+    return torch.empty(nbytes // 4, dtype=torch.int32, device=device), nbytes
+
+
+def make_refill(buffers: list, pool: list[list], last: list):
+    """refill(i, is_last): copies pool[i % len(pool)] (or last) into the input buffers in place."""
+    import torch
+
+    def refill(i: int, is_last: bool) -> None:
+        src = last if is_last else pool[i % len(pool)]
+        for b, s in zip(buffers, src):
+            if isinstance(b, torch.Tensor) and isinstance(s, torch.Tensor):
+                b.copy_(s)
+    return refill
+
+
+def time_cuda(call, refill, warmup: int, trials: int, flush) -> tuple[list[float], object]:
+    """Returns (per-call event times in ms, output of the last timed call)."""
+    import torch
+    for i in range(warmup):
+        refill(i + 1, False)
+        call()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
+    out = None
+    for i in range(trials):
+        refill(i, i == trials - 1)
+        flush.zero_()
+        starts[i].record()
+        out = call()
+        ends[i].record()
+        torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)], out
+
+
+def wall_batch_size(event_median_ms: float) -> int:
+    """Enough calls that the batch lasts ~25 ms, so scheduling jitter averages out."""
+    if event_median_ms <= 0:
+        return 50
+    return int(min(1000, max(10, math.ceil(25.0 / event_median_ms))))
+
+
+def wall_batches(ctx, call, n: int):
+    """A null batch (synchronize only) and a model batch, each between markers."""
+    import torch
+    torch.cuda.synchronize()
+    ctx.send({"ev": "wall", "mark": "begin", "batch": "null", "n": n})
+    for _ in range(n):
+        torch.cuda.synchronize()
+    ctx.send({"ev": "wall", "mark": "end", "batch": "null", "n": n})
+    ctx.send({"ev": "wall", "mark": "begin", "batch": "model", "n": n})
+    out = None
+    for _ in range(n):
+        out = call()
+        torch.cuda.synchronize()
+    ctx.send({"ev": "wall", "mark": "end", "batch": "model", "n": n})
+    return out
+
+
+def wall_clock_verdict(events: list[dict], event_median_ms: float) -> dict | None:
+    """The server's check of a child's wall-clock batches (timestamps are ours).
+
+    Event time covers everything between the start and end records, including
+    host time spent launching, so a synchronized call can only take longer by
+    the synchronize round trip (measured by the null batch) and clock noise.
+    Rule: flag when per-call wall time > 1.3 x event median + 2 x null
+    per-call + 0.03 ms. The batch runs without an L2 flush, so honest kernels
+    are usually faster there than under events; work that events do not see
+    (side streams, faked timers) is what pushes wall time above the bound.
+    """
+    marks: dict[tuple, float] = {}
+    counts: dict[str, int] = {}
+    for ev in events:
+        if ev.get("ev") != "wall" or ev.get("batch") not in ("null", "model") or ev.get("mark") not in ("begin", "end"):
+            continue
+        key = (ev["batch"], ev["mark"])
+        if key not in marks:
+            marks[key] = ev["_t"]
+            n = ev.get("n")
+            if isinstance(n, int) and n > 0:
+                counts[ev["batch"]] = n
+    needed = [("null", "begin"), ("null", "end"), ("model", "begin"), ("model", "end")]
+    if any(k not in marks for k in needed) or "model" not in counts or "null" not in counts:
+        return None
+    null_ms = max(0.0, (marks[("null", "end")] - marks[("null", "begin")]) * 1e3 / counts["null"])
+    per_call = (marks[("model", "end")] - marks[("model", "begin")]) * 1e3 / counts["model"]
+    threshold = 1.3 * event_median_ms + 2 * null_ms + 0.03
+    return {"per_call_ms": per_call, "event_median_ms": event_median_ms, "null_per_call_ms": null_ms,
+            "threshold_ms": threshold, "calls": counts["model"], "ok": per_call <= threshold}
+
+
+def time_cpu(call, refill, warmup: int, trials: int) -> tuple[list[float], object]:
+    """Wall-clock timing on CPU (test mode only; no L2 flush, no events)."""
+    import time
+    for i in range(warmup):
+        refill(i + 1, False)
+        call()
+    times = []
+    out = None
+    for i in range(trials):
+        refill(i, i == trials - 1)
+        t0 = time.perf_counter()
+        out = call()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times, out
