@@ -1,0 +1,29 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def launch_copy(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    return y
+
+
+class ModelNew(nn.Module):
+    def __init__(self, op_name="matmul"):
+        super().__init__()
+        self.op_name = op_name
+
+    def forward(self, x, w):
+        y = launch_copy(x)
+        op = getattr(torch, self.op_name)  # expect: dynamic-code
+        meth = getattr(y, self.op_name)  # expect: dynamic-code
+        return op(meth(w), w)

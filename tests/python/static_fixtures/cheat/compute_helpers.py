@@ -1,0 +1,31 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def launch_copy(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    return y
+
+
+def _fuse(a, b):
+    return a + b  # expect: torch-compute
+
+
+class ModelNew(nn.Module):
+    def _post(self, t, scale):
+        return torch.einsum("ij,jk->ik", t, t) * scale  # expect: torch-compute
+
+    def forward(self, x):
+        y = launch_copy(x)
+        z = _fuse(y, x)
+        return self._post(z, 0.5)

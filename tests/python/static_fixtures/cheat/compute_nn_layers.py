@@ -1,0 +1,37 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def launch_copy(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    return y
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.act = nn.ReLU()
+        self.seq = nn.Sequential(nn.Linear(8, 8), nn.GELU())
+        self.blocks = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
+
+    def forward(self, x):
+        y = launch_copy(x)
+        y = self.fc(y)  # expect: torch-compute
+        y = self.act(y)  # expect: torch-compute
+        y = self.seq(y)  # expect: torch-compute
+        y = self.fc.forward(y)  # expect: torch-compute
+        for blk in self.blocks:
+            y = blk(y)  # expect: torch-compute
+        y = nn.functional.relu(y)  # expect: torch-compute
+        return y

@@ -1,0 +1,31 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def launch_copy(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    return y
+
+import numpy as np
+import pathlib
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        with open("/tmp/answers.bin", "rb") as fh:  # expect: file-io
+            fh.read()
+        a = np.load("/tmp/out.npy")  # expect: file-io
+        b = torch.load("/tmp/out.pt")  # expect: file-io
+        torch.save(x, "/tmp/in.pt")  # expect: file-io
+        raw = pathlib.Path("/tmp/x").read_bytes()  # expect: file-io
+        return launch_copy(x)

@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def launch_copy(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    return y
+
+from flash_attn import flash_attn_func  # expect: foreign-library
+import triton.ops  # expect: foreign-library
+
+
+class ModelNew(nn.Module):
+    def forward(self, q, k, v):
+        y = launch_copy(q)
+        return flash_attn_func(y, k, v)

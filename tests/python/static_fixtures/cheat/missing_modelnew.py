@@ -1,0 +1,7 @@
+import torch  # expect: missing-modelnew
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)

@@ -1,0 +1,28 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def launch_copy(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    return y
+
+_OUT = None
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        global _OUT
+        if _OUT is not None:
+            return _OUT  # expect: output-cache
+        _OUT = launch_copy(x) if False else x.contiguous()  # expect: output-cache
+        return launch_copy(_OUT)

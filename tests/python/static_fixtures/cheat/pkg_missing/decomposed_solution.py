@@ -1,0 +1,1 @@
+from .subkernel_implementations.gone import ModelNew  # expect: no-triton-launch

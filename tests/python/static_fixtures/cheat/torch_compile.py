@@ -1,0 +1,37 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def launch_copy(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    return y
+
+
+@torch.compile  # expect: torch-compile
+def fused(a):
+    return a
+
+
+@torch.jit.script  # expect: torch-compile
+def scripted(a):
+    return a
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.compile(nn.Identity())  # expect: torch-compile
+        torch._dynamo.config.suppress_errors = True  # expect: torch-compile, patching
+
+    def forward(self, x):
+        return launch_copy(x)
