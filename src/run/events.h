@@ -30,7 +30,7 @@ inline constexpr const char* kRunEnd = "run_end";
 
 /// run_start: the search begins. settings holds T, L, budget_per_iter,
 /// beam_width and any other knob worth seeing in the report; budgets, when set,
-/// are settings.max_calls / settings.max_tokens.
+/// are settings.max_calls (LLM calls) and settings.token_budget (tokens).
 nlohmann::json run_start(const std::string& method, const std::string& problem, const nlohmann::json& settings);
 
 /// resume: a run was reopened; events_before is how many events it had.

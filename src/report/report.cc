@@ -1,0 +1,626 @@
+#include "report/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "report/svg.h"
+#include "run/event_log.h"
+#include "util/fs.h"
+
+namespace mk::report {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using svg::escape;
+using svg::num;
+
+namespace {
+
+std::string speedup(const std::optional<double>& v) { return v ? num(*v, 2) + "\u00d7" : "\u2014"; }
+std::string ms(const std::optional<double>& v) { return v ? num(*v, *v < 1 ? 4 : 3) : "\u2014"; }
+std::string pct(const std::optional<double>& v) { return v ? num(*v * 100, 1) + "%" : "\u2014"; }
+
+std::string vstr(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return "unknown";
+  if (it->is_string()) return it->get<std::string>().empty() ? "unknown" : it->get<std::string>();
+  return it->dump();
+}
+
+std::string md_cell(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v, const std::string& sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+std::string status_word(const RunSummary& s) {
+  if (!s.ended) return "in progress (or stopped without a run_end event)";
+  return s.end_status.empty() ? "ended" : s.end_status;
+}
+
+std::string tokens_note(const TokenTotals& t) {
+  return human_count(static_cast<double>(t.total())) + (t.estimated ? " (some estimated)" : "");
+}
+
+std::string budget_text(int64_t used, const std::optional<int64_t>& budget) {
+  return human_count(static_cast<double>(used)) + (budget ? " of " + human_count(static_cast<double>(*budget)) : "");
+}
+
+std::string column_label(const StructureGrid& g, size_t c) {
+  return "t=" + std::to_string(g.t[c]) + (g.change[c].empty() || g.change[c] == "unchanged" ? "" : " (" + g.change[c] + ")");
+}
+
+const char* grid_mark(StructureGrid::Cell c) {
+  switch (c) {
+    case StructureGrid::kOk: return "\u2713";
+    case StructureGrid::kFailed: return "\u2717";
+    case StructureGrid::kNew: return "new";
+    default: return "";
+  }
+}
+
+// Why the end-to-end check failed, in terms of subkernels ("" when it did not fail).
+std::string traceability_detail(const RunSummary& s) {
+  if (!s.final_e2e_failed) return "";
+  if (!s.failing_locally.empty())
+    return "Subkernel" + std::string(s.failing_locally.size() > 1 ? "s" : "") + " failing their own check: " +
+           joined(s.failing_locally) + ".";
+  return "Every subkernel passes its own check, so the failure comes from composing them "
+         "(for example a layout, dtype or parameter mismatch between subproblems).";
+}
+
+std::string traceability_text(const RunSummary& s) {
+  if (!s.final_e2e_failed) return "";
+  return "The final end-to-end evaluation failed (" + s.final_e2e_status + "). " + traceability_detail(s);
+}
+
+std::string pytorch_detail(const RunSummary& s) {
+  return "Subkernel" + std::string(s.pytorch_subkernels.size() > 1 ? "s" : "") + " running PyTorch code: " +
+         joined(s.pytorch_subkernels) + ".";
+}
+
+std::string pytorch_text(const RunSummary& s) {
+  if (s.pytorch_subkernels.empty()) return "";
+  return "Contains PyTorch subkernels: not pure Triton. " + pytorch_detail(s);
+}
+
+}  // namespace
+
+std::string tf32_statement(const RunSummary& s) {
+  auto it = s.versions.find("tf32");
+  bool on = it != s.versions.end() && it->is_boolean() && it->get<bool>();
+  if (on)
+    return "WARNING: TF32 was ON for this run (torch.backends.cuda.matmul.allow_tf32 / cudnn.allow_tf32), so fp32 "
+           "results and baselines are not comparable with TF32-off runs.";
+  return "TF32 is off for the PyTorch baselines (eager and torch.compile) and for the Triton kernels alike "
+         "(torch.backends.cuda.matmul.allow_tf32 = False, torch.backends.cudnn.allow_tf32 = False; fp32 tl.dot in "
+         "IEEE precision). Speedups are ratios of median runtimes on the same GPU.";
+}
+
+Result<RunSummary> load_run(const fs::path& run_dir, std::vector<std::string>* warnings) {
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec)) return Error{run_dir.string() + ": no such run directory"};
+  const fs::path log = run_dir / "events.jsonl";
+  if (!fs::exists(log, ec)) return Error{run_dir.string() + " is not a run directory (no events.jsonl)"};
+  auto events = run::read_event_log(log, warnings);
+  if (!events) return Error{events.error()};
+  auto read_json = [&](const char* name) -> json {
+    fs::path p = run_dir / name;
+    if (!fs::exists(p, ec)) {
+      if (warnings) warnings->push_back(p.string() + " is missing; the report leaves it out");
+      return json::object();
+    }
+    auto text = read_file(p);
+    json j = text ? json::parse(*text, nullptr, false) : json();
+    if (j.is_discarded() || !j.is_object()) {
+      if (warnings) warnings->push_back(p.string() + " is not a JSON object; the report leaves it out");
+      return json::object();
+    }
+    return j;
+  };
+  return summarize(*events, read_json("versions.json"), read_json("config.json"));
+}
+
+// ---------------------------------------------------------------- markdown
+
+std::string render_markdown(const RunSummary& s) {
+  std::string md;
+  md += "# MKEvolve report: " + (s.problem.empty() ? std::string("(unknown problem)") : s.problem) + "\n\n";
+  md += "- Method: " + (s.method.empty() ? std::string("unknown") : s.method) + "\n";
+  md += "- Status: " + status_word(s) + (s.end_message.empty() ? "" : " (" + s.end_message + ")") + "\n";
+  md += "- Best end-to-end speedup vs torch.compile: " + speedup(s.best_speedup_compile) +
+        (s.best_t >= 0 && s.best_speedup_compile ? " (iteration " + std::to_string(s.best_t) + ")" : "") + "\n";
+  md += "- Final end-to-end: " + (s.final_e2e_status.empty() ? std::string("not evaluated") : s.final_e2e_status) +
+        ", " + speedup(s.final_speedup_compile) + " vs torch.compile, " + speedup(s.final_speedup_eager) +
+        " vs eager, " + ms(s.final_runtime_ms) + " ms\n";
+  md += "- LLM: " + budget_text(s.llm_total.calls, s.max_calls) + " calls, " +
+        budget_text(s.llm_total.total(), s.max_tokens) + " tokens" + (s.llm_total.estimated ? " (some estimated)" : "") +
+        "\n";
+  if (!s.solution_dir.empty()) md += "- Solution: `" + s.solution_dir + "`\n";
+  if (s.resumes) md += "- Resumed " + std::to_string(s.resumes) + " time" + (s.resumes > 1 ? "s" : "") + "\n";
+  md += "\n";
+  if (std::string t = pytorch_text(s); !t.empty()) md += "> **WARNING: " + t + "**\n\n";
+  if (std::string t = traceability_text(s); !t.empty()) md += "> **" + t + "**\n\n";
+
+  md += "## End-to-end speedup per iteration\n\n";
+  if (s.iterations.empty()) {
+    md += "No iteration has finished yet.\n\n";
+  } else {
+    md += "| t | status | vs torch.compile | vs eager | runtime (ms) | LLM calls | tokens |\n";
+    md += "|---|---|---|---|---|---|---|\n";
+    for (const auto& r : s.iterations)
+      md += "| " + std::to_string(r.t) + " | " + (r.e2e_status == "correct" ? "\u2713 " : "\u2717 ") +
+            md_cell(r.e2e_status) + " | " + speedup(r.speedup_compile) + " | " + speedup(r.speedup_eager) + " | " +
+            ms(r.runtime_ms) + " | " + std::to_string(r.calls_used) + " | " + human_count(static_cast<double>(r.tokens)) +
+            " |\n";
+    md += "\n";
+
+    md += "## Subkernel speedup per iteration (vs torch.compile; \u2717 = incorrect, blank = not in that iteration)\n\n";
+    md += "| subkernel |";
+    for (const auto& r : s.iterations) md += " t=" + std::to_string(r.t) + " |";
+    md += "\n|---|";
+    for (size_t i = 0; i < s.iterations.size(); ++i) md += "---|";
+    md += "\n";
+    for (const auto& name : s.subproblem_order) {
+      bool any = false;
+      for (const auto& r : s.iterations) any = any || r.subkernels.count(name);
+      if (!any) continue;
+      md += "| " + md_cell(name) + " |";
+      for (const auto& r : s.iterations) {
+        auto it = r.subkernels.find(name);
+        if (it == r.subkernels.end()) md += " |";
+        else if (!it->second.correct) md += " \u2717 |";
+        else md += " " + speedup(it->second.speedup_compile) + " |";
+      }
+      md += "\n";
+    }
+    md += "| **end-to-end** |";
+    for (const auto& r : s.iterations)
+      md += std::string(" ") + (r.e2e_status == "correct" ? "**" + speedup(r.speedup_compile) + "**" : "\u2717") + " |";
+    md += "\n\n";
+  }
+
+  md += "## Subproblem structure\n\n";
+  const StructureGrid& g = s.grid;
+  if (g.t.empty()) {
+    md += "No decomposition recorded yet.\n\n";
+  } else {
+    md += "\u2713 correct subkernel, \u2717 incorrect, new = no kernel yet.\n\n| subproblem |";
+    for (size_t c = 0; c < g.t.size(); ++c) md += " " + column_label(g, c) + " |";
+    md += "\n|---|";
+    for (size_t c = 0; c < g.t.size(); ++c) md += ":---:|";
+    md += "\n";
+    for (size_t r = 0; r < g.rows.size(); ++r) {
+      auto note = s.lineage.find(g.rows[r]);
+      md += "| " + md_cell(g.rows[r]) + (note != s.lineage.end() ? " (" + md_cell(note->second) + ")" : "") + " |";
+      for (size_t c = 0; c < g.t.size(); ++c) md += std::string(" ") + grid_mark(g.cells[r][c]) + " |";
+      md += "\n";
+    }
+    md += "\n";
+    bool header = false;
+    for (const auto& col : s.structure) {
+      if (col.detail.empty()) continue;
+      if (!header) md += "Changes:\n\n", header = true;
+      md += "- t=" + std::to_string(col.iteration) + " " + col.change + ": " + col.detail + "\n";
+    }
+    if (header) md += "\n";
+  }
+
+  md += "## Final subkernels\n\n";
+  if (s.final_subkernels.empty()) {
+    md += "None yet.\n\n";
+  } else {
+    md += "| subkernel | status | runtime (ms) | speedup vs torch.compile | share of end-to-end time | LLM calls | tokens |\n";
+    md += "|---|---|---|---|---|---|---|\n";
+    for (const auto& r : s.final_subkernels)
+      md += "| " + md_cell(r.name) + (r.uses_pytorch ? " (PyTorch)" : "") + " | " +
+            (r.status == "correct" ? "\u2713 correct" : r.status == "failing" ? "\u2717 failing" : r.status) + " | " +
+            ms(r.runtime_ms) + " | " + speedup(r.speedup_compile) + " | " + pct(r.share) + " | " +
+            std::to_string(r.usage.calls) + " | " + tokens_note(r.usage) + " |\n";
+    md += "\n";
+  }
+
+  md += "## LLM usage by agent\n\n";
+  if (s.agents.empty()) {
+    md += "No LLM calls recorded.\n\n";
+  } else {
+    md += "Cached replies cost nothing and are not counted in the token columns.\n\n";
+    md += "| agent | calls | cached | failed | truncated | input | output | cache read | cache write | total tokens |\n";
+    md += "|---|---|---|---|---|---|---|---|---|---|\n";
+    auto row = [&](const std::string& name, const TokenTotals& t) {
+      md += "| " + md_cell(name) + " | " + std::to_string(t.calls) + " | " + std::to_string(t.cached) + " | " +
+            std::to_string(t.failed) + " | " + std::to_string(t.truncated) + " | " + std::to_string(t.input) + " | " +
+            std::to_string(t.output) + " | " + std::to_string(t.cache_read) + " | " + std::to_string(t.cache_write) +
+            " | " + std::to_string(t.total()) + (t.estimated ? " (est.)" : "") + " |\n";
+    };
+    for (const auto& [name, t] : s.agents) row(name, t);
+    row("**all**", s.llm_total);
+    md += "\n";
+  }
+
+  if (!s.swaps.empty()) {
+    md += "## Swaps\n\n| subkernel | from | to | end-to-end before | after |\n|---|---|---|---|---|\n";
+    for (const auto& e : s.swaps) {
+      auto before = e.contains("speedup_before") && e["speedup_before"].is_number() ? std::optional<double>(e["speedup_before"].get<double>()) : std::nullopt;
+      auto after = e.contains("speedup_after") && e["speedup_after"].is_number() ? std::optional<double>(e["speedup_after"].get<double>()) : std::nullopt;
+      md += "| " + md_cell(vstr(e, "name")) + " | " + md_cell(vstr(e, "from")) + " | " + md_cell(vstr(e, "to")) + " | " +
+            speedup(before) + " | " + speedup(after) + " |\n";
+    }
+    md += "\n";
+  }
+  if (!s.postfuse.empty()) {
+    md += "## Post-fusion attempts\n\n| attempt | status | speedup vs torch.compile |\n|---|---|---|\n";
+    for (const auto& e : s.postfuse) {
+      auto sp = e.contains("speedup_compile") && e["speedup_compile"].is_number() ? std::optional<double>(e["speedup_compile"].get<double>()) : std::nullopt;
+      md += "| " + vstr(e, "attempt") + " | " + md_cell(vstr(e, "status")) + " | " + speedup(sp) + " |\n";
+    }
+    md += "\n";
+  }
+
+  md += "## Environment\n\n| mkevolve | torch | triton | GPU | python |\n|---|---|---|---|---|\n";
+  md += "| " + md_cell(vstr(s.versions, "mkevolve")) + " | " + md_cell(vstr(s.versions, "torch")) + " | " +
+        md_cell(vstr(s.versions, "triton")) + " | " + md_cell(vstr(s.versions, "gpu")) + " | " +
+        md_cell(vstr(s.versions, "python")) + " |\n\n";
+  md += tf32_statement(s) + "\n\n";
+  if (!s.evals_by_status.empty()) {
+    int64_t total = 0;
+    std::string parts;
+    for (const auto& [st, n] : s.evals_by_status) {
+      total += n;
+      parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + st;
+    }
+    md += "Evaluations: " + std::to_string(total) + " (" + parts + ").\n";
+  }
+  return md;
+}
+
+// -------------------------------------------------------------------- html
+
+namespace {
+
+const char* kCss = R"CSS(
+*{box-sizing:border-box}
+body{margin:0;background:#f3f4f7;color:#1f2328;font:14px/1.5 -apple-system,"Segoe UI","DejaVu Sans",Helvetica,Arial,sans-serif}
+main{max-width:1120px;margin:0 auto;padding:28px 28px 40px}
+header h1{font-size:24px;margin:0 0 4px;font-weight:650;letter-spacing:-.2px}
+header .sub{color:#57606a;margin:0 0 18px}
+code{font:12.5px/1.4 "DejaVu Sans Mono",Menlo,Consolas,monospace;background:#eef0f3;padding:1px 5px;border-radius:4px}
+.cards{display:grid;grid-template-columns:repeat(4,1fr);gap:12px;margin-bottom:16px}
+.kpi{background:#fff;border:1px solid #e1e4e8;border-radius:10px;padding:14px 16px}
+.kpi .label{color:#57606a;font-size:12px;text-transform:uppercase;letter-spacing:.5px}
+.kpi .value{font-size:26px;font-weight:650;margin-top:2px}
+.kpi .note{color:#6e7781;font-size:12px}
+.good{color:#1a7f37}.bad{color:#cf222e}.warn{color:#9a6700}
+.banner{border-radius:10px;padding:12px 16px;margin:0 0 14px;font-weight:600;border:1px solid}
+.banner.pytorch{background:#fff8c5;border-color:#d4a72c;color:#6b4d00}
+.banner.fail{background:#ffebe9;border-color:#ff8182;color:#82071e}
+.banner .small{font-weight:400;display:block;margin-top:2px}
+section{background:#fff;border:1px solid #e1e4e8;border-radius:10px;padding:18px 20px;margin:0 0 16px}
+section h2{font-size:17px;margin:0 0 4px;font-weight:650}
+section p.lead{color:#57606a;margin:0 0 12px}
+.chart{overflow-x:auto}
+svg{max-width:100%;height:auto;display:block}
+table{border-collapse:collapse;width:100%;font-size:13px;margin-top:8px}
+th,td{padding:6px 10px;border-bottom:1px solid #eaecef;text-align:right;white-space:nowrap}
+th{background:#f6f8fa;color:#424a53;font-weight:600}
+th:first-child,td:first-child{text-align:left}
+tr.total td{font-weight:650;border-top:2px solid #d0d7de}
+.pill{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
+.pill.ok{background:#dafbe1;color:#1a7f37}.pill.no{background:#ffebe9;color:#cf222e}.pill.new{background:#eaeef2;color:#57606a}
+.pill.torch{background:#fff8c5;color:#7d4e00;margin-left:6px}
+.changes{margin:10px 0 0;padding-left:18px;color:#424a53}
+footer{color:#6e7781;font-size:12.5px}
+footer table{font-size:12.5px}
+.split2{display:grid;grid-template-columns:1fr;gap:8px}
+)CSS";
+
+std::string td(const std::string& s, const std::string& cls = "") {
+  return "<td" + (cls.empty() ? "" : " class=\"" + cls + "\"") + ">" + s + "</td>";
+}
+
+std::string pill(const std::string& status) {
+  if (status == "correct") return "<span class=\"pill ok\">\u2713 correct</span>";
+  if (status == "failing") return "<span class=\"pill no\">\u2717 failing</span>";
+  return "<span class=\"pill new\">" + escape(status) + "</span>";
+}
+
+std::string kpi(const std::string& label, const std::string& value, const std::string& note, const std::string& cls = "") {
+  return "<div class=\"kpi\"><div class=\"label\">" + escape(label) + "</div><div class=\"value" +
+         (cls.empty() ? "" : " " + cls) + "\">" + value + "</div><div class=\"note\">" + note + "</div></div>";
+}
+
+std::string e2e_chart(const RunSummary& s) {
+  svg::LineChart c;
+  c.title = "End-to-end speedup per iteration";
+  c.y_label = "speedup";
+  c.x_label = "outer-loop iteration";
+  c.reference = 1.0;
+  c.reference_label = "torch.compile (1\u00d7)";
+  svg::Series compile{"vs torch.compile", "#0b3d91", {}, {}, 3, ""};
+  svg::Series eager{"vs eager", "#8c959f", {}, {}, 2, "6 4"};
+  bool any_eager = false;
+  for (const auto& r : s.iterations) {
+    c.x_ticks.push_back("t=" + std::to_string(r.t));
+    bool ok = r.e2e_status == "correct";
+    compile.y.push_back(ok ? r.speedup_compile : std::nullopt);
+    compile.failed.push_back(!ok);
+    eager.y.push_back(ok ? r.speedup_eager : std::nullopt);
+    eager.failed.push_back(false);
+    any_eager = any_eager || (ok && r.speedup_eager);
+  }
+  c.series.push_back(compile);
+  if (any_eager) c.series.push_back(eager);
+  return svg::line_chart(c);
+}
+
+std::string subkernel_chart(const RunSummary& s) {
+  svg::LineChart c;
+  c.title = "Subkernel and end-to-end speedup per iteration";
+  c.y_label = "speedup vs torch.compile";
+  c.x_label = "outer-loop iteration";
+  c.reference = 1.0;
+  c.reference_label = "torch.compile (1\u00d7)";
+  for (const auto& r : s.iterations) c.x_ticks.push_back("t=" + std::to_string(r.t));
+  size_t color = 0;
+  for (const auto& name : s.subproblem_order) {
+    svg::Series ser{name, svg::palette()[color % svg::palette().size()], {}, {}, 2, ""};
+    bool any = false;
+    for (const auto& r : s.iterations) {
+      auto it = r.subkernels.find(name);
+      if (it == r.subkernels.end()) {
+        ser.y.push_back(std::nullopt);
+        ser.failed.push_back(false);
+        continue;
+      }
+      any = true;
+      ser.y.push_back(it->second.correct ? it->second.speedup_compile : std::nullopt);
+      ser.failed.push_back(!it->second.correct);
+    }
+    if (!any) continue;
+    ++color;
+    c.series.push_back(std::move(ser));
+  }
+  svg::Series e2e{"E2E", "#111", {}, {}, 3.5, ""};
+  for (const auto& r : s.iterations) {
+    bool ok = r.e2e_status == "correct";
+    e2e.y.push_back(ok ? r.speedup_compile : std::nullopt);
+    e2e.failed.push_back(!ok);
+  }
+  c.series.push_back(e2e);
+  c.height = std::max(340.0, 60.0 + 19.0 * static_cast<double>(c.series.size() + 1) + 78);
+  return svg::line_chart(c);
+}
+
+std::string structure_svg(const RunSummary& s) {
+  const StructureGrid& g = s.grid;
+  svg::Grid out;
+  out.title = "Subproblem structure per iteration";
+  for (size_t c = 0; c < g.t.size(); ++c) {
+    out.column_heads.push_back("t=" + std::to_string(g.t[c]));
+    out.column_subheads.push_back(g.change[c].empty() ? "" : g.change[c]);
+    out.column_tooltips.push_back(g.detail[c]);
+  }
+  for (size_t r = 0; r < g.rows.size(); ++r) {
+    out.row_labels.push_back(g.rows[r]);
+    auto note = s.lineage.find(g.rows[r]);
+    out.row_notes.push_back(note == s.lineage.end() ? "" : note->second);
+    std::vector<svg::Cell> cells;
+    std::vector<std::string> tips;
+    for (size_t c = 0; c < g.t.size(); ++c) {
+      svg::Cell cell = svg::Cell::kAbsent;
+      std::string tip = g.rows[r] + " at t=" + std::to_string(g.t[c]) + ": ";
+      switch (g.cells[r][c]) {
+        case StructureGrid::kOk: cell = svg::Cell::kOk, tip += "correct"; break;
+        case StructureGrid::kFailed: cell = svg::Cell::kFailed, tip += "incorrect"; break;
+        case StructureGrid::kNew: cell = svg::Cell::kPending, tip += "no kernel yet"; break;
+        default: tip += "not a subproblem"; break;
+      }
+      cells.push_back(cell);
+      tips.push_back(tip);
+    }
+    out.cells.push_back(cells);
+    out.cell_tooltips.push_back(tips);
+  }
+  return svg::grid(out);
+}
+
+std::string agent_chart(const RunSummary& s) {
+  svg::BarChart c;
+  c.title = "Tokens by agent";
+  c.part_names = {"input", "output", "cache read", "cache write"};
+  c.part_colors = {"#0072B2", "#E69F00", "#56B4E9", "#CC79A7"};
+  for (const auto& [name, t] : s.agents) {
+    svg::Bar b;
+    b.label = name;
+    b.parts = {static_cast<double>(t.input), static_cast<double>(t.output), static_cast<double>(t.cache_read),
+               static_cast<double>(t.cache_write)};
+    b.note = human_count(static_cast<double>(t.total())) + " tokens \u00b7 " + std::to_string(t.calls) + " call" +
+             (t.calls == 1 ? "" : "s");
+    c.bars.push_back(b);
+  }
+  return svg::bar_chart(c);
+}
+
+}  // namespace
+
+std::string render_html(const RunSummary& s) {
+  std::string h;
+  std::string title = "MKEvolve report: " + (s.problem.empty() ? std::string("(unknown problem)") : s.problem);
+  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+       "<meta name=\"generator\" content=\"mkevolve report\"><title>" + escape(title) + "</title><style>" + kCss +
+       "</style></head><body><main>\n";
+  h += "<header><h1>" + escape(title) + "</h1><p class=\"sub\">Method <b>" +
+       escape(s.method.empty() ? "unknown" : s.method) + "</b> \u00b7 " + std::to_string(s.iterations.size()) +
+       " iteration" + (s.iterations.size() == 1 ? "" : "s") + " \u00b7 " + std::to_string(s.events) + " events" +
+       (s.resumes ? " \u00b7 resumed " + std::to_string(s.resumes) + "\u00d7" : "") +
+       (s.solution_dir.empty() ? "" : " \u00b7 solution in <code>" + escape(s.solution_dir) + "</code>") +
+       "</p></header>\n";
+
+  // Key numbers.
+  std::string status = status_word(s);
+  std::string status_cls = s.end_status == "finished" ? "good" : s.end_status == "failed" ? "bad" : "warn";
+  h += "<div class=\"cards\">";
+  h += kpi("Best vs torch.compile", speedup(s.best_speedup_compile),
+           s.best_t >= 0 && s.best_speedup_compile ? "iteration " + std::to_string(s.best_t) : "no correct end-to-end kernel",
+           !s.best_speedup_compile ? "bad" : *s.best_speedup_compile >= 1 ? "good" : "");
+  h += kpi("Final end-to-end",
+           s.final_e2e_status == "correct" ? speedup(s.final_speedup_compile) : s.final_e2e_status.empty() ? "\u2014" : "\u2717",
+           s.final_e2e_status.empty() ? "not evaluated"
+                                      : escape(s.final_e2e_status) + " \u00b7 " + speedup(s.final_speedup_eager) + " vs eager",
+           s.final_e2e_status == "correct" ? "" : "bad");
+  h += kpi("Run status", escape(s.ended ? (s.end_status.empty() ? "ended" : s.end_status) : "in progress"),
+           escape(s.end_message.empty() ? (s.ended ? "" : "no run_end event yet") : s.end_message), status_cls);
+  h += kpi("LLM", human_count(static_cast<double>(s.llm_total.total())) + " tokens",
+           std::to_string(s.llm_total.calls) + " calls" +
+               (s.max_calls ? " of " + std::to_string(*s.max_calls) : "") +
+               (s.max_tokens ? " \u00b7 budget " + human_count(static_cast<double>(*s.max_tokens)) : "") +
+               (s.llm_total.estimated ? " \u00b7 some estimated" : ""));
+  h += "</div>\n";
+
+  if (std::string t = pytorch_text(s); !t.empty())
+    h += "<div class=\"banner pytorch\">\u26a0 Contains PyTorch subkernels: not pure Triton.<span class=\"small\">" +
+         escape(pytorch_detail(s)) + "</span></div>\n";
+  if (std::string t = traceability_text(s); !t.empty())
+    h += "<div class=\"banner fail\">\u2717 The final end-to-end evaluation failed (" + escape(s.final_e2e_status) +
+         ").<span class=\"small\">" + escape(traceability_detail(s)) + "</span></div>\n";
+
+  h += "<section><h2>End-to-end speedup per iteration</h2><p class=\"lead\">Composed module vs torch.compile "
+       "(solid) and eager PyTorch (dashed); iterations whose end-to-end check failed are marked in the red strip.</p>";
+  if (s.iterations.empty()) {
+    h += "<p>No iteration has finished yet.</p>";
+  } else {
+    h += "<div class=\"chart\">" + e2e_chart(s) + "</div>";
+    h += "<table><tr><th>iteration</th><th>status</th><th>vs torch.compile</th><th>vs eager</th><th>runtime (ms)</th>"
+         "<th>LLM calls</th><th>tokens</th></tr>";
+    for (const auto& r : s.iterations)
+      h += "<tr>" + td("t=" + std::to_string(r.t)) +
+           td(r.e2e_status == "correct" ? pill("correct") : "<span class=\"pill no\">\u2717 " + escape(r.e2e_status) + "</span>") +
+           td(speedup(r.speedup_compile)) + td(speedup(r.speedup_eager)) + td(ms(r.runtime_ms)) +
+           td(std::to_string(r.calls_used)) + td(human_count(static_cast<double>(r.tokens))) + "</tr>";
+    h += "</table>";
+  }
+  h += "</section>\n";
+
+  if (!s.iterations.empty()) {
+    h += "<section><h2>Subkernel speedups</h2><p class=\"lead\">Each subkernel against torch.compile of its own "
+         "subproblem, with the end-to-end kernel in black. A cross in the red strip is an incorrect subkernel.</p>"
+         "<div class=\"chart\">" + subkernel_chart(s) + "</div></section>\n";
+  }
+
+  h += "<section><h2>Subproblem structure</h2><p class=\"lead\">Which subproblems each iteration worked on: "
+       "\u2713 correct subkernel, \u2717 incorrect, <i>new</i> no kernel yet. Splits replace a failing subproblem by "
+       "smaller ones; fusions merge passing neighbours.</p>";
+  if (s.grid.t.empty()) {
+    h += "<p>No decomposition recorded yet.</p>";
+  } else {
+    h += "<div class=\"chart\">" + structure_svg(s) + "</div>";
+    std::string changes;
+    for (const auto& col : s.structure)
+      if (!col.detail.empty())
+        changes += "<li><b>t=" + std::to_string(col.iteration) + " " + escape(col.change) + "</b>: " +
+                   escape(col.detail) + "</li>";
+    if (!changes.empty()) h += "<ul class=\"changes\">" + changes + "</ul>";
+  }
+  h += "</section>\n";
+
+  h += "<section><h2>Subkernels</h2><p class=\"lead\">The subkernels of the latest iteration; tokens are those "
+       "of LLM calls made for that subproblem.</p>";
+  if (s.final_subkernels.empty()) {
+    h += "<p>None yet.</p>";
+  } else {
+    h += "<table><tr><th>subkernel</th><th>status</th><th>runtime (ms)</th><th>vs torch.compile</th>"
+         "<th>share of e2e time</th><th>LLM calls</th><th>tokens</th></tr>";
+    for (const auto& r : s.final_subkernels) {
+      auto note = s.lineage.find(r.name);
+      h += "<tr>" +
+           td(escape(r.name) + (note != s.lineage.end() ? " <span style=\"color:#8c959f\">(" + escape(note->second) + ")</span>" : "") +
+              (r.uses_pytorch ? "<span class=\"pill torch\">PyTorch</span>" : "")) +
+           td(pill(r.status)) + td(ms(r.runtime_ms)) + td(speedup(r.speedup_compile)) + td(pct(r.share)) +
+           td(std::to_string(r.usage.calls)) + td(escape(tokens_note(r.usage))) + "</tr>";
+    }
+    h += "</table>";
+  }
+  h += "</section>\n";
+
+  h += "<section><h2>LLM usage by agent</h2><p class=\"lead\">Tokens paid for, by agent. Replies served from the "
+       "response cache cost nothing and count only as cached calls.</p>";
+  if (s.agents.empty()) {
+    h += "<p>No LLM calls recorded.</p>";
+  } else {
+    h += "<div class=\"chart\">" + agent_chart(s) + "</div>";
+    h += "<table><tr><th>agent</th><th>calls</th><th>cached</th><th>failed</th><th>truncated</th><th>input</th>"
+         "<th>output</th><th>cache read</th><th>cache write</th><th>total</th></tr>";
+    auto row = [&](const std::string& name, const TokenTotals& t, bool total) {
+      h += std::string(total ? "<tr class=\"total\">" : "<tr>") + td(escape(name)) + td(std::to_string(t.calls)) +
+           td(std::to_string(t.cached)) + td(std::to_string(t.failed)) + td(std::to_string(t.truncated)) +
+           td(std::to_string(t.input)) + td(std::to_string(t.output)) + td(std::to_string(t.cache_read)) +
+           td(std::to_string(t.cache_write)) + td(std::to_string(t.total()) + (t.estimated ? " (est.)" : "")) + "</tr>";
+    };
+    for (const auto& [name, t] : s.agents) row(name, t, false);
+    row("all agents", s.llm_total, true);
+    h += "</table>";
+  }
+  h += "</section>\n";
+
+  if (!s.swaps.empty() || !s.postfuse.empty()) {
+    h += "<section><h2>After the search</h2>";
+    if (!s.swaps.empty()) {
+      h += "<table><tr><th>swap</th><th>from</th><th>to</th><th>e2e before</th><th>e2e after</th></tr>";
+      for (const auto& e : s.swaps) {
+        auto get = [&](const char* k) { return e.contains(k) && e[k].is_number() ? std::optional<double>(e[k].get<double>()) : std::nullopt; };
+        h += "<tr>" + td(escape(vstr(e, "name"))) + td(escape(vstr(e, "from"))) + td(escape(vstr(e, "to"))) +
+             td(speedup(get("speedup_before"))) + td(speedup(get("speedup_after"))) + "</tr>";
+      }
+      h += "</table>";
+    }
+    if (!s.postfuse.empty()) {
+      h += "<table><tr><th>post-fusion attempt</th><th>status</th><th>vs torch.compile</th></tr>";
+      for (const auto& e : s.postfuse) {
+        auto sp = e.contains("speedup_compile") && e["speedup_compile"].is_number() ? std::optional<double>(e["speedup_compile"].get<double>()) : std::nullopt;
+        h += "<tr>" + td(escape(vstr(e, "attempt"))) + td(escape(vstr(e, "status"))) + td(speedup(sp)) + "</tr>";
+      }
+      h += "</table>";
+    }
+    h += "</section>\n";
+  }
+
+  h += "<section><footer><h2 style=\"color:#1f2328\">Environment</h2><table><tr><th>mkevolve</th><th>torch</th>"
+       "<th>triton</th><th>GPU</th><th>python</th></tr><tr>" +
+       td(escape(vstr(s.versions, "mkevolve"))) + td(escape(vstr(s.versions, "torch"))) +
+       td(escape(vstr(s.versions, "triton"))) + td(escape(vstr(s.versions, "gpu"))) +
+       td(escape(vstr(s.versions, "python"))) + "</tr></table><p><b>" + escape(tf32_statement(s)) + "</b></p>";
+  if (!s.evals_by_status.empty()) {
+    int64_t total = 0;
+    std::string parts;
+    for (const auto& [st, n] : s.evals_by_status) {
+      total += n;
+      parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + escape(st);
+    }
+    h += "<p>Evaluations: " + std::to_string(total) + " (" + parts + ").</p>";
+  }
+  h += "</footer></section>\n</main></body></html>\n";
+  return h;
+}
+
+Result<std::vector<fs::path>> write_report(const fs::path& run_dir, const fs::path& out_dir,
+                                           std::vector<std::string>* warnings) {
+  auto summary = load_run(run_dir, warnings);
+  if (!summary) return Error{summary.error()};
+  std::vector<fs::path> written = {out_dir / "report.md", out_dir / "report.html"};
+  if (Status st = write_file_atomic(written[0], render_markdown(*summary)); !st.ok()) return Error{st.error()};
+  if (Status st = write_file_atomic(written[1], render_html(*summary)); !st.ok()) return Error{st.error()};
+  return written;
+}
+
+}  // namespace mk::report

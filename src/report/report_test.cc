@@ -1,0 +1,325 @@
+#include "report/report.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "report/status_line.h"
+#include "report/svg.h"
+#include "run/event_log.h"
+#include "run/events.h"
+#include "run/run_dir.h"
+#include "support/testing.h"
+#include "util/fs.h"
+
+namespace mk::report {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path fixture() { return mk::testing::repo_root() / "src" / "report" / "testdata" / "cvit"; }
+
+std::vector<json> fixture_events() {
+  auto evs = run::read_event_log(fixture() / "events.jsonl");
+  EXPECT_TRUE(evs.ok()) << evs.error();
+  return evs.ok() ? *evs : std::vector<json>{};
+}
+
+size_t count(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
+  return n;
+}
+
+RunSummary fixture_summary() {
+  auto s = load_run(fixture(), nullptr);
+  EXPECT_TRUE(s.ok()) << s.error();
+  return s.ok() ? *s : RunSummary{};
+}
+
+TEST(Summary, FigureOneRunFromTheFixture) {
+  RunSummary s = fixture_summary();
+  EXPECT_EQ(s.method, "mkevolve");
+  EXPECT_EQ(s.problem, "level3/32_ConvolutionalVisionTransformer");
+  ASSERT_EQ(s.iterations.size(), 5u);
+  EXPECT_EQ(s.iterations[0].e2e_status, "incorrect");
+  EXPECT_DOUBLE_EQ(*s.iterations[1].speedup_compile, 0.53);
+  ASSERT_TRUE(s.best_speedup_compile);
+  EXPECT_DOUBLE_EQ(*s.best_speedup_compile, 1.34);
+  EXPECT_EQ(s.best_t, 5);
+  EXPECT_EQ(s.end_status, "finished");
+  EXPECT_FALSE(s.final_e2e_failed);
+  EXPECT_TRUE(s.pytorch_subkernels.empty());
+  // Children come right after their parents; the fusion after what it fused.
+  std::vector<std::string> want = {"1_conv_embed",     "2_flatten_linear", "3_cls_pos_embed",     "4_transformer_encoder",
+                                   "4a_self_attention", "4b_feed_forward", "4c_transformer_block", "5_classifier_head"};
+  EXPECT_EQ(s.subproblem_order, want);
+  EXPECT_EQ(s.lineage["4a_self_attention"], "split of 4_transformer_encoder");
+  EXPECT_EQ(s.lineage["4c_transformer_block"], "fusion of 4a_self_attention + 4b_feed_forward");
+  ASSERT_EQ(s.grid.t, (std::vector<int>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(s.grid.change[1], "split");
+  EXPECT_EQ(s.grid.change[3], "fuse");
+  EXPECT_EQ(s.grid.cells[3][0], StructureGrid::kFailed);  // 4 at t=1
+  EXPECT_EQ(s.grid.cells[3][1], StructureGrid::kAbsent);  // 4 replaced at t=2
+  EXPECT_EQ(s.grid.cells[4][1], StructureGrid::kOk);      // 4a at t=2
+  EXPECT_EQ(s.grid.cells[6][3], StructureGrid::kOk);      // 4c at t=4
+  EXPECT_EQ(s.grid.cells[6][2], StructureGrid::kAbsent);
+  // The final table: the last iteration's five subkernels, with their tokens.
+  ASSERT_EQ(s.final_subkernels.size(), 5u);
+  EXPECT_EQ(s.final_subkernels[3].name, "4c_transformer_block");
+  EXPECT_DOUBLE_EQ(*s.final_subkernels[3].share, 0.65);
+  EXPECT_GT(s.final_subkernels[3].usage.total(), 0);
+  EXPECT_EQ(s.final_subkernels[3].usage.calls, s.by_task["4c_transformer_block"].calls);
+  // Token accounting: per agent sums to the total; the cached call costs nothing.
+  int64_t sum = 0, calls = 0;
+  for (const auto& [a, t] : s.agents) sum += t.total(), calls += t.calls;
+  EXPECT_EQ(sum, s.llm_total.total());
+  EXPECT_EQ(calls, 65);
+  EXPECT_EQ(s.llm_total.total(), 738378);
+  EXPECT_EQ(s.llm_total.cached, 1);
+  EXPECT_EQ(s.llm_total.failed, 1);
+  EXPECT_EQ(s.max_calls, 400);
+  EXPECT_EQ(s.max_tokens, 6000000);
+  EXPECT_EQ(s.iterations.back().tokens + 9100 + 7700, s.llm_total.total()) << "all but the post-fusion call";
+}
+
+TEST(Report, MarkdownHasTheKeyNumbers) {
+  std::string md = render_markdown(fixture_summary());
+  for (const char* needle : {"# MKEvolve report: level3/32_ConvolutionalVisionTransformer", "1.34\u00d7 (iteration 5)",
+                             "| 2 | \u2713 correct | 0.53\u00d7 | 0.57\u00d7 | 5.91 |", "4c_transformer_block (fusion of",
+                             "t=2 (split)", "t=4 (fuse)", "| 4_transformer_encoder | \u2717 |", "65 of 400 calls",
+                             "738.4K of 6M tokens", "| **all** | 65 | 1 | 1 |", "TF32 is off", "NVIDIA H200",
+                             "2.11.0+cu130", "| 4c_transformer_block | \u2713 correct | 1.52 | 1.52\u00d7 | 65% |"})
+    EXPECT_NE(md.find(needle), std::string::npos) << "missing: " << needle << "\n" << md;
+  EXPECT_EQ(md.find("not pure Triton"), std::string::npos);
+  EXPECT_EQ(md.find("final end-to-end evaluation failed"), std::string::npos);
+}
+
+TEST(Report, HtmlIsSelfContained) {
+  std::string html = render_html(fixture_summary());
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_GE(count(html, "<svg"), 4u);  // e2e, subkernels, structure, agents
+  EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
+  EXPECT_EQ(count(html, "<section"), count(html, "</section>"));
+  EXPECT_EQ(count(html, "<table"), count(html, "</table>"));
+  EXPECT_EQ(count(html, "<tr"), count(html, "</tr>"));
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("4c_transformer_block"), std::string::npos);
+  EXPECT_NE(html.find("TF32 is off"), std::string::npos);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+  // Failed points are crosses in the failure strip (t=1 end-to-end and subkernel 4).
+  EXPECT_NE(html.find("4_transformer_encoder, t=1: failed"), std::string::npos);
+  EXPECT_NE(html.find("E2E, t=1: failed"), std::string::npos);
+}
+
+// A run that ends with a failing end-to-end kernel, one PyTorch subkernel and a
+// name that needs escaping.
+std::vector<json> failing_run() {
+  using namespace run::events;
+  std::vector<json> ev;
+  ev.push_back(run_start("mkevolve", "l2/<odd>&name", {{"T", 2}}));
+  ev.push_back(topology({.iteration = 1, .change = "initial", .subproblems = {{"a", "new"}, {"b", "new"}, {"c", "new"}}}));
+  ev.push_back(llm_call({.agent = "generate", .task = "b", .usage = {.input = 100, .output = 50, .estimated = true}}));
+  ev.push_back(iteration({.t = 1,
+                          .e2e = {.status = "incorrect"},
+                          .subkernels = {{.name = "a", .correct = true, .speedup_compile = 1.5, .uses_pytorch = true},
+                                         {.name = "b", .correct = false},
+                                         {.name = "c", .correct = true, .speedup_compile = 0.9}}}));
+  ev.push_back(run_end({.status = "failed", .message = "no correct end-to-end kernel"}));
+  return ev;
+}
+
+TEST(Report, FailureIsTracedToTheSubkernelAndPyTorchIsFlagged) {
+  RunSummary s = summarize(failing_run(), json::object(), json::object());
+  EXPECT_TRUE(s.final_e2e_failed);
+  EXPECT_EQ(s.failing_locally, std::vector<std::string>{"b"});
+  EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"a"});
+  EXPECT_FALSE(s.best_speedup_compile);
+  std::string md = render_markdown(s);
+  EXPECT_NE(md.find("Contains PyTorch subkernels: not pure Triton"), std::string::npos) << md;
+  EXPECT_NE(md.find("The final end-to-end evaluation failed (incorrect). Subkernel failing their own check: b."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("150 (est.)"), std::string::npos) << md;
+  std::string html = render_html(s);
+  EXPECT_NE(html.find("Contains PyTorch subkernels: not pure Triton"), std::string::npos);
+  EXPECT_NE(html.find("banner fail"), std::string::npos);
+  EXPECT_NE(html.find("l2/&lt;odd&gt;&amp;name"), std::string::npos);
+  EXPECT_EQ(html.find("<odd>"), std::string::npos);
+}
+
+TEST(Report, CompositionFailureIsNamedAsSuch) {
+  auto ev = failing_run();
+  ev[3]["subkernels"][1]["correct"] = true;
+  RunSummary s = summarize(ev, json::object(), json::object());
+  EXPECT_TRUE(s.failing_locally.empty());
+  EXPECT_NE(render_markdown(s).find("from composing them"), std::string::npos);
+}
+
+TEST(Report, SwapToPyTorchIsFlagged) {
+  auto ev = fixture_events();
+  ev.insert(ev.end() - 1, run::events::swap({.name = "5_classifier_head", .from = "t5-s0", .to = "pytorch",
+                                             .speedup_before = 1.34, .speedup_after = 1.31}));
+  RunSummary s = summarize(ev, json::object(), json::object());
+  EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"5_classifier_head"});
+  EXPECT_DOUBLE_EQ(*s.final_speedup_compile, 1.31);
+  EXPECT_NE(render_markdown(s).find("| 5_classifier_head | t5-s0 | pytorch | 1.34\u00d7 | 1.31\u00d7 |"), std::string::npos);
+}
+
+TEST(Report, EmptyAndPartialRunsStillRender) {
+  RunSummary empty = summarize({}, json::object(), json::object());
+  EXPECT_NE(render_markdown(empty).find("No iteration has finished yet."), std::string::npos);
+  EXPECT_NE(render_html(empty).find("No LLM calls recorded."), std::string::npos);
+  // Topology only, no iteration yet: the grid shows "new".
+  std::vector<json> ev = {run::events::topology({.iteration = 1, .change = "initial", .subproblems = {{"x", "new"}}})};
+  RunSummary s = summarize(ev, json::object(), json::object());
+  ASSERT_EQ(s.grid.cells.size(), 1u);
+  EXPECT_EQ(s.grid.cells[0][0], StructureGrid::kNew);
+  EXPECT_EQ(s.final_subkernels[0].status, "new");
+}
+
+TEST(Report, WriteReportFromARunDirectory) {
+  TempDir tmp;
+  fs::path dir = tmp.path() / "run";
+  {
+    auto rd = run::RunDir::create(dir, json{{"T", 2}}, run::Versions{"0.1.0", "2.11.0", "3.6.0", "NVIDIA H200", "3.12.3"});
+    ASSERT_TRUE(rd.ok()) << rd.error();
+    for (const auto& e : failing_run()) ASSERT_TRUE((*rd)->log_event(e).ok());
+  }
+  ASSERT_TRUE(append_durable(dir / "events.jsonl", "{\"type\":\"ev").ok());  // a live run's half-written line
+  std::vector<std::string> warnings;
+  auto written = write_report(dir, tmp.path() / "out", &warnings);
+  ASSERT_TRUE(written.ok()) << written.error();
+  ASSERT_EQ(written->size(), 2u);
+  EXPECT_TRUE(fs::exists(tmp.path() / "out" / "report.md"));
+  EXPECT_TRUE(fs::exists(tmp.path() / "out" / "report.html"));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("incomplete last line"), std::string::npos);
+  auto md = read_file(tmp.path() / "out" / "report.md");
+  EXPECT_NE(md->find("| 0.1.0 | 2.11.0 | 3.6.0 | NVIDIA H200 | 3.12.3 |"), std::string::npos) << *md;
+  EXPECT_FALSE(write_report(tmp.path() / "missing", tmp.path() / "out", nullptr).ok());
+}
+
+TEST(Svg, Helpers) {
+  EXPECT_EQ(svg::escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+  EXPECT_EQ(svg::num(1.50), "1.5");
+  EXPECT_EQ(svg::num(2.0), "2");
+  EXPECT_EQ(svg::num(0.123456, 3), "0.123");
+  EXPECT_EQ(svg::nice_ticks(0, 1.4, 5), (std::vector<double>{0, 0.5, 1, 1.5}));
+  EXPECT_EQ(svg::nice_ticks(0, 1000, 4), (std::vector<double>{0, 250, 500, 750, 1000}));
+  svg::LineChart c;
+  c.x_ticks = {"t=1", "t=2"};
+  c.series.push_back({"a<b", "#000", {std::nullopt, 1.0}, {true, false}, 2, ""});
+  std::string out = svg::line_chart(c);
+  EXPECT_NE(out.find("a&lt;b, t=1: failed"), std::string::npos);
+  EXPECT_EQ(out.find("a<b"), std::string::npos);
+  EXPECT_EQ(count(out, "<svg"), 1u);
+}
+
+// ------------------------------------------------------------ status line
+
+std::string run_status(StatusLine::Options o, const std::vector<json>& events, std::string* current = nullptr,
+                       int in_flight = -1) {
+  FILE* f = std::tmpfile();
+  {
+    StatusLine line(f, o);
+    for (const auto& e : events) line.on_event(e);
+    if (in_flight >= 0) line.set_evals_in_flight(in_flight);
+    line.message("a notice");
+    if (current) *current = line.current();
+  }
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
+TEST(StatusLineTest, PlainLinesWhenNotATerminal) {
+  std::string cur;
+  StatusLine::Options o;  // kAuto: a temp file is not a terminal
+  std::string out = run_status(o, fixture_events(), &cur, 3);
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << "no terminal escapes in plain mode";
+  EXPECT_EQ(out.find('\r'), std::string::npos);
+  for (const char* needle : {"start: mkevolve on level3/32_ConvolutionalVisionTransformer",
+                             "t=2 structure split: 6 subproblems (4\u2713 0\u2717 2 new); split 4_transformer_encoder",
+                             "t=1/5 done: end-to-end incorrect; subkernels 4\u2713 1\u2717",
+                             "t=5/5 done: end-to-end correct 1.34\u00d7 vs torch.compile", "new best: 0.53\u00d7 vs torch.compile at t=2",
+                             "LLM call failed (debug, 4_transformer_encoder): HTTP 529", "post-fusion attempt 1: incorrect",
+                             "run finished: best 1.34\u00d7 vs torch.compile; solution in solution", "a notice"})
+    EXPECT_NE(out.find(needle), std::string::npos) << "missing: " << needle << "\n" << out;
+  // Routine LLM calls and evaluations are not lines of their own.
+  EXPECT_LT(count(out, "\n"), 30u) << out;
+  EXPECT_NE(cur.find("t 5/5"), std::string::npos) << cur;
+  EXPECT_NE(cur.find("subproblems 5\u2713 0\u2717"), std::string::npos) << cur;
+  EXPECT_NE(cur.find("best 1.34\u00d7"), std::string::npos) << cur;
+  EXPECT_NE(cur.find("LLM 65/400 calls, 738.4K/6M tokens"), std::string::npos) << cur;
+  EXPECT_NE(cur.find("3 evals running"), std::string::npos) << cur;
+}
+
+TEST(StatusLineTest, TerminalModeRedrawsOneLine) {
+  StatusLine::Options o;
+  o.mode = StatusLine::Mode::kTerminal;
+  o.width = 60;
+  std::string out = run_status(o, fixture_events());
+  EXPECT_NE(out.find("\r"), std::string::npos);
+  EXPECT_NE(out.find("\x1b[K"), std::string::npos);
+  EXPECT_NE(out.find("new best: 1.34"), std::string::npos);
+  // Every redraw fits the terminal width (59 columns and an ellipsis at most).
+  size_t pos = 0;
+  while ((pos = out.find('\r', pos)) != std::string::npos) {
+    size_t end = out.find_first_of("\r\n\x1b", pos + 1);
+    std::string seg = out.substr(pos + 1, end - pos - 1);
+    size_t cols = 0;
+    for (unsigned char c : seg) cols += (c & 0xC0) != 0x80;
+    EXPECT_LE(cols, 59u) << seg;
+    ++pos;
+  }
+  EXPECT_EQ(out.substr(out.size() - 4), "\r\x1b[K") << "finish() leaves a clean line";
+}
+
+TEST(StatusLineTest, QuietAndEventsJson) {
+  StatusLine::Options q;
+  q.mode = StatusLine::Mode::kQuiet;
+  EXPECT_EQ(run_status(q, fixture_events()), "");
+  StatusLine::Options j;
+  j.mode = StatusLine::Mode::kEventsJson;
+  auto evs = fixture_events();
+  std::string out = run_status(j, evs);
+  std::istringstream in(out);
+  std::string line;
+  size_t i = 0;
+  while (std::getline(in, line)) {
+    ASSERT_LT(i, evs.size());
+    EXPECT_EQ(json::parse(line), evs[i]) << line;
+    ++i;
+  }
+  EXPECT_EQ(i, evs.size()) << "exactly one line per event and nothing else";
+}
+
+TEST(StatusLineTest, FedByRunDirListener) {
+  TempDir tmp;
+  auto rd = run::RunDir::create(tmp.path() / "run", json::object(), run::Versions{});
+  ASSERT_TRUE(rd.ok());
+  FILE* f = std::tmpfile();
+  StatusLine::Options o;
+  o.mode = StatusLine::Mode::kPlain;
+  StatusLine line(f, o);
+  (*rd)->add_listener([&](const json& e) { line.on_event(e); });
+  ASSERT_TRUE((*rd)->log_event(run::events::best(2, 0.75)).ok());
+  EXPECT_NE(line.current().find("best 0.75\u00d7"), std::string::npos);
+  std::fclose(f);
+}
+
+}  // namespace
+}  // namespace mk::report

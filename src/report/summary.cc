@@ -1,0 +1,324 @@
+#include "report/summary.h"
+
+#include <algorithm>
+#include <set>
+
+#include "report/svg.h"
+
+namespace mk::report {
+
+namespace {
+
+using nlohmann::json;
+
+std::string str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::optional<double> optnum(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+int64_t integer(const json& j, const char* key, int64_t def = 0) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return def;
+  return it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
+}
+
+bool boolean(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::vector<std::string> strings(const json& j, const char* key) {
+  std::vector<std::string> out;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return out;
+  for (const auto& x : *it)
+    if (x.is_string()) out.push_back(x.get<std::string>());
+  return out;
+}
+
+void add_usage(TokenTotals& t, const json& ev) {
+  ++t.calls;
+  if (boolean(ev, "cached")) ++t.cached;
+  if (ev.contains("ok") && ev["ok"].is_boolean() && !ev["ok"].get<bool>()) ++t.failed;
+  if (boolean(ev, "truncated")) ++t.truncated;
+  if (auto u = ev.find("usage"); u != ev.end() && u->is_object()) {
+    // A cached reply cost nothing this time; its tokens were paid for by the call that filled the cache.
+    if (!boolean(ev, "cached")) {
+      t.input += integer(*u, "input");
+      t.output += integer(*u, "output");
+      t.cache_read += integer(*u, "cache_read");
+      t.cache_write += integer(*u, "cache_write");
+    }
+    if (boolean(*u, "estimated")) t.estimated = true;
+  }
+}
+
+std::optional<int64_t> budget(const json& settings, const json& config, std::initializer_list<const char*> keys) {
+  for (const json* src : {&settings, &config}) {
+    if (!src->is_object()) continue;
+    for (const char* k : keys)
+      if (auto v = optnum(*src, k); v && *v > 0) return static_cast<int64_t>(*v);
+    if (auto b = src->find("budget"); b != src->end() && b->is_object())
+      for (const char* k : keys)
+        if (auto v = optnum(*b, k); v && *v > 0) return static_cast<int64_t>(*v);
+  }
+  return std::nullopt;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+}  // namespace
+
+std::string human_count(double v) {
+  if (v >= 1e9) return svg::num(v / 1e9, 2) + "G";
+  if (v >= 1e6) return svg::num(v / 1e6, 2) + "M";
+  if (v >= 1e4) return svg::num(v / 1e3, 1) + "K";
+  return svg::num(v, 0);
+}
+
+RunSummary summarize(const std::vector<json>& events, const json& versions, const json& config) {
+  RunSummary s;
+  s.versions = versions.is_object() ? versions : json::object();
+  s.config = config.is_object() ? config : json::object();
+  s.events = static_cast<int64_t>(events.size());
+  std::map<std::string, TokenTotals> agents;
+  std::map<int, IterationRow> iterations;
+  std::map<int, StructureColumn> structure;
+  std::vector<std::string> order;
+  std::set<std::string> prev_names;
+  bool have_prev = false;
+  // The subkernels as they stand now: from the latest iteration, then swaps.
+  std::vector<SubkernelRow> current;
+  std::optional<double> best_from_events;
+
+  auto place_after = [&](const std::vector<std::string>& parents, const std::vector<std::string>& children) {
+    size_t pos = order.size();
+    for (const auto& p : parents) {
+      auto it = std::find(order.begin(), order.end(), p);
+      if (it != order.end()) pos = pos == order.size() ? static_cast<size_t>(it - order.begin()) : std::max(pos, static_cast<size_t>(it - order.begin()));
+    }
+    size_t at = pos == order.size() ? order.size() : pos + 1;
+    for (const auto& c : children) {
+      if (std::find(order.begin(), order.end(), c) != order.end()) continue;
+      order.insert(order.begin() + static_cast<std::ptrdiff_t>(at), c);
+      ++at;
+    }
+  };
+
+  for (const auto& ev : events) {
+    if (!ev.is_object()) continue;
+    const std::string type = str(ev, "type");
+    if (type == "run_start") {
+      if (s.method.empty()) s.method = str(ev, "method");
+      if (s.problem.empty()) s.problem = str(ev, "problem");
+      if (auto st = ev.find("settings"); st != ev.end() && st->is_object()) s.settings = *st;
+    } else if (type == "resume") {
+      ++s.resumes;
+    } else if (type == "llm_call") {
+      std::string agent = str(ev, "agent");
+      add_usage(agents[agent.empty() ? "(unknown)" : agent], ev);
+      add_usage(s.by_task[str(ev, "task")], ev);
+      add_usage(s.llm_total, ev);
+    } else if (type == "eval") {
+      ++s.evals_by_status[str(ev, "status").empty() ? "unknown" : str(ev, "status")];
+    } else if (type == "topology") {
+      StructureColumn col;
+      col.iteration = static_cast<int>(integer(ev, "iteration"));
+      col.change = str(ev, "change");
+      col.detail = str(ev, "detail");
+      col.from = strings(ev, "from");
+      col.into = strings(ev, "into");
+      std::set<std::string> names;
+      if (auto sp = ev.find("subproblems"); sp != ev.end() && sp->is_array()) {
+        for (const auto& x : *sp) {
+          if (!x.is_object()) continue;
+          col.subproblems.emplace_back(str(x, "name"), str(x, "status"));
+          names.insert(str(x, "name"));
+        }
+      }
+      // Which subproblems were replaced by which: as the event says, else by difference.
+      std::vector<std::string> from = col.from, into = col.into;
+      if (have_prev && from.empty() && into.empty()) {
+        for (const auto& n : prev_names)
+          if (!names.count(n)) from.push_back(n);
+        for (const auto& [n, st] : col.subproblems)
+          if (!prev_names.count(n)) into.push_back(n);
+      }
+      if (!from.empty() && !into.empty()) {
+        place_after(from, into);
+        std::string note = from.size() == 1 && into.size() > 1 ? "split of " + from[0]
+                           : into.size() == 1 && from.size() > 1 ? "fusion of " + join(from, " + ")
+                                                                 : "from " + join(from, ", ");
+        for (const auto& c : into)
+          if (!s.lineage.count(c)) s.lineage[c] = note;
+      }
+      for (const auto& [n, st] : col.subproblems)
+        if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+      prev_names = names;
+      have_prev = true;
+      structure[col.iteration] = std::move(col);
+    } else if (type == "iteration") {
+      IterationRow row;
+      row.t = static_cast<int>(integer(ev, "t"));
+      if (auto e = ev.find("e2e"); e != ev.end() && e->is_object()) {
+        row.e2e_status = str(*e, "status");
+        row.speedup_compile = optnum(*e, "speedup_compile");
+        row.speedup_eager = optnum(*e, "speedup_eager");
+        row.runtime_ms = optnum(*e, "runtime_ms");
+      }
+      row.calls_used = integer(ev, "calls_used");
+      row.tokens = integer(ev, "tokens");
+      current.clear();
+      if (auto sk = ev.find("subkernels"); sk != ev.end() && sk->is_array()) {
+        for (const auto& x : *sk) {
+          if (!x.is_object()) continue;
+          SubkernelPoint p;
+          p.correct = boolean(x, "correct");
+          p.speedup_compile = optnum(x, "speedup_compile");
+          p.runtime_ms = optnum(x, "runtime_ms");
+          p.share = optnum(x, "share");
+          p.uses_pytorch = boolean(x, "uses_pytorch");
+          std::string name = str(x, "name");
+          row.subkernels[name] = p;
+          if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+          SubkernelRow r;
+          r.name = name;
+          r.status = p.correct ? "correct" : "failing";
+          r.runtime_ms = p.runtime_ms;
+          r.speedup_compile = p.speedup_compile;
+          r.share = p.share;
+          r.uses_pytorch = p.uses_pytorch;
+          current.push_back(r);
+        }
+      }
+      s.final_e2e_status = row.e2e_status;
+      s.final_speedup_compile = row.speedup_compile;
+      s.final_speedup_eager = row.speedup_eager;
+      s.final_runtime_ms = row.runtime_ms;
+      iterations[row.t] = std::move(row);
+    } else if (type == "best") {
+      if (auto v = optnum(ev, "speedup_compile"); v && (!best_from_events || *v >= *best_from_events)) {
+        best_from_events = v;
+        s.best_t = static_cast<int>(integer(ev, "t", -1));
+      }
+    } else if (type == "swap") {
+      s.swaps.push_back(ev);
+      std::string name = str(ev, "name"), to = str(ev, "to");
+      for (auto& r : current) {
+        if (r.name != name) continue;
+        r.uses_pytorch = to == "pytorch";
+        r.status = "correct";
+        r.speedup_compile.reset();
+        r.runtime_ms.reset();
+        r.share.reset();
+      }
+      if (auto after = optnum(ev, "speedup_after")) {
+        s.final_speedup_compile = after;
+        s.final_e2e_status = "correct";
+      }
+    } else if (type == "postfuse") {
+      s.postfuse.push_back(ev);
+    } else if (type == "run_end") {
+      s.ended = true;
+      s.end_status = str(ev, "status");
+      s.end_message = str(ev, "message");
+      s.solution_dir = str(ev, "solution_dir");
+      if (auto b = optnum(ev, "best_speedup_compile")) best_from_events = std::max(best_from_events.value_or(*b), *b);
+    }
+  }
+
+  for (auto& [t, row] : iterations) s.iterations.push_back(std::move(row));
+  for (auto& [t, col] : structure) s.structure.push_back(std::move(col));
+  s.subproblem_order = order;
+  for (auto& [name, tot] : agents) s.agents.emplace_back(name, tot);
+  std::stable_sort(s.agents.begin(), s.agents.end(),
+                   [](const auto& a, const auto& b) { return a.second.total() > b.second.total(); });
+
+  // Best: the events' word, else the best correct iteration.
+  s.best_speedup_compile = best_from_events;
+  if (!s.best_speedup_compile) {
+    for (const auto& row : s.iterations) {
+      if (row.e2e_status == "correct" && row.speedup_compile &&
+          (!s.best_speedup_compile || *row.speedup_compile > *s.best_speedup_compile)) {
+        s.best_speedup_compile = row.speedup_compile;
+        s.best_t = row.t;
+      }
+    }
+  }
+
+  // Final subkernels: from the last iteration (and swaps), else from the last topology.
+  if (current.empty() && !s.structure.empty()) {
+    for (const auto& [n, st] : s.structure.back().subproblems) {
+      SubkernelRow r;
+      r.name = n;
+      r.status = st == "correct" ? "correct" : st == "failing" ? "failing" : "new";
+      current.push_back(r);
+    }
+  }
+  std::stable_sort(current.begin(), current.end(), [&](const SubkernelRow& a, const SubkernelRow& b) {
+    return std::find(order.begin(), order.end(), a.name) < std::find(order.begin(), order.end(), b.name);
+  });
+  for (auto& r : current) {
+    if (auto it = s.by_task.find(r.name); it != s.by_task.end()) r.usage = it->second;
+    if (r.uses_pytorch) s.pytorch_subkernels.push_back(r.name);
+    if (r.status != "correct") s.failing_locally.push_back(r.name);
+  }
+  s.final_subkernels = std::move(current);
+  s.final_e2e_failed = !s.final_e2e_status.empty() && s.final_e2e_status != "correct";
+
+  // The structure grid: one column per iteration seen in either kind of event.
+  std::set<int> ts;
+  for (const auto& c : s.structure) ts.insert(c.iteration);
+  for (const auto& r : s.iterations) ts.insert(r.t);
+  s.grid.rows = order;
+  s.grid.cells.assign(order.size(), {});
+  const StructureColumn* last_col = nullptr;
+  for (int t : ts) {
+    const StructureColumn* col = nullptr;
+    for (const auto& c : s.structure)
+      if (c.iteration == t) col = &c;
+    const IterationRow* row = nullptr;
+    for (const auto& r : s.iterations)
+      if (r.t == t) row = &r;
+    s.grid.t.push_back(t);
+    s.grid.change.push_back(col ? col->change : "");
+    s.grid.detail.push_back(col ? col->detail : "");
+    if (col) last_col = col;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const std::string& name = order[i];
+      StructureGrid::Cell cell = StructureGrid::kAbsent;
+      std::string status;
+      bool present = false;
+      if (last_col) {
+        for (const auto& [n, st] : last_col->subproblems)
+          if (n == name) present = true, status = st;
+      }
+      if (row) {
+        if (auto it = row->subkernels.find(name); it != row->subkernels.end()) {
+          cell = it->second.correct ? StructureGrid::kOk : StructureGrid::kFailed;
+        } else if (present) {
+          cell = status == "correct" ? StructureGrid::kOk : status == "failing" ? StructureGrid::kFailed : StructureGrid::kNew;
+        }
+      } else if (present) {
+        cell = status == "correct" ? StructureGrid::kOk : status == "failing" ? StructureGrid::kFailed : StructureGrid::kNew;
+      }
+      s.grid.cells[i].push_back(cell);
+    }
+  }
+
+  s.max_calls = budget(s.settings, s.config, {"max_calls", "call_budget", "calls"});
+  s.max_tokens = budget(s.settings, s.config, {"max_tokens_total", "token_budget", "max_total_tokens", "tokens"});
+  return s;
+}
+
+}  // namespace mk::report

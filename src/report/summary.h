@@ -1,0 +1,109 @@
+// What a report shows, computed from a run's events (run/events.h): iterations,
+// the evolving subproblem structure, token use by agent and by subkernel, the
+// final subkernels and, when the end-to-end check failed, which subkernels fail
+// on their own. Rendering (markdown, HTML) only reads this.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mk::report {
+
+struct TokenTotals {
+  int64_t calls = 0, cached = 0, failed = 0, truncated = 0;
+  int64_t input = 0, output = 0, cache_read = 0, cache_write = 0;
+  bool estimated = false;
+  int64_t total() const { return input + output + cache_read + cache_write; }
+};
+
+struct SubkernelPoint {
+  bool correct = false;
+  std::optional<double> speedup_compile, runtime_ms, share;
+  bool uses_pytorch = false;
+};
+
+struct IterationRow {
+  int t = 0;
+  std::string e2e_status;
+  std::optional<double> speedup_compile, speedup_eager, runtime_ms;
+  std::map<std::string, SubkernelPoint> subkernels;
+  int64_t calls_used = 0, tokens = 0;
+};
+
+/// The structure used in one iteration (a topology event).
+struct StructureColumn {
+  int iteration = 0;
+  std::string change, detail;
+  std::vector<std::string> from, into;
+  std::vector<std::pair<std::string, std::string>> subproblems;  ///< name, status (new|correct|failing)
+};
+
+/// Figure 1 (left) as data: which subproblems existed in each iteration and
+/// whether their kernel was correct.
+struct StructureGrid {
+  enum Cell : char { kAbsent = ' ', kOk = 'y', kFailed = 'n', kNew = '?' };
+  std::vector<int> t;                    ///< one column per iteration
+  std::vector<std::string> change;       ///< initial, split, fuse, ... per column ("" when unchanged)
+  std::vector<std::string> detail;       ///< per column
+  std::vector<std::string> rows;         ///< subproblem names, children after parents
+  std::vector<std::vector<Cell>> cells;  ///< [row][column]
+};
+
+/// One row of the final subkernel table.
+struct SubkernelRow {
+  std::string name;
+  std::string status;  ///< correct, failing, new
+  std::optional<double> runtime_ms, speedup_compile, share;
+  bool uses_pytorch = false;
+  TokenTotals usage;   ///< LLM calls made for this subproblem
+};
+
+struct RunSummary {
+  std::string method, problem;
+  nlohmann::json settings = nlohmann::json::object();
+  nlohmann::json versions = nlohmann::json::object();
+  nlohmann::json config = nlohmann::json::object();
+  int resumes = 0;
+  int64_t events = 0;
+
+  std::vector<IterationRow> iterations;       ///< by t
+  std::vector<StructureColumn> structure;     ///< by iteration
+  std::vector<std::string> subproblem_order;  ///< every subproblem ever seen, children after parents
+  std::map<std::string, std::string> lineage; ///< name -> "split of 4" / "fusion of 4a + 4b"
+  StructureGrid grid;
+
+  std::vector<std::pair<std::string, TokenTotals>> agents;  ///< by agent, most tokens first
+  std::map<std::string, TokenTotals> by_task;
+  TokenTotals llm_total;
+  std::map<std::string, int64_t> evals_by_status;
+
+  std::vector<SubkernelRow> final_subkernels;
+  std::vector<nlohmann::json> swaps, postfuse;
+
+  std::optional<double> best_speedup_compile;
+  int best_t = -1;
+  std::optional<double> final_speedup_compile, final_speedup_eager, final_runtime_ms;
+  std::string final_e2e_status;   ///< last known end-to-end status ("" if never evaluated)
+  bool ended = false;
+  std::string end_status, end_message, solution_dir;
+
+  std::vector<std::string> pytorch_subkernels;  ///< final subkernels that run PyTorch code
+  bool final_e2e_failed = false;
+  std::vector<std::string> failing_locally;     ///< final subkernels that fail their own check
+
+  std::optional<int64_t> max_calls, max_tokens;  ///< budgets from run_start settings / config
+};
+
+/// Builds the summary. Unknown event types and missing fields are tolerated.
+RunSummary summarize(const std::vector<nlohmann::json>& events, const nlohmann::json& versions,
+                     const nlohmann::json& config);
+
+/// "1.23M", "45.6K", "789".
+std::string human_count(double v);
+
+}  // namespace mk::report
