@@ -51,7 +51,7 @@ def test_sys_exit_in_forward(worker_server):
 def test_os_exit_in_forward(worker_server):
     r = worker_server.eval(problem("add"), cand("os_exit"))
     assert r["kind"] == "exit_without_result", r
-    assert r["status"] == "runtime_error"
+    assert r["status"] == "crashed"
 
 
 def test_syntax_error(worker_server):

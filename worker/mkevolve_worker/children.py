@@ -270,6 +270,9 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
 
 def baseline_body(ctx, job: dict) -> int:
     """Times eager and torch.compile (inductor, default mode) like a candidate."""
+    # Private compile caches: nothing a candidate wrote can slow the baseline down.
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(ctx.dir, "triton-cache")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(ctx.dir, "inductor-cache")
     import torch
     from . import timing
     _restore_threads()

@@ -36,6 +36,7 @@ DEFAULTS = {
     "allow_pytorch": False,
     "test_cpu": False,
     "wall_check": True,
+    "static_check": True,   # false is honoured only in --test-mode (to exercise the runtime layers alone)
 }
 
 

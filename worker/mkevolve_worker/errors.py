@@ -32,13 +32,13 @@ STATUS_OF_KIND = {
     "illegal_memory_access": RUNTIME_ERROR,
     "device_assert": RUNTIME_ERROR,
     "oom": RUNTIME_ERROR,
-    "exit_without_result": RUNTIME_ERROR,
     "construct_error": RUNTIME_ERROR,
     "runtime_error": RUNTIME_ERROR,
     "malformed_result": RUNTIME_ERROR,
     # The process died or never finished.
     "segfault": CRASHED,
     "killed": CRASHED,
+    "exit_without_result": CRASHED,   # sys.exit / os._exit: the process ended with no result
     "hang": TIMEOUT,
     # It ran and returned something wrong.
     "wrong_shape": INCORRECT,

@@ -114,6 +114,8 @@ class Evaluator:
             raise RequestError(str(e)) from None
         if opts["test_cpu"] and not self.test_mode:
             raise RequestError("option test_cpu is honoured only by a worker started with --test-mode")
+        if not opts["static_check"] and not self.test_mode:
+            raise RequestError("option static_check=false is honoured only by a worker started with --test-mode")
         return opts
 
     def _device(self, opts: dict) -> str:
@@ -166,8 +168,10 @@ class Evaluator:
             return res.fail("syntax_error", "syntax error: " + errors.trimmed_traceback(err), t_start)
 
         static = self.static_check(kernel, opts["allow_pytorch"])
-        if opts["test_cpu"]:
-            static["enforced"] = False  # torch-only test candidates necessarily break the rules
+        if opts["test_cpu"] or not opts["static_check"]:
+            # Test mode only: torch-only CPU candidates necessarily break the rules,
+            # and GPU tests switch the layer off to exercise the runtime layers alone.
+            static["enforced"] = False
         elif not static["available"]:
             raise RequestError(static["error"])
         else:
@@ -238,8 +242,11 @@ class Evaluator:
                         pass
 
         self.progress("candidate")
+        # Candidates share one Triton cache per server (compiling the launcher
+        # stubs per candidate would cost seconds); baselines use private ones.
+        triton_cache = os.environ.get("TRITON_CACHE_DIR") or os.path.join(isolation.base_tmp(), "triton-cache")
         cand = isolation.spawn("cand", lambda ctx: children.candidate_body(ctx, job),
-                               cpu_seconds=opts["timeout_s"])
+                               cpu_seconds=opts["timeout_s"], extra_env={"TRITON_CACHE_DIR": triton_cache})
         res.checks["isolation"] = {"pid": cand.pid, "network": "unknown",
                                    "cwd": "private temp dir", "env": "scrubbed"}
         try:

@@ -1,0 +1,172 @@
+"""GPU smoke tests of the worker on real Triton kernels (run on the device machine).
+
+    PYTHONUNBUFFERED=1 python3 -m pytest -q tests/gpu/test_worker_gpu.py
+
+Every entry of examples/kernels/manifest.json is evaluated through one
+`serve --test-mode` server with the production options (static checks on,
+profile, timing, wall-clock cross-check) and must get the verdict the
+manifest names. The cheating kernels are then evaluated again with the static
+layer switched off (a test-mode-only option) so that each runtime layer is
+shown to catch them on its own. Skipped without a GPU. Results are printed as
+a table and, when $OUT is set, written to $OUT/worker_gpu_results.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "python", "fixtures"))
+
+from worker_client import WorkerClient  # noqa: E402
+
+MANIFEST = os.path.join(REPO, "examples", "kernels", "manifest.json")
+RESULTS: list[dict] = []
+
+
+def _entries():
+    if not os.path.isfile(MANIFEST):
+        return []
+    with open(MANIFEST) as f:
+        return json.load(f)["kernels"]
+
+
+def _matches(entry_like: dict, r: dict) -> bool:
+    if r.get("status") != entry_like.get("status"):
+        return False
+    return entry_like.get("kind") in (None, r.get("kind"))
+
+
+def _acceptable(entry: dict, r: dict) -> bool:
+    return _matches(entry, r) or any(_matches(a, r) for a in entry.get("also_accept") or [])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    client = WorkerClient(["--test-mode"], cwd=str(tmp_path_factory.mktemp("gpu-server")))
+    if not client.hello.get("cuda"):
+        client.close()
+        pytest.skip("no CUDA GPU visible to the worker")
+    yield client
+    _report(client)
+    client.close()
+
+
+def _eval(server, label: str, problem: str, kernel: str, **options) -> dict:
+    opts = {"perf": True}
+    opts.update(options)
+    t0 = time.monotonic()
+    msg, _ = server.request("eval", timeout=opts.get("timeout_s", 300) * 3 + 120,
+                            problem=os.path.join(REPO, problem), kernel=os.path.join(REPO, kernel), options=opts)
+    wall = time.monotonic() - t0
+    row = {"label": label, "kernel": os.path.basename(kernel), "type": msg["type"], "wall_s": round(wall, 2)}
+    if msg["type"] == "result":
+        rt = msg.get("runtime_ms") or {}
+        row.update(status=msg["status"], kind=msg["kind"], median_ms=rt.get("median"),
+                   max_abs_err=msg.get("max_abs_err"), message=msg["message"][:300],
+                   wall_clock=msg.get("checks", {}).get("wall_clock"),
+                   runtime=msg.get("checks", {}).get("runtime"), network=msg.get("checks", {}).get(
+                       "isolation", {}).get("network"))
+    else:
+        row.update(status="error", kind=None, message=msg["message"][:300])
+    RESULTS.append(row)
+    _append(row)
+    print(f"\n{label:<10} {row['kernel']:<44} {row['status']:<13} {str(row.get('kind')):<22} "
+          f"{'' if row.get('median_ms') is None else format(row['median_ms'], '.4g') + ' ms':<12} "
+          f"{wall:6.1f}s  {row['message'][:160]}")
+    return msg
+
+
+def test_gpu_info(server):
+    msg, _ = server.request("gpu_info")
+    assert msg["type"] == "result" and msg["gpus"], msg
+    g = msg["gpus"][0]
+    assert g["sm_count"] > 0 and g["memory_bytes"] > 0 and len(g["capability"]) == 2
+    print("\ngpu:", json.dumps(g))
+
+
+@pytest.mark.parametrize("entry", _entries(), ids=lambda e: os.path.basename(e["kernel"]))
+def test_manifest_verdicts(server, entry):
+    timeout = float(entry.get("timeout_s") or 120)
+    r = _eval(server, "manifest", entry["problem"], entry["kernel"], timeout_s=timeout)
+    assert r["type"] == "result", r
+    assert _acceptable(entry, r), (entry, {k: r.get(k) for k in ("status", "kind", "message", "checks")})
+
+
+# Cheats that static analysis catches first; each must also be caught by a
+# runtime layer when the static layer is off.
+RUNTIME_ONLY = [
+    ("03_linear_gelu__side_stream.py", "03_linear_gelu.py", {("cheating", "timing_mismatch")}),
+    ("03_linear_gelu__timer_patch.py", "03_linear_gelu.py", {("cheating", "timing_mismatch")}),
+    ("03_linear_gelu__torch_fallback.py", "03_linear_gelu.py", {("cheating", "foreign_kernel"),
+                                                                ("cheating", "no_triton_launch")}),
+    ("03_linear_gelu__getattr_alias.py", "03_linear_gelu.py", {("cheating", "foreign_kernel")}),
+    ("03_linear_gelu__output_cache.py", "03_linear_gelu.py", {("incorrect", "mismatch"),
+                                                              ("cheating", "stale_output")}),
+    ("01_relu__empty_like_stale.py", "01_relu.py", {("incorrect", "mismatch"), ("incorrect", "constant_output")}),
+    ("01_relu__segfault.py", "01_relu.py", {("crashed", "segfault")}),
+    ("01_relu__exit.py", "01_relu.py", {("crashed", "exit_without_result")}),
+]
+
+
+@pytest.mark.parametrize("kernel,problem,allowed", RUNTIME_ONLY, ids=[k for k, _, _ in RUNTIME_ONLY])
+def test_runtime_layers_alone(server, kernel, problem, allowed):
+    kpath = os.path.join("examples", "kernels", kernel)
+    if not os.path.isfile(os.path.join(REPO, kpath)):
+        pytest.skip(f"{kpath} not present")
+    r = _eval(server, "no-static", os.path.join("examples", "problems", problem), kpath, static_check=False,
+              timeout_s=120)
+    assert r["type"] == "result", r
+    assert (r["status"], r["kind"]) in allowed, {k: r.get(k) for k in ("status", "kind", "message", "checks")}
+
+
+def test_server_still_serves_after_faults_and_timing_repeats(server):
+    runs = [_eval(server, "repeat", "examples/problems/03_linear_gelu.py",
+                  "examples/kernels/03_linear_gelu__tiled.py") for _ in range(2)]
+    assert all(r["status"] == "correct" for r in runs), runs
+    a, b = (r["runtime_ms"]["median"] for r in runs)
+    print(f"\nrepeat medians: {a:.5g} ms, {b:.5g} ms (ratio {max(a, b) / min(a, b):.4f})")
+    assert runs[0]["checks"]["wall_clock"]["ok"] and runs[0]["checks"]["runtime"]["own_launches"] >= 1
+
+
+def test_allow_pytorch_marks_uses_pytorch(server):
+    r = _eval(server, "swap", "examples/problems/03_linear_gelu.py",
+              "examples/kernels/03_linear_gelu__torch_fallback.py", allow_pytorch=True)
+    assert r["type"] == "result", r
+    # The static layer may still reject torch compute it cannot excuse; if it passes, it is marked.
+    if r["status"] == "correct":
+        assert r["uses_pytorch"] is True
+
+
+def test_baselines(server):
+    msg, _ = server.request("baseline", timeout=600, problem=os.path.join(REPO, "examples/problems/03_linear_gelu.py"),
+                            options={"warmup": 10, "perf_trials": 100})
+    assert msg["type"] == "result", msg
+    print(f"\nbaseline 03_linear_gelu: eager {msg['eager']} compile {msg.get('compile')} "
+          f"({msg.get('compile_error', '')}) gpu {msg.get('gpu')} torch {msg.get('torch')}")
+    row = {"label": "baseline", "kernel": "03_linear_gelu", "eager": msg["eager"], "compile": msg.get("compile"),
+           "gpu": msg.get("gpu"), "torch": msg.get("torch")}
+    RESULTS.append(row)
+    _append(row)
+    assert msg["eager"]["median_ms"] > 0
+
+
+def _append(row: dict) -> None:
+    """Results survive even if the run is cut short."""
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "worker_gpu_results.jsonl"), "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def _report(client) -> None:
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "worker_server_stderr.txt"), "w") as f:
+            f.write(client.stderr())
