@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "bench/bench_report.h"
 #include "bench/metrics.h"
 #include "bench/suite.h"
 #include "util/fs.h"
@@ -159,6 +160,59 @@ TEST(Metrics, SummaryRoundTripAndErrors) {
   auto j = summary_to_json(oc("q", false, 0, 0, 1));
   j["speedup"]["compile"] = 3.0;
   EXPECT_DOUBLE_EQ(outcome_from_summary(j)->speedup_compile, 0.0);
+}
+
+TEST(BenchReport, MergesShardsAndRenders) {
+  TempDir d;
+  auto put = [&](const std::string& rel, const Outcome& o) {
+    ASSERT_TRUE(write_file_atomic(d.path() / rel / "summary.json", summary_to_json(o).dump()).ok());
+  };
+  Outcome a = oc("p1", true, 1.5, 2.0, 1000);
+  a.method = "mkevolve";
+  a.problem_name = "1_Conv";
+  a.timeline = {{16, 500, true, 1.2, 1.5}, {32, 1000, true, 1.5, 2.0}};
+  Outcome b = oc("p2", false, 0, 0, 3000, "failed");
+  b.method = "mkevolve";
+  b.error = "worker crashed";
+  Outcome c = oc("p1", true, 0.9, 1.0, 2000);
+  c.method = "beam";
+  put("shard0/mkevolve/p1", a);
+  put("shard1/mkevolve/p2", b);
+  put("shard0/beam/p1", c);
+  // The same problem again from an overlapping shard, unfinished: the finished one wins.
+  Outcome a2 = a;
+  a2.status = "interrupted";
+  a2.correct = false;
+  put("shard9/mkevolve/p1", a2);
+  ASSERT_TRUE(write_file_atomic(d.path() / "junk" / "summary.json", "{not json").ok());
+
+  auto res = load_results({d.path()});
+  ASSERT_TRUE(res.ok()) << res.error();
+  ASSERT_EQ(res->by_method.at("mkevolve").size(), 2u);
+  EXPECT_TRUE(res->by_method.at("mkevolve")[0].correct);
+  EXPECT_EQ(res->warnings.size(), 2u);  // the duplicate and the junk file
+  BenchReport r = build_report(std::move(*res));
+  std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| mkevolve | 2 | 0.50 | 0.50 | 0.50 | 0.00 | 1.50 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| beam | 1 | 1.00 | 1.00 | 0.00 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("worker crashed"), std::string::npos);
+  std::string html = render_html(r);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  auto j = render_json(r);
+  EXPECT_DOUBLE_EQ(j["win_rate"]["rate"][1][0].get<double>(), 1.0);  // mkevolve beats beam on p1
+  std::string csv = render_csv(r);
+  EXPECT_NE(csv.find("mkevolve,p2,p2,failed,0,"), std::string::npos) << csv;
+}
+
+TEST(BenchReport, NothingToReadIsAnError) {
+  TempDir d;
+  auto res = load_results({d.path()});
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(res.error().find("summary.json"), std::string::npos);
+  EXPECT_FALSE(load_results({d.path() / "missing"}).ok());
 }
 
 }  // namespace

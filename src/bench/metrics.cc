@@ -40,7 +40,8 @@ Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
   Outcome o;
   try {
     o.problem_id = s.at("problem_id").get<std::string>();
-    o.problem_name = s.value("problem_name", o.problem_id);
+    o.problem_name = s.value("problem_name", std::string());
+    if (o.problem_name.empty()) o.problem_name = o.problem_id;
     o.method = s.at("method").get<std::string>();
     o.status = s.at("status").get<std::string>();
     o.correct = s.at("correct").get<bool>();
