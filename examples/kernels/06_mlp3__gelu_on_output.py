@@ -1,0 +1,68 @@
+"""Broken (wrong math): passes the GELU flag for the last layer too, so the
+output goes through a GELU the problem does not have: negative outputs
+shrink toward zero and positive ones lose up to about 0.17.
+"""
+import math
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def linear_act_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn, stride_ym,
+                      GELU: tl.constexpr,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < M
+    n_ok = offs_n < N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_ok = k0 + offs_k < K
+        a = tl.load(x_ptr + offs_m[:, None] * stride_xm + (k0 + offs_k)[None, :],
+                    mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + offs_n[None, :] * stride_wn + (k0 + offs_k)[:, None],
+                    mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc=acc, input_precision="ieee")
+    acc = acc + tl.load(b_ptr + offs_n, mask=n_ok, other=0.0)[None, :]
+    if GELU:
+        acc = 0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))
+    tl.store(y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :], acc,
+             mask=m_ok[:, None] & n_ok[None, :])
+
+
+def linear_parameters(in_features, out_features):
+    """Weight and bias drawn exactly as a Linear layer draws them at reset."""
+    weight = torch.empty(out_features, in_features)
+    nn.init.kaiming_uniform_(weight, a=math.sqrt(5))
+    bound = 1.0 / math.sqrt(in_features)
+    bias = torch.empty(out_features)
+    nn.init.uniform_(bias, -bound, bound)
+    return nn.Parameter(weight), nn.Parameter(bias)
+
+
+def linear(x, weight, bias, gelu):
+    M, K = x.shape
+    N = weight.shape[0]
+    y = torch.empty((M, N), device=x.device, dtype=x.dtype)
+    grid = (triton.cdiv(M, 128), triton.cdiv(N, 128))
+    linear_act_kernel[grid](x, weight, bias, y, M, N, K, x.stride(0), weight.stride(0), y.stride(0),
+                            GELU=gelu, BLOCK_M=128, BLOCK_N=128, BLOCK_K=32,
+                            num_warps=8, num_stages=3)
+    return y
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features: int, hidden: int, out_features: int):
+        super().__init__()
+        self.w1, self.b1 = linear_parameters(in_features, hidden)
+        self.w2, self.b2 = linear_parameters(hidden, hidden)
+        self.w3, self.b3 = linear_parameters(hidden, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = linear(x.contiguous(), self.w1, self.b1, True)
+        h = linear(h, self.w2, self.b2, True)
+        return linear(h, self.w3, self.b3, True)
