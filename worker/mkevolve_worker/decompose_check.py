@@ -351,7 +351,10 @@ def _deadline(seconds):
         raise _Timeout()
 
     old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    # Fire a little early on long budgets so that this report, not a supervisor's kill at
+    # the same deadline, is what the caller sees.
+    seconds = float(seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds - min(5.0, 0.05 * seconds))
     try:
         yield
     finally:
@@ -535,8 +538,8 @@ def _trivial_forward(tree) -> bool:
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None:
         return False
-    forward = next((n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "forward"),
-                   None)
+    forward = next((n for n in model.body
+                    if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
     if forward is None:
         return False
     params = {a.arg for a in forward.args.args[1:]}
@@ -685,7 +688,8 @@ def _make_tracer(recorder: _Recorder, user_files: dict, own_file: str):
                                (src is not None and out.dtype == src.dtype))
                 if not allowed:
                     label, line = where()
-                    recorder.toplevel_ops.append((label, line, full.replace("torch.Tensor.", "Tensor.")))
+                    op = full.replace("torch.Tensor.", "Tensor.")
+                    recorder.toplevel_ops.append((label, line, op))
                 return out
             finally:
                 self.busy = False
@@ -853,7 +857,8 @@ class _Verifier:
         if os.path.isfile(init_py):
             try:
                 with open(init_py, encoding="utf-8") as fh:
-                    exec(compile(fh.read(), init_py, "exec", dont_inherit=True), pkg.__dict__)  # noqa: S102
+                    code = compile(fh.read(), init_py, "exec", dont_inherit=True)
+                exec(code, pkg.__dict__)  # noqa: S102
             except Exception as exc:  # noqa: BLE001
                 self.fail(f"{self.sub_prefix}/__init__.py: failed to load: {_exc_text(exc, {})}")
         names = sorted(f[:-3] for f in os.listdir(self.subdir)
@@ -1001,9 +1006,9 @@ class _Verifier:
                 for t in _flat_tensors(out):
                     if t.is_floating_point() or t.is_complex():
                         if not bool(torch.isfinite(t).all()):
-                            self.fail(f"{sp.label}: {entry}Model(*{init_fn})(*{inputs_fn}) returns NaN or "
-                                      "inf; the subproblem must give finite output on its own "
-                                      "inputs")
+                            self.fail(f"{sp.label}: {entry}Model(*{init_fn})(*{inputs_fn}) "
+                                      "returns NaN or inf; the subproblem must give finite output "
+                                      "on its own inputs")
                             sp.failed = True
                             break
                 if index == 0 and not sp.failed and self.is_view_only(model, device_inputs, out):
@@ -1252,7 +1257,8 @@ class _Verifier:
                         else f"atol={self.atol}, rtol={self.rtol}")
                 return (f"{label}: {which} of ModelNew differs from Model's on trial {trial} at "
                         f"{count} of {e.numel()} elements (max abs err {worst:.3g}, first at index "
-                        f"{index}: {float(gf[index]):.6g} vs {float(ef[index]):.6g}; {rule})")
+                        f"{index}: ModelNew {float(gf[index]):.6g}, Model {float(ef[index]):.6g}; "
+                        f"{rule})")
         return None
 
     def compare_parameters(self, ref, new):
@@ -1302,8 +1308,8 @@ class _Verifier:
                                   for i, sig in instances}
             if not sp.uses_configs and len(distinct_instances) > 1:
                 inits = ", ".join(dict.fromkeys(_init_text(s) for _, s in instances))
-                self.fail(f"{sp.label}: ModelNew builds Model {len(instances)} times with different "
-                          f"arguments or input shapes (init args {inits}); define "
+                self.fail(f"{sp.label}: ModelNew builds Model {len(instances)} times with "
+                          f"different arguments or input shapes (init args {inits}); define "
                           "get_input_configs() returning one {'get_init_inputs': ..., "
                           "'get_inputs': ...} dict per instantiation")
                 sp.covered = False
