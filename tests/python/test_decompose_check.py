@@ -337,6 +337,21 @@ def test_unused_subproblem_file():
                     "delete the file")
 
 
+def test_subproblem_built_inside_another_subproblem(tmp_path):
+    root = copy_fixture("conv_good", tmp_path)
+    conv = root / "subkernel_problems" / "conv_relu_pool.py"
+    edit(conv, "import torch.nn as nn\n",
+         "import torch.nn as nn\n\nfrom subkernel_problems.linear import Model as Linear\n")
+    edit(conv, "        self.pool = nn.MaxPool2d(2)\n",
+         "        self.pool = nn.MaxPool2d(2)\n        self.unused = Linear(2, 2)\n")
+    edit(root / "decomposed_problem.py", "        self.fc = Linear(", "        self.fc = nn.Linear(")
+    result = verify("conv_good", root=root)
+    assert ("subkernel_problems/linear.py: its Model is built only inside "
+            "subkernel_problems/conv_relu_pool.py, not by ModelNew; subproblems must not use each "
+            "other: build it in ModelNew.__init__ or inline its code into "
+            "subkernel_problems/conv_relu_pool.py") in result["failures"], result["failures"]
+
+
 def test_subproblem_with_non_finite_output(tmp_path):
     root = copy_fixture("conv_good", tmp_path)
     edit(root / "subkernel_problems" / "linear.py", "return [torch.randn(4, 512)]",

@@ -572,7 +572,8 @@ class _Recorder:
         self.inits = []          # [(cls, instance, init_sig_tuple)]
         self.calls = {}          # id(instance) -> [input_sig_tuple]
         self.depth = 0           # >0 while a subproblem forward runs
-        self.init_depth = 0
+        self.init_stack = []     # subproblem classes whose __init__ is running
+        self.nested = []         # [(inner cls, outer cls)]: built inside another subproblem
         self.toplevel_ops = []   # [(label, lineno, op)]
         self.module_args = []    # [(cls, "init"|"forward")]
 
@@ -588,18 +589,22 @@ class _Recorder:
             def make(cls=cls, original=original, signature=signature):
                 @functools.wraps(original)
                 def __init__(inner_self, *args, **kwargs):
-                    outermost = self.init_depth == 0
+                    outer = self.init_stack[0] if self.init_stack else None
                     values = _bind(signature, args, kwargs, drop_first=True)
                     sig = tuple(_sig(v) for v in values)
-                    if any(isinstance(v, torch.nn.Module) for v in values):
+                    if outer is None and any(isinstance(v, torch.nn.Module) for v in values):
                         self.module_args.append((cls, "__init__"))
-                    self.init_depth += 1
+                    self.init_stack.append(cls)
                     try:
                         original(inner_self, *args, **kwargs)
                     finally:
-                        self.init_depth -= 1
-                    if outermost and type(inner_self) is cls:
+                        self.init_stack.pop()
+                    if type(inner_self) is not cls:
+                        return
+                    if outer is None:
                         self.inits.append((cls, inner_self, sig))
+                    elif outer is not cls:
+                        self.nested.append((cls, outer))
                 return __init__
 
             patches.append((cls, had_own, cls.__dict__.get("__init__")))
@@ -1362,8 +1367,15 @@ class _Verifier:
                           "subproblem or do the reshape in the top level")
             if ran_model_new and self.built_model_new and sp.cls not in used:
                 sp.covered = False
-                self.fail(f"{sp.label}: ModelNew never builds this Model; use it or delete the "
-                          "file")
+                outer = next((self.by_class(o) for c, o in self.recorder.nested if c is sp.cls),
+                             None)
+                if outer is not None:
+                    self.fail(f"{sp.label}: its Model is built only inside {outer.label}, not by "
+                              "ModelNew; subproblems must not use each other: build it in "
+                              f"ModelNew.__init__ or inline its code into {outer.label}")
+                else:
+                    self.fail(f"{sp.label}: ModelNew never builds this Model; use it or delete "
+                              "the file")
 
 
 def _flat_outputs(obj):
