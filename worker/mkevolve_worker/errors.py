@@ -69,7 +69,7 @@ _CUDA_HINTS = (
     "Compile with `TORCH_USE_CUDA_DSA`",
     "Compile with TORCH_USE_CUDA_DSA",
     "Device-side assertion tracking was not enabled",
-    "Search for `cudaErrorIllegalAddress'",
+    "Search for `cudaError",
     "Exception raised from",
 )
 
@@ -100,15 +100,17 @@ def _class_names(exc: BaseException) -> list[str]:
 def classify_exception(exc: BaseException) -> str:
     """The kind of a failure raised while importing or running a candidate."""
     names = _class_names(exc)
-    text = str(exc)
+    # Classify the cause, not PyTorch's hints ("... enable device-side assertions").
+    text = clean_cuda_text(str(exc))
     low = text.lower()
     module = type(exc).__module__ or ""
     if "SystemExit" in names:
         return "exit_without_result"
     if "SyntaxError" in names or "IndentationError" in names or "TabError" in names:
         return "syntax_error"
-    if "illegal memory access" in low or "misaligned address" in low or "illegal address" in low \
-            or "unspecified launch failure" in low:
+    if any(p in low for p in ("illegal memory access", "misaligned address", "illegal address",
+                              "unspecified launch failure", "operation not supported on global/shared address",
+                              "illegal instruction", "invalid program counter")):
         return "illegal_memory_access"
     if "device-side assert" in low or "device side assert" in low or ("assert" in low and "cuda" in low):
         return "device_assert"

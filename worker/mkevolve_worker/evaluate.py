@@ -217,10 +217,13 @@ class Evaluator:
         job = {"kernel": kernel, "opts": opts, "device": device, "trials": plan, "inputs": inputs, "init": init,
                "perf": perf, "timing_inputs": inputs.get("last")}
         state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected": None}
+        phase_s: list = []  # [phase, seconds since the candidate was forked]; for diagnosing slow evals
 
         def on_event(child, ev):
             if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str):
                 state["phase"] = ev["phase"][:200]
+                if len(phase_s) < 64:
+                    phase_s.append([state["phase"], round(ev["_t"] - child.started, 3)])
             elif ev.get("ev") == "isolation" and ev.get("network") in ("none", "shared"):
                 res.checks["isolation"]["network"] = ev["network"]
             elif ev.get("ev") == "correctness_ready" and state["verdict"] is None:
@@ -230,6 +233,7 @@ class Evaluator:
                                                                exp_fd, state)
                 except ProblemError as e:
                     state["error"] = e
+                phase_s.append(["compared", round(time.monotonic() - child.started, 3)])
                 if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
                     self.progress("timing")
                     state["phase"] = "profiling and timing"
@@ -249,8 +253,10 @@ class Evaluator:
                                cpu_seconds=opts["timeout_s"], extra_env={"TRITON_CACHE_DIR": triton_cache})
         res.checks["isolation"] = {"pid": cand.pid, "network": "unknown",
                                    "cwd": "private temp dir", "env": "scrubbed"}
+        res.checks["phases_s"] = phase_s
         try:
             isolation.supervise(cand, opts["timeout_s"], on_event)
+            phase_s.append(["exited", round(time.monotonic() - cand.started, 3)])
             if state["error"] is not None:
                 raise state["error"]
             return self._finish(res, cand, state, kernel, opts, device, perf, t_start)
