@@ -71,7 +71,8 @@ def _eval(server, label: str, problem: str, kernel: str, **options) -> dict:
         row.update(status=msg["status"], kind=msg["kind"], median_ms=rt.get("median"),
                    max_abs_err=msg.get("max_abs_err"), message=msg["message"][:300],
                    wall_clock=msg.get("checks", {}).get("wall_clock"),
-                   runtime=msg.get("checks", {}).get("runtime"), network=msg.get("checks", {}).get(
+                   runtime=msg.get("checks", {}).get("runtime"), phases=msg.get("checks", {}).get("phases_s"),
+                   elapsed_s=msg.get("elapsed_s"), network=msg.get("checks", {}).get(
                        "isolation", {}).get("network"))
     else:
         row.update(status="error", kind=None, message=msg["message"][:300])
