@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Evaluation throughput: one worker pool versus a fresh Python process per candidate.
+
+    scripts/bench_eval_throughput.py [--mkevolve build/mkevolve] [--python python3]
+                                     [--slots 1,4] [--json-out F]
+
+A fixed, mixed set of example candidates (correct, incorrect, erroring and
+crashing ones, over four problems) is evaluated three ways, each timed by the
+wall clock from the first process start to the last verdict:
+
+  pool    `mkevolve eval --no-cache --problem P --kernel K1 --kernel K2 ...`, one
+          invocation per problem: a pre-imported worker server forks one isolated
+          child per candidate (the MKEvolve design). Run once per --slots value
+          (candidates evaluated at once on the GPU; 1 = one at a time).
+  fresh   `python -m mkevolve_worker eval --problem P --kernel K --json`, one new
+          process per candidate, one at a time, as KernelBench does: every
+          candidate pays the torch + triton import. The evaluation code and its
+          isolation (a forked child per candidate) are the same.
+
+Both do the same work per candidate: correctness trials, cheat checks and, for
+correct ones, timing of the candidate (10 warm-up + 100 timed calls). Neither
+includes baseline measurements in its clock: before the pool runs, one untimed
+pool call per problem fills the baseline cache, and the fresh processes measure
+no baselines (--cache-home names a cache whose baselines are already there).
+Each way gets its own empty Triton cache, so every candidate
+compiles cold, as a new LLM candidate does.
+
+Prints evaluations per minute for each way and the ratio; this is a benchmark,
+not a test: nothing is asserted about the numbers. Exit status 0 when every way
+ran and agreed on every verdict, 1 otherwise.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+P = "examples/problems/"
+K = "examples/kernels/"
+
+# problem -> candidates; a fixed mix: 5 correct, 6 incorrect, 6 that error or crash.
+CANDIDATES = {
+    P + "01_relu.py": [
+        "01_relu__triton", "01_relu__identity", "01_relu__empty_like_stale", "01_relu__illegal_address",
+        "01_relu__device_assert", "01_relu__bad_arange", "01_relu__segfault_numpy", "01_relu__syntax_error",
+    ],
+    P + "02_softmax_wide.py": ["02_softmax_wide__online", "02_softmax_wide__zeros", "02_softmax_wide__nan"],
+    P + "03_linear_gelu.py": ["03_linear_gelu__tiled", "03_linear_gelu__missing_bias"],
+    P + "05_layernorm_residual.py": ["05_layernorm_residual__rowwise", "05_layernorm_residual__broadcast_shape"],
+    P + "07_attention_block.py": ["07_attention_block__flash", "07_attention_block__mask_off_by_one"],
+}
+
+
+def kernel_path(stem):
+    return K + stem + ".py"
+
+
+def parse_lines(text):
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return out
+
+
+def base_env(cache_home, triton_cache):
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = str(cache_home)
+    env["TRITON_CACHE_DIR"] = str(triton_cache)
+    env["MKEVOLVE_HOME"] = str(ROOT)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_pool(binary, cache_home, triton_cache, slots, timeout_s):
+    env = base_env(cache_home, triton_cache)
+    verdicts, t0 = {}, time.monotonic()
+    for problem, stems in CANDIDATES.items():
+        cmd = [binary, "eval", "--json", "--no-cache", "--problem", problem, "--timeout", str(timeout_s),
+               "--slots-per-gpu", str(slots)]
+        for s in stems:
+            cmd += ["--kernel", kernel_path(s)]
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        for obj in parse_lines(proc.stdout):
+            verdicts[Path(obj.get("kernel", "?")).stem] = f"{obj.get('status')}/{obj.get('kind') or '-'}"
+        if proc.returncode not in (0, 1):
+            print(f"pool: {problem}: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
+    return time.monotonic() - t0, verdicts
+
+
+def warm_baselines(binary, cache_home, triton_cache):
+    """One untimed pool call per problem with its correct kernel: fills the baseline cache."""
+    env = base_env(cache_home, triton_cache)
+    for problem, stems in CANDIDATES.items():
+        subprocess.run([binary, "eval", "--json", "--no-cache", "--problem", problem,
+                        "--kernel", kernel_path(stems[0])], cwd=ROOT, env=env, capture_output=True,
+                       stdin=subprocess.DEVNULL)
+
+
+def run_fresh(python, cache_home, triton_cache, timeout_s):
+    env = base_env(cache_home, triton_cache)
+    env["PYTHONPATH"] = str(ROOT / "worker") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    verdicts, t0 = {}, time.monotonic()
+    for problem, stems in CANDIDATES.items():
+        for s in stems:
+            cmd = [python, "-m", "mkevolve_worker", "eval", "--problem", problem, "--kernel", kernel_path(s),
+                   "--json", "--timeout", str(timeout_s)]
+            proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL)
+            objs = parse_lines(proc.stdout)
+            if objs:
+                verdicts[s] = f"{objs[-1].get('status')}/{objs[-1].get('kind') or '-'}"
+            else:
+                print(f"fresh: {s}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}", file=sys.stderr)
+    return time.monotonic() - t0, verdicts
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mkevolve", default=str(ROOT / "build" / "mkevolve"))
+    ap.add_argument("--python", default=os.environ.get("MKEVOLVE_PYTHON", "python3"))
+    ap.add_argument("--slots", default="1", help="comma-separated --slots-per-gpu values for the pool runs")
+    ap.add_argument("--timeout", type=int, default=120, help="per-candidate deadline, seconds")
+    ap.add_argument("--cache-home", help="XDG cache folder whose baselines are already measured "
+                    "(skips the untimed warm-up calls); default: a fresh one, filled before timing")
+    ap.add_argument("--json-out")
+    args = ap.parse_args(argv)
+    if not Path(args.mkevolve).exists():
+        print(f"bench_eval_throughput: {args.mkevolve}: no such binary (build it or pass --mkevolve)",
+              file=sys.stderr)
+        return 2
+    n = sum(len(v) for v in CANDIDATES.values())
+    tmp = Path(tempfile.mkdtemp(prefix="mk_bench_"))
+    if args.cache_home and Path(args.cache_home).is_dir():
+        cache_home = Path(args.cache_home)   # baselines measured earlier (gpu-suite's manifest stage)
+    else:
+        cache_home = tmp / "cache"   # shared: holds the baselines, which no clock includes
+        warm_baselines(args.mkevolve, cache_home, tmp / "triton-warm")
+    runs = []
+    for slots in [int(s) for s in args.slots.split(",") if s.strip()]:
+        secs, verdicts = run_pool(args.mkevolve, cache_home, tmp / f"triton-pool-{slots}", slots, args.timeout)
+        runs.append({"way": f"pool, {slots} slot{'s' if slots > 1 else ''}", "seconds": secs,
+                     "processes_started": len(CANDIDATES), "verdicts": verdicts})
+    secs, verdicts = run_fresh(args.python, cache_home, tmp / "triton-fresh", args.timeout)
+    runs.append({"way": "fresh process per candidate", "seconds": secs, "processes_started": n,
+                 "verdicts": verdicts})
+
+    for r in runs:
+        r["evals_per_minute"] = 60.0 * n / r["seconds"] if r["seconds"] > 0 else 0.0
+    fresh = runs[-1]
+    names = [s for stems in CANDIDATES.values() for s in stems]
+    disagreements = [s for s in names if len({r["verdicts"].get(s) for r in runs}) != 1]
+
+    print(f"{'candidate':40} " + " ".join(f"{r['way'][:26]:26}" for r in runs))
+    for s in names:
+        print(f"{s:40} " + " ".join(f"{str(r['verdicts'].get(s, 'missing'))[:26]:26}" for r in runs))
+    print()
+    for r in runs[:-1]:
+        print(f"pool   {r['way']:30} {n} candidates in {r['seconds']:7.1f} s = {r['evals_per_minute']:6.1f} evals/min")
+    print(f"fresh  {fresh['way']:30} {n} candidates in {fresh['seconds']:7.1f} s = "
+          f"{fresh['evals_per_minute']:6.1f} evals/min")
+    for r in runs[:-1]:
+        print(f"ratio  {r['way']:30} {r['evals_per_minute'] / fresh['evals_per_minute']:.2f}x the fresh-process rate")
+    if disagreements:
+        print(f"verdicts differ between ways for: {', '.join(disagreements)}")
+    incomplete = [r["way"] for r in runs if len(r["verdicts"]) < n]
+    if incomplete:
+        print(f"NOT A MEASUREMENT: some candidates got no verdict in: {', '.join(incomplete)}")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps({"candidates": n, "runs": runs, "incomplete": incomplete,
+                                                   "disagreements": disagreements}, indent=1))
+    return 1 if disagreements or incomplete else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
