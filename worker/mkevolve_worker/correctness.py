@@ -192,6 +192,8 @@ def tensors_equal(a, b) -> bool:
         return a == b
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
+    if torch.equal(a, b):
+        return True
     if a.dtype.is_floating_point or a.dtype.is_complex:
         both_nan = torch.isnan(a) & torch.isnan(b)
         return bool(((a == b) | both_nan).all())
@@ -218,6 +220,27 @@ def _index(flat: int, shape) -> tuple:
 
 def _where(path: str) -> str:
     return f"output{path}" if path else "output"
+
+
+def _all_finite(x) -> bool:
+    """Fast test: a finite sum means every element is finite (torch.isfinite is
+    slow on some CPU builds); an infinite sum falls back to the exact test."""
+    import torch
+    if x.numel() == 0:
+        return True
+    if math.isfinite(float(x.sum())):
+        return True
+    return bool(torch.isfinite(x).all())
+
+
+def _norm(x, max_abs: float) -> float:
+    """L2 norm without overflow or underflow of the squares in float32."""
+    import torch
+    if max_abs == 0:
+        return 0.0
+    if 1e-15 < max_abs < 1e15:
+        return float(torch.linalg.vector_norm(x))
+    return float(torch.linalg.vector_norm(x / max_abs)) * max_abs
 
 
 def compare_tensor(exp, got, opts: dict, path: str = "") -> dict:
@@ -247,67 +270,87 @@ def compare_tensor(exp, got, opts: dict, path: str = "") -> dict:
                                f"expected {exp.reshape(-1)[i].item()} ({int(neq.sum())} of {exp.numel()} elements differ)",
                     "max_abs_err": float((got.double() - exp.double()).abs().max())}
         return res
+    # Compare in float32 (float64 for float64 outputs): a float32 subtraction
+    # errs by at most one ulp, far below any tolerance we accept. No boolean
+    # indexing and no float64 copies: outputs can have hundreds of millions of
+    # elements and the server compares on one CPU thread.
+    cdt = torch.float64 if exp.dtype in (torch.float64, torch.complex128) else torch.float32
     e = exp.reshape(-1)
     g = got.reshape(-1)
     if exp.dtype.is_complex:
         e = torch.view_as_real(e).reshape(-1)
         g = torch.view_as_real(g).reshape(-1)
-    e = e.double()
-    g = g.double()
-    e_fin = torch.isfinite(e)
-    g_fin = torch.isfinite(g)
-    bad_nf = e_fin & ~g_fin
-    if bool(bad_nf.any()):
-        i = int(bad_nf.nonzero()[0])
-        n = int(bad_nf.sum())
-        return {"ok": False, "kind": "nan",
-                "message": f"{name} has {_fmt(g[i].item())} at index {_index(i, exp.shape)} where {_fmt(e[i].item())} "
-                           f"was expected ({n} of {e.numel()} elements are NaN/Inf)",
-                "max_abs_err": math.inf}
-    # Where the reference itself is non-finite, demand the same value.
-    ref_nf = ~e_fin
-    if bool(ref_nf.any()):
+    e = e.to(cdt)
+    g = g.to(cdt)
+
+    def at(i: int):
+        # Index into the original tensor (complex outputs are compared as real pairs).
+        j = i // 2 if exp.dtype.is_complex else i
+        return _index(j, exp.shape)
+
+    all_e_fin = _all_finite(e)
+    all_g_fin = _all_finite(g)
+    e_fin = torch.isfinite(e) if not (all_e_fin and all_g_fin) else None
+    if not all_g_fin:
+        g_fin = torch.isfinite(g)
+        bad_nf = e_fin & ~g_fin
+        if bool(bad_nf.any()):
+            i = int(bad_nf.nonzero()[0])
+            n = int(bad_nf.sum())
+            return {"ok": False, "kind": "nan",
+                    "message": f"{name} has {_fmt(g[i].item())} at index {at(i)} where {_fmt(e[i].item())} "
+                               f"was expected ({n} of {e.numel()} elements are NaN/Inf)",
+                    "max_abs_err": math.inf}
+    if not all_e_fin:
+        # Where the reference itself is non-finite, demand the same value; then
+        # compare the rest with those positions zeroed in both.
         same = (torch.isnan(e) & torch.isnan(g)) | (e == g)
-        wrong = ref_nf & ~same
+        wrong = ~e_fin & ~same
         if bool(wrong.any()):
             i = int(wrong.nonzero()[0])
             return {"ok": False, "kind": "mismatch",
-                    "message": f"{name} differs at index {_index(i, exp.shape)}: got {_fmt(g[i].item())}, "
+                    "message": f"{name} differs at index {at(i)}: got {_fmt(g[i].item())}, "
                                f"expected {_fmt(e[i].item())}", "max_abs_err": math.inf}
-    ef, gf = e[e_fin], g[e_fin]
-    if ef.numel() == 0:
-        return res
-    diff = (gf - ef).abs()
+        zero = torch.zeros((), dtype=cdt)
+        e = torch.where(e_fin, e, zero)
+        g = torch.where(e_fin, g, zero)
+        if not bool(e_fin.any()):
+            return res
+    del e_fin
+    diff = (g - e).abs_()
     max_abs = float(diff.max())
     res["max_abs_err"] = max_abs
-    tol = opts["atol"] + opts["rtol"] * ef.abs()
-    bad = diff > tol
-    e_range = float(ef.max() - ef.min())
+    e_abs = e.abs()
+    e_max_abs = float(e_abs.max())
     # A constant where the reference varies well beyond rounding noise.
-    if gf.numel() > 1 and float(gf.max() - gf.min()) == 0.0 and e_range > 1e-3 * float(ef.abs().max()):
-        return {"ok": False, "kind": "mismatch",
-                "message": f"{name} is constant (every element is {_fmt(float(gf[0]))}) but the expected output "
-                           f"varies from {_fmt(float(ef.min()))} to {_fmt(float(ef.max()))}",
-                "max_abs_err": max_abs}
+    if g.numel() > 1:
+        g_min, g_max = float(g.min()), float(g.max())
+        e_min, e_max = float(e.min()), float(e.max())
+        if g_min == g_max and (e_max - e_min) > 1e-3 * e_max_abs:
+            return {"ok": False, "kind": "mismatch",
+                    "message": f"{name} is constant (every element is {_fmt(g_min)}) but the expected output "
+                               f"varies from {_fmt(e_min)} to {_fmt(e_max)}",
+                    "max_abs_err": max_abs}
+    tol = e_abs.mul_(opts["rtol"]).add_(opts["atol"])
+    bad = diff > tol
     if bool(bad.any()):
-        pos = torch.nonzero(e_fin).reshape(-1)
-        j = int(bad.nonzero()[0])
-        i = int(pos[j])
+        i = int(bad.nonzero()[0]) if bad.numel() < (1 << 31) else int(torch.argmax(bad.to(torch.uint8)))
         return {"ok": False, "kind": "mismatch",
-                "message": f"{name} differs at index {_index(i, exp.shape)}: got {_fmt(g[i].item())}, expected "
-                           f"{_fmt(e[i].item())} (|diff| {diff[j].item():.3g} > atol+rtol*|expected| "
-                           f"{tol[j].item():.3g}); {int(bad.sum())} of {e.numel()} elements differ, "
+                "message": f"{name} differs at index {at(i)}: got {_fmt(g[i].item())}, expected "
+                           f"{_fmt(e[i].item())} (|diff| {diff[i].item():.3g} > atol+rtol*|expected| "
+                           f"{tol[i].item():.3g}); {int(bad.sum())} of {e.numel()} elements differ, "
                            f"max_abs_err {max_abs:.3g}",
                 "max_abs_err": max_abs}
-    norm_e = float(ef.norm())
+    del bad, tol
+    norm_e = _norm(e, e_max_abs)
     if norm_e > 0:
-        rel = float((gf - ef).norm()) / norm_e
+        rel = _norm(diff, max_abs) / norm_e
         res["rel_err"] = rel
         if rel > opts["scale_tol"]:
             return {"ok": False, "kind": "mismatch",
                     "message": f"{name} is wrong relative to its own scale: relative L2 error {rel:.3g} > "
                                f"{opts['scale_tol']:.3g} although every element is within atol "
-                               f"(expected values are tiny: max |expected| {float(ef.abs().max()):.3g}); "
+                               f"(expected values are tiny: max |expected| {e_max_abs:.3g}); "
                                f"compute the actual values, zeros or constants do not pass",
                     "max_abs_err": max_abs, "rel_err": rel}
     return res

@@ -212,7 +212,7 @@ def loads(buf: bytearray):
                 real = torch.float32 if dt == torch.complex64 else torch.float64
                 t = torch.view_as_complex(raw.view(real).reshape(numel, 2)).clone()
             else:
-                t = raw.view(dt).clone()
+                t = raw.view(dt)  # shares buf (frombuffer keeps it alive): no copy
             t = t.reshape(shape)
         tensors.append(t)
 
