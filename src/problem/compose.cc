@@ -44,7 +44,7 @@ std::string pytorch_implementation(const Subproblem& sp) {
 
 Status write_solution_package(const fs::path& package_dir, const Topology& topo,
                               const std::map<std::string, std::string>& kernels,
-                              const SolutionManifest& manifest) {
+                              const SolutionManifest& manifest, bool durable) {
   for (const auto& sp : topo.subproblems) {
     if (!kernels.count(sp.name))
       return Error{fmt::format("cannot compose {}: no kernel for subproblem {}", package_dir.string(), sp.name)};
@@ -62,7 +62,9 @@ Status write_solution_package(const fs::path& package_dir, const Topology& topo,
   man["contains_pytorch_subkernels"] = !manifest.pytorch_subkernels.empty();
   man["monolithic"] = topo.monolithic;
 
-  auto w = [&](const fs::path& rel, const std::string& content) -> Status { return write_file_atomic(tmp / rel, content); };
+  auto w = [&](const fs::path& rel, const std::string& content) -> Status {
+    return durable ? write_file_atomic(tmp / rel, content) : write_file_plain(tmp / rel, content);
+  };
   Status st = w("__init__.py",
                 "\"\"\"MKEvolve solution package. Import ModelNew from .decomposed_solution; each subkernel is a\n"
                 "self-contained ModelNew in subkernel_implementations/, its PyTorch reference in\n"

@@ -36,9 +36,10 @@ struct SolutionManifest {
 };
 
 /// Writes the package into `package_dir` (normally DIR/solution), replacing any
-/// previous content. `kernels` must hold one source per subproblem.
+/// previous content. `kernels` must hold one source per subproblem. With
+/// durable = false (scratch packages the search evaluates) files are not fsync'd.
 Status write_solution_package(const fs::path& package_dir, const Topology& topo,
                               const std::map<std::string, std::string>& kernels,
-                              const SolutionManifest& manifest = {});
+                              const SolutionManifest& manifest = {}, bool durable = true);
 
 }  // namespace mk::problem

@@ -1,6 +1,7 @@
 #include "problem/problem.h"
 
 #include <algorithm>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -111,13 +112,24 @@ std::vector<std::string> Topology::names() const {
   return out;
 }
 
-Status Topology::write_to(const fs::path& dir) const {
+Status write_file_plain(const fs::path& path, const std::string& content) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  out.close();
+  if (!out) return Error{fmt::format("cannot write {}", path.string())};
+  return Status::Ok();
+}
+
+Status Topology::write_to(const fs::path& dir, bool durable) const {
   std::error_code ec;
   fs::remove_all(dir / "subkernel_problems", ec);
-  if (auto st = write_file_atomic(dir / "decomposed_problem.py", top_level); !st) return st;
-  if (auto st = write_file_atomic(dir / "subkernel_problems" / "__init__.py", ""); !st) return st;
+  auto w = [&](const fs::path& p, const std::string& c) { return durable ? write_file_atomic(p, c) : write_file_plain(p, c); };
+  if (auto st = w(dir / "decomposed_problem.py", top_level); !st) return st;
+  if (auto st = w(dir / "subkernel_problems" / "__init__.py", ""); !st) return st;
   for (const auto& s : subproblems) {
-    if (auto st = write_file_atomic(dir / s.file(), s.source); !st) return st;
+    if (auto st = w(dir / s.file(), s.source); !st) return st;
   }
   return Status::Ok();
 }

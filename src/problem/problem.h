@@ -54,7 +54,8 @@ struct Topology {
 
   /// Writes decomposed_problem.py and subkernel_problems/<name>.py (plus an
   /// empty __init__.py) under dir, replacing what a previous write left there.
-  Status write_to(const fs::path& dir) const;
+  /// Scratch copies for verification need no fsync: durable = false.
+  Status write_to(const fs::path& dir, bool durable = true) const;
 
   nlohmann::json to_json() const;
   static Result<Topology> from_json(const nlohmann::json& j);
@@ -89,6 +90,9 @@ struct TopologyDiff {
   nlohmann::json to_json() const;
 };
 TopologyDiff diff(const Topology& before, const Topology& after);
+
+/// Writes a file without fsync (scratch files), creating parent directories.
+Status write_file_plain(const fs::path& path, const std::string& content);
 
 /// True if s is a usable subproblem name (lower-case Python identifier, not a keyword).
 bool valid_subproblem_name(const std::string& s);

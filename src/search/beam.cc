@@ -1,0 +1,432 @@
+#include <algorithm>
+#include <fstream>
+#include <future>
+
+#include <fmt/format.h>
+
+#include "agents/reply.h"
+#include "search/internal.h"
+#include "search/search.h"
+#include "util/fs.h"
+
+namespace mk::search {
+
+// ---- context and accounting ------------------------------------------------
+
+int SearchContext::reserve_samples(const std::string& stream, int n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  int base = samples_[stream];
+  samples_[stream] = base + n;
+  return base;
+}
+
+void SearchContext::set_fatal(const std::string& message) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (fatal_.empty()) fatal_ = message;
+}
+
+bool SearchContext::should_stop() const {
+  if (stop && stop->load()) return true;
+  std::lock_guard<std::mutex> lk(mu_);
+  return !fatal_.empty();
+}
+
+std::string SearchContext::fatal_message() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return fatal_;
+}
+
+void Accounting::add(const agents::CallRecord& c) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto& e = by_agent_[c.agent];
+  e.first += 1;
+  e.second += c.usage;
+}
+
+int Accounting::calls(const std::string& agent) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = by_agent_.find(agent);
+  return it == by_agent_.end() ? 0 : it->second.first;
+}
+
+int Accounting::kernel_calls() const {
+  return calls("generate") + calls("debug") + calls("optimize") + calls("postfuse");
+}
+
+nlohmann::json Accounting::to_json() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  nlohmann::json j = nlohmann::json::object();
+  llm::Usage total;
+  int calls = 0;
+  for (const auto& [agent, e] : by_agent_) {
+    j[agent] = {{"calls", e.first},
+                {"input", e.second.input},
+                {"output", e.second.output},
+                {"cache_read", e.second.cache_read},
+                {"cache_write", e.second.cache_write},
+                {"estimated", e.second.estimated}};
+    total += e.second;
+    calls += e.first;
+  }
+  return {{"by_agent", j},
+          {"calls", calls},
+          {"tokens", total.total()},
+          {"input", total.input},
+          {"output", total.output},
+          {"estimated", total.estimated}};
+}
+
+// ---- events ----------------------------------------------------------------
+
+namespace detail {
+
+nlohmann::json result_json(const eval::EvalResult& r) {
+  nlohmann::json j = {{"status", eval::to_string(r.status)},
+                      {"kind", r.kind},
+                      {"reasons", r.reasons},
+                      {"speedup_compile", r.speedup_compile},
+                      {"speedup_eager", r.speedup_eager},
+                      {"max_abs_err", r.max_abs_err},
+                      {"uses_pytorch", r.uses_pytorch},
+                      {"cached", r.cached}};
+  if (r.runtime.valid) j["runtime_ms"] = r.runtime.median_ms;
+  if (r.compiled.valid) j["compile_ms"] = r.compiled.median_ms;
+  if (r.eager.valid) j["eager_ms"] = r.eager.median_ms;
+  if (!r.feedback.empty()) j["feedback"] = agents::trim_text(r.feedback, 10, 10, 2000);
+  return j;
+}
+
+nlohmann::json llm_event(const agents::CallRecord& c, int iteration) {
+  nlohmann::json j = c.to_json();
+  j["type"] = "llm_call";
+  j["iteration"] = iteration;
+  return j;
+}
+
+nlohmann::json eval_event(const std::string& task, const std::string& candidate, int iteration,
+                          const eval::EvalResult& r, double reward, const std::string& scope) {
+  nlohmann::json j = {{"type", "eval"},          {"scope", scope},
+                      {"task", task},            {"candidate", candidate},
+                      {"iteration", iteration},  {"status", eval::to_string(r.status)},
+                      {"kind", r.kind},          {"reward", reward},
+                      {"speedup_compile", r.speedup_compile}, {"speedup_eager", r.speedup_eager},
+                      {"uses_pytorch", r.uses_pytorch}, {"cached", r.cached}};
+  if (r.runtime.valid) j["runtime_ms"] = r.runtime.median_ms;
+  return j;
+}
+
+agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conversation& conv,
+                      const std::string& agent, const std::string& task, int sample, int iteration,
+                      std::vector<nlohmann::json>* events) {
+  if (ctx.sink) ctx.sink->progress({{"type", "llm_start"}, {"agent", agent}, {"task", task}, {"sample", sample}});
+  auto ex = agents::call_llm(llm, conv, agent, task, sample, ctx.gate, ctx.opts.max_tokens);
+  if (ctx.acct) ctx.acct->add(ex.call);
+  if (ex.call.fatal) ctx.set_fatal(fmt::format("LLM call for {} ({}) failed: {}", task, agent, ex.call.error));
+  auto ev = llm_event(ex.call, iteration);
+  if (events) events->push_back(ev);
+  if (ctx.sink) ctx.sink->progress(ev);
+  return ex;
+}
+
+eval::EvalResult evaluate(SearchContext& ctx, eval::EvalRequest req) {
+  if (ctx.sink) ctx.sink->progress({{"type", "eval_start"}, {"task", req.task}});
+  eval::EvalResult r;
+  try {
+    r = ctx.evaluator->evaluate(std::move(req));
+  } catch (const std::exception& e) {
+    r = {};
+    r.status = eval::Status::kCrashed;
+    r.kind = "evaluator_error";
+    r.feedback = std::string("the evaluator failed: ") + e.what();
+  }
+  if (!r.correct()) {
+    r.speedup_compile = 0;
+    r.speedup_eager = 0;
+  }
+  if (ctx.sink) ctx.sink->progress({{"type", "eval_done"}, {"status", eval::to_string(r.status)}});
+  return r;
+}
+
+std::string safe_name(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+  return out;
+}
+
+}  // namespace detail
+
+// ---- candidates --------------------------------------------------------------
+
+nlohmann::json Candidate::summary() const {
+  nlohmann::json j = {{"id", id},       {"task", task},       {"agent", agent}, {"iteration", iteration},
+                      {"sample", sample}, {"parent", parent}, {"reward", reward}};
+  if (evaluated) j["result"] = detail::result_json(result);
+  if (!reply_error.empty()) j["reply_error"] = reply_error;
+  return j;
+}
+
+namespace {
+
+int progress_rank(const Candidate& c) {
+  if (!c.evaluated) return 0;
+  switch (c.result.status) {
+    case eval::Status::kCorrect: return 6;
+    case eval::Status::kIncorrect: return 5;
+    case eval::Status::kRuntimeError: return 4;
+    case eval::Status::kTimeout: return 3;
+    case eval::Status::kCrashed: return 3;
+    case eval::Status::kCompileError: return 2;
+    case eval::Status::kCheating: return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool better(const Candidate& a, const Candidate& b) {
+  if (a.reward != b.reward) return a.reward > b.reward;
+  int ra = progress_rank(a), rb = progress_rank(b);
+  if (ra != rb) return ra > rb;
+  if (a.iteration != b.iteration) return a.iteration > b.iteration;
+  if (a.sample != b.sample) return a.sample > b.sample;
+  return a.id < b.id;
+}
+
+namespace {
+
+struct Job {
+  agents::Conversation conv;
+  std::string agent;
+  std::string parent;
+  int sample = 0;
+};
+
+struct JobOut {
+  Candidate cand;
+  std::vector<nlohmann::json> events;
+};
+
+JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int iteration) {
+  JobOut out;
+  Candidate& c = out.cand;
+  c.task = task.task;
+  c.agent = job.agent;
+  c.parent = job.parent;
+  c.iteration = iteration;
+  c.sample = job.sample;
+  c.id = fmt::format("{}-s{}", detail::safe_name(task.task), job.sample);
+  c.conversation = job.conv;
+
+  CandidateRecord rec;
+  rec.id = c.id;
+  rec.task = c.task;
+  rec.agent = c.agent;
+  rec.iteration = iteration;
+  rec.sample = c.sample;
+
+  auto ex = detail::call(ctx, *ctx.llm, job.conv, job.agent, task.task, job.sample, iteration, &out.events);
+  if (!ex.call.ok) {
+    c.reply_error = "LLM call failed: " + ex.call.error;
+    rec.result = {{"status", "llm_error"}, {"error", ex.call.error}};
+    out.events.push_back({{"type", "reply_error"}, {"task", c.task}, {"candidate", c.id}, {"iteration", iteration},
+                          {"agent", c.agent}, {"error", c.reply_error}});
+    if (ctx.sink) ctx.sink->store_candidate(rec);
+    return out;
+  }
+  auto parsed = agents::parse_kernel_reply(ex.reply);
+  if (!parsed) {
+    c.reply_error = parsed.error();
+    c.raw_reply = ex.reply;
+    rec.files["reply.md"] = ex.reply;
+    rec.result = {{"status", "unparseable"}, {"error", parsed.error()}};
+    out.events.push_back({{"type", "reply_error"}, {"task", c.task}, {"candidate", c.id}, {"iteration", iteration},
+                          {"agent", c.agent}, {"error", c.reply_error}});
+    if (ctx.sink) ctx.sink->store_candidate(rec);
+    return out;
+  }
+  c.source = *parsed;
+  c.raw_reply = ex.reply;
+  fs::path file = ctx.workspace / "candidates" / detail::safe_name(task.task) / (c.id + ".py");
+  if (auto st = problem::write_file_plain(file, c.source); !st) {
+    c.result.status = eval::Status::kCrashed;
+    c.result.kind = "io_error";
+    c.result.feedback = st.error();
+  } else {
+    eval::EvalRequest req;
+    req.problem = task.problem_file;
+    req.kernel = file;
+    req.options = ctx.opts.eval;
+    req.options.allow_pytorch = task.allow_pytorch;
+    req.task = task.task;
+    c.result = detail::evaluate(ctx, req);
+  }
+  c.evaluated = true;
+
+  if (ctx.judge && c.result.correct()) {
+    auto jc = agents::judge_prompt(*ctx.prompts, task.problem_source, c.source);
+    if (jc) {
+      int js = ctx.reserve_samples("judge:" + task.task, 1);
+      auto jex = detail::call(ctx, *ctx.judge, *jc, "judge", task.task, js, iteration, &out.events);
+      if (jex.call.ok) {
+        auto v = agents::parse_verdict(jex.reply);
+        if (v && v->cheating) {
+          c.result.status = eval::Status::kCheating;
+          c.result.kind = "judge";
+          c.result.reasons.push_back("cheat judge: " + v->reason);
+          c.result.feedback = "An LLM reviewer judged this kernel to be cheating: " + v->reason;
+          c.result.speedup_compile = c.result.speedup_eager = 0;
+        }
+        out.events.push_back({{"type", "judge"}, {"task", c.task}, {"candidate", c.id}, {"iteration", iteration},
+                              {"verdict", !v ? "unparseable" : (v->cheating ? "cheat" : "pass")},
+                              {"reason", v ? v->reason : v.error()}});
+      }
+    }
+  }
+  c.reward = c.result.correct() ? c.result.speedup_compile : 0;
+  out.events.push_back(detail::eval_event(c.task, c.id, iteration, c.result, c.reward, "local"));
+  rec.files["kernel.py"] = c.source;
+  rec.result = detail::result_json(c.result);
+  rec.result["reward"] = c.reward;
+  if (ctx.sink) ctx.sink->store_candidate(rec);
+  return out;
+}
+
+/// Runs jobs concurrently (LLM calls bounded by ctx.gate), returns results by
+/// index and emits their events in index order.
+std::vector<Candidate> run_jobs(SearchContext& ctx, const KernelTask& task, const std::vector<Job>& jobs,
+                                int iteration, EventSink* sink) {
+  constexpr size_t kMaxThreads = 64;
+  std::vector<Candidate> out;
+  for (size_t start = 0; start < jobs.size(); start += kMaxThreads) {
+    size_t end = std::min(jobs.size(), start + kMaxThreads);
+    std::vector<std::future<JobOut>> futs;
+    for (size_t i = start; i < end; ++i)
+      futs.push_back(std::async(std::launch::async, [&, i] { return run_job(ctx, task, jobs[i], iteration); }));
+    for (auto& f : futs) {
+      JobOut o = f.get();
+      if (sink)
+        for (const auto& e : o.events) sink->emit(e);
+      out.push_back(std::move(o.cand));
+    }
+  }
+  return out;
+}
+
+Job next_job(SearchContext& ctx, const KernelTask& task, const Candidate& m, int sample) {
+  Job j;
+  j.parent = m.id;
+  j.sample = sample;
+  if (m.source.empty()) {
+    j.agent = m.agent;
+    if (!m.raw_reply.empty()) {
+      auto msg = agents::reask_message(*ctx.prompts, m.reply_error, agents::kKernelFormatHint);
+      j.conv = m.conversation.followed_by(m.raw_reply, msg ? *msg : m.reply_error);
+    } else {
+      j.conv = m.conversation;  // the call itself failed: ask again
+    }
+    return j;
+  }
+  auto k = ctx.kernel_context();
+  Result<agents::Conversation> conv = m.correct() ? agents::optimize_prompt(k, task.problem_source, m.source, m.result)
+                                                  : agents::debug_prompt(k, task.problem_source, m.source, m.result);
+  j.agent = m.correct() ? "optimize" : "debug";
+  if (!conv) {
+    ctx.set_fatal(conv.error());
+    return j;
+  }
+  j.conv = *conv;
+  return j;
+}
+
+}  // namespace
+
+BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState beam, int budget, int iteration,
+                        EventSink* sink) {
+  const int width = std::max(1, ctx.opts.beam_width);
+  const int expansion = std::max(1, ctx.opts.expansion);
+  int remaining = budget;
+  while (remaining > 0 && !ctx.should_stop()) {
+    std::vector<Job> jobs;
+    if (beam.members.empty()) {
+      int n = std::min(width, remaining);
+      int base = ctx.reserve_samples(task.task, n);
+      agents::Conversation conv;
+      if (task.initial) {
+        conv = *task.initial;
+      } else {
+        auto g = agents::generate_prompt(ctx.kernel_context(), task.problem_source);
+        if (!g) {
+          ctx.set_fatal(g.error());
+          break;
+        }
+        conv = *g;
+      }
+      for (int i = 0; i < n; ++i) jobs.push_back({conv, task.initial_agent, "", base + i});
+    } else {
+      int n = std::min(remaining, static_cast<int>(beam.members.size()) * expansion);
+      int base = ctx.reserve_samples(task.task, n);
+      for (int i = 0; i < n; ++i) jobs.push_back(next_job(ctx, task, beam.members[i / expansion], base + i));
+      if (ctx.should_stop()) break;
+    }
+    auto children = run_jobs(ctx, task, jobs, iteration, sink);
+    remaining -= static_cast<int>(jobs.size());
+    beam.calls += static_cast<int>(jobs.size());
+    for (auto& c : children) beam.members.push_back(std::move(c));
+    std::stable_sort(beam.members.begin(), beam.members.end(), better);
+    if (static_cast<int>(beam.members.size()) > width) beam.members.resize(width);
+  }
+  return beam;
+}
+
+std::vector<Candidate> parallel_sampling(SearchContext& ctx, const KernelTask& task, int budget, int iteration,
+                                         EventSink* sink) {
+  auto g = agents::generate_prompt(ctx.kernel_context(), task.problem_source);
+  if (!g) {
+    ctx.set_fatal(g.error());
+    return {};
+  }
+  if (ctx.should_stop() || budget <= 0) return {};
+  int base = ctx.reserve_samples(task.task, budget);
+  std::vector<Job> jobs;
+  for (int i = 0; i < budget; ++i) jobs.push_back({*g, "generate", "", base + i});
+  std::vector<Candidate> all = run_jobs(ctx, task, jobs, iteration, sink);
+  std::stable_sort(all.begin(), all.end(), better);
+  return all;
+}
+
+std::vector<int> allocate_budget(int total, const std::vector<bool>& needs_work, const std::vector<double>& runtime_ms) {
+  size_t n = needs_work.size();
+  std::vector<int> out(n, 0);
+  if (n == 0 || total <= 0) return out;
+  std::vector<double> weight(n, 0);
+  bool any_work = std::find(needs_work.begin(), needs_work.end(), true) != needs_work.end();
+  if (any_work) {
+    for (size_t i = 0; i < n; ++i) weight[i] = needs_work[i] ? 1 : 0;
+  } else {
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      weight[i] = i < runtime_ms.size() && runtime_ms[i] > 0 ? runtime_ms[i] : 0;
+      sum += weight[i];
+    }
+    if (sum <= 0) std::fill(weight.begin(), weight.end(), 1.0);
+  }
+  double wsum = 0;
+  for (double w : weight) wsum += w;
+  // Largest remainder: floors first, then the largest fractions (ties: lower index).
+  std::vector<std::pair<double, size_t>> frac;
+  int given = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double exact = total * weight[i] / wsum;
+    out[i] = static_cast<int>(exact);
+    given += out[i];
+    if (weight[i] > 0) frac.push_back({exact - out[i], i});
+  }
+  std::stable_sort(frac.begin(), frac.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; given < total; k = (k + 1) % frac.size()) {
+    out[frac[k].second] += 1;
+    ++given;
+  }
+  return out;
+}
+
+}  // namespace mk::search

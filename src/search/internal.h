@@ -1,0 +1,28 @@
+// Helpers shared by the search's .cc files (not part of the public interface).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/search.h"
+
+namespace mk::search::detail {
+
+nlohmann::json llm_event(const agents::CallRecord& c, int iteration);
+nlohmann::json eval_event(const std::string& task, const std::string& candidate, int iteration,
+                          const eval::EvalResult& r, double reward, const std::string& scope);
+nlohmann::json result_json(const eval::EvalResult& r);
+
+/// Calls the LLM, records accounting and fatal errors, appends the llm_call event.
+agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conversation& conv,
+                      const std::string& agent, const std::string& task, int sample, int iteration,
+                      std::vector<nlohmann::json>* events);
+
+/// Evaluates, turning an evaluator exception into a crashed result.
+eval::EvalResult evaluate(SearchContext& ctx, eval::EvalRequest req);
+std::string safe_name(const std::string& s);
+
+
+}  // namespace mk::search::detail

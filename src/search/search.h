@@ -1,0 +1,191 @@
+// The search: LLMEvolveKernel (beam search), parallel sampling, LLMDecompose,
+// LLMSplit/LLMFuse, AllocateLLMBudget, and the MKEvolve outer loop
+// (Algorithms 1 and 2 of the paper) with Swap and PostFuse. See docs/METHOD.md.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agents/agents.h"
+#include "eval/evaluator.h"
+#include "llm/provider.h"
+#include "problem/problem.h"
+#include "search/events.h"
+
+namespace mk::search {
+
+namespace fs = std::filesystem;
+
+/// Every setting of a run; each is a flag of `mkevolve run`.
+struct SearchOptions {
+  std::string method = "mkevolve";  ///< parallel | beam | mkevolve | single-split
+  int iterations = 5;               ///< T
+  int refine_every = 2;             ///< L: split/fuse when t mod L == 0
+  int calls_per_iter = 32;          ///< kernel-writing LLM calls per iteration
+  int beam_width = 4;
+  int expansion = 1;                ///< children per beam member per round
+  bool fuse = false;                ///< LLMFuse when no subkernel fails
+  std::optional<double> swap_tau;   ///< --swap TAU (Swap off when unset)
+  std::map<std::string, std::string> swap_with;  ///< subproblem -> alternative kernel source (user/other run)
+  int postfuse = 0;                 ///< --postfuse N: LLM calls for the end-to-end fusion attempt
+  int decompose_workers = 4;        ///< K
+  int decompose_attempts = 3;       ///< sequential tries per decompose worker
+  int refine_attempts = 3;          ///< tries per split/fuse
+  int max_tokens = 16384;
+  eval::EvalOptions eval;
+  /// The budget of the baselines: the same total number of kernel calls.
+  int total_budget() const { return iterations * calls_per_iter; }
+};
+
+/// Thread-safe token and call accounting, per agent.
+class Accounting {
+ public:
+  void add(const agents::CallRecord& c);
+  int calls(const std::string& agent) const;
+  int kernel_calls() const;   ///< generate + debug + optimize + postfuse
+  nlohmann::json to_json() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::pair<int, llm::Usage>> by_agent_;
+};
+
+/// What every search function needs. Pointers are borrowed.
+struct SearchContext {
+  llm::Provider* llm = nullptr;
+  llm::Provider* judge = nullptr;       ///< --judge; nullptr: no cheat judge
+  eval::Evaluator* evaluator = nullptr;
+  const agents::Prompts* prompts = nullptr;
+  std::string hardware;                 ///< agents::hardware_text(evaluator->hardware_info())
+  EventSink* sink = nullptr;
+  fs::path workspace;                   ///< candidate files, composed packages, topologies
+  SearchOptions opts;
+  agents::Gate* gate = nullptr;         ///< bounds LLM calls in flight
+  std::atomic<bool>* stop = nullptr;    ///< set by SIGINT: finish the round and return
+  Accounting* acct = nullptr;
+
+  /// Reserves n consecutive sample indices for a request stream (a task and
+  /// agent family). Deterministic: each stream is planned by one thread.
+  int reserve_samples(const std::string& stream, int n);
+  /// Records a fatal LLM error (auth, config, unmatched replay); the search stops.
+  void set_fatal(const std::string& message);
+  bool should_stop() const;
+  std::string fatal_message() const;
+
+  agents::KernelContext kernel_context() const { return {prompts, hardware}; }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, int> samples_;
+  std::string fatal_;
+};
+
+/// One kernel written by an LLM, and what the evaluator (and judge) made of it.
+struct Candidate {
+  std::string id, task, agent, parent;
+  int iteration = 0, sample = 0;
+  std::string source;                  ///< empty when the reply was unusable
+  std::string reply_error;             ///< parse error or LLM error
+  std::string raw_reply;               ///< kept to re-ask after a parse error
+  agents::Conversation conversation;   ///< what was sent
+  bool evaluated = false;
+  eval::EvalResult result;
+  double reward = 0;                   ///< speedup vs torch.compile; 0 unless correct
+  bool correct() const { return evaluated && result.correct(); }
+  nlohmann::json summary() const;
+};
+
+/// Beam order: reward, then how far the candidate got (runs but wrong beats
+/// does not compile), then newest first. A strict, deterministic order.
+bool better(const Candidate& a, const Candidate& b);
+
+/// What LLMEvolveKernel works on: the reference file the evaluator checks
+/// against and the source the prompts show.
+struct KernelTask {
+  std::string task;
+  fs::path problem_file;
+  std::string problem_source;
+  /// Replaces the generate prompt for the first round (PostFuse).
+  std::optional<agents::Conversation> initial;
+  std::string initial_agent = "generate";
+  bool allow_pytorch = false;
+};
+
+struct BeamState {
+  std::vector<Candidate> members;  ///< best first, at most beam_width
+  int calls = 0;                   ///< LLM calls spent on it so far
+  const Candidate* best() const { return members.empty() ? nullptr : &members.front(); }
+  const Candidate* best_correct() const {
+    return !members.empty() && members.front().correct() ? &members.front() : nullptr;
+  }
+};
+
+/// LLMEvolveKernel: beam search (width W, expansion E) spending exactly
+/// `budget` LLM calls unless stopped. Debug prompts for failing members,
+/// optimize prompts for passing ones, re-asks for unusable replies.
+BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState beam, int budget, int iteration,
+                        EventSink* sink);
+
+/// Parallel sampling: `budget` independent samples of the generate prompt.
+/// Returns all candidates, best first.
+std::vector<Candidate> parallel_sampling(SearchContext& ctx, const KernelTask& task, int budget, int iteration,
+                                         EventSink* sink);
+
+/// AllocateLLMBudget. needs_work[i]: subproblem i is new or has no correct
+/// kernel; runtime_ms[i]: its share basis. Integers summing exactly to total.
+std::vector<int> allocate_budget(int total, const std::vector<bool>& needs_work, const std::vector<double>& runtime_ms);
+
+/// LLMDecompose: K workers in lockstep rounds, each retrying on its own
+/// verification feedback; the first round with a verified decomposition wins
+/// (lowest worker index). Falls back to wrapping the original.
+problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& problem, EventSink* sink);
+
+/// LLMSplit (failing: name -> why) or LLMFuse (status_table). nullopt: keep
+/// the previous structure (failure or, for fuse, NO_CHANGE).
+std::optional<problem::Topology> llm_refine(SearchContext& ctx, const problem::Problem& problem,
+                                            const problem::Topology& topo, const std::string& kind,
+                                            const std::map<std::string, std::string>& failing,
+                                            const std::string& status_table, int iteration, EventSink* sink);
+
+/// A composed solution and how it did.
+struct Solution {
+  problem::Topology topology;
+  std::map<std::string, std::string> kernels;       ///< subproblem -> implementation source
+  std::map<std::string, nlohmann::json> local;      ///< subproblem -> its best candidate's summary
+  std::set<std::string> pytorch;                    ///< subkernels replaced by PyTorch (Swap)
+  eval::EvalResult e2e;
+  double speedup = 0;                               ///< vs torch.compile; 0 unless correct
+  bool correct = false;
+  int iteration = 0;
+  std::string method;
+  nlohmann::json to_json() const;  ///< for the manifest and run_end
+};
+
+struct RunResult {
+  Solution best;
+  std::string status;     ///< ok, no_correct, interrupted, error
+  std::string error;
+  nlohmann::json accounting;
+};
+
+/// Runs the method named in ctx.opts.method on the problem (its file must exist).
+RunResult run_method(SearchContext& ctx, const problem::Problem& problem);
+
+/// Swap (exposed for tests and `mkevolve swap`): replaces subkernels below tau.
+/// Returns the swapped solution when it triggered and verified; the event
+/// explains the decision either way.
+std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Problem& problem, const Solution& best,
+                                        double tau);
+
+/// Composes a solution package under dir and evaluates it end to end.
+eval::EvalResult evaluate_composed(SearchContext& ctx, const problem::Problem& problem, const problem::Topology& topo,
+                                   const std::map<std::string, std::string>& kernels, const fs::path& dir,
+                                   bool allow_pytorch, const std::string& label);
+
+}  // namespace mk::search

@@ -1,0 +1,683 @@
+// The search driven through the real interfaces: a scripted llm::Provider and
+// a fake eval::Evaluator whose verdicts come from markers in kernel sources.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "search/search.h"
+#include "support/fake_evaluator.h"
+#include "support/scripted_llm.h"
+#include "support/testing.h"
+#include "util/fs.h"
+
+namespace mk::search {
+namespace {
+
+using mk::testing::FakeEvaluator;
+using mk::testing::files_reply;
+using mk::testing::kernel_reply;
+using mk::testing::ScriptedLlm;
+
+const char* kProblem = R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)).sum(dim=1)
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return [8]
+)";
+
+std::string sub_source(const std::string& what, const std::string& marker = "") {
+  return fmt::format(
+      "{}import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self, n):\n"
+      "        super().__init__()\n        self.n = n  # {}\n\n    def forward(self, x):\n        return x\n\n\n"
+      "def get_inputs():\n    return [torch.randn(4, 8)]\n\n\ndef get_init_inputs():\n    return [8]\n",
+      marker.empty() ? "" : marker + "\n", what);
+}
+
+std::string top_source(const std::vector<std::string>& names, const std::string& marker = "") {
+  std::string s = marker.empty() ? "" : marker + "\n";
+  s += "import torch.nn as nn\n\n";
+  for (const auto& n : names) s += fmt::format("from subkernel_problems.{} import Model as M_{}\n", n, n);
+  s += "\n\nclass ModelNew(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n";
+  for (const auto& n : names) s += fmt::format("        self.{0} = M_{0}(n)\n", n);
+  s += "\n    def forward(self, x):\n";
+  for (const auto& n : names) s += fmt::format("        x = self.{}(x)\n", n);
+  s += "        return x\n";
+  return s;
+}
+
+std::string decomposition(const std::vector<std::string>& names, const std::string& marker = "") {
+  std::map<std::string, std::string> files{{"decomposed_problem.py", top_source(names, marker)}};
+  for (const auto& n : names) files["subkernel_problems/" + n + ".py"] = sub_source(n);
+  return files_reply(files);
+}
+
+struct Harness {
+  ScriptedLlm llm;
+  ScriptedLlm judge;
+  FakeEvaluator ev;
+  agents::Prompts prompts;
+  MemorySink sink;
+  mk::TempDir ws;
+  Accounting acct;
+  agents::Gate gate{16};
+  std::atomic<bool> stop{false};
+  SearchContext ctx;
+  problem::Problem problem = problem::Problem::from_source("tiny", kProblem);
+
+  Harness() {
+    auto p = agents::Prompts::load(mk::testing::repo_root() / "src" / "prompts");
+    EXPECT_TRUE(p.ok()) << p.error();
+    prompts = *p;
+    ctx.llm = &llm;
+    ctx.evaluator = &ev;
+    ctx.prompts = &prompts;
+    ctx.hardware = agents::hardware_text(ev.hardware_info());
+    ctx.sink = &sink;
+    ctx.workspace = ws.path();
+    ctx.gate = &gate;
+    ctx.stop = &stop;
+    ctx.acct = &acct;
+    EXPECT_TRUE(write_file_atomic(ws.path() / "problem.py", kProblem).ok());
+    problem.path = ws.path() / "problem.py";
+  }
+  KernelTask task(const std::string& name = "tiny") {
+    return KernelTask{name, ws.path() / "problem.py", kProblem, std::nullopt, "generate", false};
+  }
+  int calls(const std::string& agent) const {
+    int n = 0;
+    for (const auto& e : sink.events)
+      if (e.value("type", "") == "llm_call" && e.value("agent", "") == agent) ++n;
+    return n;
+  }
+  int kernel_calls() const { return calls("generate") + calls("debug") + calls("optimize") + calls("postfuse"); }
+};
+
+// ---- LLMEvolveKernel ----------------------------------------------------------
+
+TEST(Beam, KeepsTheBestFourAndSpendsTheBudgetExactly) {
+  Harness h;
+  // Sample k of generate/optimize gets speedup 1 + k/10, so later ones are better.
+  h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+    return kernel_reply(fmt::format("correct speedup={}", 1.0 + r.sample / 10.0));
+  });
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 13, 1, &h.sink);
+  EXPECT_EQ(h.llm.requests().size(), 13u);
+  EXPECT_EQ(b.calls, 13);
+  ASSERT_EQ(b.members.size(), 4u);
+  // The best four of all thirteen are samples 12, 11, 10, 9.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(b.members[i].sample, 12 - i);
+  EXPECT_NEAR(b.members[0].reward, 2.2, 1e-9);
+  // Initial round: 4 generate; then optimize prompts for passing members.
+  EXPECT_EQ(h.llm.count("generate"), 4);
+  EXPECT_EQ(h.llm.count("optimize"), 9);
+  EXPECT_EQ(h.llm.count("debug"), 0);
+}
+
+TEST(Beam, BudgetIsExactForAnySize) {
+  for (int budget : {1, 2, 3, 5, 7, 8, 31}) {
+    Harness h;
+    h.llm.on("*", kernel_reply("incorrect"));
+    BeamState b = evolve_kernel(h.ctx, h.task(), {}, budget, 1, &h.sink);
+    EXPECT_EQ(static_cast<int>(h.llm.requests().size()), budget) << budget;
+    EXPECT_EQ(b.members.size(), static_cast<size_t>(std::min(budget, 4)));
+  }
+}
+
+TEST(Beam, DebugForFailingOptimizeForPassing) {
+  Harness h;
+  h.llm.on("generate", kernel_reply("runtime_error kind=illegal_memory_access"));
+  h.llm.on("debug", kernel_reply("correct speedup=1.2"));
+  h.llm.on("optimize", kernel_reply("correct speedup=1.4"));
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 12, 1, &h.sink);
+  EXPECT_EQ(h.llm.count("generate"), 4);
+  EXPECT_EQ(h.llm.count("debug"), 4);
+  EXPECT_EQ(h.llm.count("optimize"), 4);
+  // Debug prompts carry the failure; the beam ends with optimized kernels.
+  bool saw = false;
+  for (const auto& r : h.llm.requests())
+    if (r.agent == "debug") saw = saw || r.messages.back().content.find("runtime_error") != std::string::npos;
+  EXPECT_TRUE(saw);
+  EXPECT_NEAR(b.members[0].reward, 1.4, 1e-9);
+  EXPECT_EQ(b.members[0].agent, "optimize");
+}
+
+TEST(Beam, ParseErrorIsReaskedAndCountsAgainstTheBudget) {
+  Harness h;
+  h.llm.on_contains("generate", "could not be used", kernel_reply("correct speedup=1.1"));
+  h.llm.on("generate", "Sorry, here is prose without any code.");
+  h.llm.on("optimize", kernel_reply("correct speedup=1.2"));
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 8, 1, &h.sink);
+  auto reqs = h.llm.requests();
+  EXPECT_EQ(reqs.size(), 8u);
+  int reasks = 0;
+  for (const auto& r : reqs) {
+    if (r.messages.size() == 3) {
+      ++reasks;
+      EXPECT_EQ(r.messages[1].role, "assistant");
+      EXPECT_NE(r.messages[2].content.find("no fenced code block"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(reasks, 4);
+  EXPECT_EQ(h.sink.of_type("reply_error").size(), 4u);
+  EXPECT_NEAR(b.members[0].reward, 1.1, 1e-9);
+}
+
+TEST(Beam, SamplesAreStableAndDistinct) {
+  Harness h;
+  h.llm.on("*", kernel_reply("incorrect"));
+  evolve_kernel(h.ctx, h.task(), {}, 10, 1, &h.sink);
+  std::set<int> samples;
+  for (const auto& r : h.llm.requests()) samples.insert(r.sample);
+  EXPECT_EQ(samples.size(), 10u);
+  EXPECT_EQ(*samples.begin(), 0);
+  EXPECT_EQ(*samples.rbegin(), 9);
+}
+
+TEST(Beam, CandidatesAreStored) {
+  Harness h;
+  h.llm.on("*", kernel_reply("compile_error"));
+  evolve_kernel(h.ctx, h.task(), {}, 5, 1, &h.sink);
+  ASSERT_EQ(h.sink.candidates.size(), 5u);
+  for (const auto& c : h.sink.candidates) {
+    EXPECT_TRUE(c.files.count("kernel.py"));
+    EXPECT_EQ(c.result["status"], "compile_error");
+  }
+}
+
+TEST(Beam, JudgeCanRejectAndItsTokensAreCounted) {
+  Harness h;
+  h.ctx.judge = &h.judge;
+  h.llm.on("generate", kernel_reply("correct speedup=3.0"));
+  h.llm.on("debug", kernel_reply("correct speedup=1.1", "# honest"));
+  h.llm.on("optimize", kernel_reply("correct speedup=1.2", "# honest"));
+  h.judge.on_contains("judge", "# honest", "VERDICT: PASS\nREASON: fine");
+  h.judge.on("judge", "VERDICT: CHEAT\nREASON: calls torch.mm");
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 8, 1, &h.sink);
+  EXPECT_EQ(h.judge.count("judge"), 8);
+  EXPECT_EQ(h.acct.calls("judge"), 8);
+  EXPECT_EQ(h.llm.count("generate") + h.llm.count("debug") + h.llm.count("optimize"), 8);
+  // The 3.0x kernels were judged cheating: reward 0, and debug prompts followed.
+  EXPECT_EQ(h.llm.count("debug"), 4);
+  EXPECT_NEAR(b.members[0].reward, 1.1, 1e-9);
+}
+
+TEST(Parallel, SamplesTheInitialPromptIndependently) {
+  Harness h;
+  h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+    return kernel_reply(r.sample == 17 ? "correct speedup=2" : "incorrect");
+  });
+  auto all = parallel_sampling(h.ctx, h.task(), 32, 1, &h.sink);
+  EXPECT_EQ(all.size(), 32u);
+  EXPECT_EQ(h.llm.count("generate"), 32);
+  EXPECT_EQ(all.front().sample, 17);
+  // Same prompt every time; only the sample index differs.
+  auto reqs = h.llm.requests();
+  for (const auto& r : reqs) EXPECT_EQ(r.messages.back().content, reqs[0].messages.back().content);
+}
+
+// ---- AllocateLLMBudget ------------------------------------------------------------
+
+TEST(Allocate, EvenAmongNewOrIncorrect) {
+  auto b = allocate_budget(32, {true, false, true}, {5, 100, 1});
+  EXPECT_EQ(b, (std::vector<int>{16, 0, 16}));
+  auto c = allocate_budget(32, {true, true, true}, {});
+  EXPECT_EQ(c, (std::vector<int>{11, 11, 10}));
+}
+
+TEST(Allocate, ProportionalToRuntimeWhenAllCorrect) {
+  auto b = allocate_budget(32, {false, false, false}, {1.0, 2.0, 5.0});
+  EXPECT_EQ(b, (std::vector<int>{4, 8, 20}));
+  auto c = allocate_budget(32, {false, false}, {1.0, 2.0});
+  EXPECT_EQ(c[0] + c[1], 32);
+  EXPECT_EQ(c, (std::vector<int>{11, 21}));
+  auto z = allocate_budget(7, {false, false}, {0, 0});
+  EXPECT_EQ(z[0] + z[1], 7);
+}
+
+TEST(Allocate, AlwaysSumsExactly) {
+  for (int total : {1, 5, 17, 32, 33})
+    for (size_t n = 1; n <= 7; ++n) {
+      std::vector<double> rt;
+      for (size_t i = 0; i < n; ++i) rt.push_back(0.37 * (i + 1) * (i + 1));
+      auto b = allocate_budget(total, std::vector<bool>(n, false), rt);
+      int s = 0;
+      for (int x : b) s += x;
+      EXPECT_EQ(s, total);
+    }
+}
+
+// ---- LLMDecompose ----------------------------------------------------------------------
+
+TEST(Decompose, FallsBackToWrappingTheOriginal) {
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}, "# FAKE: invalid-decomposition"));
+  auto t = llm_decompose(h.ctx, h.problem, &h.sink);
+  EXPECT_TRUE(t.monolithic);
+  ASSERT_EQ(t.subproblems.size(), 1u);
+  EXPECT_EQ(t.subproblems[0].source, kProblem);
+  EXPECT_EQ(h.llm.count("decompose"), 4 * 3);
+  auto topo = h.sink.of_type("topology");
+  ASSERT_EQ(topo.size(), 1u);
+  EXPECT_EQ(topo[0]["reason"], "fallback");
+}
+
+TEST(Decompose, WorkersRetryOnTheirOwnFeedbackAndTheFirstVerifiedWins) {
+  Harness h;
+  // Worker 2's second try passes; every first try fails verification.
+  h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+    if (r.agent != "decompose") return std::nullopt;
+    if (r.messages.size() == 3 && r.sample == 4 + 2) return decomposition({"alpha", "beta"});
+    return decomposition({"gamma"}, "# FAKE: invalid-decomposition");
+  });
+  auto t = llm_decompose(h.ctx, h.problem, &h.sink);
+  EXPECT_FALSE(t.monolithic);
+  EXPECT_EQ(t.names(), (std::vector<std::string>{"alpha", "beta"}));
+  EXPECT_EQ(h.llm.count("decompose"), 8);
+  for (const auto& r : h.llm.requests()) {
+    if (r.messages.size() == 3) {
+      EXPECT_NE(r.messages[2].content.find("did not pass verification"), std::string::npos);
+      EXPECT_NE(r.messages[2].content.find("fake verification failure"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(h.sink.of_type("topology")[0]["worker"], 2);
+}
+
+TEST(Decompose, MalformedReplyIsReasked) {
+  Harness h;
+  h.ctx.opts.decompose_workers = 1;
+  h.llm.on_contains("decompose", "could not be used", decomposition({"alpha"}));
+  h.llm.on("decompose", files_reply({{"decomposed_problem.py", "import sys\nsys.path.insert(0, 'x')\n"}}));
+  auto t = llm_decompose(h.ctx, h.problem, &h.sink);
+  EXPECT_EQ(t.names(), (std::vector<std::string>{"alpha"}));
+  EXPECT_EQ(h.llm.count("decompose"), 2);
+}
+
+// ---- the MKEvolve loop -------------------------------------------------------------------
+
+/// alpha and beta decompose cleanly; kernels per subproblem from the given markers.
+void script_two(Harness& h, const std::string& alpha, const std::string& beta) {
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply(alpha));
+  h.llm.on("*", "beta", kernel_reply(beta));
+}
+
+TEST(MKEvolve, SpendsExactlyTheBudgetAndComposes) {
+  Harness h;
+  script_two(h, "correct speedup=2.0 base=3.0", "correct speedup=1.0 base=1.0");
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(res.status, "ok");
+  EXPECT_EQ(h.kernel_calls(), 160);
+  EXPECT_EQ(h.acct.kernel_calls(), 160);
+  EXPECT_TRUE(res.best.correct);
+  // 3 ms + 1 ms of torch.compile against 1.5 ms + 1 ms of kernels.
+  EXPECT_NEAR(res.best.speedup, 4.0 / 2.5, 1e-9);
+  EXPECT_EQ(res.best.kernels.size(), 2u);
+  EXPECT_EQ(h.ev.e2e_count(), 5);
+  // The composed package was what the evaluator received.
+  bool saw_package = false;
+  for (const auto& r : h.ev.requests())
+    if (r.kernel.filename() == "decomposed_solution.py") {
+      saw_package = true;
+      EXPECT_EQ(r.problem, h.ws.path() / "problem.py");
+      EXPECT_TRUE(fs::exists(r.kernel.parent_path() / "subkernel_implementations" / "alpha.py"));
+    }
+  EXPECT_TRUE(saw_package);
+}
+
+TEST(MKEvolve, AllocationEvenThenProportionalToRuntime) {
+  Harness h;
+  script_two(h, "correct speedup=1.0 base=3.0", "correct speedup=1.0 base=1.0");
+  run_method(h.ctx, h.problem);
+  auto budgets = h.sink.of_type("budget");
+  ASSERT_EQ(budgets.size(), 5u);
+  EXPECT_EQ(budgets[0]["rule"], "even");
+  EXPECT_EQ(budgets[0]["allocation"]["alpha"], 16);
+  EXPECT_EQ(budgets[0]["allocation"]["beta"], 16);
+  // After iteration 1 both are correct: 3 ms vs 1 ms of end-to-end time.
+  EXPECT_EQ(budgets[1]["rule"], "runtime");
+  EXPECT_EQ(budgets[1]["allocation"]["alpha"], 24);
+  EXPECT_EQ(budgets[1]["allocation"]["beta"], 8);
+}
+
+TEST(MKEvolve, FailingSubproblemIsSplitAtRefinementIterations) {
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("incorrect"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  h.llm.on("*", "alpha_a", kernel_reply("correct speedup=1.2"));
+  h.llm.on("*", "alpha_b", kernel_reply("correct speedup=1.3"));
+  std::map<std::string, std::string> split_files{{"decomposed_problem.py", top_source({"alpha_a", "alpha_b", "beta"})},
+                                                 {"subkernel_problems/alpha_a.py", sub_source("alpha_a")},
+                                                 {"subkernel_problems/alpha_b.py", sub_source("alpha_b")}};
+  h.llm.on("split", files_reply(split_files));
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(h.llm.count("split"), 1);
+  auto topo = h.sink.of_type("topology");
+  ASSERT_EQ(topo.size(), 2u);  // decompose, then the split at t = 2
+  EXPECT_EQ(topo[1]["reason"], "split");
+  EXPECT_EQ(topo[1]["iteration"], 2);
+  EXPECT_EQ(topo[1]["diff"]["removed"], nlohmann::json({"alpha"}));
+  EXPECT_EQ(topo[1]["diff"]["kept"], nlohmann::json({"beta"}));
+  // The split request named the failing subproblem and only it.
+  for (const auto& r : h.llm.requests())
+    if (r.agent == "split") {
+      const auto& u = r.messages.back().content;
+      EXPECT_NE(u.find("### alpha\n"), std::string::npos);
+      EXPECT_EQ(u.find("### beta\n"), std::string::npos);
+    }
+  // FilterKernels kept beta's beam; InitEmptyKernels started alpha_a/alpha_b.
+  auto budgets = h.sink.of_type("budget");
+  EXPECT_EQ(budgets[1]["allocation"]["beta"], 0);
+  EXPECT_EQ(budgets[1]["allocation"]["alpha_a"], 16);
+  EXPECT_TRUE(res.best.correct);
+  EXPECT_EQ(res.best.topology.names(), (std::vector<std::string>{"alpha_a", "alpha_b", "beta"}));
+  EXPECT_EQ(h.kernel_calls(), 160);
+}
+
+TEST(MKEvolve, FailedSplitKeepsThePreviousStructure) {
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("incorrect"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  h.llm.on("split", "I would rather not.");
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(h.llm.count("split"), 2 * 3);  // t = 2 and t = 4, three tries each
+  auto topo = h.sink.of_type("topology");
+  ASSERT_EQ(topo.size(), 3u);
+  EXPECT_EQ(topo[1]["reason"], "split_failed");
+  EXPECT_EQ(res.best.topology.names(), (std::vector<std::string>{"alpha", "beta"}));
+  EXPECT_FALSE(res.best.correct);
+  EXPECT_EQ(res.status, "no_correct");
+}
+
+TEST(MKEvolve, LocalGlobalDisagreementTriggersTotalFuse) {
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: incorrect"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  h.llm.on("*", "whole_model", kernel_reply("correct speedup=1.1"));
+  auto res = run_method(h.ctx, h.problem);
+  auto topo = h.sink.of_type("topology");
+  ASSERT_EQ(topo.size(), 2u);
+  EXPECT_EQ(topo[1]["reason"], "total_fuse");
+  EXPECT_EQ(topo[1]["iteration"], 2);
+  EXPECT_TRUE(res.best.topology.monolithic);
+  EXPECT_TRUE(res.best.correct);
+  EXPECT_NEAR(res.best.speedup, 1.1, 1e-9);
+  EXPECT_EQ(h.kernel_calls(), 160);
+}
+
+TEST(MKEvolve, FuseOnlyWhenAskedAndNothingFails) {
+  Harness h;
+  h.ctx.opts.fuse = true;
+  script_two(h, "correct speedup=1.0", "correct speedup=1.0");
+  h.llm.on("*", "alpha_beta", kernel_reply("correct speedup=2.0"));
+  h.llm.on("fuse", files_reply({{"decomposed_problem.py", top_source({"alpha_beta"})},
+                                {"subkernel_problems/alpha_beta.py", sub_source("alpha_beta")}}));
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(h.llm.count("fuse"), 1);  // at t = 2; at t = 4 fusion declined? no: one subproblem left
+  auto topo = h.sink.of_type("topology");
+  EXPECT_EQ(topo[1]["reason"], "fuse");
+  EXPECT_EQ(res.best.topology.names(), std::vector<std::string>{"alpha_beta"});
+  EXPECT_NEAR(res.best.speedup, 2.0, 1e-9);
+}
+
+TEST(MKEvolve, NoFuseWithoutTheFlag) {
+  Harness h;
+  script_two(h, "correct speedup=1.0", "correct speedup=1.0");
+  run_method(h.ctx, h.problem);
+  EXPECT_EQ(h.llm.count("fuse"), 0);
+  EXPECT_EQ(h.llm.count("split"), 0);
+}
+
+TEST(MKEvolve, SingleSplitNeverRefines) {
+  Harness h;
+  h.ctx.opts.method = "single-split";
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("incorrect"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  run_method(h.ctx, h.problem);
+  EXPECT_EQ(h.llm.count("split"), 0);
+  EXPECT_EQ(h.kernel_calls(), 160);
+}
+
+TEST(Baselines, ParallelAndBeamSpendTheSameBudget) {
+  for (const char* method : {"parallel", "beam"}) {
+    Harness h;
+    h.ctx.opts.method = method;
+    h.llm.on("*", kernel_reply("correct speedup=1.25"));
+    auto res = run_method(h.ctx, h.problem);
+    EXPECT_EQ(h.kernel_calls(), 160) << method;
+    EXPECT_EQ(h.llm.count("decompose"), 0);
+    EXPECT_TRUE(res.best.correct);
+    EXPECT_TRUE(res.best.topology.monolithic);
+    EXPECT_EQ(h.sink.of_type("iteration").size(), 5u);
+  }
+}
+
+// ---- Swap and PostFuse ---------------------------------------------------------------------
+
+Solution two_kernel_solution(double sa, double sb) {
+  Solution s;
+  s.method = "mkevolve";
+  auto t = problem::topology_from_files({{"decomposed_problem.py", top_source({"alpha", "beta"})},
+                                         {"subkernel_problems/alpha.py", sub_source("alpha")},
+                                         {"subkernel_problems/beta.py", sub_source("beta")}},
+                                        nullptr, "decompose");
+  s.topology = *t;
+  for (auto [n, sp] : {std::pair<std::string, double>{"alpha", sa}, {"beta", sb}}) {
+    if (sp > 0) s.kernels[n] = "# FAKE: correct speedup=" + std::to_string(sp) + "\nclass ModelNew: pass\n";
+    s.local[n] = {{"reward", sp}};
+  }
+  s.correct = sa > 0 && sb > 0;
+  s.speedup = 1.0;
+  return s;
+}
+
+TEST(Swap, ReplacesSubkernelsBelowTauWithPyTorch) {
+  Harness h;
+  auto s = swap_subkernels(h.ctx, h.problem, two_kernel_solution(2.0, 0.5), 0.9);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->pytorch, std::set<std::string>{"beta"});
+  EXPECT_TRUE(s->correct);
+  EXPECT_NE(s->kernels["beta"].find("class ModelNew(Model)"), std::string::npos);
+  EXPECT_EQ(s->kernels["alpha"], two_kernel_solution(2.0, 0.5).kernels["alpha"]);
+  // The evaluator got the allow_pytorch policy for the swapped composition.
+  auto reqs = h.ev.requests();
+  ASSERT_FALSE(reqs.empty());
+  EXPECT_TRUE(reqs.back().options.allow_pytorch);
+  auto ev = h.sink.of_type("swap");
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_TRUE(ev[0]["triggered"].get<bool>());
+  EXPECT_TRUE(ev[0]["contains_pytorch_subkernels"].get<bool>());
+}
+
+TEST(Swap, RespectsTau) {
+  Harness h;
+  // 0.95 is above tau = 0.9: nothing to swap.
+  EXPECT_FALSE(swap_subkernels(h.ctx, h.problem, two_kernel_solution(2.0, 0.95), 0.9).has_value());
+  EXPECT_EQ(h.sink.of_type("swap")[0]["triggered"], false);
+  // With tau = 1.0 it is replaced.
+  auto s = swap_subkernels(h.ctx, h.problem, two_kernel_solution(2.0, 0.95), 1.0);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->pytorch, std::set<std::string>{"beta"});
+}
+
+TEST(Swap, DoesNotTriggerWithOneSubkernelOrAllSlow) {
+  Harness h;
+  auto one = two_kernel_solution(2.0, 0.5);
+  one.topology = problem::Topology::wrap_original(h.problem);
+  EXPECT_FALSE(swap_subkernels(h.ctx, h.problem, one, 0.9).has_value());
+  EXPECT_FALSE(swap_subkernels(h.ctx, h.problem, two_kernel_solution(0.8, 0.5), 0.9).has_value());
+  auto ev = h.sink.of_type("swap");
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0]["reason"], "fewer than two subkernels");
+  EXPECT_EQ(ev[1]["reason"], "every subkernel is slower than torch.compile");
+  EXPECT_TRUE(h.ev.requests().empty());
+}
+
+TEST(Swap, RescuesAFailingSubkernelAndUsesUserKernels) {
+  Harness h;
+  h.ctx.opts.swap_with["beta"] = "# FAKE: correct speedup=1.5\nclass ModelNew: pass\n";
+  auto s = swap_subkernels(h.ctx, h.problem, two_kernel_solution(2.0, 0), 0.9);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_TRUE(s->correct);
+  EXPECT_TRUE(s->pytorch.empty());
+  EXPECT_FALSE(h.ev.requests().back().options.allow_pytorch);
+}
+
+TEST(Swap, InTheRunMarksTheSolution) {
+  Harness h;
+  h.ctx.opts.swap_tau = 0.9;
+  script_two(h, "correct speedup=2.0", "correct speedup=0.5");
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(res.best.pytorch, std::set<std::string>{"beta"});
+  auto end = h.sink.events.back();
+  EXPECT_EQ(end["type"], "run_end");
+  EXPECT_TRUE(end["contains_pytorch_subkernels"].get<bool>());
+}
+
+TEST(PostFuse, SpendsItsAttemptsAndKeepsAFasterFusedKernel) {
+  Harness h;
+  h.ctx.opts.postfuse = 6;
+  script_two(h, "correct speedup=1.0", "correct speedup=1.0");
+  h.llm.on("postfuse", kernel_reply("correct speedup=1.8"));
+  h.llm.on("*", "tiny", kernel_reply("correct speedup=1.9"));
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(h.llm.count("postfuse"), 4);
+  EXPECT_EQ(h.kernel_calls(), 166);
+  EXPECT_TRUE(res.best.topology.monolithic);
+  EXPECT_NEAR(res.best.speedup, 1.9, 1e-9);
+  // The postfuse prompt showed the modular solution.
+  for (const auto& r : h.llm.requests())
+    if (r.agent == "postfuse") EXPECT_NE(r.messages[0].content.find("subkernel_implementations/alpha.py"), std::string::npos);
+}
+
+// ---- events, determinism, errors, concurrency --------------------------------------------
+
+TEST(Events, InOrder) {
+  Harness h;
+  h.ctx.opts.swap_tau = 0.9;
+  script_two(h, "correct speedup=2.0", "correct speedup=1.2");
+  run_method(h.ctx, h.problem);
+  const auto& ev = h.sink.events;
+  ASSERT_GT(ev.size(), 10u);
+  EXPECT_EQ(ev.front()["type"], "run_start");
+  EXPECT_EQ(ev.back()["type"], "run_end");
+  int last_iter = 0;
+  size_t first_decompose = ev.size(), first_kernel = ev.size();
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev[i]["type"] == "iteration") {
+      EXPECT_EQ(ev[i]["iteration"], last_iter + 1);
+      last_iter = ev[i]["iteration"];
+    }
+    if (ev[i]["type"] == "llm_call" && ev[i]["agent"] == "decompose") first_decompose = std::min(first_decompose, i);
+    if (ev[i]["type"] == "llm_call" && ev[i]["agent"] == "generate") first_kernel = std::min(first_kernel, i);
+    if (ev[i]["type"] == "llm_call" || ev[i]["type"] == "eval") EXPECT_TRUE(ev[i].contains("iteration"));
+  }
+  EXPECT_EQ(last_iter, 5);
+  EXPECT_LT(first_decompose, first_kernel);
+  // Within an iteration, alpha's events come before beta's (subproblem order).
+  size_t last_alpha = 0, first_beta = ev.size();
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev[i]["type"] != "llm_call" || ev[i]["iteration"] != 1) continue;
+    if (ev[i]["task"] == "alpha") last_alpha = i;
+    if (ev[i]["task"] == "beta") first_beta = std::min(first_beta, i);
+  }
+  EXPECT_LT(last_alpha, first_beta);
+  EXPECT_EQ(h.sink.of_type("swap").size(), 1u);
+  EXPECT_EQ(h.sink.topologies.size(), 6u);  // iteration 0..5
+}
+
+TEST(Events, TwoRunsWithTheSameScriptAreIdentical) {
+  auto once = [] {
+    Harness h;
+    h.ctx.opts.fuse = true;
+    h.llm.on("decompose", decomposition({"alpha", "beta", "gamma"}));
+    h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+      if (r.agent == "fuse") return std::string("NO_CHANGE");
+      if (r.agent == "split") return std::nullopt;
+      return kernel_reply(fmt::format("{} speedup={}", r.sample % 3 ? "correct" : "incorrect",
+                                      1 + static_cast<double>(r.task.size() * 7 % 5 + r.sample % 4) / 8));
+    });
+    h.llm.on("split", "no");
+    run_method(h.ctx, h.problem);
+    // Paths under the temp workspace differ between runs; everything else must not.
+    std::string s;
+    for (const auto& e : h.sink.events) s += e.dump() + "\n";
+    return std::make_pair(s, h.ws.path().string());
+  };
+  auto [a, pa] = once();
+  auto [b, pb] = once();
+  auto strip = [](std::string s, const std::string& p) {
+    for (size_t i; (i = s.find(p)) != std::string::npos;) s.replace(i, p.size(), "<ws>");
+    return s;
+  };
+  EXPECT_EQ(strip(a, pa), strip(b, pb));
+  EXPECT_GT(a.size(), 1000u);
+}
+
+TEST(Errors, UnmatchedScriptStopsTheRunWithAClearError) {
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha"}));
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(res.status, "error");
+  EXPECT_NE(res.error.find("no rule for agent=generate task=alpha"), std::string::npos) << res.error;
+  EXPECT_LT(h.kernel_calls(), 10);
+}
+
+TEST(Errors, TransientLlmFailuresCountAndAreRetried) {
+  Harness h;
+  int n = 0;
+  std::mutex mu;
+  h.llm.when([&](const llm::Request& r) -> std::optional<std::string> {
+    std::lock_guard<std::mutex> lk(mu);
+    if (++n % 2) return std::nullopt;  // falls through to the failure rule
+    return kernel_reply("correct speedup=1.1");
+  });
+  h.llm.fail("*", llm::LlmError::Kind::kNetwork, "connection reset");
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 8, 1, &h.sink);
+  EXPECT_EQ(h.llm.requests().size(), 8u);
+  EXPECT_FALSE(b.members.empty());
+  EXPECT_EQ(h.ctx.fatal_message(), "");
+}
+
+TEST(Errors, InterruptStopsBetweenRounds) {
+  Harness h;
+  h.llm.when([&](const llm::Request& r) -> std::optional<std::string> {
+    if (r.sample >= 3) h.stop = true;
+    return kernel_reply("incorrect");
+  });
+  evolve_kernel(h.ctx, h.task(), {}, 40, 1, &h.sink);
+  EXPECT_EQ(h.llm.requests().size(), 4u);  // the first round finishes, no new round starts
+}
+
+TEST(Concurrency, SubproblemsAndBeamMembersAreInFlightTogether) {
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta", "gamma"}));
+  h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return kernel_reply("correct speedup=1.0");
+  });
+  h.ctx.opts.iterations = 1;
+  run_method(h.ctx, h.problem);
+  // Three subproblems with four beam members each start together.
+  EXPECT_GT(h.llm.max_in_flight(), 4);
+}
+
+}  // namespace
+}  // namespace mk::search

@@ -1,0 +1,169 @@
+// LLMDecompose, LLMSplit and LLMFuse: agents that change the subproblem
+// structure, each verified by Evaluator::verify_decomposition.
+#include <future>
+
+#include <fmt/format.h>
+
+#include "agents/reply.h"
+#include "search/internal.h"
+#include "search/search.h"
+
+namespace mk::search {
+
+namespace {
+
+struct Attempt {
+  std::optional<problem::Topology> topology;  ///< verified
+  agents::Conversation next;                  ///< the conversation for the next try
+  std::vector<nlohmann::json> events;
+  bool gave_up = false;                       ///< the LLM declined (fuse: NO_CHANGE)
+};
+
+/// One try: call, parse, build the topology, verify. On failure, `next` holds
+/// the conversation continued with what went wrong.
+Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const problem::Topology* base,
+                const agents::Conversation& conv, const std::string& agent, int sample, int iteration,
+                const fs::path& dir, const std::vector<std::string>& must_replace) {
+  Attempt a;
+  a.next = conv;
+  auto ex = detail::call(ctx, *ctx.llm, conv, agent, problem.name, sample, iteration, &a.events);
+  if (!ex.call.ok) return a;  // retry the same conversation
+  if (agent == "fuse" && agents::is_no_change_reply(ex.reply)) {
+    a.gave_up = true;
+    return a;
+  }
+  auto reask = [&](const std::string& err) {
+    auto msg = agents::reask_message(*ctx.prompts, err, agents::kFilesFormatHint);
+    a.next = conv.followed_by(ex.reply, msg ? *msg : err);
+    a.events.push_back({{"type", "reply_error"}, {"task", problem.name}, {"agent", agent},
+                        {"iteration", iteration}, {"error", err}});
+  };
+  auto files = agents::parse_files_reply(ex.reply);
+  if (!files) {
+    reask(files.error());
+    return a;
+  }
+  auto topo = problem::topology_from_files(*files, base, agent);
+  if (!topo) {
+    reask(topo.error());
+    return a;
+  }
+  for (const auto& name : must_replace) {
+    if (topo->find(name) && topo->find(name)->hash == base->find(name)->hash) {
+      reask(fmt::format("subproblem {} is still imported unchanged; replace it with exactly two new subproblems "
+                        "with new names", name));
+      return a;
+    }
+  }
+  if (base && problem::diff(*base, *topo).empty()) {
+    reask("the files you sent leave the decomposition unchanged");
+    return a;
+  }
+  if (auto st = topo->write_to(dir, /*durable=*/false); !st) {
+    a.events.push_back({{"type", "reply_error"}, {"task", problem.name}, {"agent", agent}, {"error", st.error()}});
+    return a;
+  }
+  eval::DecompositionRequest req;
+  req.problem = problem.path;
+  req.decomposed = dir / "decomposed_problem.py";
+  req.subproblems_dir = dir / "subkernel_problems";
+  req.test_cpu = ctx.opts.eval.test_cpu;
+  req.timeout_s = ctx.opts.eval.timeout_s;
+  eval::DecompositionResult vr;
+  try {
+    vr = ctx.evaluator->verify_decomposition(req).get();
+  } catch (const std::exception& e) {
+    vr.ok = false;
+    vr.failures = {std::string("the verifier failed: ") + e.what()};
+  }
+  a.events.push_back({{"type", "verify_decomposition"}, {"task", problem.name}, {"agent", agent},
+                      {"iteration", iteration}, {"sample", sample}, {"ok", vr.ok}, {"failures", vr.failures}});
+  if (vr.ok) {
+    a.topology = std::move(*topo);
+    return a;
+  }
+  auto msg = agent == "decompose" ? agents::decompose_feedback_message(*ctx.prompts, vr.failures, vr.feedback)
+                                  : agents::refine_feedback_message(*ctx.prompts, vr.failures, vr.feedback);
+  a.next = conv.followed_by(ex.reply, msg ? *msg : "verification failed");
+  return a;
+}
+
+}  // namespace
+
+problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& problem, EventSink* sink) {
+  auto first = agents::decompose_prompt(*ctx.prompts, problem);
+  const int k = std::max(1, ctx.opts.decompose_workers);
+  if (first) {
+    std::vector<agents::Conversation> convs(k, *first);
+    for (int round = 0; round < ctx.opts.decompose_attempts && !ctx.should_stop(); ++round) {
+      int base = ctx.reserve_samples("decompose:" + problem.name, k);
+      std::vector<std::future<Attempt>> futs;
+      for (int w = 0; w < k; ++w) {
+        fs::path dir = ctx.workspace / "decompose" / fmt::format("w{}-a{}", w, round);
+        futs.push_back(std::async(std::launch::async, [&, w, dir] {
+          return attempt(ctx, problem, nullptr, convs[w], "decompose", base + w, 0, dir, {});
+        }));
+      }
+      std::optional<problem::Topology> winner;
+      int winner_worker = -1;
+      for (int w = 0; w < k; ++w) {
+        Attempt a = futs[w].get();
+        if (sink)
+          for (const auto& e : a.events) sink->emit(e);
+        convs[w] = a.next;
+        if (a.topology && !winner) {
+          winner = std::move(a.topology);
+          winner_worker = w;
+        }
+      }
+      if (winner) {
+        winner->origin = "decompose";
+        if (sink)
+          sink->emit({{"type", "topology"}, {"iteration", 0}, {"reason", "decompose"}, {"worker", winner_worker},
+                      {"round", round}, {"subproblems", winner->names()}});
+        return *winner;
+      }
+    }
+  } else {
+    ctx.set_fatal(first.error());
+  }
+  auto t = problem::Topology::wrap_original(problem);
+  if (sink)
+    sink->emit({{"type", "topology"}, {"iteration", 0}, {"reason", "fallback"},
+                {"detail", "no decomposition passed verification; the original module is the only subproblem"},
+                {"subproblems", t.names()}});
+  return t;
+}
+
+std::optional<problem::Topology> llm_refine(SearchContext& ctx, const problem::Problem& problem,
+                                            const problem::Topology& topo, const std::string& kind,
+                                            const std::map<std::string, std::string>& failing,
+                                            const std::string& status_table, int iteration, EventSink* sink) {
+  auto conv = kind == "split" ? agents::split_prompt(*ctx.prompts, problem, topo, failing)
+                              : agents::fuse_prompt(*ctx.prompts, problem, topo, status_table);
+  if (!conv) {
+    ctx.set_fatal(conv.error());
+    return std::nullopt;
+  }
+  std::vector<std::string> must_replace;
+  if (kind == "split")
+    for (const auto& [name, why] : failing) must_replace.push_back(name);
+  agents::Conversation c = *conv;
+  int tries = std::max(1, ctx.opts.refine_attempts);
+  for (int i = 0; i < tries && !ctx.should_stop(); ++i) {
+    int sample = ctx.reserve_samples(kind + ":" + problem.name, 1);
+    fs::path dir = ctx.workspace / "topologies" / fmt::format("t{}-{}-a{}", iteration, kind, i);
+    Attempt a = attempt(ctx, problem, &topo, c, kind, sample, iteration, dir, must_replace);
+    if (sink)
+      for (const auto& e : a.events) sink->emit(e);
+    if (a.gave_up) return std::nullopt;
+    if (a.topology) {
+      a.topology->origin = kind;
+      return a.topology;
+    }
+    c = a.next;
+  }
+  return std::nullopt;
+}
+
+}  // namespace mk::search

@@ -1,0 +1,166 @@
+#include "support/fake_evaluator.h"
+
+#include <regex>
+
+#include "util/fs.h"
+
+namespace mk::testing {
+
+namespace {
+
+double number_after(const std::string& line, const std::string& key, double dflt) {
+  std::regex re(key + R"(=([0-9.eE+-]+))");
+  std::smatch m;
+  if (std::regex_search(line, m, re)) return std::stod(m[1]);
+  return dflt;
+}
+
+template <class T>
+std::future<T> ready(T v) {
+  std::promise<T> p;
+  p.set_value(std::move(v));
+  return p.get_future();
+}
+
+eval::EvalResult make_correct(double base_ms, double kernel_ms) {
+  eval::EvalResult r;
+  r.status = eval::Status::kCorrect;
+  r.runtime = {kernel_ms, kernel_ms, true};
+  r.compiled = {base_ms, base_ms, true};
+  r.eager = {base_ms * 1.25, base_ms * 1.25, true};
+  r.speedup_compile = base_ms / kernel_ms;
+  r.speedup_eager = base_ms * 1.25 / kernel_ms;
+  return r;
+}
+
+}  // namespace
+
+eval::EvalResult FakeEvaluator::judge_source(const std::string& src, bool allow_pytorch) {
+  static const std::regex marker(R"(#\s*FAKE:\s*([a-z_]+)([^\n]*))");
+  std::smatch m;
+  eval::EvalResult r;
+  if (!std::regex_search(src, m, marker)) {
+    if (src.find("class ModelNew(Model)") != std::string::npos) {
+      if (!allow_pytorch) {
+        r.status = eval::Status::kCheating;
+        r.kind = "pytorch_compute";
+        r.reasons = {"the subkernel is the PyTorch reference"};
+        return r;
+      }
+      r = make_correct(number_after(src, "base", 1.0), number_after(src, "base", 1.0));
+      r.uses_pytorch = true;
+      return r;
+    }
+    r.status = eval::Status::kCompileError;
+    r.kind = "syntax_error";
+    r.feedback = "fake evaluator: no FAKE marker in the source";
+    return r;
+  }
+  std::string status = m[1];
+  std::string rest = m[2];
+  if (status == "correct") {
+    double base = number_after(rest, "base", 1.0);
+    double speedup = number_after(rest, "speedup", 1.0);
+    return make_correct(base, base / speedup);
+  }
+  auto st = eval::status_from_string(status);
+  r.status = st ? *st : eval::Status::kCrashed;
+  r.kind = status == "incorrect" ? "mismatch" : status;
+  r.feedback = "fake evaluator: " + status + rest;
+  if (r.status == eval::Status::kIncorrect) r.max_abs_err = 0.5;
+  return r;
+}
+
+std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    requests_.push_back(req);
+  }
+  eval::EvalResult r;
+  if (req.kernel.filename() == "decomposed_solution.py") {
+    auto dir = req.kernel.parent_path() / "subkernel_implementations";
+    std::vector<std::filesystem::path> files;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".py" && e.path().filename() != "__init__.py") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    double base = 0, kernel = 0;
+    bool ok = !files.empty(), e2e_fail = false, pytorch = false;
+    nlohmann::json per = nlohmann::json::object();
+    std::string why;
+    for (const auto& f : files) {
+      auto src = read_file(f);
+      std::string s = src ? *src : "";
+      if (s.find("# FAKE-E2E: incorrect") != std::string::npos) e2e_fail = true;
+      auto sub = judge_source(s, req.options.allow_pytorch);
+      if (!sub.correct()) {
+        ok = false;
+        why += f.stem().string() + ": " + eval::to_string(sub.status) + "; ";
+        continue;
+      }
+      pytorch = pytorch || sub.uses_pytorch;
+      base += sub.compiled.median_ms;
+      kernel += sub.runtime.median_ms;
+      per[f.stem().string()] = sub.runtime.median_ms;
+    }
+    if (ok && !e2e_fail) {
+      r = make_correct(base, kernel);
+      r.uses_pytorch = pytorch;
+      r.raw = {{"subkernel_runtime_ms", per}};
+    } else {
+      r.status = eval::Status::kIncorrect;
+      r.kind = "mismatch";
+      r.max_abs_err = 0.25;
+      r.feedback = e2e_fail && ok ? "fake evaluator: the composition disagrees with the reference" : why;
+    }
+  } else {
+    auto src = read_file(req.kernel);
+    r = judge_source(src ? *src : "", req.options.allow_pytorch);
+  }
+  return ready(std::move(r));
+}
+
+std::future<eval::DecompositionResult> FakeEvaluator::verify_decomposition(eval::DecompositionRequest req) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    decomp_.push_back(req);
+  }
+  eval::DecompositionResult r;
+  r.ok = true;
+  std::vector<std::filesystem::path> files = {req.decomposed};
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(req.subproblems_dir, ec)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    auto src = read_file(f);
+    if (src && src->find("# FAKE: invalid-decomposition") != std::string::npos) {
+      r.ok = false;
+      r.failures.push_back(f.filename().string() + ": fake verification failure (outputs differ)");
+    }
+  }
+  r.feedback = r.ok ? "" : "fake: the decomposed module's output differs from the original";
+  return ready(std::move(r));
+}
+
+nlohmann::json FakeEvaluator::hardware_info() {
+  return {{"gpus", {{{"name", "Fake GPU"}, {"capability", {9, 0}}, {"sm_count", 132}, {"memory_bytes", 1LL << 37}}}}};
+}
+
+std::vector<eval::EvalRequest> FakeEvaluator::requests() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return requests_;
+}
+
+std::vector<eval::DecompositionRequest> FakeEvaluator::decomposition_requests() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return decomp_;
+}
+
+int FakeEvaluator::e2e_count() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  int n = 0;
+  for (const auto& r : requests_) n += r.kernel.filename() == "decomposed_solution.py";
+  return n;
+}
+
+}  // namespace mk::testing
