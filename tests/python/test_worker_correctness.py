@@ -101,10 +101,34 @@ def test_every_input_config_is_checked(worker_server):
     assert "config 1" in bad["message"]
 
 
-def test_candidate_first_trials_are_marked(worker_server):
-    r = worker_server.eval(problem("add"), cand("add_wrong"), candidate_first_trials=5)
-    assert r["kind"] == "mismatch"
-    assert "the candidate ran before the reference" in r["message"]
+def test_expected_outputs_are_computed_after_the_candidate(worker_server, tmp_path):
+    # The candidate looks for any expected output on disk or in its inherited
+    # descriptors while it runs; there must be none to find.
+    probe = tmp_path / "found.txt"
+    k = tmp_path / "snoop.py"
+    k.write_text(f"""
+import os, glob
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        found = glob.glob("/tmp/mkworker-*/**/expected*", recursive=True)
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink("/proc/self/fd/" + fd)
+            except OSError:
+                continue  # the directory listing's own descriptor
+            if "expected" in target:
+                found.append(target)
+        with open({str(probe)!r}, "a") as f:
+            f.write(repr(found) + chr(10))
+        return a + b
+""")
+    r = worker_server.eval(problem("add"), str(k))
+    assert r["status"] == "correct", r
+    assert "after the candidate" in r["checks"]["correctness"]["order"]
+    assert all(line == "[]" for line in probe.read_text().splitlines()), probe.read_text()
 
 
 @pytest.mark.parametrize("name", ["add_patch_allclose", "add_fake_result"])

@@ -70,7 +70,13 @@ def _fail(ctx, exc: BaseException, where: str, files: list[str], default_kind: s
 
 
 def reference_body(ctx, job: dict) -> int:
-    """job: problem, opts, device, phase (1 or 2), trials (phase 2), inputs/init (phase 2)."""
+    """Phase 1 (before the candidate): generate every trial's inputs; run the
+    model only to vet the problem (first trial of each config) and the
+    alternate-distribution trials (skipped where the reference raises or is
+    not finite). No expected output leaves this child.
+    Phase 2 (after the candidate handed over its outputs): compute the expected
+    outputs of job["trials"] from the inputs inherited from the server.
+    job: problem, opts, device, phase, timing_trial (1); trials, inputs, init (2)."""
     import torch
     _restore_threads()
     C.disable_tf32()
@@ -87,7 +93,8 @@ def reference_body(ctx, job: dict) -> int:
         plan = C.plan_trials(len(configs), opts)
         if job.get("timing_trial"):
             plan.append(job["timing_trial"])
-        run = [t for t in plan if not t["cand_first"]]
+        first = {c: next(t["id"] for t in plan if t["config"] == c and not t["alt"]) for c in range(len(configs))}
+        run = [t for t in plan if t["alt"] or t["id"] == first[t["config"]]]
     else:
         plan = job["trials"]
         run = plan
@@ -130,6 +137,8 @@ def reference_body(ctx, job: dict) -> int:
                 if t["alt"] and not C.is_finite_tree(out):
                     alt_skipped[t["id"]] = "the reference output is not finite on signed-normal inputs"
                     continue
+                if phase == 1:
+                    continue  # vetting only: nothing is handed over before the candidate has run
                 expected[t["id"]] = out
                 mutated[t["id"]] = [isinstance(x, torch.Tensor) and not C.tensors_equal(x.detach().to("cpu"), o)
                                     for x, o in zip(xs, inputs[t["id"]])]
@@ -140,7 +149,8 @@ def reference_body(ctx, job: dict) -> int:
     if phase == 1:
         tensorio.save(os.path.join(ctx.dir, "inputs.mkt"), {"init": init, "inputs": inputs},
                       meta={"n_configs": len(configs), "alt_skipped": alt_skipped})
-    tensorio.save(os.path.join(ctx.dir, "expected.mkt"), {"out": expected, "mutated": mutated})
+    else:
+        tensorio.save(os.path.join(ctx.dir, "expected.mkt"), {"out": expected, "mutated": mutated})
     return 0
 
 

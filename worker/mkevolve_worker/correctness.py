@@ -22,7 +22,7 @@ import math
 
 DEFAULTS = {
     "trials": 5,
-    "candidate_first_trials": 2,
+    "candidate_first_trials": 2,   # accepted for protocol v1; every trial now runs candidate first
     "alt_dist_trials": 1,
     "atol": 1e-4,
     "rtol": 1e-4,

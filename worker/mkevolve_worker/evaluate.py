@@ -2,13 +2,15 @@
 
 Order of one eval:
  1. syntax and static checks on the candidate's files (no code runs);
- 2. reference child #1: inputs for every trial, expected outputs for the
-    reference-first trials and for the last timed call; the server loads the
-    inputs, opens the expected outputs and unlinks the file (the candidate,
-    forked next, inherits neither the file nor its contents);
- 3. candidate child: every trial; writes its outputs; waits;
- 4. reference child #2: the candidate-first trials (they ran on the GPU
-    before the reference computed them);
+ 2. reference child #1 (problem file only): every trial's inputs; it runs the
+    model only to vet the problem and to drop alternate-distribution trials
+    where the reference raises or is not finite; no output leaves it;
+ 3. candidate child (candidate files only, inputs inherited through fork):
+    every trial; writes its outputs; waits;
+ 4. reference child #2: every expected output, computed only now, after the
+    candidate's outputs are in the server's hands (so every trial is
+    "candidate first", and no expected value exists anywhere while candidate
+    code runs: not even root could read it from us);
  5. the server compares (CPU torch) and either kills the candidate (wrong) or
     lets it profile and time itself;
  6. after the candidate and every descendant are dead, the server judges the
@@ -188,21 +190,13 @@ class Evaluator:
         ref1 = self._run_reference(job1, opts["timeout_s"])
         try:
             inputs_obj, meta = tensorio.load(ref1.path("inputs.mkt"))
-            exp_fd = os.open(ref1.path("expected.mkt"), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
         except (OSError, tensorio.FormatError) as e:
-            isolation.cleanup_dir(ref1.dir)
-            raise ProblemError(f"{problem}: the reference wrote no usable result ({e})") from None
-        isolation.cleanup_dir(ref1.dir)  # unlinks expected.mkt; we keep the open descriptor
-        try:
-            return self._evaluate_candidate(res, problem, kernel, opts, device, perf, inputs_obj, meta, exp_fd,
-                                            t_start)
+            raise ProblemError(f"{problem}: the reference wrote no usable inputs ({e})") from None
         finally:
-            try:
-                os.close(exp_fd)
-            except OSError:
-                pass
+            isolation.cleanup_dir(ref1.dir)
+        return self._evaluate_candidate(res, problem, kernel, opts, device, perf, inputs_obj, meta, t_start)
 
-    def _evaluate_candidate(self, res, problem, kernel, opts, device, perf, inputs_obj, meta, exp_fd, t_start):
+    def _evaluate_candidate(self, res, problem, kernel, opts, device, perf, inputs_obj, meta, t_start):
         n_configs = int(meta.get("n_configs", 1))
         skipped = meta.get("alt_skipped") or {}
         plan = [t for t in C.plan_trials(n_configs, opts) if t["id"] not in skipped]
@@ -213,6 +207,7 @@ class Evaluator:
             "candidate_first_trials": opts["candidate_first_trials"], "alt_dist_trials": opts["alt_dist_trials"],
             "alt_skipped": skipped, "atol": opts["atol"], "rtol": opts["rtol"], "scale_tol": opts["scale_tol"],
             "tf32": False, "trials_run": len(plan),
+            "order": "every expected output is computed after the candidate handed over its outputs",
         }
         job = {"kernel": kernel, "opts": opts, "device": device, "trials": plan, "inputs": inputs, "init": init,
                "perf": perf, "timing_inputs": inputs.get("last")}
@@ -230,7 +225,7 @@ class Evaluator:
                 try:
                     self.progress("compare")
                     state["verdict"] = self._judge_correctness(child, problem, opts, device, plan, inputs, init,
-                                                               exp_fd, state)
+                                                               perf, state)
                 except ProblemError as e:
                     state["error"] = e
                 phase_s.append(["compared", round(time.monotonic() - child.started, 3)])
@@ -263,7 +258,7 @@ class Evaluator:
         finally:
             isolation.cleanup_dir(cand.dir)
 
-    def _judge_correctness(self, child, problem, opts, device, plan, inputs, init, exp_fd, state) -> dict:
+    def _judge_correctness(self, child, problem, opts, device, plan, inputs, init, perf, state) -> dict:
         try:
             cand_obj, cmeta = tensorio.load(child.path("candidate.mkt"), max_bytes=1 << 38)
             os.unlink(child.path("candidate.mkt"))
@@ -274,22 +269,19 @@ class Evaluator:
                     "message": f"the candidate's output could not be read ({e})"}
         state["files"] = cmeta.get("files") if isinstance(cmeta.get("files"), list) else []
         state["devices"] = cmeta.get("devices") if isinstance(cmeta.get("devices"), dict) else {}
-        second = [t for t in plan if t["cand_first"]]
-        expected2: dict = {"out": {}, "mutated": {}}
-        if second:
-            self.progress("reference")
-            job2 = {"problem": problem, "opts": opts, "device": device, "phase": 2, "trials": second,
-                    "inputs": inputs, "init": init}
-            ref2 = self._run_reference(job2, opts["timeout_s"], protect=frozenset({child.pid}))
-            try:
-                expected2, _ = tensorio.load(ref2.path("expected.mkt"))
-            except (OSError, tensorio.FormatError) as e:
-                raise ProblemError(f"{problem}: the reference wrote no usable result ({e})") from None
-            finally:
-                isolation.cleanup_dir(ref2.dir)
-        expected1, _ = tensorio.loads(tensorio.read_fd(exp_fd, 1 << 40))
-        expected = {"out": {**expected1["out"], **expected2["out"]},
-                    "mutated": {**expected1["mutated"], **expected2["mutated"]}}
+        # Only now, with the candidate's outputs in our hands, does any expected
+        # output come into existence (the candidate waits, its outputs fixed).
+        self.progress("reference")
+        trials = list(plan) + ([C.timing_inputs_trial(opts)] if perf else [])
+        job2 = {"problem": problem, "opts": opts, "device": device, "phase": 2, "trials": trials,
+                "inputs": inputs, "init": init}
+        ref2 = self._run_reference(job2, opts["timeout_s"], protect=frozenset({child.pid}))
+        try:
+            expected, _ = tensorio.load(ref2.path("expected.mkt"))
+        except (OSError, tensorio.FormatError) as e:
+            raise ProblemError(f"{problem}: the reference wrote no usable result ({e})") from None
+        finally:
+            isolation.cleanup_dir(ref2.dir)
         state["expected"] = expected
         return verdict_for_trials(plan, expected, cand_obj, state["devices"], inputs, device, opts)
 
@@ -488,8 +480,7 @@ def _failure_of(child, phase: str, timeout_s: float) -> tuple[str, str]:
 
 def _trial_context(t: dict) -> str:
     what = "signed-normal inputs (alternate distribution)" if t["alt"] else "random inputs from get_inputs()"
-    order = ", the candidate ran before the reference" if t["cand_first"] else ""
-    return f" [trial {t['id']}: config {t['config']}, {what}, seed {t['seed']}{order}]"
+    return f" [trial {t['id']}: config {t['config']}, {what}, seed {t['seed']}]"
 
 
 def verdict_for_trials(plan, expected, cand_obj, devices, inputs, device, opts) -> dict:
