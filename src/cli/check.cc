@@ -1,0 +1,90 @@
+// `mkevolve check`: the static (AST) cheat checks on candidate files. Needs
+// neither a GPU nor torch: it runs the worker's static checker in plain Python.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/registry.h"
+#include "eval/inputs.h"
+#include "eval/pool.h"
+#include "eval/sources.h"
+#include "util/config.h"
+#include "util/fs.h"
+
+namespace mk::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+int run(int argc, char** argv) {
+  CLI::App app{"Static checks of candidate kernels (no GPU, no torch): ModelNew must launch a Triton kernel; no "
+               "torch compute on the data path, no side streams, patching, threads, processes or exec. Prints one "
+               "line per violation: file:line: rule: message.",
+               argv[0]};
+  std::vector<std::string> files;
+  std::string python, config_path;
+  bool as_json = false, allow_pytorch = false;
+  app.add_option("kernel", files, "candidate files (or solution package directories)")->required();
+  app.add_flag("--json", as_json, "one JSON object per file: {file, clean, violations}");
+  app.add_flag("--allow-pytorch", allow_pytorch, "Swap's policy: PyTorch compute is allowed");
+  app.add_option("--python", python, "Python to run the checker (default: $MKEVOLVE_PYTHON, config 'python', python3)");
+  app.add_option("--config", config_path, "configuration file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  auto config = Config::discover(config_path);
+  if (!config) {
+    std::fprintf(stderr, "mkevolve check: %s\n", config.error().c_str());
+    return kExitUsage;
+  }
+  auto config_python = config->get_string("python", "");
+  if (!config_python) {
+    std::fprintf(stderr, "mkevolve check: %s\n", config_python.error().c_str());
+    return kExitUsage;
+  }
+  std::string py = eval::resolve_python(python, *config_python);
+
+  int worst = kExitOk;
+  for (const auto& f : files) {
+    auto path = eval::resolve_kernel_path(f);
+    if (path) {
+      if (auto text = read_file(*path); !text) path = Error{text.error()};
+    }
+    if (!path) {
+      std::fprintf(stderr, "mkevolve check: %s\n", path.error().c_str());
+      worst = kExitUsage;
+      continue;
+    }
+    auto sc = eval::run_static_check(py, *path, allow_pytorch);
+    if (!sc) {
+      std::fprintf(stderr, "mkevolve check: %s: %s\n", path->c_str(), sc.error().c_str());
+      return kExitEnvironment;
+    }
+    if (as_json) {
+      json v = json::array();
+      for (const auto& x : sc->violations)
+        v.push_back({{"file", x.file}, {"line", x.line}, {"rule", x.rule}, {"message", x.message}});
+      std::printf("%s\n", json{{"file", path->string()}, {"clean", sc->clean}, {"violations", v}}
+                              .dump(-1, ' ', false, json::error_handler_t::replace)
+                              .c_str());
+    } else {
+      for (const auto& x : sc->violations) std::printf("%s\n", x.to_line().c_str());
+    }
+    if (!sc->clean && worst == kExitOk) worst = kExitFailure;
+  }
+  return worst;
+}
+
+const Register reg("check", "static cheat checks of candidate kernels (no GPU or torch needed)", &run);
+
+}  // namespace
+}  // namespace mk::cli
