@@ -208,3 +208,38 @@ def test_problem_without_model_is_named(worker_server):
                                    options={"test_cpu": True})
     assert msg["type"] == "error"
     assert "Model" in msg["message"] and "no_model.py" in msg["message"]
+
+
+def test_candidate_that_kills_the_server_dies_with_it(tmp_path):
+    """Surviving this is the pool's job (it restarts the server); the worker's
+    part is that the candidate does not outlive the server (PR_SET_PDEATHSIG)."""
+    from conftest import WorkerClient
+    pidfile = tmp_path / "cand.pid"
+    k = _write(tmp_path / "parricide.py", f"""
+        import os, signal, time
+        import torch
+        import torch.nn as nn
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                with open({str(pidfile)!r}, "w") as f:
+                    f.write(str(os.getpid()))
+                os.kill(os.getppid(), signal.SIGKILL)
+                time.sleep(1000)
+        """)
+    client = WorkerClient(["--test-mode"], cwd=str(tmp_path))
+    try:
+        client.send_raw((json.dumps({"id": 1, "op": "eval", "problem": problem("add"), "kernel": k,
+                                     "options": {"test_cpu": True, "perf": False}}) + "\n").encode())
+        with pytest.raises(EOFError):
+            while True:
+                client.read(60)
+        assert client.proc.wait(timeout=30) == -9
+        pid = int(pidfile.read_text())
+        for _ in range(100):
+            if not _alive(pid):
+                break
+            time.sleep(0.05)
+        assert not _alive(pid), "the candidate outlived the server"
+    finally:
+        client.close()

@@ -91,6 +91,28 @@ def test_baseline_in_test_mode(worker_server):
     assert msg["compile"] is None or msg["compile"]["median_ms"] > 0
 
 
+DECOMP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "decomp_fixtures")
+
+
+def test_verify_decomposition_runs_in_a_child(worker_server):
+    fix = os.path.join(DECOMP, "mlp_good")
+    msg, _ = worker_server.request("verify_decomposition", problem=os.path.join(DECOMP, "problems", "mlp.py"),
+                                   decomposed=os.path.join(fix, "decomposed_problem.py"),
+                                   subproblems_dir=os.path.join(fix, "subkernel_problems"),
+                                   options={"test_cpu": True, "timeout_s": 120})
+    assert msg["type"] == "result" and msg["ok"] is True, msg
+    bad = os.path.join(DECOMP, "mlp_bad_mismatch")
+    msg, _ = worker_server.request("verify_decomposition", problem=os.path.join(DECOMP, "problems", "mlp.py"),
+                                   decomposed=os.path.join(bad, "decomposed_problem.py"),
+                                   subproblems_dir=os.path.join(bad, "subkernel_problems"),
+                                   options={"test_cpu": True, "timeout_s": 120})
+    assert msg["type"] == "result" and msg["ok"] is False and msg["failures"], msg
+    msg, _ = worker_server.request("verify_decomposition", problem=os.path.join(DECOMP, "problems", "mlp.py"),
+                                   decomposed=os.path.join(fix, "decomposed_problem.py"),
+                                   subproblems_dir="/nonexistent/dir", options={"test_cpu": True})
+    assert msg["type"] == "error" and "/nonexistent/dir" in msg["message"]
+
+
 @pytest.fixture(scope="module")
 def production_server(tmp_path_factory):
     client = WorkerClient([], cwd=str(tmp_path_factory.mktemp("prod-cwd")))
@@ -104,6 +126,9 @@ def test_test_cpu_is_refused_without_test_mode(production_server):
                                        options={"test_cpu": True})
     assert msg["type"] == "error" and "--test-mode" in msg["message"]
     msg, _ = production_server.request("baseline", problem=problem("add"), options={"test_cpu": True})
+    assert msg["type"] == "error" and "--test-mode" in msg["message"]
+    msg, _ = production_server.request("eval", problem=problem("add"), kernel=cand("add_ok"),
+                                       options={"static_check": False})
     assert msg["type"] == "error" and "--test-mode" in msg["message"]
 
 

@@ -238,7 +238,7 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
             return model(*bufs)
     where = "profiling one forward"
     try:
-        if device == "cuda":
+        if device == "cuda" and opts["profile"]:
             ctx.send({"ev": "phase", "phase": where})
             acts, out = runtime_check.profile_forward(call, os.path.join(ctx.dir, "trace.json"))
             write_json(os.path.join(ctx.dir, "runtime.json"),

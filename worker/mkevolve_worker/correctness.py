@@ -36,6 +36,9 @@ DEFAULTS = {
     "allow_pytorch": False,
     "test_cpu": False,
     "wall_check": True,
+    "profile": True,        # the runtime profile (~4 s of CUPTI start-up per candidate on an H200); turning it
+                            # off leaves the static layer alone against foreign kernels: for search steps
+                            # only, with a final evaluation that keeps it on
     "static_check": True,   # false is honoured only in --test-mode (to exercise the runtime layers alone)
 }
 

@@ -316,7 +316,10 @@ class Evaluator:
                                 "clock": "cuda events" if device == "cuda" else "cpu wall clock (test mode)"}
         problems: list[tuple[str, str]] = []
         # Runtime profile.
-        if device == "cuda":
+        if device == "cuda" and not opts["profile"]:
+            res.checks["runtime"] = {"skipped": "profile=false: foreign kernels were not looked for"}
+            res.uses_pytorch = None
+        elif device == "cuda":
             rt = _read_json(cand.path("runtime.json"))
             if not isinstance(rt, dict) or not isinstance(rt.get("activities"), list):
                 return res.fail("malformed_result", "the candidate's runtime profile is missing", t_start)
@@ -408,6 +411,10 @@ class Evaluator:
             from . import decompose_check  # noqa: F401
         except ImportError as e:
             raise RequestError(f"decomposition checks unavailable (mkevolve_worker.decompose_check: {e})") from None
+        if options.pop("test_cpu", False):
+            options["device"] = "cpu"
+        elif options.get("device") == "cpu" and not self.test_mode:
+            raise RequestError("verifying a decomposition on the CPU is honoured only with --test-mode")
         timeout = float(options.get("timeout_s", 300) or 300)
         job = {"problem": problem, "decomposed": decomposed, "subproblems_dir": os.path.abspath(subproblems_dir),
                "options": options}

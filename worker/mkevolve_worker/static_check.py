@@ -269,6 +269,8 @@ REFERENCE_MODULE_RE = re.compile(
     r"^(reference|references|ref|problem|problems|kernelbench|original|orig|baseline|"
     r"level[0-9]+|[0-9]+_[A-Za-z0-9_]*)$", re.IGNORECASE)
 
+MAX_FILES = 64  # a candidate package is a handful of files
+
 TENSORISH = frozenset({"T", "A", "W", "P"})
 S = frozenset({"S"})
 U = frozenset({"U"})
@@ -280,13 +282,22 @@ def _seq(elem, depth=0):
     if depth >= 2:
         return frozenset({("SEQ", U)})
     capped = set()
-    for a in elem:
+    for a in _norm(elem):
         if isinstance(a, tuple) and a[0] == "SEQ":
             inner = _seq(a[1], depth + 1)
             capped |= inner
         else:
             capped.add(a)
     return frozenset({("SEQ", frozenset(capped))})
+
+
+def _norm(t):
+    """Merges every container atom of t into one, so types stop growing fast."""
+    seqs = [a for a in t if isinstance(a, tuple) and a[0] == "SEQ"]
+    if len(seqs) < 2:
+        return t
+    merged = frozenset().union(*(a[1] for a in seqs))
+    return frozenset(a for a in t if not (isinstance(a, tuple) and a[0] == "SEQ")) | _seq(merged)
 
 
 def _elems(t):
@@ -517,6 +528,10 @@ class Project:
         ap = os.path.abspath(path)
         if ap in self.files:
             return self.files[ap]
+        if display is None and not self._inside_root(ap):
+            return None  # not a candidate file
+        if len(self.files) >= MAX_FILES:
+            return None
         try:
             with open(ap, "r", encoding="utf-8") as f:
                 src = f.read()
@@ -525,6 +540,10 @@ class Project:
         if display is None:
             display = self._display_for(ap)
         return self.add_source(ap, display, src)
+
+    def _inside_root(self, ap):
+        root = self.root_dir
+        return bool(root) and os.path.commonpath([root, ap]) == root
 
     def _display_for(self, ap):
         """Sibling files are named relative to the main file's name as given."""
@@ -804,20 +823,20 @@ class Project:
 
     def join_param(self, f, name, t):
         old = f.param_types.get(name, EMPTY)
-        new = old | t
+        new = _norm(old | t)
         if new != old:
             f.param_types[name] = new
             self.changed = True
 
     def join_ret(self, f, t):
-        new = f.ret | t
+        new = _norm(f.ret | t)
         if new != f.ret:
             f.ret = new
             self.changed = True
 
     def join_attr(self, c, attr, t, writer):
         old = c.attrs.get(attr, EMPTY)
-        new = old | t
+        new = _norm(old | t)
         if new != old:
             c.attrs[attr] = new
             self.changed = True
@@ -828,7 +847,7 @@ class Project:
 
     def join_global(self, fi, name, t, writer):
         old = fi.env.get(name, EMPTY)
-        new = old | t
+        new = _norm(old | t)
         if new != old:
             fi.env[name] = new
             self.changed = True
@@ -850,9 +869,9 @@ class Project:
 
     def run(self):
         # Phase A: types and graph; Phase B: with persistent-read tracking.
-        for phase in ("A", "B"):
+        for phase, rounds in (("A", 6), ("B", 4)):
             self.p_enabled = phase == "B"
-            for _ in range(8):
+            for _ in range(rounds):
                 self.changed = False
                 self._walk_all()
                 if not self.changed:
@@ -1015,6 +1034,8 @@ class Walker:
         self.lambda_depth = 0
         self.in_class_body = False
         self.nested_rets = []
+        # locations assigned earlier in this call: reading them is not stale state
+        self.fresh = {}
 
     # -- reporting helpers -------------------------------------------------
 
@@ -1043,6 +1064,15 @@ class Walker:
 
     def walk_class_body(self):
         c = self.cls
+        for q in c.torch_bases:
+            if q in ("torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase") or \
+                    q.endswith(("TorchFunctionMode", "TorchDispatchMode")):
+                self.report(c.node, "patching",
+                            f"class {c.name} subclasses {q}, which intercepts torch operations")
+        for name in ("__torch_function__", "__torch_dispatch__"):
+            if name in c.methods:
+                self.report(c.methods[name].node, "patching",
+                            f"{c.name}.{name} intercepts torch operations")
         self.scope = Scope(None, self.fi.env)
         self.scope.vars = dict(self.fi.env)
         self.in_class_body = True
@@ -1059,8 +1089,9 @@ class Walker:
             for k, v in self.scope.vars.items():
                 if before.get(k) != v:
                     old = c.class_attrs.get(k, EMPTY)
-                    if (old | v) != old:
-                        c.class_attrs[k] = old | v
+                    new = _norm(old | v)
+                    if new != old:
+                        c.class_attrs[k] = new
                         self.p.changed = True
         for kw in c.node.keywords:
             self.expr(kw.value)
@@ -1074,6 +1105,14 @@ class Walker:
         params = [a for a in getattr(args, "posonlyargs", [])] + list(args.args)
         evidence = _param_evidence(node)
         defaults = _param_defaults(args)
+        # Defaults run at definition time; a default can smuggle a function in.
+        default_types = {}
+        pos_defaults = list(zip(params[len(params) - len(args.defaults):], args.defaults))
+        kw_defaults = [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        for a, d in pos_defaults + kw_defaults:
+            dt = self.expr(d)
+            if any(isinstance(x, tuple) and x[0] in ("Q", "F", "BM", "K", "N", "L") for x in dt):
+                default_types[a.arg] = dt
         for i, a in enumerate(params):
             if i == 0 and f.kind == "method" and f.cls is not None:
                 self.scope.vars[a.arg] = frozenset({("I", f.cls.key)})
@@ -1084,9 +1123,11 @@ class Walker:
             if i == 0 and f.kind == "static" and f.cls is not None and f.cls.autograd:
                 self.scope.vars[a.arg] = U  # ctx
                 continue
-            self.scope.vars[a.arg] = self.param_type(f, a, evidence, defaults)
+            self.scope.vars[a.arg] = (self.param_type(f, a, evidence, defaults)
+                                      | default_types.get(a.arg, EMPTY))
         for a in args.kwonlyargs:
-            self.scope.vars[a.arg] = self.param_type(f, a, evidence, defaults)
+            self.scope.vars[a.arg] = (self.param_type(f, a, evidence, defaults)
+                                      | default_types.get(a.arg, EMPTY))
         if args.vararg:
             self.scope.vars[args.vararg.arg] = _seq(f.param_types.get("*" + args.vararg.arg, U))
         if args.kwarg:
@@ -1162,6 +1203,8 @@ class Walker:
 
     def nested_def(self, s):
         for d in s.decorator_list:
+            self.expr(d)
+        for d in list(s.args.defaults) + [d for d in s.args.kw_defaults if d is not None]:
             self.expr(d)
         jit = self.p._jit_decorated(self.fi, s)
         if jit:
@@ -1297,20 +1340,39 @@ class Walker:
 
     def s_If(self, s):
         self.expr(s.test)
+        before = dict(self.fresh)
         self.body(s.body)
+        after_body = self.fresh
+        self.fresh = dict(before)
         self.body(s.orelse)
+        after_else = self.fresh
+        if _terminates(s.body):
+            self.fresh = after_else
+        elif _terminates(s.orelse):
+            self.fresh = after_body
+        else:
+            merged = dict(before)
+            for k in after_body.keys() & after_else.keys():
+                merged[k] = after_body[k] | after_else[k]
+            self.fresh = merged
 
     def s_While(self, s):
         self.expr(s.test)
+        before = dict(self.fresh)
         for _ in range(2):
+            self.fresh = dict(before)
             self.body(s.body)
+        self.fresh = before
         self.body(s.orelse)
 
     def s_For(self, s):
         it = self.expr(s.iter)
+        before = dict(self.fresh)
         for _ in range(2):
+            self.fresh = dict(before)
             self.bind(s.target, _elems(it), None)
             self.body(s.body)
+        self.fresh = before
         self.body(s.orelse)
 
     s_AsyncFor = s_For
@@ -1325,7 +1387,9 @@ class Walker:
     s_AsyncWith = s_With
 
     def s_Try(self, s):
+        before = dict(self.fresh)
         self.body(s.body)
+        self.fresh = before
         for h in s.handlers:
             if h.type is not None:
                 self.expr(h.type)
@@ -1373,11 +1437,13 @@ class Walker:
             if name in self.scope.globals:
                 self.store_check(target, t, f"global {name}")
                 self.p.join_global(self.fi, name, t, self.key)
+                self.fresh[("g", name)] = t
                 return
             if self.scope.vars is self.fi.env:
                 old = self.fi.env.get(name, EMPTY)
-                if (old | t) != old:
-                    self.fi.env[name] = old | t
+                new = _norm(old | t)
+                if new != old:
+                    self.fi.env[name] = new
                     self.p.changed = True
                 return
             self.scope.vars[name] = t
@@ -1425,10 +1491,11 @@ class Walker:
             elif a[0] in ("MOD", "PKG"):
                 self.report(target, "patching", f"assigns {attr} on another candidate module")
             elif a[0] == "I" and a[1] in self.p.classes:
+                # Plain state on self (running statistics, RNN hidden state) is
+                # legitimate; a cache shows when forward returns it later.
                 c = self.p.classes[a[1]]
-                if self.ctx == "D" or self.lambda_depth:
-                    self.store_check(target, t, f"self.{attr}")
                 self.p.join_attr(c, attr, t, self.key)
+                self.fresh[("a", c.key, attr)] = t
             elif a[0] == "C" and a[1] in self.p.classes:
                 c = self.p.classes[a[1]]
                 if self.ctx == "D":
@@ -1533,6 +1600,8 @@ class Walker:
             for m in self.fi.star_modules:
                 return frozenset({("Q", f"{m}.{name}")})
             return U
+        if ("g", name) in self.fresh and name in self.scope_globals():
+            return self.fresh[("g", name)]
         if self.fi.env.get(name) is t and self.func is not None and self.p.p_enabled:
             # module-level tensors, and containers written on the data path, outlive a call
             if _tensor(t) or (self.persistent(("g", self.fi, name))
@@ -1643,7 +1712,17 @@ class Walker:
                 out.add("U")
         return frozenset(out) or U
 
+    def scope_globals(self):
+        out = set()
+        s = self.scope
+        while s is not None:
+            out |= s.globals
+            s = s.parent
+        return out
+
     def instance_attr(self, node, c, attr):
+        if ("a", c.key, attr) in self.fresh:
+            return self.fresh[("a", c.key, attr)]
         m = c.find_method(attr)
         if m is not None:
             if m.is_jit:
@@ -2549,6 +2628,8 @@ def classify(q):
         return "operator", ""
     if root == "functools":
         return "ok", ""
+    if q in ("io.open", "io.FileIO", "codecs.open", "io.open_code"):
+        return "file-io", f"uses {q}"
     if root == "einops" and len(parts) > 1:
         if parts[1] in ("einsum", "reduce", "repeat", "pack", "unpack"):
             return "compute", f"computes with {q}"
@@ -2640,7 +2721,7 @@ def _classify_torch(q, parts):
         if p2 in NN_PARAM:
             return "param", ""
         if p2 in NN_CONTAINERS:
-            if rest and rest[0] not in MODULE_OK_METHODS:
+            if rest and rest[0] in ("forward", "__call__", "_call_impl", "_wrapped_call_impl"):
                 return "compute", f"uses {q}"
             return ("container", "") if not rest else ("meta", "")
         if p2 == "Identity":
@@ -2689,8 +2770,28 @@ _TENSOR_EVIDENCE_ATTRS = {
 _SCALAR_EVIDENCE_CALLS = {"range", "cdiv", "next_power_of_2", "sqrt", "log2", "ceil", "floor"}
 
 
+def _terminates(stmts):
+    return bool(stmts) and isinstance(stmts[-1], (ast.Return, ast.Raise, ast.Continue,
+                                                  ast.Break))
+
+
+_EVIDENCE_CACHE = {}
+
+
 def _param_evidence(fnode):
-    """name -> 'T' / 'S' from how a parameter is used in the body."""
+    """name -> 'T' / 'S' from how a parameter is used in the body (cached per node)."""
+    key = id(fnode)
+    hit = _EVIDENCE_CACHE.get(key)
+    if hit is not None and hit[0] is fnode:
+        return hit[1]
+    ev = _compute_param_evidence(fnode)
+    if len(_EVIDENCE_CACHE) > 4096:
+        _EVIDENCE_CACHE.clear()
+    _EVIDENCE_CACHE[key] = (fnode, ev)
+    return ev
+
+
+def _compute_param_evidence(fnode):
     params = {a.arg for a in list(getattr(fnode.args, "posonlyargs", [])) + list(fnode.args.args)
               + list(fnode.args.kwonlyargs)}
     ev = {}
@@ -2708,16 +2809,29 @@ def _param_evidence(fnode):
     return ev
 
 
+def _scalar_default(d):
+    """Is a parameter default a literal (so the parameter is a scalar/config)?"""
+    if d is None:
+        return False
+    if isinstance(d, ast.Constant):
+        return d.value is not None
+    if isinstance(d, ast.UnaryOp):
+        return isinstance(d.operand, ast.Constant) and d.operand.value is not None
+    if isinstance(d, (ast.Tuple, ast.List)):
+        return all(_scalar_default(e) for e in d.elts)
+    if isinstance(d, ast.Attribute):  # torch.float32, Enum.X
+        return True
+    return False
+
+
 def _param_defaults(args):
     out = {}
     pos = list(getattr(args, "posonlyargs", [])) + list(args.args)
     for a, d in zip(pos[len(pos) - len(args.defaults):], args.defaults):
-        if isinstance(d, ast.Constant) and d.value is not None:
-            out[a.arg] = "S"
-        elif isinstance(d, (ast.Tuple, ast.List)):
+        if _scalar_default(d):
             out[a.arg] = "S"
     for a, d in zip(args.kwonlyargs, args.kw_defaults):
-        if isinstance(d, ast.Constant) and d.value is not None:
+        if _scalar_default(d):
             out[a.arg] = "S"
     return out
 
