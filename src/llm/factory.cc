@@ -215,6 +215,10 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
     b.base_url = url;
     b.api_key = key;
     b.url_hint = "--base-url / OPENAI_BASE_URL / llm.openai.base_url";
+    // Local servers need no key; OpenAI itself always does, so say so now.
+    if (key.empty() && url == "https://api.openai.com/v1")
+      return Error{"openai: no API key: set " + b.key_hint +
+                   " (or llm.openai.api_key), or point --base-url at an OpenAI-compatible server that needs none"};
     if (field) {
       if (*field != "max_tokens" && *field != "max_completion_tokens")
         return cfg.error_at("llm.openai.max_tokens_field", "use \"max_tokens\" or \"max_completion_tokens\"");

@@ -59,6 +59,8 @@ TEST(Factory, BadBaseUrlAndMissingCredentials) {
   Env env;
   std::string e = make_error(fakes::test_options("openai:m", "localhost:8000", &env));
   EXPECT_NE(e.find("base URL 'localhost:8000' (from --base-url) must start with http:// or https://"), std::string::npos) << e;
+  e = make_error(fakes::test_options("openai:gpt-4o", "", &env));
+  EXPECT_NE(e.find("openai: no API key: set OPENAI_API_KEY"), std::string::npos) << e;
   e = make_error(fakes::test_options("anthropic:claude", "", &env));
   EXPECT_NE(e.find("set ANTHROPIC_API_KEY"), std::string::npos) << e;
   e = make_error(fakes::test_options("bedrock:m", "", &env));

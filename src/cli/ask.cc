@@ -1,0 +1,173 @@
+// `mkevolve ask`: one prompt through the full provider stack (retries, cap,
+// cache, accounting), to check an LLM setup. The reply goes to stdout, a usage
+// line to stderr (or everything as one JSON object with --json).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/registry.h"
+#include "llm/accounting.h"
+#include "llm/factory.h"
+#include "llm/wire.h"
+#include "util/config.h"
+
+namespace mk::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string usage_line(const std::string& spec, const llm::Completion& c, std::optional<double> cost_usd,
+                       double latency_s) {
+  char buf[512];
+  const llm::Usage& u = c.usage;
+  std::snprintf(buf, sizeof buf, "[%s] tokens: in %lld, out %lld, cache read %lld, cache write %lld%s", spec.c_str(),
+                static_cast<long long>(u.input), static_cast<long long>(u.output),
+                static_cast<long long>(u.cache_read), static_cast<long long>(u.cache_write),
+                u.estimated ? " (estimated)" : "");
+  std::string line = buf;
+  if (c.from_cache) line += "; served from the cache (cost nothing this time)";
+  if (cost_usd) {
+    std::snprintf(buf, sizeof buf, "; cost $%.6f", *cost_usd);
+    line += buf;
+  }
+  std::snprintf(buf, sizeof buf, "; %.2f s", latency_s);
+  line += buf;
+  if (c.truncated) line += "; TRUNCATED (finish reason " + c.finish_reason + "): raise --max-tokens";
+  return line;
+}
+
+/// Exit status for a failed request: endpoint problems are "missing on this machine".
+int exit_for(const llm::LlmError& e) {
+  using K = llm::LlmError::Kind;
+  switch (e.kind) {
+    case K::kNetwork: case K::kTimeout: case K::kAuth: case K::kNotFound: case K::kConfig:
+      return kExitEnvironment;
+    case K::kUnmatchedReplay:
+      return kExitUsage;
+    default:
+      return kExitFailure;
+  }
+}
+
+fs::path default_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "mkevolve" / "llm-cache";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "mkevolve" / "llm-cache";
+  return {};
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Sends one prompt to an LLM provider and prints the reply and its token usage. Use it to check a "
+               "provider setup. SPEC is openai:MODEL, anthropic:MODEL, bedrock:MODEL, exec:COMMAND, replay:FILE "
+               "or a [llm.providers.NAME] alias from the config. Exit status: 0 ok, 1 the provider answered "
+               "badly (empty, malformed, rejected), 2 bad usage or config, 3 the endpoint is unreachable, "
+               "refused the credentials or does not know the model.",
+               argv[0]};
+  std::string spec, system, base_url, config_path, record, cache_dir, prompt, agent = "ask", task = "ask";
+  int max_tokens = 0, concurrency = 0, retries = -1;
+  double timeout_s = 0, temperature = -1;
+  std::string reasoning_effort;
+  bool no_cache = false, as_json = false;
+  app.add_option("--llm", spec, "provider spec (default: llm.provider in the config)");
+  app.add_option("--system", system, "system prompt");
+  app.add_option("--max-tokens", max_tokens, "reply token limit (default: llm.max_tokens, else 4096)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--temperature", temperature, "sampling temperature (default: the provider's)");
+  app.add_option("--reasoning-effort", reasoning_effort, "low, medium or high (OpenAI-compatible providers)")
+      ->check(CLI::IsMember({"low", "medium", "high"}));
+  app.add_option("--base-url", base_url, "endpoint override for HTTP providers (gateways, local servers)");
+  app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, then ~/.config/mkevolve/config.toml)");
+  app.add_option("--record", record, "append this call to FILE in the replay format");
+  app.add_flag("--no-cache", no_cache, "neither read nor write the response cache");
+  app.add_option("--cache-dir", cache_dir, "response cache directory (default: ~/.cache/mkevolve/llm-cache)");
+  app.add_option("--llm-concurrency", concurrency, "requests in flight per provider")->check(CLI::PositiveNumber);
+  app.add_option("--timeout", timeout_s, "seconds per attempt (default: llm.timeout_s, else 600)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--retries", retries, "retries on transient errors (default: llm.max_retries, else 6)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--agent", agent, "X-MKEvolve-Agent header value");
+  app.add_option("--task", task, "X-MKEvolve-Task header value");
+  app.add_flag("--json", as_json, "print {reply, usage, ...} as one JSON object on stdout");
+  app.add_option("prompt", prompt, "the prompt ('-' reads it from stdin)")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  auto fail = [](const std::string& msg, int code) {
+    std::fprintf(stderr, "mkevolve ask: %s\n", msg.c_str());
+    return code;
+  };
+  auto config = Config::discover(config_path);
+  if (!config) return fail(config.error(), kExitUsage);
+  if (prompt == "-") prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  if (prompt.empty()) return fail("the prompt is empty", kExitUsage);
+
+  llm::Accounting acc;
+  llm::ProviderOptions o;
+  o.spec = spec;
+  o.base_url = base_url;
+  o.concurrency = concurrency;
+  o.total_timeout_s = timeout_s;
+  o.max_retries = retries;
+  o.record_path = record;
+  o.accounting = &acc;
+  if (!no_cache) o.cache_dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
+  auto provider = llm::make_provider(o, &*config);
+  if (!provider) return fail(provider.error(), kExitUsage);
+
+  llm::Request req;
+  req.system = system;
+  req.messages.push_back({"user", prompt});
+  auto cfg_max = config->get_int("llm.max_tokens", 4096);
+  if (!cfg_max) return fail(cfg_max.error(), kExitUsage);
+  req.max_tokens = max_tokens > 0 ? max_tokens : static_cast<int>(*cfg_max);
+  if (temperature >= 0) req.temperature = temperature;
+  req.reasoning_effort = reasoning_effort;
+  req.agent = agent;
+  req.task = task;
+
+  llm::Reply r = (*provider)->complete(req);
+  const auto calls = acc.calls();
+  double latency = calls.empty() ? 0 : calls.back().latency_s;
+  if (!r.ok()) {
+    if (as_json)
+      std::printf("%s\n", nlohmann::json{{"ok", false}, {"spec", (*provider)->spec()},
+                                         {"error", llm::error_to_json(*r.error)}}.dump().c_str());
+    return fail(r.error->message, exit_for(*r.error));
+  }
+  const llm::Completion& c = *r.completion;
+  if (as_json) {
+    nlohmann::json j = {{"ok", true},
+                        {"spec", (*provider)->spec()},
+                        {"reply", c.text},
+                        {"model", c.model},
+                        {"finish_reason", c.finish_reason},
+                        {"truncated", c.truncated},
+                        {"cached", c.from_cache},
+                        {"usage", llm::usage_to_json(c.usage)},
+                        {"latency_s", latency}};
+    if (!calls.empty() && calls.back().cost_usd) j["cost_usd"] = *calls.back().cost_usd;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::fwrite(c.text.data(), 1, c.text.size(), stdout);
+    if (c.text.empty() || c.text.back() != '\n') std::fputc('\n', stdout);
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s\n", usage_line((*provider)->spec(), c, calls.empty() ? std::nullopt : calls.back().cost_usd, latency).c_str());
+  }
+  return kExitOk;
+}
+
+static Register reg("ask", "send one prompt to an LLM provider and print the reply and its token usage", &run);
+
+}  // namespace
+}  // namespace mk::cli

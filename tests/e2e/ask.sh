@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# End-to-end test of `mkevolve ask` against exec: and replay: providers.
+# Usage: tests/e2e/ask.sh path/to/mkevolve
+set -u
+BIN=${1:?usage: ask.sh path/to/mkevolve}
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+T=$(mktemp -d "${TMPDIR:-/tmp}/mkevolve-ask-e2e.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cd "$T"   # no ./mkevolve.toml from the repository
+export HOME="$T/home" XDG_CACHE_HOME="$T/cache"
+mkdir -p "$HOME"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# 1. Plain-text exec provider: reply on stdout, usage line on stderr, exit 0.
+cat > llm.sh <<'EOF'
+#!/bin/sh
+cat > "$(dirname "$0")/last-request.json"
+echo "pong from $MKEVOLVE_AGENT"
+EOF
+chmod +x llm.sh
+out=$("$BIN" ask --llm "exec:$T/llm.sh" --system "be brief" --max-tokens 64 "ping" 2>err.txt); rc=$?
+[ "$rc" = 0 ] || fail "exec ask exited $rc: $(cat err.txt)"
+[ "$out" = "pong from ask" ] || fail "unexpected reply '$out'"
+grep -q "tokens: in [0-9]*, out [0-9]*, cache read 0, cache write 0 (estimated)" err.txt || fail "no usage line: $(cat err.txt)"
+grep -q '"max_tokens":64' last-request.json || fail "max_tokens not sent: $(cat last-request.json)"
+grep -q '{"content":"be brief","role":"system"}' last-request.json || fail "system prompt not sent"
+
+# 2. The same prompt again comes from the cache (the command is not run).
+rm -f last-request.json
+out=$("$BIN" ask --llm "exec:$T/llm.sh" --system "be brief" --max-tokens 64 "ping" 2>err.txt); rc=$?
+[ "$rc" = 0 ] && [ "$out" = "pong from ask" ] || fail "cached ask: rc=$rc out='$out'"
+grep -q "served from the cache" err.txt || fail "second ask not cached: $(cat err.txt)"
+[ ! -e last-request.json ] || fail "cached ask ran the command"
+"$BIN" ask --llm "exec:$T/llm.sh" --no-cache --system "be brief" --max-tokens 64 "ping" >/dev/null 2>&1
+[ -e last-request.json ] || fail "--no-cache did not run the command"
+
+# 3. Chat-completion JSON with usage, --json output, and --record.
+cat > json.sh <<'EOF'
+#!/bin/sh
+cat >/dev/null
+echo '{"choices":[{"message":{"content":"json hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3}}'
+EOF
+chmod +x json.sh
+out=$("$BIN" ask --llm "exec:$T/json.sh" --no-cache --record "$T/rec.jsonl" --json "hi" 2>err.txt); rc=$?
+[ "$rc" = 0 ] || fail "json ask exited $rc: $(cat err.txt)"
+echo "$out" | grep -q '"reply":"json hi"' || fail "json reply: $out"
+echo "$out" | grep -q '"input":12' || fail "json usage: $out"
+grep -q '"fingerprint"' rec.jsonl || fail "no recording written"
+
+# 4. The recording replays without the command.
+out=$("$BIN" ask --llm "replay:$T/rec.jsonl" "hi" 2>err.txt); rc=$?
+[ "$rc" = 0 ] && [ "$out" = "json hi" ] || fail "replay: rc=$rc out='$out' $(cat err.txt)"
+"$BIN" ask --llm "replay:$T/rec.jsonl" "something else" >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 2 ] || fail "unmatched replay exited $rc"
+grep -q "no recorded reply for agent=ask task=ask" err.txt || fail "unmatched replay message: $(cat err.txt)"
+
+# 5. A failing command: exit status and stderr tail.
+printf '#!/bin/sh\ncat >/dev/null\necho "quota exhausted" >&2\nexit 4\n' > bad.sh
+chmod +x bad.sh
+"$BIN" ask --llm "exec:$T/bad.sh" --no-cache --retries 0 "x" >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 1 ] || fail "failing command exited $rc"
+grep -q "exit 4; stderr: quota exhausted" err.txt || fail "no stderr tail: $(cat err.txt)"
+
+# 6. Bad input: exit 2 with one clear line.
+"$BIN" ask --llm "opnai:gpt-4o" "x" >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 2 ] || fail "unknown provider exited $rc"
+grep -q "unknown LLM provider 'opnai'.*did you mean 'openai:gpt-4o'" err.txt || fail "unknown provider message: $(cat err.txt)"
+[ "$(wc -l < err.txt)" = 1 ] || fail "unknown provider message is not one line"
+"$BIN" ask --llm "openai:" "x" >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 2 ] && grep -q "names no model" err.txt || fail "missing model: rc=$rc $(cat err.txt)"
+"$BIN" ask "x" >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 2 ] && grep -q "pass --llm SPEC" err.txt || fail "no provider: rc=$rc $(cat err.txt)"
+"$BIN" ask --llm "exec:true" --config "$T/missing.toml" "x" >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 2 ] && grep -q "missing.toml" err.txt || fail "missing config: rc=$rc $(cat err.txt)"
+
+# 7. An unreachable endpoint: exit 3 and what to check.
+"$BIN" ask --llm openai:m --base-url http://127.0.0.1:9/v1 --retries 0 --no-cache "x" >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 3 ] && grep -q "cannot reach openai" err.txt || fail "unreachable: rc=$rc $(cat err.txt)"
+
+# 8. The provider and prices from a config file; an alias.
+cat > mkevolve.toml <<EOF
+[llm]
+provider = "mine"
+[llm.providers.mine]
+spec = "exec:$T/json.sh"
+[llm.prices."exec:$T/json.sh"]
+input = 1000000.0
+output = 2000000.0
+EOF
+out=$("$BIN" ask --no-cache "hi" 2>err.txt); rc=$?
+[ "$rc" = 0 ] && [ "$out" = "json hi" ] || fail "config provider: rc=$rc out='$out' $(cat err.txt)"
+grep -q 'cost \$18.000000' err.txt || fail "no cost in usage line: $(cat err.txt)"
+
+if [ "$fails" -gt 0 ]; then
+  echo "ask.sh: $fails failure(s)" >&2
+  exit 1
+fi
+echo "ask.sh: all checks passed"
