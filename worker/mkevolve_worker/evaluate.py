@@ -223,7 +223,6 @@ class Evaluator:
                 res.checks["isolation"]["network"] = ev["network"]
             elif ev.get("ev") == "correctness_ready" and state["verdict"] is None:
                 try:
-                    self.progress("compare")
                     state["verdict"] = self._judge_correctness(child, problem, opts, device, plan, inputs, init,
                                                                perf, state)
                 except ProblemError as e:
@@ -283,6 +282,7 @@ class Evaluator:
         finally:
             isolation.cleanup_dir(ref2.dir)
         state["expected"] = expected
+        self.progress("compare")
         return verdict_for_trials(plan, expected, cand_obj, state["devices"], inputs, device, opts)
 
     def _finish(self, res, cand, state, kernel, opts, device, perf, t_start) -> dict:

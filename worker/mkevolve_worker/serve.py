@@ -103,7 +103,6 @@ class Server:
                 continue
             self.chan.send({"id": rid, "type": "result", **result})
             if op == "shutdown":
-                isolation.cleanup_dir(isolation.base_tmp())
                 return 0
 
     def dispatch(self, rid: int, op, req: dict) -> dict:
@@ -147,3 +146,4 @@ def main(test_mode: bool) -> int:
         return 0
     finally:
         isolation.kill_descendants()
+        isolation.cleanup_dir(isolation.base_tmp())
