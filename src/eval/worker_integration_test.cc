@@ -1,0 +1,169 @@
+// The pool with the REAL worker (worker/mkevolve_worker) in test mode on the
+// CPU: torch-only candidates through correctness, deadlines and crashes.
+// Skipped when the test Python has no torch or the worker is not there.
+#include <gtest/gtest.h>
+
+#include "eval/pool.h"
+#include "eval/proc.h"
+#include "support/testing.h"
+#include "util/fs.h"
+
+namespace mk::eval {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kProblem = R"PY(
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x, y):
+        return torch.relu(x) * self.scale + y
+
+def get_inputs():
+    return [torch.randn(32, 64), torch.randn(32, 64)]
+
+def get_init_inputs():
+    return [2.0]
+)PY";
+
+std::string candidate(const std::string& forward_body, const std::string& prelude = "") {
+  return "import os\nimport torch\nimport torch.nn as nn\n" + prelude +
+         "\nclass ModelNew(nn.Module):\n    def __init__(self, scale):\n        super().__init__()\n"
+         "        self.scale = scale\n\n    def forward(self, x, y):\n" +
+         forward_body + "\n";
+}
+
+class RealWorkerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!fs::exists(mk::testing::repo_root() / "worker/mkevolve_worker/serve.py") || !mk::testing::test_python_has_torch())
+      return;
+    dir_ = new TempDir("mk-real-worker");
+    ASSERT_TRUE(write_file_atomic(dir_->path() / "problem.py", kProblem).ok());
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override {
+    if (!dir_) GTEST_SKIP() << "needs " << mk::testing::test_python() << " with torch and worker/mkevolve_worker";
+  }
+  std::unique_ptr<WorkerPool> make(PoolOptions::Isolation iso = PoolOptions::Isolation::kAuto) {
+    PoolOptions o;
+    o.python = mk::testing::test_python();
+    o.test_mode = true;
+    o.gpus = std::vector<Gpu>{};
+    o.work_dir = dir_->path() / ("pool" + std::to_string(counter_++));
+    o.cache_dir.clear();
+    o.cache_baselines = false;
+    o.grace_s = 60;
+    o.isolation = iso;
+    auto p = WorkerPool::create(o);
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error());
+    return std::move(*p);
+  }
+  EvalResult eval(WorkerPool& pool, const std::string& name, const std::string& text, double timeout_s = 60) {
+    auto k = dir_->path() / (name + ".py");
+    EXPECT_TRUE(write_file_atomic(k, text).ok());
+    EvalRequest r;
+    r.problem = dir_->path() / "problem.py";
+    r.kernel = k;
+    r.options.test_cpu = true;
+    r.options.measure_perf = false;
+    r.options.timeout_s = timeout_s;
+    return pool.evaluate(r);
+  }
+  static TempDir* dir_;
+  static int counter_;
+};
+TempDir* RealWorkerTest::dir_ = nullptr;
+int RealWorkerTest::counter_ = 0;
+
+TEST_F(RealWorkerTest, VerdictsAndFaultsThroughOneServer) {
+  auto pool = make();
+  ASSERT_TRUE(pool->probe().ok());
+  EXPECT_EQ(pool->hello()["protocol"], 1);
+
+  EvalResult ok = eval(*pool, "good", candidate("        return torch.clamp(x, min=0) * self.scale + y"));
+  EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
+
+  EvalResult wrong = eval(*pool, "wrong", candidate("        return torch.clamp(x, min=0) * self.scale - y"));
+  EXPECT_EQ(wrong.status, Status::kIncorrect) << wrong.feedback;
+  EXPECT_EQ(wrong.kind, "mismatch");
+  EXPECT_GT(wrong.max_abs_err, 0);
+  EXPECT_FALSE(wrong.feedback.empty());
+
+  EvalResult shape = eval(*pool, "shape", candidate("        return (torch.clamp(x, min=0) * self.scale + y)[:, :10]"));
+  EXPECT_EQ(shape.status, Status::kIncorrect) << shape.feedback;
+  EXPECT_EQ(shape.kind, "wrong_shape");
+
+  EvalResult hang = eval(*pool, "hang", candidate("        while True:\n            pass"), 3);
+  EXPECT_EQ(hang.status, Status::kTimeout) << hang.feedback;
+  EXPECT_EQ(hang.kind, "hang");
+
+  EvalResult exits = eval(*pool, "exits", candidate("        os._exit(0)"));
+  EXPECT_EQ(exits.status, Status::kCrashed) << exits.feedback;
+  EXPECT_EQ(exits.kind, "exit_without_result");
+
+  EvalResult segv = eval(*pool, "segv", candidate("        import ctypes\n        ctypes.string_at(0)"));
+  EXPECT_EQ(segv.kind, "segfault") << segv.feedback;
+
+  EvalResult syntax = eval(*pool, "syntax", "class ModelNew(:\n");
+  EXPECT_EQ(syntax.status, Status::kCompileError) << syntax.feedback;
+  EXPECT_EQ(syntax.kind, "syntax_error");
+
+  EvalResult raises = eval(*pool, "raises", candidate("        raise RuntimeError('boom')"));
+  EXPECT_EQ(raises.status, Status::kRuntimeError) << raises.feedback;
+  EXPECT_NE(raises.feedback.find("boom"), std::string::npos);
+
+  // The worker handled every fault itself: the server never had to be replaced.
+  EXPECT_EQ(pool->stats().restarts, 0);
+  EXPECT_EQ(pool->stats().starts, 1);
+  EvalResult again = eval(*pool, "good2", candidate("        return torch.relu(x) * self.scale + y"));
+  EXPECT_EQ(again.status, Status::kCorrect) << again.feedback;
+}
+
+TEST_F(RealWorkerTest, ACandidateThatKillsTheServerIsCrashedAndThePoolGoesOn) {
+  // Process-group mode: in a PID namespace the server is the namespace's init
+  // and the candidate's SIGKILL to it is ignored by the kernel.
+  auto pool = make(PoolOptions::Isolation::kProcessGroup);
+  EvalResult r = eval(*pool, "killer", candidate("        os.kill(os.getppid(), 9)\n        return x"));
+  EXPECT_EQ(r.status, Status::kCrashed) << r.kind << ": " << r.feedback;
+  EvalResult ok = eval(*pool, "good3", candidate("        return torch.clamp(x, min=0) * self.scale + y"));
+  EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
+}
+
+// Live processes whose command line contains text.
+std::vector<pid_t> with_cmdline(const std::string& text) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto cmd = read_file(e.path() / "cmdline");
+    if (cmd && cmd->find(text) != std::string::npos && process_alive(std::stoi(name))) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+TEST_F(RealWorkerTest, NoProcessOutlivesTheCandidateOrThePool) {
+  const std::string secs = "1357.2468";  // a sleep nothing else runs
+  {
+    auto pool = make();
+    EvalResult r = eval(*pool, "sleeper",
+                        candidate("        import subprocess\n        subprocess.Popen(['setsid', 'sleep', '" + secs +
+                                  "'])\n        return torch.relu(x) * self.scale + y"));
+    EXPECT_NE(r.kind, "environment") << r.feedback;
+    EXPECT_TRUE(with_cmdline(secs).empty());  // gone as soon as the candidate finished
+  }
+  EXPECT_TRUE(with_cmdline(secs).empty());
+  EXPECT_TRUE(descendants_of(::getpid()).empty());
+}
+
+}  // namespace
+}  // namespace mk::eval
