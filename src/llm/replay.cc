@@ -21,6 +21,7 @@ struct Entry {
   std::string prompt_contains;      // scripted: optional guard
   std::optional<Completion> completion;
   std::optional<LlmError> error;
+  bool cached = false;              // recorded as a cache hit: replayed as one, so accounting matches
   bool used = false;
 };
 
@@ -77,7 +78,7 @@ class ReplayBackend : public Provider {
       return Reply::Err(err);
     }
     Completion c = *e.completion;
-    c.from_cache = false;
+    c.from_cache = e.cached;
     return Reply::Ok(std::move(c));
   }
 
@@ -112,6 +113,7 @@ Result<std::shared_ptr<Provider>> make_replay_backend(const std::filesystem::pat
     e.agent = str("agent");
     e.task = str("task");
     e.prompt_contains = str("prompt_contains");
+    e.cached = j.contains("cached") && j["cached"].is_boolean() && j["cached"].get<bool>();
     if (j.contains("error")) {
       e.error = error_from_json(j["error"]);
     } else {

@@ -172,11 +172,13 @@ TEST(RecordReplay, RoundTrip) {
   Env env{{"ANTHROPIC_API_KEY", "sk-ant-record-123456"}};
   auto o = fakes::test_options("anthropic:m", fake.base_url(), &env);
   o.record_path = dir.path() / "rec" / "session.jsonl";
+  o.cache_dir = dir.path() / "cache";
   auto p = *make_provider(o, nullptr);
   Request a = fakes::make_request("prompt A", "generate", "L1/1");
   Request b = fakes::make_request("prompt B", "optimize", "L1/2");
   Request c = fakes::make_request("prompt C", "judge", "L1/3");
   ASSERT_TRUE(p->complete(a).ok());
+  ASSERT_TRUE(p->complete(a).completion->from_cache);
   ASSERT_TRUE(p->complete(b).ok());
   ASSERT_FALSE(p->complete(c).ok());
 
@@ -195,6 +197,18 @@ TEST(RecordReplay, RoundTrip) {
   Reply rc = (*replay)->complete(c);
   ASSERT_FALSE(rc.ok());
   EXPECT_EQ(rc.error->kind, LlmError::Kind::kBadRequest);
+
+  // A repeat of A was a cache hit when recorded; replayed, it is one again.
+  Accounting acc;
+  auto ro = fakes::test_options("replay:" + o.record_path.string(), "", &env);
+  ro.accounting = &acc;
+  auto replay2 = *make_provider(ro, nullptr);
+  ASSERT_TRUE(replay2->complete(a).ok());
+  Reply hit = replay2->complete(a);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_TRUE(hit.completion->from_cache);
+  EXPECT_EQ(acc.total().cached_calls, 1);
+  EXPECT_EQ(acc.total().usage.input, 10);
 
   Request d = fakes::make_request("a prompt never recorded", "fuse", "L2/7");
   Reply rd = (*replay)->complete(d);
