@@ -265,6 +265,43 @@ def test_wall_clock_hidden_work_is_flagged():
     assert not w["ok"] and w["per_call_ms"] == pytest.approx(2.0, rel=1e-6)
 
 
+def _reps(model_s_per_rep, null_s=20 * 15e-6, n=20):
+    evs, t = [], 100.0
+    for rep, model_s in enumerate(model_s_per_rep):
+        evs += [{"ev": "wall", "mark": "begin", "batch": "null", "rep": rep, "n": n, "_t": t},
+                {"ev": "wall", "mark": "end", "batch": "null", "rep": rep, "n": n, "_t": t + null_s},
+                {"ev": "wall", "mark": "begin", "batch": "model", "rep": rep, "n": n, "_t": t + null_s},
+                {"ev": "wall", "mark": "end", "batch": "model", "rep": rep, "n": n, "_t": t + null_s + model_s}]
+        t += 1.0
+    return evs
+
+
+def test_wall_clock_one_preempted_repeat_is_not_a_cheat():
+    # 0.45 ms kernel; one repeat lost 10 ms to the OS scheduler.
+    w = timing.wall_clock_verdict(_reps([20 * 0.47e-3 + 0.010, 20 * 0.47e-3, 20 * 0.48e-3]), 0.45)
+    assert w["ok"] and w["repeats"] == 3, w
+    w = timing.wall_clock_verdict(_reps([20 * 0.9e-3, 20 * 0.9e-3, 20 * 0.95e-3]), 0.45)
+    assert not w["ok"], w
+
+
+def test_wall_batches_markers_round_trip():
+    """The child's markers, stamped as the server stamps them, give a verdict."""
+    import time as _time
+
+    class Ctx:
+        events = []
+
+        def send(self, ev):
+            ev["_t"] = _time.monotonic()
+            self.events.append(ev)
+    ctx = Ctx()
+    out = timing.wall_batches(ctx, lambda: _time.sleep(0.002) or 7, 5, sync=lambda: None, probe=torch.zeros(1))
+    assert out == 7 and len(ctx.events) == 4 * timing.WALL_REPEATS
+    w = timing.wall_clock_verdict(ctx.events, 0.1)  # events claim 0.1 ms, each call sleeps 2 ms
+    assert w["repeats"] == timing.WALL_REPEATS and w["per_call_ms"] >= 2.0 and not w["ok"]
+    assert timing.wall_clock_verdict(ctx.events, 2.5)["ok"]
+
+
 def test_wall_clock_missing_marks():
     assert timing.wall_clock_verdict(_marks(0.001, 0.001)[:2], 0.1) is None
 

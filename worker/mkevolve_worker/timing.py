@@ -76,24 +76,31 @@ def wall_batch_size(event_median_ms: float) -> int:
     return int(min(1000, max(10, math.ceil(25.0 / event_median_ms))))
 
 
-def wall_batches(ctx, call, n: int):
-    """A null batch and a model batch, each between markers. A null call
-    launches a one-element kernel and synchronizes: it pays the submission and
-    completion latency that every synchronized call pays but events miss."""
+WALL_REPEATS = 3
+
+
+def wall_batches(ctx, call, n: int, repeats: int = WALL_REPEATS, sync=None, probe=None):
+    """Null and model batches, each between markers, repeated; the server uses
+    the fastest repeat of each (a preemption inflates one, hidden work all).
+    A null call launches a one-element kernel and synchronizes: it pays the
+    submission and completion latency that every synchronized call pays but
+    events miss."""
     import torch
-    probe = torch.zeros(1, device="cuda")
-    torch.cuda.synchronize()
-    ctx.send({"ev": "wall", "mark": "begin", "batch": "null", "n": n})
-    for _ in range(n):
-        probe.zero_()
-        torch.cuda.synchronize()
-    ctx.send({"ev": "wall", "mark": "end", "batch": "null", "n": n})
-    ctx.send({"ev": "wall", "mark": "begin", "batch": "model", "n": n})
+    sync = sync or torch.cuda.synchronize
+    probe = probe if probe is not None else torch.zeros(1, device="cuda")
     out = None
-    for _ in range(n):
-        out = call()
-        torch.cuda.synchronize()
-    ctx.send({"ev": "wall", "mark": "end", "batch": "model", "n": n})
+    for rep in range(repeats):
+        sync()
+        ctx.send({"ev": "wall", "mark": "begin", "batch": "null", "rep": rep, "n": n})
+        for _ in range(n):
+            probe.zero_()
+            sync()
+        ctx.send({"ev": "wall", "mark": "end", "batch": "null", "rep": rep, "n": n})
+        ctx.send({"ev": "wall", "mark": "begin", "batch": "model", "rep": rep, "n": n})
+        for _ in range(n):
+            out = call()
+            sync()
+        ctx.send({"ev": "wall", "mark": "end", "batch": "model", "rep": rep, "n": n})
     return out
 
 
@@ -103,30 +110,35 @@ def wall_clock_verdict(events: list[dict], event_median_ms: float) -> dict | Non
     Event time covers everything between the start and end records, including
     host time spent launching, so a synchronized call can only take longer by
     the submission/completion latency of a launch (the null batch measures it:
-    ~20-30 us per call on an H200) and clock noise. Rule: flag when per-call
-    wall time > 1.3 x event median + 2 x null per-call + 0.02 ms. The batch runs without an L2 flush, so honest kernels
+    ~15-20 us per call on an H200) and noise. Rule, on the fastest repeat of
+    each batch: flag when per-call wall time > 1.3 x event median + 2 x null
+    per-call + 0.02 ms. The batches run without an L2 flush, so honest kernels
     are usually faster there than under events; work that events do not see
     (side streams, faked timers) is what pushes wall time above the bound.
     """
-    marks: dict[tuple, float] = {}
-    counts: dict[str, int] = {}
+    begins: dict[tuple, float] = {}
+    per_call: dict[str, list[float]] = {"null": [], "model": []}
+    n_of: dict[str, int] = {}
     for ev in events:
-        if ev.get("ev") != "wall" or ev.get("batch") not in ("null", "model") or ev.get("mark") not in ("begin", "end"):
+        batch, mark, rep, n = ev.get("batch"), ev.get("mark"), ev.get("rep", 0), ev.get("n")
+        if ev.get("ev") != "wall" or batch not in per_call or mark not in ("begin", "end"):
             continue
-        key = (ev["batch"], ev["mark"])
-        if key not in marks:
-            marks[key] = ev["_t"]
-            n = ev.get("n")
-            if isinstance(n, int) and n > 0:
-                counts[ev["batch"]] = n
-    needed = [("null", "begin"), ("null", "end"), ("model", "begin"), ("model", "end")]
-    if any(k not in marks for k in needed) or "model" not in counts or "null" not in counts:
+        if not isinstance(n, int) or n <= 0 or not isinstance(rep, int):
+            continue
+        key = (batch, rep)
+        if mark == "begin":
+            begins.setdefault(key, ev["_t"])
+        elif key in begins and len(per_call[batch]) < 16:
+            per_call[batch].append(max(0.0, (ev["_t"] - begins.pop(key)) * 1e3 / n))
+            n_of[batch] = n
+    if not per_call["null"] or not per_call["model"]:
         return None
-    null_ms = max(0.0, (marks[("null", "end")] - marks[("null", "begin")]) * 1e3 / counts["null"])
-    per_call = (marks[("model", "end")] - marks[("model", "begin")]) * 1e3 / counts["model"]
+    null_ms = min(per_call["null"])
+    model_ms = min(per_call["model"])
     threshold = 1.3 * event_median_ms + 2 * null_ms + 0.02
-    return {"per_call_ms": per_call, "event_median_ms": event_median_ms, "null_per_call_ms": null_ms,
-            "threshold_ms": threshold, "calls": counts["model"], "ok": per_call <= threshold}
+    return {"per_call_ms": model_ms, "event_median_ms": event_median_ms, "null_per_call_ms": null_ms,
+            "threshold_ms": threshold, "calls": n_of["model"], "repeats": len(per_call["model"]),
+            "ok": model_ms <= threshold}
 
 
 def time_cpu(call, refill, warmup: int, trials: int) -> tuple[list[float], object]:
