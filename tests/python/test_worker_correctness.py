@@ -157,6 +157,13 @@ def test_caching_results_between_timed_calls_is_caught(worker_server):
     assert honest["checks"]["timed_output"] == {"checked": True, "ok": True}
 
 
+def test_eval_with_baselines(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1, baselines=True)
+    assert r["status"] == "correct", r
+    assert r["baseline_ms"]["eager"]["median"] > 0
+    assert "compile" in r["baseline_ms"]  # None on torch 1.13 (no torch.compile)
+
+
 def test_tolerances_are_settable(worker_server):
     r = worker_server.eval(problem("add"), cand("add_wrong"), atol=1.0, rtol=0.0, scale_tol=1.0)
     assert r["status"] == "correct", r

@@ -71,10 +71,6 @@ def _eval(args) -> int:
     ev = Evaluator(test_mode=args.test_mode)
     try:
         res = ev.evaluate(args.problem, args.kernel, opts)
-        if args.baselines and res.get("status") == "correct":
-            b = ev.baseline(args.problem, opts)
-            res["baseline_ms"] = {k: ({"median": b[k]["median_ms"], "mean": b[k]["mean_ms"]} if b.get(k) else None)
-                                  for k in ("eager", "compile")}
     except RequestError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_MISSING if "no CUDA GPU" in str(e) or "unavailable" in str(e) else EXIT_USAGE

@@ -157,6 +157,19 @@ class Evaluator:
     # -- eval --
 
     def evaluate(self, problem, kernel, options=None) -> dict:
+        """One candidate's verdict; with options.baselines, also the baselines
+        (timed in their own child, only for a correct candidate)."""
+        res = self._evaluate(problem, kernel, options)
+        opts = self._options(options)
+        if opts["baselines"] and res["status"] == errors.CORRECT and opts["perf"]:
+            b = self.baseline(problem, options)
+            res["baseline_ms"] = {k: ({"median": b[k]["median_ms"], "mean": b[k]["mean_ms"]} if b.get(k) else None)
+                                  for k in ("eager", "compile")}
+            if b.get("compile_error"):
+                res["checks"]["baseline_compile_error"] = b["compile_error"]
+        return res
+
+    def _evaluate(self, problem, kernel, options=None) -> dict:
         t_start = time.monotonic()
         opts = self._options(options)
         problem = self._file(problem, "problem")
