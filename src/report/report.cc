@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "report/svg.h"
 #include "run/event_log.h"
@@ -16,7 +17,22 @@ using svg::num;
 
 namespace {
 
-std::string speedup(const std::optional<double>& v) { return v ? num(*v, 2) + "\u00d7" : "\u2014"; }
+std::string fixed2(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+std::string speedup(const std::optional<double>& v) { return v && std::isfinite(*v) ? fixed2(*v) + "\u00d7" : "\u2014"; }
+
+// 1234567 -> "1,234,567"
+std::string grouped(int64_t v) {
+  std::string d = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
 std::string ms(const std::optional<double>& v) { return v ? num(*v, *v < 1 ? 4 : 3) : "\u2014"; }
 std::string pct(const std::optional<double>& v) { return v ? num(*v * 100, 1) + "%" : "\u2014"; }
 
@@ -85,12 +101,13 @@ std::string traceability_text(const RunSummary& s) {
 }
 
 std::string pytorch_detail(const RunSummary& s) {
+  if (s.pytorch_subkernels.empty()) return "The search reports that the final solution runs PyTorch code.";
   return "Subkernel" + std::string(s.pytorch_subkernels.size() > 1 ? "s" : "") + " running PyTorch code: " +
          joined(s.pytorch_subkernels) + ".";
 }
 
 std::string pytorch_text(const RunSummary& s) {
-  if (s.pytorch_subkernels.empty()) return "";
+  if (!s.contains_pytorch) return "";
   return "Contains PyTorch subkernels: not pure Triton. " + pytorch_detail(s);
 }
 
@@ -239,9 +256,9 @@ std::string render_markdown(const RunSummary& s) {
     md += "|---|---|---|---|---|---|---|---|---|---|\n";
     auto row = [&](const std::string& name, const TokenTotals& t) {
       md += "| " + md_cell(name) + " | " + std::to_string(t.calls) + " | " + std::to_string(t.cached) + " | " +
-            std::to_string(t.failed) + " | " + std::to_string(t.truncated) + " | " + std::to_string(t.input) + " | " +
-            std::to_string(t.output) + " | " + std::to_string(t.cache_read) + " | " + std::to_string(t.cache_write) +
-            " | " + std::to_string(t.total()) + (t.estimated ? " (est.)" : "") + " |\n";
+            std::to_string(t.failed) + " | " + std::to_string(t.truncated) + " | " + grouped(t.input) + " | " +
+            grouped(t.output) + " | " + grouped(t.cache_read) + " | " + grouped(t.cache_write) + " | " +
+            grouped(t.total()) + (t.estimated ? " (est.)" : "") + " |\n";
     };
     for (const auto& [name, t] : s.agents) row(name, t);
     row("**all**", s.llm_total);
@@ -313,7 +330,8 @@ svg{max-width:100%;height:auto;display:block}
 table{border-collapse:collapse;width:100%;font-size:13px;margin-top:8px}
 th,td{padding:6px 10px;border-bottom:1px solid #eaecef;text-align:right;white-space:nowrap}
 th{background:#f6f8fa;color:#424a53;font-weight:600}
-th:first-child,td:first-child{text-align:left}
+th:first-child,td:first-child{text-align:left;white-space:normal}
+td .note{color:#8c959f;font-size:11.5px}
 tr.total td{font-weight:650;border-top:2px solid #d0d7de}
 .pill{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
 .pill.ok{background:#dafbe1;color:#1a7f37}.pill.no{background:#ffebe9;color:#cf222e}.pill.new{background:#eaeef2;color:#57606a}
@@ -544,7 +562,7 @@ std::string render_html(const RunSummary& s) {
     for (const auto& r : s.final_subkernels) {
       auto note = s.lineage.find(r.name);
       h += "<tr>" +
-           td(escape(r.name) + (note != s.lineage.end() ? " <span style=\"color:#8c959f\">(" + escape(note->second) + ")</span>" : "") +
+           td(escape(r.name) + (note != s.lineage.end() ? "<div class=\"note\">" + escape(note->second) + "</div>" : "") +
               (r.uses_pytorch ? "<span class=\"pill torch\">PyTorch</span>" : "")) +
            td(pill(r.status)) + td(ms(r.runtime_ms)) + td(speedup(r.speedup_compile)) + td(pct(r.share)) +
            td(std::to_string(r.usage.calls)) + td(escape(tokens_note(r.usage))) + "</tr>";
@@ -564,8 +582,8 @@ std::string render_html(const RunSummary& s) {
     auto row = [&](const std::string& name, const TokenTotals& t, bool total) {
       h += std::string(total ? "<tr class=\"total\">" : "<tr>") + td(escape(name)) + td(std::to_string(t.calls)) +
            td(std::to_string(t.cached)) + td(std::to_string(t.failed)) + td(std::to_string(t.truncated)) +
-           td(std::to_string(t.input)) + td(std::to_string(t.output)) + td(std::to_string(t.cache_read)) +
-           td(std::to_string(t.cache_write)) + td(std::to_string(t.total()) + (t.estimated ? " (est.)" : "")) + "</tr>";
+           td(grouped(t.input)) + td(grouped(t.output)) + td(grouped(t.cache_read)) + td(grouped(t.cache_write)) +
+           td(grouped(t.total()) + (t.estimated ? " (est.)" : "")) + "</tr>";
     };
     for (const auto& [name, t] : s.agents) row(name, t, false);
     row("all agents", s.llm_total, true);

@@ -91,7 +91,7 @@ TEST(Report, MarkdownHasTheKeyNumbers) {
   for (const char* needle : {"# MKEvolve report: level3/32_ConvolutionalVisionTransformer", "1.34\u00d7 (iteration 5)",
                              "| 2 | \u2713 correct | 0.53\u00d7 | 0.57\u00d7 | 5.91 |", "4c_transformer_block (fusion of",
                              "t=2 (split)", "t=4 (fuse)", "| 4_transformer_encoder | \u2717 |", "65 of 400 calls",
-                             "738.4K of 6M tokens", "| **all** | 65 | 1 | 1 |", "TF32 is off", "NVIDIA H200",
+                             "738.4K of 6M tokens", "| **all** | 65 | 1 | 1 | 1 | 384,528 |", "TF32 is off", "NVIDIA H200",
                              "2.11.0+cu130", "| 4c_transformer_block | \u2713 correct | 1.52 | 1.52\u00d7 | 65% |"})
     EXPECT_NE(md.find(needle), std::string::npos) << "missing: " << needle << "\n" << md;
   EXPECT_EQ(md.find("not pure Triton"), std::string::npos);
@@ -147,7 +147,7 @@ TEST(Report, FailureIsTracedToTheSubkernelAndPyTorchIsFlagged) {
   EXPECT_NE(md.find("The final end-to-end evaluation failed (incorrect). Subkernel failing their own check: b."),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("150 (est.)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 150 (est.) |"), std::string::npos) << md;
   std::string html = render_html(s);
   EXPECT_NE(html.find("Contains PyTorch subkernels: not pure Triton"), std::string::npos);
   EXPECT_NE(html.find("banner fail"), std::string::npos);
@@ -171,6 +171,75 @@ TEST(Report, SwapToPyTorchIsFlagged) {
   EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"5_classifier_head"});
   EXPECT_DOUBLE_EQ(*s.final_speedup_compile, 1.31);
   EXPECT_NE(render_markdown(s).find("| 5_classifier_head | t5-s0 | pytorch | 1.34\u00d7 | 1.31\u00d7 |"), std::string::npos);
+}
+
+// The search's own field names (iteration, speedup, tokens, from_cache, reason,
+// diff, replaced, ...) are understood as well as the schema's.
+TEST(Summary, AcceptsTheSearchsFieldNames) {
+  std::vector<json> ev = {
+      {{"type", "run_start"}, {"method", "mkevolve"}, {"problem", "p"}, {"options", {{"iterations", 2}}}},
+      {{"type", "llm_call"}, {"agent", "decompose"}, {"task", "p"}, {"ok", true}, {"from_cache", false},
+       {"tokens", {{"input", 10}, {"output", 5}, {"cache_read", 0}, {"cache_write", 0}, {"estimated", false}}}},
+      {{"type", "llm_call"}, {"agent", "generate"}, {"task", "b"}, {"ok", true}, {"from_cache", true},
+       {"tokens", {{"input", 99}, {"output", 99}}}},
+      {{"type", "topology"}, {"iteration", 0}, {"reason", "decompose"}, {"subproblems", {"a", "b"}}},
+      {{"type", "eval"}, {"scope", "e2e"}, {"task", "p"}, {"status", "incorrect"}},
+      {{"type", "best"}, {"iteration", 1}, {"speedup", 0.0}, {"correct", false}},
+      {{"type", "iteration"}, {"iteration", 1}, {"e2e", {{"attempted", false}}}, {"kernel_calls", 2},
+       {"subproblems", {{{"name", "a"}, {"correct", true}, {"speedup", 1.5}, {"runtime_ms", 0.2}, {"e2e_runtime_ms", 1.0}},
+                        {{"name", "b"}, {"correct", false}, {"speedup", 0.0}, {"status", "incorrect"}}}}},
+      {{"type", "topology"}, {"iteration", 2}, {"reason", "split"},
+       {"diff", {{"added", {"b1", "b2"}}, {"removed", {"b"}}, {"kept", {"a"}}}}, {"subproblems", {"a", "b1", "b2"}}},
+      {{"type", "iteration"}, {"iteration", 2}, {"kernel_calls", 6},
+       {"e2e", {{"attempted", true}, {"status", "correct"}, {"speedup", 1.1}}},
+       {"subproblems", {{{"name", "a"}, {"correct", true}, {"speedup", 1.5}, {"e2e_runtime_ms", 1.0}},
+                        {{"name", "b1"}, {"correct", true}, {"speedup", 0.9}, {"e2e_runtime_ms", 2.0}},
+                        {{"name", "b2"}, {"correct", true}, {"speedup", 1.2}, {"e2e_runtime_ms", 1.0}}}}},
+      {{"type", "best"}, {"iteration", 2}, {"speedup", 1.1}, {"correct", true}},
+      {{"type", "swap"}, {"triggered", false}, {"reason", "nothing below tau"}},
+      {{"type", "swap"}, {"triggered", true}, {"replaced", {{{"name", "b1"}, {"with", "pytorch"}}}}, {"before", 1.1},
+       {"after", 1.15}, {"correct", true}, {"contains_pytorch_subkernels", true}},
+      {{"type", "postfuse"}, {"attempts", 4}, {"accepted", false}, {"best_speedup", 0.0}},
+      {{"type", "run_end"}, {"status", "ok"}, {"best_speedup", 1.15}, {"correct", true},
+       {"contains_pytorch_subkernels", true}}};
+  RunSummary s = summarize(ev, json::object(), json::object());
+  ASSERT_EQ(s.iterations.size(), 2u);
+  EXPECT_EQ(s.iterations[0].e2e_status, "not attempted");
+  EXPECT_EQ(s.iterations[1].calls_used, 6);
+  EXPECT_DOUBLE_EQ(*s.iterations[1].speedup_compile, 1.1);
+  EXPECT_DOUBLE_EQ(*s.iterations[1].subkernels["b1"].share, 0.5);
+  EXPECT_FALSE(s.iterations[0].subkernels["b"].speedup_compile) << "a failing subkernel has no speedup";
+  EXPECT_EQ(s.grid.t, (std::vector<int>{1, 2}));
+  EXPECT_EQ(s.grid.change, (std::vector<std::string>{"initial", "split"}));
+  EXPECT_EQ(s.subproblem_order, (std::vector<std::string>{"a", "b", "b1", "b2"}));
+  EXPECT_EQ(s.lineage["b2"], "split of b");
+  EXPECT_EQ(s.grid.cells[1][0], StructureGrid::kFailed);
+  EXPECT_EQ(s.grid.cells[2][1], StructureGrid::kOk);
+  EXPECT_EQ(s.llm_total.total(), 15) << "the cached call costs nothing";
+  EXPECT_EQ(s.llm_total.cached, 1);
+  EXPECT_DOUBLE_EQ(*s.best_speedup_compile, 1.15);
+  EXPECT_EQ(s.end_status, "finished");
+  EXPECT_EQ(s.swaps.size(), 1u);
+  EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"b1"});
+  EXPECT_TRUE(s.contains_pytorch);
+  EXPECT_EQ(s.evals_by_status["incorrect"], 1);
+  ASSERT_EQ(s.postfuse.size(), 1u);
+  std::string md = render_markdown(s);
+  EXPECT_NE(md.find("not pure Triton"), std::string::npos);
+  EXPECT_NE(md.find("| 4 | not accepted |"), std::string::npos) << md;
+  // The status line reads the same names.
+  StatusLine::Options o;
+  o.mode = StatusLine::Mode::kPlain;
+  FILE* f = std::tmpfile();
+  {
+    StatusLine plain(f, o);
+    for (const auto& e : ev) plain.on_event(e);
+    plain.on_event({{"type", "eval_start"}});
+    EXPECT_NE(plain.current().find("best 1.15\u00d7"), std::string::npos) << plain.current();
+    EXPECT_NE(plain.current().find("1 eval running"), std::string::npos) << plain.current();
+    EXPECT_NE(plain.describe(normalize_event(ev[8])).find("t=2 done: end-to-end correct 1.10\u00d7"), std::string::npos);
+  }
+  std::fclose(f);
 }
 
 TEST(Report, EmptyAndPartialRunsStillRender) {

@@ -3,6 +3,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "report/summary.h"
 #include "report/svg.h"
 
@@ -29,7 +32,12 @@ int64_t integer(const json& j, const char* key) {
   return it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
 }
 
-std::string x(const std::optional<double>& v) { return v ? svg::num(*v, 2) + "\u00d7" : "\u2014"; }
+std::string x(const std::optional<double>& v) {
+  if (!v) return "\u2014";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f\u00d7", *v);
+  return buf;
+}
 
 // Columns a UTF-8 string takes (one per code point; the line holds no wide glyphs).
 size_t columns(std::string_view s) {
@@ -83,6 +91,10 @@ void StatusLine::update(const json& ev) {
     }
   } else if (type == "eval") {
     ++evals_done_;
+  } else if (type == "eval_start") {  // live progress, not logged
+    ++evals_in_flight_;
+  } else if (type == "eval_done") {
+    evals_in_flight_ = std::max(0, evals_in_flight_ - 1);
   } else if (type == "topology") {
     t_ = static_cast<int>(integer(ev, "iteration"));
     ok_ = failed_ = fresh_ = 0;
@@ -218,8 +230,9 @@ void StatusLine::on_event(const json& ev) {
     std::fflush(out_);
     return;
   }
-  update(ev);
-  if (std::string line = describe(ev); !line.empty()) print_line(line);
+  const json e = normalize_event(ev);
+  update(e);
+  if (std::string line = describe(e); !line.empty()) print_line(line);
   if (mode_ == Mode::kPlain) std::fflush(out_);
   redraw();
 }

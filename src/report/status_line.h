@@ -33,6 +33,7 @@ class StatusLine {
   StatusLine& operator=(const StatusLine&) = delete;
 
   /// Thread-safe. Updates the counters and prints what the mode calls for.
+  /// Also takes the search's live progress events (eval_start, eval_done).
   void on_event(const nlohmann::json& ev);
   /// Evaluations running now (the evaluator pool knows; events do not say).
   void set_evals_in_flight(int n);

@@ -1,6 +1,7 @@
 #include "report/summary.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "report/svg.h"
@@ -77,7 +78,112 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return out;
 }
 
+// Copies key `from` to `to` when `to` is absent.
+void alias(json& e, const char* to, const char* from) {
+  if (!e.contains(to) && e.contains(from)) e[to] = e[from];
+}
+
 }  // namespace
+
+json normalize_event(const json& in) {
+  if (!in.is_object()) return in;
+  json e = in;
+  const std::string type = str(e, "type");
+  if (type == "llm_call") {
+    alias(e, "usage", "tokens");
+    alias(e, "cached", "from_cache");
+  } else if (type == "eval") {
+    if (!e.contains("e2e") && str(e, "scope") == "e2e") e["e2e"] = true;
+  } else if (type == "best") {
+    alias(e, "t", "iteration");
+    if (!e.contains("speedup_compile") && e.contains("speedup") && e.value("correct", true)) e["speedup_compile"] = e["speedup"];
+  } else if (type == "topology") {
+    if (!e.contains("change")) {
+      std::string r = str(e, "reason");
+      e["change"] = r == "decompose" ? "initial"
+                    : r == "total_fuse" ? "totalfuse"
+                    : (r == "split_failed" || r == "fuse_declined") ? "unchanged"
+                                                                     : r;
+      if (!e.contains("detail") || str(e, "detail").empty()) {
+        if (r == "split_failed") e["detail"] = "split failed; kept the previous structure";
+        if (r == "fuse_declined") e["detail"] = "fusion declined; kept the previous structure";
+      }
+    }
+    if (auto sp = e.find("subproblems"); sp != e.end() && sp->is_array()) {
+      json objs = json::array();
+      for (const auto& x : *sp) objs.push_back(x.is_string() ? json{{"name", x}, {"status", "new"}} : x);
+      e["subproblems"] = objs;
+    }
+    if (auto d = e.find("diff"); d != e.end() && d->is_object()) {
+      std::vector<std::string> removed = strings(*d, "removed"), added = strings(*d, "added");
+      if (!e.contains("from") && !removed.empty()) e["from"] = removed;
+      if (!e.contains("into") && !added.empty()) e["into"] = added;
+      if (str(e, "detail").empty() && (!removed.empty() || !added.empty()))
+        e["detail"] = (removed.empty() ? std::string() : "replaced " + join(removed, ", ")) +
+                      (added.empty() ? std::string() : (removed.empty() ? "added " : " with ") + join(added, ", "));
+    }
+    // A structure whose subproblems are not listed is not a column of its own.
+    if (!e.contains("subproblems")) e["subproblems_unknown"] = true;
+  } else if (type == "iteration") {
+    alias(e, "t", "iteration");
+    alias(e, "calls_used", "kernel_calls");
+    if (!e.contains("subkernels") && e.contains("subproblems") && e["subproblems"].is_array()) {
+      json subs = json::array();
+      double total = 0;
+      for (const auto& x : e["subproblems"])
+        if (auto v = optnum(x, "e2e_runtime_ms")) total += *v;
+      for (const auto& x : e["subproblems"]) {
+        if (!x.is_object()) continue;
+        json s = {{"name", str(x, "name")}, {"correct", boolean(x, "correct")}};
+        s["speedup_compile"] = x.contains("speedup_compile") ? x["speedup_compile"]
+                               : boolean(x, "correct") && x.contains("speedup") ? x["speedup"] : json(nullptr);
+        s["runtime_ms"] = x.contains("runtime_ms") ? x["runtime_ms"] : json(nullptr);
+        if (x.contains("share")) s["share"] = x["share"];
+        else if (auto v = optnum(x, "e2e_runtime_ms"); v && total > 0) s["share"] = *v / total;
+        if (boolean(x, "uses_pytorch")) s["uses_pytorch"] = true;
+        subs.push_back(s);
+      }
+      e["subkernels"] = subs;
+    }
+    if (!e.contains("e2e") && e.contains("correct") && e["correct"].is_boolean()) {
+      // Single-kernel methods report only whether their best kernel is correct.
+      bool ok = e["correct"].get<bool>();
+      e["e2e"] = {{"status", ok ? "correct" : "incorrect"}};
+      if (ok && e.contains("best_speedup")) e["e2e"]["speedup_compile"] = e["best_speedup"];
+    }
+    if (auto x = e.find("e2e"); x != e.end() && x->is_object()) {
+      json& e2e = *x;
+      if (e2e.contains("attempted") && !boolean(e2e, "attempted") && !e2e.contains("status")) e2e["status"] = "not attempted";
+      if (!e2e.contains("speedup_compile") && e2e.contains("speedup") && str(e2e, "status") == "correct")
+        e2e["speedup_compile"] = e2e["speedup"];
+    }
+  } else if (type == "swap") {
+    if (!e.contains("name") && e.contains("replaced") && e["replaced"].is_array() && !e["replaced"].empty()) {
+      std::vector<std::string> names, withs;
+      for (const auto& r : e["replaced"]) {
+        names.push_back(str(r, "name"));
+        withs.push_back(str(r, "with"));
+      }
+      e["name"] = join(names, ", ");
+      e["names"] = names;
+      e["to"] = withs.empty() ? "" : withs[0];
+      alias(e, "speedup_before", "before");
+      if (e.value("correct", true)) alias(e, "speedup_after", "after");
+    }
+  } else if (type == "postfuse") {
+    alias(e, "attempt", "attempts");
+    if (!e.contains("status") && e.contains("accepted")) e["status"] = boolean(e, "accepted") ? "accepted" : "not accepted";
+    alias(e, "speedup_compile", "best_speedup");
+  } else if (type == "run_end") {
+    alias(e, "message", "error");
+    std::string st = str(e, "status");
+    if (st == "ok") e["status"] = "finished";
+    if (st == "error") e["status"] = "failed";
+    if (!e.contains("best_speedup_compile") && e.contains("best_speedup") && e.value("correct", true))
+      e["best_speedup_compile"] = e["best_speedup"];
+  }
+  return e;
+}
 
 std::string human_count(double v) {
   if (v >= 1e9) return svg::num(v / 1e9, 2) + "G";
@@ -115,8 +221,10 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
     }
   };
 
-  for (const auto& ev : events) {
-    if (!ev.is_object()) continue;
+  for (const auto& raw : events) {
+    if (!raw.is_object()) continue;
+    const json ev = normalize_event(raw);
+    if (str(ev, "type") == "swap" && ev.contains("triggered") && !boolean(ev, "triggered")) continue;
     const std::string type = str(ev, "type");
     if (type == "run_start") {
       if (s.method.empty()) s.method = str(ev, "method");
@@ -139,7 +247,10 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       col.from = strings(ev, "from");
       col.into = strings(ev, "into");
       std::set<std::string> names;
-      if (auto sp = ev.find("subproblems"); sp != ev.end() && sp->is_array()) {
+      if (boolean(ev, "subproblems_unknown") && !structure.empty()) {
+        col.subproblems = structure.rbegin()->second.subproblems;
+        for (const auto& [n, st] : col.subproblems) names.insert(n);
+      } else if (auto sp = ev.find("subproblems"); sp != ev.end() && sp->is_array()) {
         for (const auto& x : *sp) {
           if (!x.is_object()) continue;
           col.subproblems.emplace_back(str(x, "name"), str(x, "status"));
@@ -166,7 +277,14 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
         if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
       prev_names = names;
       have_prev = true;
-      structure[col.iteration] = std::move(col);
+      // Several events for one iteration (a failed split, then a fallback): the last one stands,
+      // but a "kept the previous structure" note does not hide a real change.
+      if (auto it = structure.find(col.iteration); it != structure.end() && col.change == "unchanged" &&
+                                                    it->second.change != "unchanged") {
+        it->second.detail += (it->second.detail.empty() ? "" : "; ") + col.detail;
+      } else {
+        structure[col.iteration] = std::move(col);
+      }
     } else if (type == "iteration") {
       IterationRow row;
       row.t = static_cast<int>(integer(ev, "t"));
@@ -206,16 +324,22 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       s.final_speedup_eager = row.speedup_eager;
       s.final_runtime_ms = row.runtime_ms;
       iterations[row.t] = std::move(row);
-    } else if (type == "best") {
+    } else if (type == "best" || type == "run_end" || type == "swap") {
+      if (ev.contains("contains_pytorch_subkernels") && ev["contains_pytorch_subkernels"].is_boolean())
+        s.contains_pytorch = ev["contains_pytorch_subkernels"].get<bool>();
+    }
+    if (type == "best") {
       if (auto v = optnum(ev, "speedup_compile"); v && (!best_from_events || *v >= *best_from_events)) {
         best_from_events = v;
         s.best_t = static_cast<int>(integer(ev, "t", -1));
       }
     } else if (type == "swap") {
       s.swaps.push_back(ev);
-      std::string name = str(ev, "name"), to = str(ev, "to");
+      std::vector<std::string> names = strings(ev, "names");
+      if (names.empty()) names.push_back(str(ev, "name"));
+      std::string to = str(ev, "to");
       for (auto& r : current) {
-        if (r.name != name) continue;
+        if (std::find(names.begin(), names.end(), r.name) == names.end()) continue;
         r.uses_pytorch = to == "pytorch";
         r.status = "correct";
         r.speedup_compile.reset();
@@ -274,44 +398,53 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
     if (r.status != "correct") s.failing_locally.push_back(r.name);
   }
   s.final_subkernels = std::move(current);
+  if (!s.pytorch_subkernels.empty()) s.contains_pytorch = true;
   s.final_e2e_failed = !s.final_e2e_status.empty() && s.final_e2e_status != "correct";
 
-  // The structure grid: one column per iteration seen in either kind of event.
+  // The structure grid: one column per finished iteration, plus structures
+  // formed after the last one (a live run). A column shows the latest
+  // structure formed at or before its iteration, labelled with the change
+  // that formed it since the previous column.
   std::set<int> ts;
-  for (const auto& c : s.structure) ts.insert(c.iteration);
   for (const auto& r : s.iterations) ts.insert(r.t);
+  int last_t = ts.empty() ? std::numeric_limits<int>::min() : *ts.rbegin();
+  for (const auto& c : s.structure)
+    if (c.iteration > last_t) ts.insert(c.iteration);
   s.grid.rows = order;
   s.grid.cells.assign(order.size(), {});
-  const StructureColumn* last_col = nullptr;
+  int prev_t = std::numeric_limits<int>::min();
   for (int t : ts) {
     const StructureColumn* col = nullptr;
-    for (const auto& c : s.structure)
-      if (c.iteration == t) col = &c;
+    std::string change, detail;
+    for (const auto& c : s.structure) {
+      if (c.iteration > t) break;
+      col = &c;
+      if (c.iteration > prev_t && c.change != "unchanged") {
+        change = c.change;
+        detail = c.detail.empty() ? detail : c.detail;
+      }
+    }
+    prev_t = t;
     const IterationRow* row = nullptr;
     for (const auto& r : s.iterations)
       if (r.t == t) row = &r;
     s.grid.t.push_back(t);
-    s.grid.change.push_back(col ? col->change : "");
-    s.grid.detail.push_back(col ? col->detail : "");
-    if (col) last_col = col;
+    s.grid.change.push_back(change);
+    s.grid.detail.push_back(detail);
+    auto from_status = [](const std::string& st) {
+      return st == "correct" ? StructureGrid::kOk : st == "failing" ? StructureGrid::kFailed : StructureGrid::kNew;
+    };
     for (size_t i = 0; i < order.size(); ++i) {
       const std::string& name = order[i];
       StructureGrid::Cell cell = StructureGrid::kAbsent;
-      std::string status;
-      bool present = false;
-      if (last_col) {
-        for (const auto& [n, st] : last_col->subproblems)
-          if (n == name) present = true, status = st;
-      }
-      if (row) {
-        if (auto it = row->subkernels.find(name); it != row->subkernels.end()) {
-          cell = it->second.correct ? StructureGrid::kOk : StructureGrid::kFailed;
-        } else if (present) {
-          cell = status == "correct" ? StructureGrid::kOk : status == "failing" ? StructureGrid::kFailed : StructureGrid::kNew;
-        }
-      } else if (present) {
-        cell = status == "correct" ? StructureGrid::kOk : status == "failing" ? StructureGrid::kFailed : StructureGrid::kNew;
-      }
+      std::optional<std::string> status;
+      if (col)
+        for (const auto& [n, st] : col->subproblems)
+          if (n == name) status = st;
+      if (row && row->subkernels.count(name))
+        cell = row->subkernels.at(name).correct ? StructureGrid::kOk : StructureGrid::kFailed;
+      else if (status)
+        cell = from_status(*status);
       s.grid.cells[i].push_back(cell);
     }
   }

@@ -93,13 +93,20 @@ struct RunSummary {
   std::string end_status, end_message, solution_dir;
 
   std::vector<std::string> pytorch_subkernels;  ///< final subkernels that run PyTorch code
+  bool contains_pytorch = false;                ///< the final solution runs PyTorch code (names may be unknown)
   bool final_e2e_failed = false;
   std::vector<std::string> failing_locally;     ///< final subkernels that fail their own check
 
   std::optional<int64_t> max_calls, max_tokens;  ///< budgets from run_start settings / config
 };
 
-/// Builds the summary. Unknown event types and missing fields are tolerated.
+/// Maps an event to the schema of run/events.h, accepting the other field names
+/// a writer may use (iteration for t, speedup for speedup_compile, tokens and
+/// from_cache in llm_call, reason and diff in topology, subproblems in
+/// iteration, replaced in swap, ...). Events already in the schema pass as they are.
+nlohmann::json normalize_event(const nlohmann::json& ev);
+
+/// Builds the summary (every event goes through normalize_event). Unknown event types and missing fields are tolerated.
 RunSummary summarize(const std::vector<nlohmann::json>& events, const nlohmann::json& versions,
                      const nlohmann::json& config);
 

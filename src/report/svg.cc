@@ -133,7 +133,7 @@ std::string Canvas::str(std::string_view title) const {
 
 std::string line_chart(const LineChart& c) {
   Canvas cv(c.width, c.height);
-  const double left = 56, right = 170, top = 16, bottom = 78;
+  const double left = 56, right = 210, top = 16, bottom = 78;
   const double px0 = left, px1 = c.width - right, py0 = top, py1 = c.height - bottom;
   const size_t n = c.x_ticks.size();
   double hi = c.reference.value_or(0);
@@ -160,10 +160,7 @@ std::string line_chart(const LineChart& c) {
     cv.line(X(i), py1, X(i), py1 + 4, "#9aa0a6", 1);
     cv.text(X(i), py1 + 17, c.x_ticks[i], "middle", 11, "#555");
   }
-  if (c.reference) {
-    cv.line(px0, Y(*c.reference), px1, Y(*c.reference), "#5f6368", 1.5, "6 4");
-    cv.text(px1 - 4, Y(*c.reference) - 5, c.reference_label, "end", 10.5, "#5f6368");
-  }
+  if (c.reference) cv.line(px0, Y(*c.reference), px1, Y(*c.reference), "#5f6368", 1.5, "6 4");
   // The failure strip under the axis.
   const double fy = py1 + 38;
   cv.rect(px0, fy - 10, px1 - px0, 20, "#fdecea", 3);
@@ -206,7 +203,12 @@ std::string line_chart(const LineChart& c) {
   for (const auto& s : c.series) {
     cv.line(px1 + 16, ly, px1 + 38, ly, s.color, s.width, s.dash);
     cv.circle(px1 + 27, ly, 3, s.color, "");
-    cv.text(px1 + 44, ly + 4, short_label(s.name, 18), "start", 11.5, "#333");
+    cv.text(px1 + 44, ly + 4, short_label(s.name, 24), "start", 11.5, "#333");
+    ly += 19;
+  }
+  if (c.reference) {
+    cv.line(px1 + 16, ly, px1 + 38, ly, "#5f6368", 1.5, "6 4");
+    cv.text(px1 + 44, ly + 4, c.reference_label, "start", 11.5, "#333");
     ly += 19;
   }
   cv.cross(px1 + 27, ly, 8, "#888");
@@ -269,7 +271,7 @@ std::string bar_chart(const BarChart& c) {
 }
 
 std::string grid(const Grid& g) {
-  const double label_w = 210, cell_w = 74, cell_h = 34, head_h = 50, pad = 5;
+  const double label_w = 270, cell_w = 74, cell_h = 36, head_h = 50, pad = 5;
   size_t rows = g.row_labels.size(), cols = g.column_heads.size();
   double w = label_w + static_cast<double>(cols) * cell_w + 12;
   double h = head_h + static_cast<double>(rows) * cell_h + 8;
@@ -291,8 +293,8 @@ std::string grid(const Grid& g) {
     double y = head_h + static_cast<double>(r) * cell_h;
     if (r % 2 == 1) cv.rect(8, y, w - 12, cell_h, "#f7f8fa");
     bool has_note = r < g.row_notes.size() && !g.row_notes[r].empty();
-    cv.text(16, y + (has_note ? 15 : 21), short_label(g.row_labels[r], 26), "start", 12.5, "#222");
-    if (has_note) cv.text(16, y + 28, short_label(g.row_notes[r], 32), "start", 10, "#888");
+    cv.text(16, y + (has_note ? 15 : 22), short_label(g.row_labels[r], 34), "start", 12.5, "#222");
+    if (has_note) cv.text(16, y + 29, short_label(g.row_notes[r], 46), "start", 10, "#888");
     for (size_t c = 0; c < cols; ++c) {
       Cell cell = r < g.cells.size() && c < g.cells[r].size() ? g.cells[r][c] : Cell::kAbsent;
       double x = label_w + static_cast<double>(c) * cell_w;

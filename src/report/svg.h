@@ -66,7 +66,7 @@ struct LineChart {
   std::vector<Series> series;
   std::optional<double> reference;   ///< a dashed horizontal line (1.0 = parity with the baseline)
   std::string reference_label;
-  double width = 760, height = 340;
+  double width = 1000, height = 340;
 };
 std::string line_chart(const LineChart& c);
 
@@ -81,7 +81,7 @@ struct BarChart {
   std::vector<std::string> part_names;
   std::vector<std::string> part_colors;
   std::vector<Bar> bars;
-  double width = 760;
+  double width = 1000;
 };
 std::string bar_chart(const BarChart& c);
 

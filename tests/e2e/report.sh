@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# End-to-end test of `mkevolve report`: builds report.md and report.html from the
+# fixture run (src/report/testdata/cvit), checks their content, and renders the
+# HTML in headless Chromium when /usr/bin/chromium exists.
+# Usage: tests/e2e/report.sh path/to/mkevolve
+set -euo pipefail
+bin=${1:?usage: report.sh path/to/mkevolve}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+fixture="$here/src/report/testdata/cvit"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A copy of the fixture, so the report lands beside the run as by default.
+cp -r "$fixture" "$tmp/run"
+"$bin" report "$tmp/run" > "$tmp/stdout" || fail "mkevolve report exited $?"
+grep -qx "$tmp/run/report.md" "$tmp/stdout" || fail "report.md path not printed"
+grep -qx "$tmp/run/report.html" "$tmp/stdout" || fail "report.html path not printed"
+md="$tmp/run/report.md"
+html="$tmp/run/report.html"
+for needle in "1.34× (iteration 5)" "4c_transformer_block" "TF32 is off" "65 of 400 calls" "t=2 (split)"; do
+  grep -qF -- "$needle" "$md" || fail "report.md lacks '$needle'"
+done
+grep -q "<svg" "$html" || fail "report.html has no SVG"
+if grep -qE "https?://" "$html"; then fail "report.html references the network"; fi
+if grep -q "<script" "$html"; then fail "report.html has a script"; fi
+
+# --out, and errors that name the problem.
+"$bin" report "$tmp/run" --out "$tmp/elsewhere" -q > "$tmp/quiet" || fail "--out failed"
+[[ -s "$tmp/elsewhere/report.html" && ! -s "$tmp/quiet" ]] || fail "--out/-q did not behave"
+set +e
+"$bin" report "$tmp/none" 2> "$tmp/err"; rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "a missing run directory should exit 2, got $rc"
+grep -q "no such run directory" "$tmp/err" || fail "unclear error: $(cat "$tmp/err")"
+
+# Render it in headless Chromium: the page must load and paint.
+if [[ -x /usr/bin/chromium ]]; then
+  png="$tmp/report.png"
+  timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$(mktemp -d -p "$tmp")" --screenshot="$png" --window-size=1200,2000 \
+    "file://$html" > "$tmp/chromium.log" 2>&1 || { cat "$tmp/chromium.log" >&2; fail "chromium failed"; }
+  [[ -f "$png" ]] || fail "no screenshot"
+  size=$(stat -c %s "$png")
+  # A blank 1200x2000 page compresses to a few KB; charts and tables make it far larger.
+  [[ $size -gt 60000 ]] || fail "screenshot is only $size bytes: the page did not render"
+  [[ -n "${MKEVOLVE_KEEP_SCREENSHOT:-}" ]] && cp "$png" "$MKEVOLVE_KEEP_SCREENSHOT"
+  echo "report.sh: rendered in chromium ($size bytes)"
+else
+  echo "report.sh: SKIP screenshot: /usr/bin/chromium is not installed (scripts/install-deps.sh installs it)"
+fi
+echo "report.sh: ok"
