@@ -77,6 +77,7 @@ class AnthropicBackend : public Provider {
     h.url = o_.base_url + "/v1/messages";
     h.connect_timeout_s = o_.connect_timeout_s;
     h.total_timeout_s = o_.total_timeout_s;
+    h.cancelled = o_.cancelled;
     h.headers = mkevolve_headers(req);
     h.headers.emplace_back("Content-Type", "application/json");
     h.headers.emplace_back("anthropic-version", o_.anthropic_version);

@@ -32,6 +32,7 @@ struct BackendOptions {
   AwsCredentials aws;                               ///< bedrock
   std::string key_hint;  ///< what to check after a 401/403, e.g. "OPENAI_API_KEY"
   std::string url_hint;  ///< where the endpoint came from, e.g. "--base-url / OPENAI_BASE_URL"
+  std::function<bool()> cancelled;  ///< aborts requests in flight when it returns true
 };
 
 std::shared_ptr<Provider> make_openai_backend(BackendOptions o);

@@ -100,6 +100,7 @@ class BedrockBackend : public Provider {
     h.url = url.scheme + "://" + url.authority + path;
     h.connect_timeout_s = o_.connect_timeout_s;
     h.total_timeout_s = o_.total_timeout_s;
+    h.cancelled = o_.cancelled;
     h.body = body(req).dump();
     SigV4Request s;
     s.method = "POST";

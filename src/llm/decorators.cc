@@ -35,8 +35,18 @@ Reply guarded(Provider& inner, const Request& req) {
 class Retry : public Provider {
  public:
   Retry(std::shared_ptr<Provider> inner, RetryOptions o) : inner_(std::move(inner)), o_(std::move(o)) {
-    if (!o_.sleep)
-      o_.sleep = [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); };
+    if (!o_.sleep) {
+      auto cancelled = o_.cancelled;
+      o_.sleep = [cancelled](double s) {
+        using clock = std::chrono::steady_clock;
+        const auto until = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
+        while (clock::now() < until) {
+          if (cancelled && cancelled()) return;
+          clock::duration left = until - clock::now();
+          std::this_thread::sleep_for(std::min<clock::duration>(left, std::chrono::milliseconds(100)));
+        }
+      };
+    }
   }
   std::string spec() const override { return inner_->spec(); }
 
@@ -56,6 +66,7 @@ class Retry : public Provider {
         wait = base * jitter();
       }
       if (wait > 0) o_.sleep(wait);
+      if (o_.cancelled && o_.cancelled()) return r;
     }
   }
 

@@ -20,6 +20,8 @@ struct RetryOptions {
   double max_retry_after_s = 300; ///< a longer Retry-After is capped at this
   /// How to wait; tests may replace it. Default: std::this_thread::sleep_for.
   std::function<void(double seconds)> sleep;
+  /// When it returns true, no further attempt is made (and the default sleep ends early).
+  std::function<bool()> cancelled;
 };
 
 /// Retries replies whose error is retryable; honours Retry-After.

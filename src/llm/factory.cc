@@ -149,6 +149,7 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
   retry.initial_backoff_s = opts.initial_backoff_s >= 0 ? opts.initial_backoff_s : ib_c.value_or(1);
   retry.max_backoff_s = opts.max_backoff_s >= 0 ? opts.max_backoff_s : mb_c.value_or(60);
   retry.sleep = opts.sleep;
+  retry.cancelled = opts.cancelled;
   if (concurrency < 1) return Error{"LLM concurrency must be at least 1 (--llm-concurrency / llm.concurrency)"};
   if (retry.max_retries < 0) return Error{"llm.max_retries must not be negative"};
 
@@ -157,6 +158,7 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
   b.model = parts.rest;
   b.connect_timeout_s = connect_s;
   b.total_timeout_s = total_s;
+  b.cancelled = opts.cancelled;
 
   // The base URL: --base-url, then the alias, then the environment, then [llm.KIND], then the default.
   auto resolve_base = [&](const char* env_name, const std::string& def) -> Result<std::string> {

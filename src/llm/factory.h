@@ -43,6 +43,9 @@ struct ProviderOptions {
   std::filesystem::path home;         ///< for ~/.aws; empty: $HOME
   /// Replaces the retry wait (tests); empty: sleep.
   std::function<void(double seconds)> sleep;
+  /// Polled while requests wait (e.g. run::Interrupt::requested); true aborts
+  /// HTTP requests in flight and stops retrying. Empty: never cancelled.
+  std::function<bool()> cancelled;
 };
 
 /// The full stack for opts.spec. Errors are one line naming the problem and the

@@ -75,6 +75,11 @@ std::string server_said(const std::string& body) {
   return one_line(body, 160);
 }
 
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* cancelled = static_cast<const std::function<bool()>*>(user);
+  return (*cancelled)() ? 1 : 0;
+}
+
 }  // namespace
 
 struct HttpClient::Impl {
@@ -132,6 +137,11 @@ HttpResponse HttpClient::send(const HttpRequest& req) {
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp.body);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &resp.headers);
+  if (req.cancelled) {
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &req.cancelled);
+  }
   if (req.method == "POST") {
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
@@ -153,6 +163,9 @@ HttpResponse HttpClient::send(const HttpRequest& req) {
         break;
       case CURLE_OPERATION_TIMEDOUT:
         resp.failure = HttpResponse::Failure::kTimeout;
+        break;
+      case CURLE_ABORTED_BY_CALLBACK:
+        resp.failure = HttpResponse::Failure::kCancelled;
         break;
       case CURLE_URL_MALFORMAT:
       case CURLE_UNSUPPORTED_PROTOCOL:
@@ -227,6 +240,11 @@ LlmError http_error(const HttpResponse& resp, const HttpRequest& req, const Endp
         e.retryable = true;
         e.message = who.provider + " did not answer in time (" + err + ", " + url +
                     "): check the server, or raise llm.timeout_s / llm.connect_timeout_s";
+        break;
+      case HttpResponse::Failure::kCancelled:
+        e.kind = LlmError::Kind::kNetwork;
+        e.retryable = false;
+        e.message = "request to " + who.provider + " cancelled (interrupted)";
         break;
       case HttpResponse::Failure::kFatal:
         e.kind = LlmError::Kind::kConfig;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ctime>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,10 +22,12 @@ struct HttpRequest {
   std::string body;
   double connect_timeout_s = 10;
   double total_timeout_s = 600;  ///< whole exchange, including the body
+  /// Polled about every 100 ms while waiting; returning true aborts the exchange.
+  std::function<bool()> cancelled;
 };
 
 struct HttpResponse {
-  enum class Failure { kNone, kConnect, kTimeout, kFatal, kOther };  ///< kFatal: bad URL or TLS, no retry
+  enum class Failure { kNone, kConnect, kTimeout, kFatal, kCancelled, kOther };  ///< kFatal: bad URL or TLS, no retry
   Failure failure = Failure::kNone;  ///< kNone: status/headers/body are valid
   std::string error;                 ///< curl's description when failure != kNone
   int status = 0;

@@ -20,6 +20,7 @@ class OpenAiBackend : public Provider {
     h.url = o_.base_url + "/chat/completions";
     h.connect_timeout_s = o_.connect_timeout_s;
     h.total_timeout_s = o_.total_timeout_s;
+    h.cancelled = o_.cancelled;
     h.headers = mkevolve_headers(req);
     h.headers.emplace_back("Content-Type", "application/json");
     // No key, no auth header: local servers and proxies work without one.

@@ -352,6 +352,27 @@ TEST(Errors, UnreachableBaseUrlIsOneLineWithTheFix) {
   EXPECT_EQ(r.error->message.find('\n'), std::string::npos);
 }
 
+TEST(Cancel, AbortsARequestInFlightAndStopsRetrying) {
+  FakeLlm fake(Protocol::kOpenAi);
+  fake.set_fallback(Step{.delay_s = 5});
+  Env env;
+  std::atomic<bool> stop{false};
+  auto o = fakes::test_options("openai:m", fake.base_url(), &env);
+  o.total_timeout_s = 30;
+  o.cancelled = [&] { return stop.load(); };
+  auto p = make(o);
+  std::thread canceller([&] {
+    while (fake.count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    stop = true;
+  });
+  Reply r = p->complete(fakes::make_request("x"));
+  canceller.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error->retryable);
+  EXPECT_NE(r.error->message.find("cancelled"), std::string::npos) << r.error->message;
+  EXPECT_EQ(fake.count(), 1);
+}
+
 TEST(Http, RetryAfterSecondsAndDates) {
   EXPECT_DOUBLE_EQ(parse_retry_after("7", 0), 7.0);
   EXPECT_DOUBLE_EQ(parse_retry_after(" 1.5 ", 0), 1.5);
