@@ -36,33 +36,6 @@ std::string failure_summary(const BeamState& b) {
   return agents::trim_text(agents::eval_feedback(c->result), 12, 8, 1500);
 }
 
-nlohmann::json options_json(const SearchOptions& o) {
-  nlohmann::json swap_with = nlohmann::json::array();
-  for (const auto& [k, v] : o.swap_with) swap_with.push_back(k);
-  return {{"method", o.method},
-          {"iterations", o.iterations},
-          {"refine_every", o.refine_every},
-          {"calls_per_iter", o.calls_per_iter},
-          {"beam_width", o.beam_width},
-          {"expansion", o.expansion},
-          {"fuse", o.fuse},
-          {"swap_tau", o.swap_tau ? nlohmann::json(*o.swap_tau) : nlohmann::json(nullptr)},
-          {"swap_with", swap_with},
-          {"postfuse", o.postfuse},
-          {"decompose_workers", o.decompose_workers},
-          {"decompose_attempts", o.decompose_attempts},
-          {"refine_attempts", o.refine_attempts},
-          {"total_budget", o.total_budget()},
-          {"eval",
-           {{"trials", o.eval.trials},
-            {"perf_trials", o.eval.perf_trials},
-            {"warmup", o.eval.warmup},
-            {"atol", o.eval.atol},
-            {"rtol", o.eval.rtol},
-            {"timeout_s", o.eval.timeout_s},
-            {"seed", o.eval.seed}}}};
-}
-
 void emit(SearchContext& ctx, const nlohmann::json& e) {
   if (ctx.sink) ctx.sink->emit(e);
 }
@@ -344,6 +317,70 @@ std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& pro
 
 }  // namespace
 
+nlohmann::json to_json(const SearchOptions& o) {
+  return {{"method", o.method},
+          {"iterations", o.iterations},
+          {"refine_every", o.refine_every},
+          {"calls_per_iter", o.calls_per_iter},
+          {"beam_width", o.beam_width},
+          {"expansion", o.expansion},
+          {"fuse", o.fuse},
+          {"swap_tau", o.swap_tau ? nlohmann::json(*o.swap_tau) : nlohmann::json(nullptr)},
+          {"swap_with", o.swap_with},
+          {"postfuse", o.postfuse},
+          {"decompose_workers", o.decompose_workers},
+          {"decompose_attempts", o.decompose_attempts},
+          {"refine_attempts", o.refine_attempts},
+          {"max_tokens", o.max_tokens},
+          {"total_budget", o.total_budget()},
+          {"eval",
+           {{"trials", o.eval.trials},
+            {"perf_trials", o.eval.perf_trials},
+            {"warmup", o.eval.warmup},
+            {"atol", o.eval.atol},
+            {"rtol", o.eval.rtol},
+            {"timeout_s", o.eval.timeout_s},
+            {"seed", o.eval.seed},
+            {"test_cpu", o.eval.test_cpu},
+            {"gpu", o.eval.gpu}}}};
+}
+
+Result<SearchOptions> options_from_json(const nlohmann::json& j) {
+  try {
+    SearchOptions o;
+    o.method = j.value("method", o.method);
+    o.iterations = j.value("iterations", o.iterations);
+    o.refine_every = j.value("refine_every", o.refine_every);
+    o.calls_per_iter = j.value("calls_per_iter", o.calls_per_iter);
+    o.beam_width = j.value("beam_width", o.beam_width);
+    o.expansion = j.value("expansion", o.expansion);
+    o.fuse = j.value("fuse", o.fuse);
+    if (j.contains("swap_tau") && j["swap_tau"].is_number()) o.swap_tau = j["swap_tau"].get<double>();
+    if (j.contains("swap_with") && j["swap_with"].is_object())
+      o.swap_with = j["swap_with"].get<std::map<std::string, std::string>>();
+    o.postfuse = j.value("postfuse", o.postfuse);
+    o.decompose_workers = j.value("decompose_workers", o.decompose_workers);
+    o.decompose_attempts = j.value("decompose_attempts", o.decompose_attempts);
+    o.refine_attempts = j.value("refine_attempts", o.refine_attempts);
+    o.max_tokens = j.value("max_tokens", o.max_tokens);
+    if (j.contains("eval")) {
+      const auto& e = j["eval"];
+      o.eval.trials = e.value("trials", o.eval.trials);
+      o.eval.perf_trials = e.value("perf_trials", o.eval.perf_trials);
+      o.eval.warmup = e.value("warmup", o.eval.warmup);
+      o.eval.atol = e.value("atol", o.eval.atol);
+      o.eval.rtol = e.value("rtol", o.eval.rtol);
+      o.eval.timeout_s = e.value("timeout_s", o.eval.timeout_s);
+      o.eval.seed = e.value("seed", o.eval.seed);
+      o.eval.test_cpu = e.value("test_cpu", o.eval.test_cpu);
+      o.eval.gpu = e.value("gpu", o.eval.gpu);
+    }
+    return o;
+  } catch (const std::exception& e) {
+    return Error{std::string("run options: ") + e.what()};
+  }
+}
+
 nlohmann::json Solution::to_json() const {
   nlohmann::json subs = nlohmann::json::array();
   for (const auto& sp : topology.subproblems) {
@@ -455,7 +492,9 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
              {"method", o.method},
              {"problem", problem.name},
              {"problem_hash", problem.hash},
-             {"options", options_json(o)},
+             {"options", to_json(o)},
+             {"settings", {{"T", o.iterations}, {"L", o.refine_every}, {"budget_per_iter", o.calls_per_iter},
+                           {"beam_width", o.beam_width}, {"max_calls", o.total_budget() + o.postfuse}}},
              {"prompts_version", ctx.prompts ? ctx.prompts->version() : ""},
              {"llm", ctx.llm ? ctx.llm->spec() : ""},
              {"judge", ctx.judge ? ctx.judge->spec() : ""},

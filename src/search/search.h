@@ -43,6 +43,11 @@ struct SearchOptions {
   int total_budget() const { return iterations * calls_per_iter; }
 };
 
+/// The options as stored in the run directory's config.json (swap_with sources
+/// included, so a resume reproduces the run), and back.
+nlohmann::json to_json(const SearchOptions& o);
+Result<SearchOptions> options_from_json(const nlohmann::json& j);
+
 /// Thread-safe token and call accounting, per agent.
 class Accounting {
  public:

@@ -679,5 +679,18 @@ TEST(Concurrency, SubproblemsAndBeamMembersAreInFlightTogether) {
   EXPECT_GT(h.llm.max_in_flight(), 4);
 }
 
+TEST(Options, RoundTripThroughJson) {
+  SearchOptions o;
+  o.method = "single-split";
+  o.iterations = 7;
+  o.swap_tau = 0.8;
+  o.swap_with["beta"] = "src";
+  o.eval.trials = 3;
+  auto back = options_from_json(to_json(o));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(to_json(*back), to_json(o));
+  EXPECT_FALSE(options_from_json(nlohmann::json::object())->swap_tau.has_value());
+}
+
 }  // namespace
 }  // namespace mk::search

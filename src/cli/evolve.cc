@@ -1,0 +1,67 @@
+// `mkevolve evolve`: LLMEvolveKernel alone, beam search on one problem with a
+// budget of B LLM calls (the paper's end-to-end beam search baseline).
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include "cli/method_common.h"
+#include "cli/registry.h"
+
+namespace mk::cli {
+namespace {
+
+std::string default_out(const std::string& problem) {
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return "runs/" + std::filesystem::path(problem).stem().string() + "-evolve-" + buf;
+}
+
+int evolve_cmd(int argc, char** argv) {
+  CLI::App app{"Evolves a Triton kernel for one problem with beam search (width 4, expansion 1 by default), "
+               "spending exactly B LLM calls: debug prompts for failing kernels, optimize prompts for passing "
+               "ones. Writes a run directory with every candidate and the best kernel as a solution package.",
+               argv[0]};
+  method::RunRequest req;
+  req.cmd = "evolve";
+  std::string problem, out;
+  int budget = 32;
+  bool quiet = false, events_json = false;
+  app.add_option("problem", problem, "the problem file (Model, get_inputs, get_init_inputs)")->required();
+  app.add_option("--budget", budget, "LLM calls to spend")->capture_default_str();
+  app.add_option("--out", out, "the run directory (default: runs/<problem>-evolve-<time>)");
+  app.add_option("--beam-width", req.opts.beam_width, "beam width")->capture_default_str();
+  app.add_option("--expansion", req.opts.expansion, "children per beam member per round")->capture_default_str();
+  app.add_option("--max-tokens", req.opts.max_tokens, "reply token limit per LLM call")->capture_default_str();
+  method::add_env_flags(app, req.env, true);
+  method::add_eval_flags(app, req.opts.eval);
+  app.add_flag("-q,--quiet", quiet, "print nothing but the result");
+  app.add_flag("--events-json", events_json, "print every event as one JSON line (for scripts)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  if (budget < 1 || req.opts.beam_width < 1 || req.opts.expansion < 1) {
+    std::fprintf(stderr, "mkevolve evolve: --budget, --beam-width and --expansion must be positive\n");
+    return kExitUsage;
+  }
+  req.opts.method = "beam";
+  req.opts.iterations = 1;
+  req.opts.calls_per_iter = budget;
+  req.problem_file = problem;
+  req.out = out.empty() ? default_out(problem) : out;
+  req.mode = quiet ? report::StatusLine::Mode::kQuiet
+                   : events_json ? report::StatusLine::Mode::kEventsJson : report::StatusLine::Mode::kAuto;
+  return method::run_in_directory(std::move(req));
+}
+
+static Register reg("evolve", "beam-search a Triton kernel for one problem with a budget of LLM calls", &evolve_cmd);
+
+}  // namespace
+}  // namespace mk::cli
