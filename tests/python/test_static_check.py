@@ -569,3 +569,123 @@ def test_main_returns_codes_in_process(capsys):
     assert static_check.main([os.path.join(FIXTURES, "cheat", "exits.py")]) == 1
     out = capsys.readouterr().out
     assert ": exit: " in out
+
+
+def test_running_statistics_and_rnn_state_on_self_are_not_caches():
+    assert run('''
+        class ModelNew(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.register_buffer("running_mean", torch.zeros(n))
+                self.hidden = torch.zeros(1, n)
+
+            def forward(self, x, h0=None):
+                if h0 is not None:
+                    self.hidden = h0
+                stats = torch.empty(x.shape[1], device=x.device)
+                k[(1,)](x, stats, x.numel(), BLOCK=1024)
+                self.running_mean = stats
+                out = torch.empty_like(x)
+                k[(1,)](x, out, x.numel(), BLOCK=1024)
+                self.hidden = out
+                return self.hidden
+    ''') == []
+
+
+def test_state_returned_on_a_path_that_skips_the_update_is_a_cache():
+    assert run('''
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                if x.shape[0] == 1:
+                    y = torch.empty_like(x)
+                    k[(1,)](x, y, x.numel(), BLOCK=1024)
+                    self.last = y
+                return self.last
+    ''') == [(8, "output-cache")]
+
+
+def test_negative_and_dtype_defaults_mark_scalar_parameters():
+    assert run('''
+        class ModelNew(nn.Module):
+            def forward(self, x, dim=-1, dtype=torch.float32, sizes=(1, 2)):
+                assert dim == -1 and dtype == torch.float32
+                n = sizes[0] * x.shape[dim] - dim
+                y = torch.empty_like(x)
+                k[(1,)](x, y, n, BLOCK=1024)
+                return y
+    ''') == []
+
+
+def test_default_argument_smuggling_a_torch_function():
+    assert run('''
+        class ModelNew(nn.Module):
+            def forward(self, x, op=torch.mm):
+                y = torch.empty_like(x)
+                k[(1,)](x, y, x.numel(), BLOCK=1024)
+                return op(y, y)
+    ''') == [(3, "torch-compute"), (6, "torch-compute")]
+
+
+def test_torch_function_overrides_are_patching():
+    assert run('''
+        class Fake(torch.Tensor):
+            pass
+
+        class Spy:
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                y = torch.empty_like(x)
+                k[(1,)](x, y, x.numel(), BLOCK=1024)
+                return y
+    ''') == [(2, "patching"), (7, "patching")]
+
+
+def test_layer_called_through_dunder_call_or_unbound_forward():
+    assert run('''
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+                self.fcs = (nn.Linear(4, 4),)
+
+            def forward(self, x):
+                y = torch.empty_like(x)
+                k[(1,)](x, y, x.numel(), BLOCK=1024)
+                a = self.fc.__call__(y)
+                b = nn.Linear.forward(self.fc, y)
+                c = nn.Module.__call__(self.fc, y)
+                d = self.fcs[0](y)
+                e = nn.Linear(4, 4)(y)
+                return y
+    ''') == [(11, "torch-compute"), (12, "torch-compute"), (13, "torch-compute"),
+             (14, "torch-compute"), (15, "torch-compute")]
+
+
+def test_import_dunder_and_importlib_literals_resolve_to_torch():
+    assert run('''
+        import importlib
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                y = torch.empty_like(x)
+                k[(1,)](x, y, x.numel(), BLOCK=1024)
+                a = __import__("torch").mm(y, y)
+                b = importlib.import_module("torch.nn.functional").relu(y)
+                c = importlib.import_module("subprocess")
+                return y
+    ''') == [(8, "dynamic-code"), (8, "torch-compute"), (9, "torch-compute"), (10, "process")]
+
+
+def test_local_import_inside_forward_is_tracked():
+    assert run('''
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                import torch.nn.functional as G
+                y = torch.empty_like(x)
+                k[(1,)](x, y, x.numel(), BLOCK=1024)
+                return G.softmax(y, -1)
+    ''') == [(7, "torch-compute")]

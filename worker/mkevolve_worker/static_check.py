@@ -291,8 +291,18 @@ def _seq(elem, depth=0):
     return frozenset({("SEQ", frozenset(capped))})
 
 
+MAX_ATOMS = 48      # widening: a type with more alternatives than this is collapsed
+MAX_QUAL_PARTS = 8  # torch.a.b.c... deeper than this is not a symbol we classify
+
+
 def _norm(t):
-    """Merges every container atom of t into one, so types stop growing fast."""
+    """Merges every container atom of t into one and bounds the number of
+    alternatives, so types stop growing (loops like `e = e.__cause__`)."""
+    if len(t) > MAX_ATOMS:
+        quals = sorted((a for a in t if isinstance(a, tuple) and a[0] == "Q"),
+                       key=lambda a: (len(a[1]), a[1]))[:MAX_ATOMS // 2]
+        t = frozenset(a for a in t if not (isinstance(a, tuple) and a[0] == "Q")) \
+            | frozenset(quals) | U
     seqs = [a for a in t if isinstance(a, tuple) and a[0] == "SEQ"]
     if len(seqs) < 2:
         return t
@@ -1446,7 +1456,7 @@ class Walker:
                     self.fi.env[name] = new
                     self.p.changed = True
                 return
-            self.scope.vars[name] = t
+            self.scope.vars[name] = _norm(t)
         elif isinstance(target, (ast.Tuple, ast.List)):
             inner = _elems(t)
             if _tensor(t) and not any(_is_seq(a) for a in t):
@@ -1688,7 +1698,10 @@ class Walker:
             elif not isinstance(a, tuple):
                 out.add("U")
             elif a[0] == "Q":
-                out.add(("Q", a[1] + "." + attr))
+                if a[1].count(".") >= MAX_QUAL_PARTS:
+                    out.add("U")
+                else:
+                    out.add(("Q", a[1] + "." + attr))
             elif a[0] == "MOD":
                 out |= self.p._module_member(a[1], attr)
             elif a[0] == "PKG":
@@ -1710,7 +1723,7 @@ class Walker:
                 out.add(("SM", attr))
             else:
                 out.add("U")
-        return frozenset(out) or U
+        return _norm(frozenset(out)) or U
 
     def scope_globals(self):
         out = set()

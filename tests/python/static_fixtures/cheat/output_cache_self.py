@@ -27,5 +27,5 @@ class ModelNew(nn.Module):
             return self._last_out  # expect: output-cache
         y = launch_copy(x)
         self._last_in = x.data_ptr()
-        self._last_out = y  # expect: output-cache
+        self._last_out = y
         return y
