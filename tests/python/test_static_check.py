@@ -689,3 +689,38 @@ def test_local_import_inside_forward_is_tracked():
                 k[(1,)](x, y, x.numel(), BLOCK=1024)
                 return G.softmax(y, -1)
     ''') == [(7, "torch-compute")]
+
+
+def test_implicit_dunders_and_properties_are_data_path():
+    assert run('''
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(4, 4))
+
+            @property
+            def wt(self):
+                return self.w.t().exp()
+
+            def __getattr__(self, name):
+                return torch.relu
+
+            def forward(self, x):
+                y = torch.empty_like(x)
+                k[(1,)](self.wt, y, x.numel(), BLOCK=1024)
+                return y
+    ''') == [(9, "torch-compute"), (12, "torch-compute")]
+
+
+def test_metaclass_is_flagged():
+    assert run('''
+        class Meta(type):
+            def __call__(cls, *a, **kw):
+                return super().__call__(*a, **kw)
+
+        class ModelNew(nn.Module, metaclass=Meta):
+            def forward(self, x):
+                y = torch.empty_like(x)
+                k[(1,)](x, y, x.numel(), BLOCK=1024)
+                return y
+    ''') == [(6, "patching")]

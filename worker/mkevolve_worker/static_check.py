@@ -269,6 +269,7 @@ REFERENCE_MODULE_RE = re.compile(
     r"^(reference|references|ref|problem|problems|kernelbench|original|orig|baseline|"
     r"level[0-9]+|[0-9]+_[A-Za-z0-9_]*)$", re.IGNORECASE)
 
+INIT_METHODS = ("__init__", "__new__", "__init_subclass__", "__post_init__", "__set_name__")
 MAX_FILES = 64  # a candidate package is a handful of files
 
 TENSORISH = frozenset({"T", "A", "W", "P"})
@@ -920,7 +921,7 @@ class Project:
             init_entries.add(fi.module_key)
         for c in self.classes.values():
             init_entries.add(c.body_key)
-            for name in ("__init__", "__new__", "__init_subclass__", "__post_init__"):
+            for name in INIT_METHODS:
                 if name in c.methods:
                     init_entries.add(c.methods[name].key)
         reach_init = set(init_entries)
@@ -936,6 +937,12 @@ class Project:
             for name in ("forward", "__call__"):
                 m = c.find_method(name)
                 if m is not None:
+                    roots.add(m.key)
+        # Dunder methods run implicitly (attribute hooks, __call__, __del__,
+        # operators), so no call edge leads to them.
+        for c in self.classes.values():
+            for name, m in c.methods.items():
+                if name.startswith("__") and name.endswith("__") and name not in INIT_METHODS:
                     roots.add(m.key)
         # escaping references from anywhere reachable
         data = set(roots)
@@ -1104,7 +1111,13 @@ class Walker:
                         c.class_attrs[k] = new
                         self.p.changed = True
         for kw in c.node.keywords:
-            self.expr(kw.value)
+            t = self.expr(kw.value)
+            if kw.arg == "metaclass" and not any(
+                    isinstance(a, tuple) and a[0] == "Q" and a[1] in ("abc.ABCMeta", "type")
+                    for a in t):
+                self.report(kw.value, "patching",
+                            f"class {c.name} uses a metaclass, which controls how it is built "
+                            "and called")
 
     def walk_function(self):
         f = self.func
