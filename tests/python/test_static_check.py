@@ -724,3 +724,17 @@ def test_metaclass_is_flagged():
                 k[(1,)](x, y, x.numel(), BLOCK=1024)
                 return y
     ''') == [(6, "patching")]
+
+
+def test_extra_file_outside_the_candidate_directory_and_unreadable_extra(tmp_path):
+    (tmp_path / "cand").mkdir()
+    (tmp_path / "other").mkdir()
+    top = tmp_path / "cand" / "top.py"
+    top.write_text("from elsewhere import ModelNew\n")
+    extra = tmp_path / "other" / "side.py"
+    extra.write_text("import threading\n")
+    out = check_file(str(top), extra_files=[str(extra)])
+    assert [(v["file"], v["line"], v["rule"]) for v in out] == [
+        (str(top), 1, "no-triton-launch"), (str(extra), 1, "threads")]
+    with pytest.raises(OSError):
+        check_file(str(top), extra_files=[str(tmp_path / "nope.py")])

@@ -28,6 +28,22 @@ torch allocations and anything computed from tensors are tensors; shapes,
 strides, sizes, `numel()`, `len()`, literals and `triton.cdiv` results are
 scalars. Arithmetic and comparisons are flagged only with a tensor operand;
 `@` is flagged unless both operands are known non-tensors.
+
+Known limits (the runtime profile layer covers what this one cannot see):
+  * Values whose type is unknown (results of unknown libraries, parameters of
+    lambdas handed to external code) are not treated as tensors, so plain
+    arithmetic on them is not flagged; `@` and unmistakable compute method
+    names (matmul, softmax, conv2d, ...) still are.
+  * Compute done in Python on host lists (`x.tolist()` ... `torch.tensor(...)`)
+    is not flagged here; the runtime layer sees the host-to-device copy.
+  * A kernel launch that is reachable but never executed (dead branch) counts.
+  * Returning a tensor kept from an earlier call is flagged; keeping state on
+    self (running statistics, RNN hidden state) is not.
+  * `getattr(self, <computed name>)` is allowed; it is treated as reaching
+    every method of the class.
+  * torch.cat/stack/repeat and RNG fills (uniform_, bernoulli) are compute;
+    copies (`contiguous`, `clone`, `copy_`, `.to`) and fills (`zero_`, `fill_`)
+    are allowed.
 """
 from __future__ import annotations
 
@@ -477,10 +493,6 @@ class FileInfo:
         self.star_modules = []
         self.writers = {}        # global name -> set of node keys mutating it
         self.module_key = path + "::<module>"
-
-
-class Violation(Exception):
-    pass
 
 
 # --------------------------------------------------------------------------
@@ -1996,10 +2008,6 @@ class Walker:
                         m = c.find_method(name)
                         if m is not None:
                             self.p.add_edge(self.key, m.key, ref=True)
-            elif a[0] == "C" and not callee and a[1] in self.p.classes:
-                c = self.p.classes[a[1]]
-                if isinstance(node, ast.Name) and self.ctx != "X" and not self.in_class_body:
-                    pass
             elif a[0] == "TM" and not callee:
                 name = a[1]
                 if name not in TENSOR_METHOD_VIEW | TENSOR_METHOD_META | TENSOR_METHOD_ALLOC:
@@ -2145,8 +2153,6 @@ class Walker:
                         self.p.add_edge(self.key, init.key)
                         self.bind_params(init, argts, bound=True)
                     out = out | {("I", c.key)}
-                    if c.is_torch_layer_subclass():
-                        pass
             elif kind == "I":
                 c = self.p.classes.get(a[1])
                 if c is not None:
@@ -2924,10 +2930,10 @@ def check_file(path: str, allow_pytorch: bool = False, extra_files=None) -> list
     proj.root_dir = os.path.dirname(ap)
     fi = proj.add_source(ap, path, source)
     for extra in extra_files or []:
-        try:
-            proj.load_path(extra)
-        except (OSError, UnicodeDecodeError):
-            raise
+        # extra files are candidate files wherever they live; named as given
+        if os.path.abspath(extra) not in proj.files:
+            with open(extra, "r", encoding="utf-8") as f:
+                proj.add_source(extra, extra, f.read())
     if fi is None:
         return _finish(proj)
     proj.run()
