@@ -89,7 +89,7 @@ const char* grid_mark(StructureGrid::Cell c) {
 std::string traceability_detail(const RunSummary& s) {
   if (!s.final_e2e_failed) return "";
   if (!s.failing_locally.empty())
-    return "Subkernel" + std::string(s.failing_locally.size() > 1 ? "s" : "") + " failing their own check: " +
+    return (s.failing_locally.size() > 1 ? "Subkernels failing their own checks: " : "Subkernel failing its own check: ") +
            joined(s.failing_locally) + ".";
   return "Every subkernel passes its own check, so the failure comes from composing them "
          "(for example a layout, dtype or parameter mismatch between subproblems).";
@@ -494,8 +494,9 @@ std::string render_html(const RunSummary& s) {
            !s.best_speedup_compile ? "bad" : *s.best_speedup_compile >= 1 ? "good" : "");
   h += kpi("Final end-to-end",
            s.final_e2e_status == "correct" ? speedup(s.final_speedup_compile) : s.final_e2e_status.empty() ? "\u2014" : "\u2717",
-           s.final_e2e_status.empty() ? "not evaluated"
-                                      : escape(s.final_e2e_status) + " \u00b7 " + speedup(s.final_speedup_eager) + " vs eager",
+           s.final_e2e_status.empty()        ? "not evaluated"
+           : s.final_e2e_status != "correct" ? escape(s.final_e2e_status)
+                                             : "correct \u00b7 " + speedup(s.final_speedup_eager) + " vs eager",
            s.final_e2e_status == "correct" ? "" : "bad");
   h += kpi("Run status", escape(s.ended ? (s.end_status.empty() ? "ended" : s.end_status) : "in progress"),
            escape(s.end_message.empty() ? (s.ended ? "" : "no run_end event yet") : s.end_message), status_cls);

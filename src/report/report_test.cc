@@ -144,7 +144,7 @@ TEST(Report, FailureIsTracedToTheSubkernelAndPyTorchIsFlagged) {
   EXPECT_FALSE(s.best_speedup_compile);
   std::string md = render_markdown(s);
   EXPECT_NE(md.find("Contains PyTorch subkernels: not pure Triton"), std::string::npos) << md;
-  EXPECT_NE(md.find("The final end-to-end evaluation failed (incorrect). Subkernel failing their own check: b."),
+  EXPECT_NE(md.find("The final end-to-end evaluation failed (incorrect). Subkernel failing its own check: b."),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| 150 (est.) |"), std::string::npos) << md;

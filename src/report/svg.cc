@@ -133,7 +133,7 @@ std::string Canvas::str(std::string_view title) const {
 
 std::string line_chart(const LineChart& c) {
   Canvas cv(c.width, c.height);
-  const double left = 56, right = 210, top = 16, bottom = 78;
+  const double left = 74, right = 210, top = 16, bottom = 78;
   const double px0 = left, px1 = c.width - right, py0 = top, py1 = c.height - bottom;
   const size_t n = c.x_ticks.size();
   double hi = c.reference.value_or(0);

@@ -25,6 +25,14 @@ grep -q "<svg" "$html" || fail "report.html has no SVG"
 if grep -qE "https?://" "$html"; then fail "report.html references the network"; fi
 if grep -q "<script" "$html"; then fail "report.html has a script"; fi
 
+# A run whose end-to-end kernel fails: the report names the failing subkernel
+# and flags the PyTorch one.
+cp -r "$here/src/report/testdata/failing" "$tmp/failing"
+"$bin" report "$tmp/failing" -q || fail "report on the failing run exited $?"
+grep -qF "Contains PyTorch subkernels: not pure Triton" "$tmp/failing/report.md" || fail "PyTorch subkernel not flagged"
+grep -qF "Subkernel failing its own check: group_norm." "$tmp/failing/report.md" || fail "failure not traced to group_norm"
+grep -qF "Contains PyTorch subkernels: not pure Triton" "$tmp/failing/report.html" || fail "PyTorch banner missing in html"
+
 # --out, and errors that name the problem.
 "$bin" report "$tmp/run" --out "$tmp/elsewhere" -q > "$tmp/quiet" || fail "--out failed"
 [[ -s "$tmp/elsewhere/report.html" && ! -s "$tmp/quiet" ]] || fail "--out/-q did not behave"
