@@ -120,6 +120,17 @@ TEST(RunDir, CreateAcceptsAnExistingEmptyDirectory) {
   EXPECT_TRUE(RunDir::create(tmp.path() / "empty", json::object(), test_versions()).ok());
 }
 
+TEST(RunDir, CreateTakesOverAStaleLockInAnEmptyDirectory) {
+  TempDir tmp;
+  fs::path dir = tmp.path() / "run";
+  fs::create_directories(dir);
+  int pid = dead_pid();
+  write_lock(dir, pid, host(), iso8601_utc());
+  auto rd = RunDir::create(dir, json::object(), test_versions());
+  ASSERT_TRUE(rd.ok()) << rd.error();
+  EXPECT_TRUE(contains((*rd)->notices(), "stale lock")) << ::testing::PrintToString((*rd)->notices());
+}
+
 TEST(RunDir, UnwritablePathGivesAClearError) {
   TempDir tmp;
   ASSERT_TRUE(write_file_atomic(tmp.path() / "file", "x").ok());
