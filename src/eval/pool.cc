@@ -406,7 +406,7 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
     std::lock_guard lock(mu_);
     ++stats_.evals;
   }
-  double deadline = req.options.timeout_s + opts_.grace_s;
+  double deadline = opts_.deadline_factor * req.options.timeout_s + opts_.grace_s;
   Server::Reply rep = call(slot, std::move(msg), deadline);
   bool stopping;
   {
@@ -422,10 +422,10 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
       break;
     case Server::Outcome::kTimeout:
       r = pool_failure(Status::kTimeout, "hang",
-                       "no verdict within " + fmt_seconds(deadline) + " s (candidate deadline " +
-                           fmt_seconds(req.options.timeout_s) + " s + " + fmt_seconds(opts_.grace_s) +
-                           " s grace): the evaluation server hung and was killed with everything it started; "
-                           "make sure every kernel launch terminates (loop bounds, grid size, no spin-waits)");
+                       "no verdict within " + fmt_seconds(deadline) + " s (the candidate's deadline is " +
+                           fmt_seconds(req.options.timeout_s) +
+                           " s): the evaluation server stopped answering and was killed with everything it "
+                           "started; make sure every kernel launch terminates (loop bounds, grid size, no spin-waits)");
       break;
     case Server::Outcome::kDied:
       if (stopping) {
@@ -553,15 +553,15 @@ std::future<DecompositionResult> WorkerPool::verify_decomposition(DecompositionR
              {"decomposed", req.decomposed.string()},
              {"subproblems_dir", req.subproblems_dir.string()},
              {"options", {{"test_cpu", req.test_cpu}, {"timeout_s", req.timeout_s}}}};
-    auto rep = call(slot, std::move(msg), req.timeout_s + opts_.grace_s);
+    double deadline = opts_.deadline_factor * req.timeout_s + opts_.grace_s;
+    auto rep = call(slot, std::move(msg), deadline);
     if (rep.outcome == Server::Outcome::kTimeout)
-      return promise->set_value(failed("the decomposition check did not finish within " +
-                                       fmt_seconds(req.timeout_s + opts_.grace_s) + " s"));
+      return promise->set_value(failed("the decomposition check did not finish within " + fmt_seconds(deadline) + " s"));
     if (rep.outcome != Server::Outcome::kAnswered)
       return promise->set_value(failed("the evaluation server failed during the decomposition check: " +
                                        clip_tail(rep.detail, 500)));
     const json& m = rep.message;
-    if (m.value("type", std::string()) == "error" || !m.is_object())
+    if (m["type"] == "error")
       return promise->set_value(failed("the worker reported an error: " +
                                        (m.contains("message") && m["message"].is_string() ? m["message"].get<std::string>()
                                                                                           : m.dump())));
@@ -642,8 +642,10 @@ Result<json> WorkerPool::check(const fs::path& kernel) {
     if (rep.outcome != Server::Outcome::kAnswered)
       return promise->set_value(Error{"the static check failed: " + clip_tail(rep.detail, 500)});
     json m = rep.message;
-    if (m.value("type", std::string()) == "error")
-      return promise->set_value(Error{"the static check failed: " + m.value("message", std::string("no message"))});
+    if (m["type"] == "error")
+      return promise->set_value(Error{"the static check failed: " + (m.contains("message") && m["message"].is_string()
+                                                                          ? m["message"].get<std::string>()
+                                                                          : std::string("no message"))});
     m.erase("id");
     m.erase("type");
     promise->set_value(std::move(m));

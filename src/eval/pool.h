@@ -43,7 +43,12 @@ struct PoolOptions {
   std::filesystem::path cache_dir;         ///< verdict cache; empty = no verdict cache
   std::filesystem::path baseline_dir;      ///< baseline cache; empty = default_cache_root()/baselines
   bool cache_baselines = true;
-  double grace_s = 60;                     ///< pool deadline = candidate timeout_s + grace_s
+  /// The pool's backstop for a server that stops answering: deadline_factor x
+  /// the candidate's timeout_s + grace_s. The worker enforces timeout_s itself on
+  /// each of the up to three processes one eval runs (reference, candidate,
+  /// reference again), so a healthy server always answers before this.
+  double deadline_factor = 3;
+  double grace_s = 60;
   double start_timeout_s = 180;            ///< for the hello (imports torch and Triton)
   double baseline_timeout_s = 1800;        ///< for a `baseline` op (torch.compile can take minutes)
   double info_timeout_s = 120;             ///< gpu_info, check

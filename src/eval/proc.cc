@@ -123,6 +123,15 @@ int kill_process_tree(pid_t root, const std::string& token) {
     for (pid_t p : targets) hit(p);
     ::usleep(round < 5 ? 2000 : 20000);
   }
+  // SIGKILL is delivered asynchronously: wait (bounded) until every process
+  // signalled is gone or a zombie, so the caller can rely on it.
+  for (int i = 0; i < 500; ++i) {
+    bool any = false;
+    for (pid_t p : signalled)
+      if (p != root && process_alive(p)) any = true;
+    if (!any) break;
+    ::usleep(2000);
+  }
   return static_cast<int>(signalled.size());
 }
 
