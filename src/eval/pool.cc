@@ -261,8 +261,13 @@ mk::Status WorkerPool::ensure_server(Slot& slot) {
     std::lock_guard lock(slot.server_mu);
     slot.server = std::move(*started);
   }
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   ++stats_.starts;
+  if (stopping_) {  // the destructor may have looked at this slot before the server existed
+    lock.unlock();
+    drop_server(slot);
+    return Error{"the evaluator is shutting down"};
+  }
   if (hello_.is_null()) {
     hello_ = slot.server->hello().raw;
     torch_ = slot.server->hello().torch;

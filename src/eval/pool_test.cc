@@ -87,6 +87,16 @@ class PoolTest : public ::testing::Test {
   }
 };
 
+TEST(ResolvePython, FlagThenEnvironmentThenConfigThenDefault) {
+  ::unsetenv("MKEVOLVE_PYTHON");
+  EXPECT_EQ(resolve_python("", ""), "python3");
+  EXPECT_EQ(resolve_python("", "/opt/py"), "/opt/py");
+  ::setenv("MKEVOLVE_PYTHON", "/env/py", 1);
+  EXPECT_EQ(resolve_python("", "/opt/py"), "/env/py");
+  EXPECT_EQ(resolve_python("/flag/py", "/opt/py"), "/flag/py");
+  ::unsetenv("MKEVOLVE_PYTHON");
+}
+
 TEST_F(PoolTest, CorrectAndIncorrectWithSpeedups) {
   auto pool = make(options());
   EvalResult ok = pool->evaluate(request(kernel("ok", "# FAKE: correct 1.0\n")));

@@ -6,6 +6,7 @@
 set -uo pipefail
 BIN=${1:?usage: eval.sh path/to/mkevolve}
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+[[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
 PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
 REPO=$(pwd)
 T=$(mktemp -d)
