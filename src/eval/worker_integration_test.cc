@@ -139,6 +139,27 @@ TEST_F(RealWorkerTest, ACandidateThatKillsTheServerIsCrashedAndThePoolGoesOn) {
   EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
 }
 
+TEST_F(RealWorkerTest, DecompositionCheckThroughThePool) {
+  fs::path fx = mk::testing::repo_root() / "tests/python/decomp_fixtures";
+  if (!fs::exists(fx / "mlp_good")) GTEST_SKIP() << "no decomposition fixtures";
+  auto pool = make();
+  DecompositionRequest d;
+  d.problem = fx / "problems/mlp.py";
+  d.decomposed = fx / "mlp_good/decomposed_problem.py";
+  d.subproblems_dir = fx / "mlp_good/subkernel_problems";
+  d.test_cpu = true;
+  d.timeout_s = 120;
+  DecompositionResult good = pool->verify_decomposition(d).get();
+  EXPECT_TRUE(good.ok) << good.feedback;
+  d.decomposed = fx / "mlp_bad_mismatch/decomposed_problem.py";
+  d.subproblems_dir = fx / "mlp_bad_mismatch/subkernel_problems";
+  DecompositionResult bad = pool->verify_decomposition(d).get();
+  EXPECT_FALSE(bad.ok);
+  EXPECT_FALSE(bad.failures.empty());
+  EXPECT_FALSE(bad.feedback.empty());
+  for (const auto& f : bad.failures) EXPECT_EQ(f.find("{"), std::string::npos) << "not a readable line: " << f;
+}
+
 // Live processes whose command line contains text.
 std::vector<pid_t> with_cmdline(const std::string& text) {
   std::vector<pid_t> out;
