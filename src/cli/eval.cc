@@ -80,7 +80,7 @@ std::string err_text(const EvalResult& r) {
 }
 
 void print_table(const std::vector<fs::path>& kernels, const std::vector<EvalResult>& results, const json& hello,
-                 const eval::EvalOptions& opts) {
+                 const eval::EvalOptions& opts, const std::string& isolation) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"kernel", "status", "kind", "runtime", "eager", "compile", "vs eager", "vs compile", "max err"});
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -126,7 +126,7 @@ void print_table(const std::vector<fs::path>& kernels, const std::vector<EvalRes
                 opts.test_cpu ? "; TEST MODE on CPU (not a GPU measurement)" : "");
     if (opts.measure_perf)
       std::printf("; times are medians of %d timed calls after %d warm-up calls", opts.perf_trials, opts.warmup);
-    std::printf("\n");
+    std::printf("; servers contained by %s\n", isolation.c_str());
   }
 }
 
@@ -273,7 +273,7 @@ int run(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  if (!as_json) print_table(kernel_paths, results, (*pool)->hello(), opts);
+  if (!as_json) print_table(kernel_paths, results, (*pool)->hello(), opts, (*pool)->isolation());
 
   bool env_problem = false, all_correct = true;
   for (const auto& r : results) {

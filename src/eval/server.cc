@@ -106,8 +106,12 @@ Result<std::unique_ptr<Server>> Server::start(const ServerConfig& cfg) {
     return fail("no Triton in " + cfg.python + ": install Triton (it needs a CUDA GPU machine) or pass --python" +
                 (werr.empty() ? "" : " (worker: " + clip(werr, 300) + ")"));
   if (cfg.require_gpu && !cfg.test_mode && hello.contains("cuda") && !h.cuda)
+  {
+    std::string cerr = str_field(hello, "cuda_error");
     return fail("torch in " + cfg.python + " sees no CUDA GPU (torch " + h.torch +
-                "): eval needs a CUDA build of PyTorch and a GPU (mkevolve check still works)");
+                "): eval needs a CUDA build of PyTorch and a GPU (mkevolve check still works)" +
+                (cerr.empty() ? "" : "; worker: " + clip(cerr, 300)));
+  }
   return s;
 }
 
