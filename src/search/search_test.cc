@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "llm/factory.h"
 #include "search/search.h"
 #include "support/fake_evaluator.h"
 #include "support/scripted_llm.h"
@@ -677,6 +678,46 @@ TEST(Concurrency, SubproblemsAndBeamMembersAreInFlightTogether) {
   run_method(h.ctx, h.problem);
   // Three subproblems with four beam members each start together.
   EXPECT_GT(h.llm.max_in_flight(), 4);
+}
+
+// The hand-written fixture session examples/sessions/fake_two.jsonl, replayed
+// through the real `replay:` provider stack (with its response cache).
+TEST(Replay, FixtureSessionDrivesTheWholeLoop) {
+  auto once = [](const fs::path& cache) {
+    Harness h;
+    llm::Accounting acc;
+    llm::ProviderOptions o;
+    o.spec = "replay:" + (mk::testing::repo_root() / "examples" / "sessions" / "fake_two.jsonl").string();
+    o.cache_dir = cache;
+    o.accounting = &acc;
+    auto p = llm::make_provider(o, nullptr);
+    EXPECT_TRUE(p.ok()) << p.error();
+    h.ctx.llm = p->get();
+    h.ctx.opts.iterations = 2;
+    h.ctx.opts.decompose_workers = 1;
+    h.ctx.opts.calls_per_iter = 16;
+    auto res = run_method(h.ctx, h.problem);
+    std::string events;
+    for (auto e : h.sink.events) {
+      if (e.value("type", "") == "llm_call") e.erase("from_cache");
+      if (e.value("type", "") == "run_start") e.erase("llm");
+      events += e.dump() + "\n";
+    }
+    for (size_t i; (i = events.find(h.ws.path().string())) != std::string::npos;)
+      events.replace(i, h.ws.path().string().size(), "<ws>");
+    return std::make_tuple(res.status, res.best.speedup, events, acc.calls().size());
+  };
+  mk::TempDir cache;
+  auto [status, speedup, events, calls] = once(cache.path());
+  EXPECT_EQ(status, "ok") << events;
+  // alpha: 1.5x at base 2 ms; beta: 1.3x at 1 ms -> 3 ms / (1.333 + 0.769) ms.
+  EXPECT_NEAR(speedup, 3.0 / (2.0 / 1.5 + 1.0 / 1.3), 1e-9);
+  EXPECT_EQ(calls, 1u + 32u);
+  // Run again against the same cache (a resume): same decisions, same events.
+  auto [status2, speedup2, events2, calls2] = once(cache.path());
+  EXPECT_EQ(status2, status);
+  EXPECT_EQ(speedup2, speedup);
+  EXPECT_EQ(events2, events);
 }
 
 TEST(Options, RoundTripThroughJson) {

@@ -1,0 +1,163 @@
+"""Writes mlp_small_cpu.jsonl: a HAND-WRITTEN FIXTURE session (not a recording of
+a real LLM) in the replay format's scripted form (docs/LLM.md), for
+`mkevolve run examples/sessions/mlp_small.py --llm replay:examples/sessions/mlp_small_cpu.jsonl
+--test-cpu-unsafe ...` in tests/e2e/run.sh.
+
+The "kernels" are torch-only, because CI has no GPU and no Triton: the worker's
+CPU test mode accepts them (its static checks are off there). They exercise the
+whole pipeline: decomposition (verified for real by the worker), beam search
+replies, composition into solution/ and the end-to-end check.
+
+Run: python3 examples/sessions/make_mlp_small_cpu.py
+"""
+import json
+import pathlib
+
+HERE = pathlib.Path(__file__).parent
+
+TOP = '''import torch.nn as nn
+
+from subkernel_problems.linear_gelu import Model as LinearGelu
+from subkernel_problems.linear import Model as Linear
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, hidden, out_features):
+        super().__init__()
+        # Same construction order as the original: fc1, fc2, fc3.
+        self.block1 = LinearGelu(in_features, hidden)
+        self.block2 = LinearGelu(hidden, hidden)
+        self.head = Linear(hidden, out_features)
+
+    def forward(self, x):
+        return self.head(self.block2(self.block1(x)))
+'''
+
+LINEAR_GELU = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Linear followed by exact GELU: one GEMM with an elementwise epilogue."""
+
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.proj = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return F.gelu(self.proj(x))
+
+
+tokens = 64
+
+
+def get_input_configs():
+    return [
+        {"get_init_inputs": lambda: [32, 64], "get_inputs": lambda: [torch.randn(tokens, 32)]},
+        {"get_init_inputs": lambda: [64, 64], "get_inputs": lambda: [torch.randn(tokens, 64)]},
+    ]
+'''
+
+LINEAR = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """The output projection (a GEMM with bias; the GELU before it ends the previous subproblem)."""
+
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.proj = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return [64, 16]
+'''
+
+KERNEL_LINEAR_GELU = '''import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    """FIXTURE (CPU test mode): torch-only stand-in for a fused Linear+GELU kernel."""
+
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        lin = nn.Linear(in_features, out_features)  # same RNG draws as the reference
+        self.weight = lin.weight
+        self.bias = lin.bias
+
+    def forward(self, x):
+        y = torch.addmm(self.bias, x, self.weight.t())
+        return (0.5 * y * (1.0 + torch.erf(y * 0.7071067811865476))).contiguous()
+'''
+
+KERNEL_LINEAR = '''import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    """FIXTURE (CPU test mode): torch-only stand-in for a Linear kernel."""
+
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        lin = nn.Linear(in_features, out_features)
+        self.weight = lin.weight
+        self.bias = lin.bias
+
+    def forward(self, x):
+        return torch.addmm(self.bias, x, self.weight.t()).contiguous()
+'''
+
+KERNEL_WHOLE = '''import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    """FIXTURE (CPU test mode): torch-only stand-in for an end-to-end MLP kernel (baselines)."""
+
+    def __init__(self, in_features, hidden, out_features):
+        super().__init__()
+        layers = [nn.Linear(in_features, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, out_features)]
+        self.w = nn.ParameterList([l.weight for l in layers])
+        self.b = nn.ParameterList([l.bias for l in layers])
+
+    def forward(self, x):
+        for i in range(3):
+            x = torch.addmm(self.b[i], x, self.w[i].t())
+            if i < 2:
+                x = 0.5 * x * (1.0 + torch.erf(x * 0.7071067811865476))
+        return x.contiguous()
+'''
+
+
+def block(path, src):
+    return "```python file=%s\n%s```\n" % (path, src)
+
+
+def main():
+    lines = ["# HAND-WRITTEN FIXTURE session for tests/e2e/run.sh (see make_mlp_small_cpu.py); not a real LLM's output."]
+    decomposition = ("The fusion blockers are the two GEMMs' full-row dependencies; each Linear keeps its GELU.\n\n"
+                     + block("decomposed_problem.py", TOP)
+                     + block("subkernel_problems/linear_gelu.py", LINEAR_GELU)
+                     + block("subkernel_problems/linear.py", LINEAR))
+    lines.append(json.dumps({"agent": "decompose", "task": "mlp_small", "text": decomposition}))
+    # Every reply for one (agent, task) is identical, so the order in which
+    # concurrent requests take lines cannot change the run.
+    for task, kernel in (("linear_gelu", KERNEL_LINEAR_GELU), ("linear", KERNEL_LINEAR), ("mlp_small", KERNEL_WHOLE)):
+        for agent in ("generate", "debug", "optimize"):
+            for _ in range(8):
+                lines.append(json.dumps({"agent": agent, "task": task, "text": block("kernel.py", kernel)}))
+    (HERE / "mlp_small_cpu.jsonl").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

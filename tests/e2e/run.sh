@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# End-to-end tests of `mkevolve run`, `evolve` and `decompose` (ctest passes the
+# binary as $1). CPU only: bad usage, "no GPU / no LLM" (exit 3), and, with
+# Debian's torch, a whole MKEvolve run driven by a HAND-WRITTEN FIXTURE session
+# (examples/sessions/mlp_small_cpu.jsonl, replayed through the real `replay:`
+# provider) with the real worker in its CPU test mode: decomposition verified
+# for real, beam search, composition into solution/, the end-to-end check, the
+# report, and a resume that pays for nothing again.
+set -uo pipefail
+BIN=${1:?usage: run.sh path/to/mkevolve}
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
+REPO=$(pwd)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export HOME=$T/home XDG_CACHE_HOME=$T/cache
+mkdir -p "$HOME"
+cd "$T"
+fails=0
+pass() { echo "ok   $1"; }
+fail() { echo "FAIL $1"; fails=$((fails + 1)); }
+
+# expect NAME STATUS PATTERN -- command...: exit status and a stdout/stderr pattern.
+expect() {
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  "$@" >"$T/out" 2>"$T/err"
+  local got=$?
+  if [[ $got -ne $want ]]; then
+    fail "$name: exit $got, wanted $want"; sed 's/^/     | /' "$T/out" "$T/err" | head -30; return
+  fi
+  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$T/out" "$T/err"; then
+    fail "$name: output lacks /$pattern/"; sed 's/^/     | /' "$T/out" "$T/err" | head -30; return
+  fi
+  pass "$name"
+}
+
+PROBLEM=$REPO/examples/sessions/mlp_small.py       # hand-written fixture problem
+SESSION=$REPO/examples/sessions/mlp_small_cpu.jsonl # hand-written fixture session
+SMALL=(--iterations 2 --calls-per-iter 4 --decompose-workers 1 --trials 2 --perf-trials 2 --warmup 1 --timeout 120)
+
+# Bad usage: exit 2, before anything starts.
+expect "run without --out" 2 "--out DIR" -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION"
+expect "run without a problem" 2 "problem file" -- "$BIN" run --llm "replay:$SESSION" --out r0
+expect "run with a missing problem" 2 "nope.py" -- "$BIN" run nope.py --llm "replay:$SESSION" --out r0
+expect "run with an unknown method" 2 "method" -- "$BIN" run "$PROBLEM" --out r0 --method nonsense
+expect "run with a zero budget" 2 "positive" -- "$BIN" run "$PROBLEM" --out r0 --calls-per-iter 0
+expect "evolve without a problem" 2 "" -- "$BIN" evolve --budget 3
+expect "decompose without --out" 2 "" -- "$BIN" decompose "$PROBLEM"
+if [[ -e r0 ]]; then fail "bad usage left a run directory"; else pass "bad usage leaves nothing behind"; fi
+
+# Missing things on this machine: exit 3 naming each.
+expect "run without an LLM" 3 "no LLM: pass --llm" -- "$BIN" run "$PROBLEM" --out r0 --python "$PY" --test-cpu-unsafe
+expect "run with a missing replay file" 3 "no such file" -- "$BIN" run "$PROBLEM" --out r0 --llm replay:missing.jsonl \
+  --python "$PY" --test-cpu-unsafe
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  expect "run without a GPU" 3 "no CUDA GPU is visible" -- "$BIN" run "$PROBLEM" --out r0 --llm "replay:$SESSION"
+  expect "evolve without a GPU" 3 "no CUDA GPU is visible" -- "$BIN" evolve "$PROBLEM" --budget 2 --out r0 \
+    --llm "replay:$SESSION"
+fi
+if "$BIN" run --help | grep -q test-cpu; then fail "--test-cpu-unsafe is hidden from --help"; else pass "test-only flag hidden"; fi
+
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+  echo "skip the fixture runs: $PY has no torch"
+  if [[ $fails -ne 0 ]]; then echo "$fails e2e check(s) failed"; exit 1; fi
+  exit 0
+fi
+
+# A whole run on the CPU from the fixture session.
+expect "fixture run" 0 "solution: .*r1/solution" -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --out r1 \
+  --python "$PY" --test-cpu-unsafe "${SMALL[@]}"
+best=$(grep -E '^best:' "$T/out")
+for f in r1/solution/decomposed_solution.py r1/solution/subkernel_implementations/linear_gelu.py \
+         r1/solution/subkernel_problems/linear.py r1/solution/manifest.json r1/topology/iteration-0.json \
+         r1/topology/iteration-2.json r1/report.md r1/report.html r1/problem.py; do
+  if [[ -f $f ]]; then pass "wrote $f"; else fail "missing $f"; fi
+done
+if grep -q 'sys.path' r1/solution/decomposed_solution.py; then fail "solution edits sys.path"; else pass "no sys.path edits"; fi
+if (cd r1 && "$PY" - <<'PY'
+import importlib.util, torch
+from solution.decomposed_solution import ModelNew
+spec = importlib.util.spec_from_file_location("p", "problem.py")
+p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
+torch.manual_seed(0); a = p.Model(*p.get_init_inputs())
+torch.manual_seed(0); b = ModelNew(*p.get_init_inputs())
+x = p.get_inputs()
+assert torch.allclose(a(*x), b(*x), atol=1e-5, rtol=1e-5)
+PY
+); then pass "solution package imports and matches the original"; else fail "solution package"; fi
+first=$(head -1 r1/events.jsonl); last=$(tail -1 r1/events.jsonl)
+[[ $first == *'"type":"run_start"'* ]] && pass "log starts with run_start" || fail "log starts with run_start"
+[[ $last == *'"type":"run_end"'* && $last == *'"status":"ok"'* ]] && pass "log ends with run_end ok" || fail "log end: $last"
+calls=$(grep -c '"type":"llm_call"' r1/events.jsonl)
+kernel_calls=$(grep '"type":"llm_call"' r1/events.jsonl | grep -cE '"agent":"(generate|debug|optimize)"')
+[[ $kernel_calls -eq 8 ]] && pass "spent exactly 2 x 4 kernel calls" || fail "kernel calls: $kernel_calls"
+ncand=$(find r1/candidates -name result.json | wc -l)
+[[ $ncand -eq 8 ]] && pass "stored every candidate" || fail "candidates stored: $ncand"
+
+# Resume a finished run: every LLM reply and evaluation comes from the run's
+# caches, the log gains only resume + run_end, and the result is the same.
+before=$(wc -l <r1/events.jsonl)
+expect "resume" 0 "solution:" -- "$BIN" run --resume r1 --python "$PY"
+after=$(wc -l <r1/events.jsonl)
+[[ $((after - before)) -eq 2 ]] && pass "resume logs only resume and run_end" || fail "resume added $((after - before)) events"
+[[ $(grep -E '^best:' "$T/out") == "$best" ]] && pass "resume ends with the same result" || fail "resume result differs"
+expect "resume of a directory that is not a run" 2 "" -- "$BIN" run --resume nowhere --python "$PY"
+expect "run into a used directory" 2 "already exists" -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --out r1 \
+  --python "$PY" --test-cpu-unsafe
+
+# The baselines use the same prompts and budget.
+expect "beam baseline" 0 "solution:" -- "$BIN" run "$PROBLEM" --method beam --llm "replay:$SESSION" --out r2 \
+  --python "$PY" --test-cpu-unsafe "${SMALL[@]}"
+expect "evolve" 0 "solution:" -- "$BIN" evolve "$PROBLEM" --budget 3 --llm "replay:$SESSION" --out r3 \
+  --python "$PY" --test-cpu-unsafe --trials 2 --perf-trials 2 --warmup 1
+n=$(grep '"type":"llm_call"' r3/events.jsonl | grep -c '"agent":"generate"')
+[[ $n -eq 3 ]] && pass "evolve spent its budget" || fail "evolve generate calls: $n"
+
+# The decomposition alone, verified by the worker on the CPU.
+expect "decompose" 0 "2 subproblems" -- "$BIN" decompose "$PROBLEM" --llm "replay:$SESSION" --out d1 --workers 1 \
+  --python "$PY" --test-cpu-unsafe
+[[ -f d1/decomposed_problem.py && -f d1/subkernel_problems/linear_gelu.py ]] && pass "decompose wrote the files" \
+  || fail "decompose files"
+
+if [[ $fails -ne 0 ]]; then echo "$fails e2e check(s) failed"; exit 1; fi
+echo "all run/evolve/decompose e2e checks passed"
