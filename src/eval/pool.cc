@@ -111,6 +111,15 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
     pool->command_ = {o.python, "-m", "mkevolve_worker", "serve"};
     if (o.test_mode) pool->command_.push_back("--test-mode");
   }
+  if (o.isolation == PoolOptions::Isolation::kAuto) {
+    // An escape hatch for machines where a PID namespace misbehaves.
+    const char* env = std::getenv("MKEVOLVE_ISOLATION");
+    std::string want = env ? env : "";
+    if (want == "process-group") o.isolation = PoolOptions::Isolation::kProcessGroup;
+    else if (want == "pid-namespace") o.isolation = PoolOptions::Isolation::kPidNamespace;
+    else if (!want.empty() && want != "auto")
+      return Error{"MKEVOLVE_ISOLATION=" + want + ": expected auto, pid-namespace or process-group"};
+  }
   switch (o.isolation) {
     case PoolOptions::Isolation::kAuto:
       pool->pid_namespace_ = ::geteuid() == 0 && pid_namespace_available();

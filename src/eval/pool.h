@@ -52,6 +52,9 @@ struct PoolOptions {
   double start_timeout_s = 180;            ///< for the hello (imports torch and Triton)
   double baseline_timeout_s = 1800;        ///< for a `baseline` op (torch.compile can take minutes)
   double info_timeout_s = 120;             ///< gpu_info, check
+  /// kAuto: a PID namespace when running as root and `unshare` works, else
+  /// process groups + token; $MKEVOLVE_ISOLATION (auto, pid-namespace,
+  /// process-group) overrides kAuto.
   enum class Isolation { kAuto, kPidNamespace, kProcessGroup } isolation = Isolation::kAuto;
   Env extra_env;                           ///< added to every server's scrubbed environment (tests)
 };

@@ -263,6 +263,17 @@ TEST_F(PoolTest, HelloProblemsAreEnvironmentErrors) {
   EXPECT_NE(st.error().find("did not say hello within"), std::string::npos) << st.error();
 }
 
+TEST_F(PoolTest, IsolationCanBeForcedFromTheEnvironment) {
+  ::setenv("MKEVOLVE_ISOLATION", "process-group", 1);
+  auto pool = make(options());
+  EXPECT_EQ(pool->isolation(), "process-group");
+  ::setenv("MKEVOLVE_ISOLATION", "sandbox", 1);
+  auto bad = WorkerPool::create(options());
+  ::unsetenv("MKEVOLVE_ISOLATION");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("MKEVOLVE_ISOLATION=sandbox"), std::string::npos);
+}
+
 TEST_F(PoolTest, TestModeAcceptsAWorkerWithoutTriton) {
   auto o = options();
   o.test_mode = true;
