@@ -224,7 +224,15 @@ void WorkerPool::slot_loop(Slot& slot) {
       std::lock_guard lock(slot.server_mu);
       slot.busy = true;
     }
-    job.run(slot);
+    try {
+      job.run(slot);
+    } catch (const std::exception& e) {
+      // Never let one request take the pool down; the promise may already be set.
+      try {
+        job.cancel(std::string("evaluator error: ") + e.what());
+      } catch (...) {
+      }
+    }
     {
       std::lock_guard lock(slot.server_mu);
       slot.busy = false;
