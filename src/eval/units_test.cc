@@ -8,11 +8,13 @@
 
 #include "eval/cache.h"
 #include "eval/gpus.h"
+#include "eval/inputs.h"
 #include "eval/proc.h"
 #include "eval/protocol.h"
 #include "eval/sources.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
+#include "support/testing.h"
 
 namespace mk::eval {
 namespace {
@@ -162,6 +164,28 @@ TEST_F(SourcesTest, SolutionPackageHashesTheWholeDirectory) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("decomposed_solution.py"), std::string::npos);
   EXPECT_FALSE(resolve_kernel_path(dir.path() / "nope.py").ok());
+}
+
+TEST_F(SourcesTest, PeekNamesWhatIsMissing) {
+  auto problem = write("p.py", "import torch\nclass Model: pass\ndef get_inputs(): return []\n");
+  auto no_inputs = write("q.py", "class Model: pass\n");
+  auto kernel = write("k.py", "try:\n    from fast import ModelNew\nexcept ImportError:\n    pass\n");
+  auto no_new = write("n.py", "class Model: pass\ndef get_inputs(): pass\n");
+  auto broken = write("b.py", "class ModelNew(:\n");
+  auto star = write("s.py", "from elsewhere import *\n");
+  auto defs = peek_definitions(mk::testing::test_python(), {problem, no_inputs, kernel, no_new, broken, star});
+  ASSERT_TRUE(defs.ok()) << defs.error();
+  EXPECT_EQ(problem_input_error((*defs)[0]), "");
+  EXPECT_NE(problem_input_error((*defs)[1]).find("q.py: no get_inputs"), std::string::npos);
+  EXPECT_EQ(kernel_input_error((*defs)[2]), "");
+  EXPECT_NE(kernel_input_error((*defs)[3]).find("n.py: no ModelNew"), std::string::npos);
+  EXPECT_NE(kernel_input_error((*defs)[3]).find("problem file?"), std::string::npos);
+  EXPECT_EQ(kernel_input_error((*defs)[4]), "");  // the worker reports syntax errors as compile errors
+  EXPECT_NE(problem_input_error((*defs)[4]).find("line 1"), std::string::npos);
+  EXPECT_EQ(kernel_input_error((*defs)[5]), "");
+  auto nopy = peek_definitions("/nonexistent/python", {problem});
+  ASSERT_FALSE(nopy.ok());
+  EXPECT_NE(nopy.error().find("/nonexistent/python"), std::string::npos);
 }
 
 TEST(Gpus, ParsesNvidiaSmiAndVisibleDevices) {
