@@ -424,6 +424,19 @@ TEST_F(PoolTest, AFailedBaselineLeavesTheVerdictAndIsRetried) {
   EXPECT_EQ(logged("baseline"), 2);
 }
 
+TEST_F(PoolTest, AHangingBaselineIsCutOffAndTheServerReplaced) {
+  auto o = options();
+  o.extra_env["MKEVOLVE_WORKER_FAKE_BASELINE"] = "hang";
+  o.baseline_timeout_s = 0.5;
+  auto pool = make(o);
+  EvalResult r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  EXPECT_EQ(r.status, Status::kCorrect);
+  EXPECT_FALSE(r.eager.valid);
+  EXPECT_NE(r.raw.value("baseline_error", std::string()).find("no answer within 0.5 s"), std::string::npos) << r.raw.dump();
+  EXPECT_EQ(pool->stats().restarts, 1);
+  EXPECT_EQ(pool->evaluate(request(kernel("ok2", "# FAKE: incorrect\n"))).status, Status::kIncorrect);
+}
+
 TEST_F(PoolTest, SecretsNeverReachTheWorker) {
   ::setenv("MKEVOLVE_TEST_API_KEY", "sk-test-very-secret-value-123", 1);
   ::setenv("OPENAI_API_KEY", "sk-openai-secret-value-456", 1);
