@@ -99,6 +99,11 @@ class ModelNew(nn.Module):
         y = torch.addmm(self.bias, x, self.weight.t())
         return (0.5 * y * (1.0 + torch.erf(y * 0.7071067811865476))).contiguous()
 '''
+# The first linear_gelu reply forgets the GELU (a fixture bug), so the beam's
+# debug path runs and, in iteration 2, the whole budget goes to the failing
+# subproblem: decisions that do not depend on CPU timings.
+KERNEL_LINEAR_GELU_BUG = KERNEL_LINEAR_GELU.replace(
+    "return (0.5 * y * (1.0 + torch.erf(y * 0.7071067811865476))).contiguous()", "return y.contiguous()")
 
 KERNEL_LINEAR = '''import torch
 import torch.nn as nn
@@ -154,8 +159,9 @@ def main():
     # concurrent requests take lines cannot change the run.
     for task, kernel in (("linear_gelu", KERNEL_LINEAR_GELU), ("linear", KERNEL_LINEAR), ("mlp_small", KERNEL_WHOLE)):
         for agent in ("generate", "debug", "optimize"):
+            text = KERNEL_LINEAR_GELU_BUG if (task, agent) == ("linear_gelu", "generate") else kernel
             for _ in range(8):
-                lines.append(json.dumps({"agent": agent, "task": task, "text": block("kernel.py", kernel)}))
+                lines.append(json.dumps({"agent": agent, "task": task, "text": block("kernel.py", text)}))
     (HERE / "mlp_small_cpu.jsonl").write_text("\n".join(lines) + "\n")
 
 

@@ -398,6 +398,11 @@ int run_in_directory(RunRequest req) {
     std::printf("the run stopped early; after fixing the cause, continue with:\n  %s\n", rd->resume_command().c_str());
     return kExitEnvironment;
   }
+  if (req.mode == report::StatusLine::Mode::kEventsJson) {
+    // stdout carries only events; the run_end event holds the result.
+    if (!sink.error().empty()) return kExitFailure;
+    return wrote_solution ? kExitOk : kExitFailure;
+  }
   if (wrote_solution) {
     std::string eager = best.e2e.speedup_eager > 0 ? fmt::format(", {:.2f}x vs eager", best.e2e.speedup_eager) : "";
     std::printf("best: %.3fx vs torch.compile%s; %zu subkernel%s%s\n", best.speedup, eager.c_str(),

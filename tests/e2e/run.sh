@@ -37,7 +37,7 @@ expect() {
 
 PROBLEM=$REPO/examples/sessions/mlp_small.py       # hand-written fixture problem
 SESSION=$REPO/examples/sessions/mlp_small_cpu.jsonl # hand-written fixture session
-SMALL=(--iterations 2 --calls-per-iter 4 --decompose-workers 1 --trials 2 --perf-trials 2 --warmup 1 --timeout 120)
+SMALL=(--iterations 2 --calls-per-iter 4 --refine-every 3 --decompose-workers 1 --trials 2 --perf-trials 2 --warmup 1 --timeout 120)
 
 # Bad usage: exit 2, before anything starts.
 expect "run without --out" 2 "--out DIR" -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION"
@@ -106,6 +106,30 @@ after=$(wc -l <r1/events.jsonl)
 expect "resume of a directory that is not a run" 2 "" -- "$BIN" run --resume nowhere --python "$PY"
 expect "run into a used directory" 2 "already exists" -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --out r1 \
   --python "$PY" --test-cpu-unsafe
+
+# Kill -9 in the middle, then resume: the log continues as one stream and
+# ends with the same sequence of decisions as the uninterrupted run r1.
+"$BIN" run "$PROBLEM" --llm "replay:$SESSION" --out r5 --python "$PY" --test-cpu-unsafe -q "${SMALL[@]}" \
+  >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+  [[ -f r5/events.jsonl ]] && (( $(wc -l <r5/events.jsonl) >= 12 )) && break
+  sleep 0.05
+done
+kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+expect "resume after kill -9" 0 "solution:" -- "$BIN" run --resume r5 --python "$PY"
+shape() {
+  "$PY" - "$1" <<'PY'
+import json, sys
+for line in open(sys.argv[1] + "/events.jsonl"):
+    e = json.loads(line)
+    if e["type"] in ("resume", "run_end"):
+        continue
+    print(e["type"], e.get("agent"), e.get("task"), e.get("candidate"), e.get("iteration"), e.get("status"))
+PY
+}
+if [[ "$(shape r1)" == "$(shape r5)" ]]; then pass "killed and resumed run makes the same decisions"; else
+  fail "killed and resumed run differs"; diff <(shape r1) <(shape r5) | head -10; fi
 
 # The baselines use the same prompts and budget.
 expect "beam baseline" 0 "solution:" -- "$BIN" run "$PROBLEM" --method beam --llm "replay:$SESSION" --out r2 \
