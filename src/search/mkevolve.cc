@@ -21,22 +21,6 @@ fs::path subproblem_file(const SearchContext& ctx, const Subproblem& sp) {
   return ctx.workspace / "subproblems" / fmt::format("{}-{}.py", sp.name, sp.hash.substr(0, 12));
 }
 
-/// The copy of a subproblem the evaluator loads. A subproblem instantiated
-/// several times may define only get_input_configs(); tools that expect
-/// KernelBench's two functions get the first configuration as the default.
-std::string evaluable_source(const Subproblem& sp) {
-  std::string src = sp.source;
-  if (!sp.multi_config) return src;
-  auto has = [&](const char* fn) { return src.find(std::string("def ") + fn) != std::string::npos; };
-  if (!has("get_init_inputs("))
-    src += "\n\n# Added by MKEvolve for evaluation: the first configuration is the default.\n"
-           "def get_init_inputs():\n    return get_input_configs()[0][\"get_init_inputs\"]()\n";
-  if (!has("get_inputs("))
-    src += "\n\n# Added by MKEvolve for evaluation: the first configuration is the default.\n"
-           "def get_inputs():\n    return get_input_configs()[0][\"get_inputs\"]()\n";
-  return src;
-}
-
 /// What the last end-to-end Evaluate found (Algorithm 2's local/global check
 /// and AllocateLLMBudget's runtime shares read it).
 struct LastEval {
@@ -191,7 +175,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     }
     if (ctx.sink) ctx.sink->snapshot_topology(t, topo);
     for (const auto& sp : topo.subproblems) {
-      if (auto st = problem::write_file_plain(subproblem_file(ctx, sp), evaluable_source(sp)); !st) {
+      if (auto st = problem::write_file_plain(subproblem_file(ctx, sp), sp.source); !st) {
         ctx.set_fatal(st.error());
         break;
       }

@@ -77,29 +77,42 @@ def import_candidate(path: str):
 
 
 def load_problem(path: str):
+    """Imports a problem: Model plus either get_inputs()/get_init_inputs() or
+    get_input_configs() (a subproblem instantiated several times may define
+    only the latter; every one of its configurations is then checked)."""
     mod = import_file(path, "prob")
-    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(mod, n)]
+    if not hasattr(mod, "Model"):
+        raise LoadError(f"{path}: defines no Model (a problem needs Model, get_inputs, get_init_inputs)")
+    if callable(getattr(mod, "get_input_configs", None)):
+        return mod
+    missing = [n for n in ("get_inputs", "get_init_inputs") if not hasattr(mod, n)]
     if missing:
-        raise LoadError(f"{path}: defines no {', '.join(missing)} (a problem needs Model, get_inputs, get_init_inputs)")
+        raise LoadError(f"{path}: defines no {', '.join(missing)} (a problem needs Model, get_inputs and "
+                        "get_init_inputs, or get_input_configs)")
     return mod
 
 
 def problem_configs(mod) -> list[dict]:
     """[{"get_init_inputs": callable, "get_inputs": callable}, ...]: the problem's
-    get_input_configs() if it has one, else its single default configuration."""
-    if not hasattr(mod, "get_input_configs"):
+    get_input_configs() if it has one, else its single default configuration.
+    A configuration without get_init_inputs uses the module's get_init_inputs()."""
+    if not callable(getattr(mod, "get_input_configs", None)):
         return [{"get_init_inputs": mod.get_init_inputs, "get_inputs": mod.get_inputs}]
     configs = mod.get_input_configs()
     if not isinstance(configs, (list, tuple)) or not configs:
         raise LoadError("get_input_configs() must return a non-empty list of {get_init_inputs, get_inputs}")
+    default_init = getattr(mod, "get_init_inputs", None)
     out = []
     for i, c in enumerate(configs):
         if not isinstance(c, dict) or "get_inputs" not in c:
             raise LoadError(f"get_input_configs()[{i}] must be a dict with get_inputs (and get_init_inputs)")
+        if "get_init_inputs" not in c and default_init is None:
+            raise LoadError(f"get_input_configs()[{i}] has no get_init_inputs and the module defines no "
+                            "get_init_inputs()")
 
         def wrap(v):
             return v if callable(v) else (lambda v=v: list(v))
-        out.append({"get_init_inputs": wrap(c.get("get_init_inputs", mod.get_init_inputs)),
+        out.append({"get_init_inputs": wrap(c["get_init_inputs"] if "get_init_inputs" in c else default_init),
                     "get_inputs": wrap(c["get_inputs"])})
     return out
 
