@@ -230,9 +230,8 @@ void StatusLine::on_event(const json& ev) {
     std::fflush(out_);
     return;
   }
-  const json e = normalize_event(ev);
-  update(e);
-  if (std::string line = describe(e); !line.empty()) print_line(line);
+  update(ev);
+  if (std::string line = describe(ev); !line.empty()) print_line(line);
   if (mode_ == Mode::kPlain) std::fflush(out_);
   redraw();
 }

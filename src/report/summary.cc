@@ -78,112 +78,7 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return out;
 }
 
-// Copies key `from` to `to` when `to` is absent.
-void alias(json& e, const char* to, const char* from) {
-  if (!e.contains(to) && e.contains(from)) e[to] = e[from];
-}
-
 }  // namespace
-
-json normalize_event(const json& in) {
-  if (!in.is_object()) return in;
-  json e = in;
-  const std::string type = str(e, "type");
-  if (type == "llm_call") {
-    alias(e, "usage", "tokens");
-    alias(e, "cached", "from_cache");
-  } else if (type == "eval") {
-    if (!e.contains("e2e") && str(e, "scope") == "e2e") e["e2e"] = true;
-  } else if (type == "best") {
-    alias(e, "t", "iteration");
-    if (!e.contains("speedup_compile") && e.contains("speedup") && e.value("correct", true)) e["speedup_compile"] = e["speedup"];
-  } else if (type == "topology") {
-    if (!e.contains("change")) {
-      std::string r = str(e, "reason");
-      e["change"] = r == "decompose" ? "initial"
-                    : r == "total_fuse" ? "totalfuse"
-                    : (r == "split_failed" || r == "fuse_declined") ? "unchanged"
-                                                                     : r;
-      if (!e.contains("detail") || str(e, "detail").empty()) {
-        if (r == "split_failed") e["detail"] = "split failed; kept the previous structure";
-        if (r == "fuse_declined") e["detail"] = "fusion declined; kept the previous structure";
-      }
-    }
-    if (auto sp = e.find("subproblems"); sp != e.end() && sp->is_array()) {
-      json objs = json::array();
-      for (const auto& x : *sp) objs.push_back(x.is_string() ? json{{"name", x}, {"status", "new"}} : x);
-      e["subproblems"] = objs;
-    }
-    if (auto d = e.find("diff"); d != e.end() && d->is_object()) {
-      std::vector<std::string> removed = strings(*d, "removed"), added = strings(*d, "added");
-      if (!e.contains("from") && !removed.empty()) e["from"] = removed;
-      if (!e.contains("into") && !added.empty()) e["into"] = added;
-      if (str(e, "detail").empty() && (!removed.empty() || !added.empty()))
-        e["detail"] = (removed.empty() ? std::string() : "replaced " + join(removed, ", ")) +
-                      (added.empty() ? std::string() : (removed.empty() ? "added " : " with ") + join(added, ", "));
-    }
-    // A structure whose subproblems are not listed is not a column of its own.
-    if (!e.contains("subproblems")) e["subproblems_unknown"] = true;
-  } else if (type == "iteration") {
-    alias(e, "t", "iteration");
-    alias(e, "calls_used", "kernel_calls");
-    if (!e.contains("subkernels") && e.contains("subproblems") && e["subproblems"].is_array()) {
-      json subs = json::array();
-      double total = 0;
-      for (const auto& x : e["subproblems"])
-        if (auto v = optnum(x, "e2e_runtime_ms")) total += *v;
-      for (const auto& x : e["subproblems"]) {
-        if (!x.is_object()) continue;
-        json s = {{"name", str(x, "name")}, {"correct", boolean(x, "correct")}};
-        s["speedup_compile"] = x.contains("speedup_compile") ? x["speedup_compile"]
-                               : boolean(x, "correct") && x.contains("speedup") ? x["speedup"] : json(nullptr);
-        s["runtime_ms"] = x.contains("runtime_ms") ? x["runtime_ms"] : json(nullptr);
-        if (x.contains("share")) s["share"] = x["share"];
-        else if (auto v = optnum(x, "e2e_runtime_ms"); v && total > 0) s["share"] = *v / total;
-        if (boolean(x, "uses_pytorch")) s["uses_pytorch"] = true;
-        subs.push_back(s);
-      }
-      e["subkernels"] = subs;
-    }
-    if (!e.contains("e2e") && e.contains("correct") && e["correct"].is_boolean()) {
-      // Single-kernel methods report only whether their best kernel is correct.
-      bool ok = e["correct"].get<bool>();
-      e["e2e"] = {{"status", ok ? "correct" : "incorrect"}};
-      if (ok && e.contains("best_speedup")) e["e2e"]["speedup_compile"] = e["best_speedup"];
-    }
-    if (auto x = e.find("e2e"); x != e.end() && x->is_object()) {
-      json& e2e = *x;
-      if (e2e.contains("attempted") && !boolean(e2e, "attempted") && !e2e.contains("status")) e2e["status"] = "not attempted";
-      if (!e2e.contains("speedup_compile") && e2e.contains("speedup") && str(e2e, "status") == "correct")
-        e2e["speedup_compile"] = e2e["speedup"];
-    }
-  } else if (type == "swap") {
-    if (!e.contains("name") && e.contains("replaced") && e["replaced"].is_array() && !e["replaced"].empty()) {
-      std::vector<std::string> names, withs;
-      for (const auto& r : e["replaced"]) {
-        names.push_back(str(r, "name"));
-        withs.push_back(str(r, "with"));
-      }
-      e["name"] = join(names, ", ");
-      e["names"] = names;
-      e["to"] = withs.empty() ? "" : withs[0];
-      alias(e, "speedup_before", "before");
-      if (e.value("correct", true)) alias(e, "speedup_after", "after");
-    }
-  } else if (type == "postfuse") {
-    alias(e, "attempt", "attempts");
-    if (!e.contains("status") && e.contains("accepted")) e["status"] = boolean(e, "accepted") ? "accepted" : "not accepted";
-    alias(e, "speedup_compile", "best_speedup");
-  } else if (type == "run_end") {
-    alias(e, "message", "error");
-    std::string st = str(e, "status");
-    if (st == "ok") e["status"] = "finished";
-    if (st == "error") e["status"] = "failed";
-    if (!e.contains("best_speedup_compile") && e.contains("best_speedup") && e.value("correct", true))
-      e["best_speedup_compile"] = e["best_speedup"];
-  }
-  return e;
-}
 
 std::string human_count(double v) {
   if (v >= 1e9) return svg::num(v / 1e9, 2) + "G";
@@ -221,10 +116,8 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
     }
   };
 
-  for (const auto& raw : events) {
-    if (!raw.is_object()) continue;
-    const json ev = normalize_event(raw);
-    if (str(ev, "type") == "swap" && ev.contains("triggered") && !boolean(ev, "triggered")) continue;
+  for (const auto& ev : events) {
+    if (!ev.is_object()) continue;
     const std::string type = str(ev, "type");
     if (type == "run_start") {
       if (s.method.empty()) s.method = str(ev, "method");

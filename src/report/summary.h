@@ -100,13 +100,7 @@ struct RunSummary {
   std::optional<int64_t> max_calls, max_tokens;  ///< budgets from run_start settings / config
 };
 
-/// Maps an event to the schema of run/events.h, accepting the other field names
-/// a writer may use (iteration for t, speedup for speedup_compile, tokens and
-/// from_cache in llm_call, reason and diff in topology, subproblems in
-/// iteration, replaced in swap, ...). Events already in the schema pass as they are.
-nlohmann::json normalize_event(const nlohmann::json& ev);
-
-/// Builds the summary (every event goes through normalize_event). Unknown event types and missing fields are tolerated.
+/// Builds the summary from events in the schema of run/events.h. Unknown event types and missing fields are tolerated.
 RunSummary summarize(const std::vector<nlohmann::json>& events, const nlohmann::json& versions,
                      const nlohmann::json& config);
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "agents/reply.h"
+#include "run/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 #include "util/fs.h"
@@ -97,21 +98,65 @@ nlohmann::json result_json(const eval::EvalResult& r) {
 }
 
 nlohmann::json llm_event(const agents::CallRecord& c, int iteration) {
-  nlohmann::json j = c.to_json();
-  j["type"] = "llm_call";
+  run::events::LlmCall l;
+  l.agent = c.agent;
+  l.task = c.task;
+  l.usage = {c.usage.input, c.usage.output, c.usage.cache_read, c.usage.cache_write, c.usage.estimated};
+  l.cached = c.from_cache;
+  l.truncated = c.truncated;
+  l.ok = c.ok;
+  l.error = c.error;
+  nlohmann::json j = run::events::llm_call(l);
+  // The search does not time calls (a replayed run must log the same events),
+  // so latency is left out rather than logged as 0.
+  j.erase("latency_ms");
+  j["sample"] = c.sample;
   j["iteration"] = iteration;
+  if (!c.model.empty()) j["model"] = c.model;
+  j["tokens"] = j["usage"];  // legacy name, still read by src/bench/summary.cc
   return j;
 }
 
 nlohmann::json eval_event(const std::string& task, const std::string& candidate, int iteration,
                           const eval::EvalResult& r, double reward, const std::string& scope) {
-  nlohmann::json j = {{"type", "eval"},          {"scope", scope},
-                      {"task", task},            {"candidate", candidate},
-                      {"iteration", iteration},  {"status", eval::to_string(r.status)},
-                      {"kind", r.kind},          {"reward", reward},
-                      {"speedup_compile", r.speedup_compile}, {"speedup_eager", r.speedup_eager},
-                      {"uses_pytorch", r.uses_pytorch}, {"cached", r.cached}};
-  if (r.runtime.valid) j["runtime_ms"] = r.runtime.median_ms;
+  run::events::Eval e;
+  e.task = task;
+  e.candidate = candidate;
+  e.status = eval::to_string(r.status);
+  e.kind = r.kind;
+  if (r.correct()) {
+    e.speedup_compile = r.speedup_compile;
+    e.speedup_eager = r.speedup_eager;
+  }
+  if (r.runtime.valid) e.runtime_ms = r.runtime.median_ms;
+  e.uses_pytorch = r.uses_pytorch;
+  e.e2e = scope == "e2e";
+  nlohmann::json j = run::events::eval(e);
+  j["scope"] = scope;
+  j["iteration"] = iteration;
+  j["reward"] = reward;
+  j["cached"] = r.cached;
+  return j;
+}
+
+nlohmann::json topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
+                              const std::map<std::string, std::string>& status, const std::string& detail,
+                              const std::vector<std::string>& from, const std::vector<std::string>& into) {
+  run::events::Topology t;
+  t.iteration = iteration;
+  t.change = reason == "decompose"                                   ? "initial"
+             : reason == "total_fuse"                                ? "totalfuse"
+             : (reason == "split_failed" || reason == "fuse_declined") ? "unchanged"
+                                                                       : reason;
+  for (const auto& sp : topo.subproblems) {
+    auto it = status.find(sp.name);
+    t.subproblems.push_back({sp.name, it == status.end() ? "new" : it->second});
+  }
+  t.detail = detail;
+  t.from = from;
+  t.into = into;
+  nlohmann::json j = run::events::topology(t);
+  j["reason"] = reason;
   return j;
 }
 

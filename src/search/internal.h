@@ -1,6 +1,7 @@
 // Helpers shared by the search's .cc files (not part of the public interface).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
 /// Evaluates, turning an evaluator exception into a crashed result.
 eval::EvalResult evaluate(SearchContext& ctx, eval::EvalRequest req);
 std::string safe_name(const std::string& s);
+
+/// A run/events.h topology event. reason is the search's own word for the
+/// change (decompose, fallback, split, fuse, total_fuse, split_failed,
+/// fuse_declined), kept as an extra field; status maps a subproblem name to
+/// new, correct or failing (absent: new).
+nlohmann::json topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
+                              const std::map<std::string, std::string>& status, const std::string& detail,
+                              const std::vector<std::string>& from = {}, const std::vector<std::string>& into = {});
 
 
 }  // namespace mk::search::detail

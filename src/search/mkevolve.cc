@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "problem/compose.h"
+#include "run/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 #include "util/fs.h"
@@ -36,6 +37,23 @@ std::string failure_summary(const BeamState& b) {
   return agents::trim_text(agents::eval_feedback(c->result), 12, 8, 1500);
 }
 
+std::string join_names(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+/// new (no kernel yet), correct or failing, per subproblem name.
+std::map<std::string, std::string> beam_status(const Topology& topo, std::map<std::string, BeamState>& beams) {
+  std::map<std::string, std::string> out;
+  for (const auto& sp : topo.subproblems) {
+    auto it = beams.find(sp.hash);
+    if (it == beams.end() || !it->second.best()) out[sp.name] = "new";
+    else out[sp.name] = it->second.best_correct() ? "correct" : "failing";
+  }
+  return out;
+}
+
 void emit(SearchContext& ctx, const nlohmann::json& e) {
   if (ctx.sink) ctx.sink->emit(e);
 }
@@ -57,9 +75,14 @@ Solution monolithic_solution(const problem::Problem& problem, const Candidate& b
 }
 
 nlohmann::json best_event(const Solution& s) {
-  return {{"type", "best"},         {"iteration", s.iteration},  {"speedup", s.speedup},
-          {"correct", s.correct},   {"method", s.method},        {"subproblems", s.topology.names()},
-          {"contains_pytorch_subkernels", !s.pytorch.empty()}};
+  nlohmann::json j = run::events::best(s.iteration, s.speedup);
+  if (!s.correct) j["speedup_compile"] = nullptr;
+  j["correct"] = s.correct;
+  j["method"] = s.method;
+  j["subproblems"] = s.topology.names();
+  j["contains_pytorch_subkernels"] = !s.pytorch.empty();
+  j["speedup"] = s.speedup;  // legacy name, still read by src/bench/summary.cc
+  return j;
 }
 
 // ---- baselines ---------------------------------------------------------------
@@ -87,12 +110,23 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
       best = monolithic_solution(problem, *top, ctx.opts.method, t);
       emit(ctx, best_event(best));
     }
-    emit(ctx, {{"type", "iteration"},
-               {"iteration", t},
-               {"method", ctx.opts.method},
-               {"best_speedup", best.speedup},
-               {"correct", best.correct},
-               {"kernel_calls", ctx.acct ? ctx.acct->kernel_calls() : 0}});
+    run::events::Iteration it;
+    it.t = t;
+    it.e2e.status = top ? (top->evaluated ? eval::to_string(top->result.status) : "no_kernel") : "no_kernel";
+    if (top && top->correct()) {
+      it.e2e.speedup_compile = top->result.speedup_compile;
+      it.e2e.speedup_eager = top->result.speedup_eager;
+      if (top->result.runtime.valid) it.e2e.runtime_ms = top->result.runtime.median_ms;
+    }
+    it.calls_used = ctx.acct ? ctx.acct->to_json().value("calls", 0) : 0;
+    it.tokens = ctx.acct ? ctx.acct->to_json().value("tokens", int64_t{0}) : 0;
+    nlohmann::json j = run::events::iteration(it);
+    j["iteration"] = t;
+    j["method"] = ctx.opts.method;
+    j["best_speedup"] = best.speedup;
+    j["correct"] = best.correct;
+    j["kernel_calls"] = ctx.acct ? ctx.acct->kernel_calls() : 0;
+    emit(ctx, j);
   }
   return best;
 }
@@ -127,12 +161,13 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
           topo = std::move(*r);
           reason = "split";
         } else {
-          emit(ctx, {{"type", "topology"}, {"iteration", t}, {"reason", "split_failed"},
-                     {"detail", "kept the previous structure"}, {"failing", [&] {
-                        std::vector<std::string> n;
-                        for (const auto& [k, v] : failing) n.push_back(k);
-                        return n;
-                      }()}});
+          std::vector<std::string> names;
+          for (const auto& [k, v] : failing) names.push_back(k);
+          auto e = detail::topology_event(t, "split_failed", topo, beam_status(topo, beams),
+                                          "split of " + join_names(names, ", ") +
+                                              " failed; kept the previous structure");
+          e["failing"] = names;
+          emit(ctx, e);
         }
       } else if (o.fuse && topo.subproblems.size() >= 2) {
         std::string table;
@@ -150,8 +185,8 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
           topo = std::move(*r);
           reason = "fuse";
         } else {
-          emit(ctx, {{"type", "topology"}, {"iteration", t}, {"reason", "fuse_declined"},
-                     {"detail", "kept the previous structure"}});
+          emit(ctx, detail::topology_event(t, "fuse_declined", topo, beam_status(topo, beams),
+                                           "fusion declined; kept the previous structure"));
         }
       }
     }
@@ -169,8 +204,14 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     beams = std::move(kept);
     if (!reason.empty()) {
       auto d = problem::diff(before, topo);
-      emit(ctx, {{"type", "topology"}, {"iteration", t}, {"reason", reason}, {"diff", d.to_json()},
-                 {"subproblems", topo.names()}});
+      std::string what;
+      if (reason == "total_fuse")
+        what = "every subkernel passed locally but the composition failed: back to the whole problem";
+      else
+        what = fmt::format("{} {} into {}", reason, join_names(d.removed, ", "), join_names(d.added, ", "));
+      auto e = detail::topology_event(t, reason, topo, beam_status(topo, beams), what, d.removed, d.added);
+      e["diff"] = d.to_json();
+      emit(ctx, e);
       last = LastEval{};
     }
     if (ctx.sink) ctx.sink->snapshot_topology(t, topo);
@@ -238,7 +279,6 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     cur.local = local;
     cur.iteration = t;
     last = LastEval{};
-    nlohmann::json e2e_json = {{"attempted", false}, {"missing", missing}};
     if (missing.empty() && !ctx.should_stop()) {
       cur.e2e = evaluate_composed(ctx, problem, topo, kernels, ctx.workspace / "e2e" / fmt::format("t{}", t), false,
                                   fmt::format("t{}", t));
@@ -256,7 +296,6 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
           if (c && c->result.runtime.valid) last.runtime_ms[sp.name] = c->result.runtime.median_ms;
         }
       }
-      e2e_json = {{"attempted", true}, {"status", eval::to_string(cur.e2e.status)}, {"speedup", cur.speedup}};
     }
     if (cur.speedup >= best.speedup) {
       best = cur;
@@ -276,17 +315,47 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       if (!c && b.best()) s["status"] = b.best()->evaluated ? eval::to_string(b.best()->result.status) : "no_kernel";
       subs.push_back(s);
     }
-    emit(ctx, {{"type", "iteration"},
-               {"iteration", t},
-               {"method", o.method},
-               {"topology_change", reason},
-               {"subproblems", subs},
-               {"e2e", e2e_json},
-               {"speedup", cur.speedup},
-               {"best_speedup", best.speedup},
-               {"kernel_calls", ctx.acct ? ctx.acct->kernel_calls() : 0},
-               {"calls_used", ctx.acct ? ctx.acct->to_json().value("calls", 0) : 0},
-               {"tokens", ctx.acct ? ctx.acct->to_json().value("tokens", 0LL) : 0LL}});
+    run::events::Iteration it;
+    it.t = t;
+    if (!last.attempted) {
+      it.e2e.status = "skipped";
+    } else {
+      it.e2e.status = eval::to_string(cur.e2e.status);
+      if (cur.correct) {
+        it.e2e.speedup_compile = cur.e2e.speedup_compile;
+        it.e2e.speedup_eager = cur.e2e.speedup_eager;
+        if (cur.e2e.runtime.valid) it.e2e.runtime_ms = cur.e2e.runtime.median_ms;
+      }
+    }
+    double total_ms = 0;
+    for (const auto& [n, ms] : last.runtime_ms) total_ms += ms;
+    for (const auto& sp : topo.subproblems) {
+      const Candidate* c = beams[sp.hash].best_correct();
+      run::events::SubkernelSummary k;
+      k.name = sp.name;
+      k.correct = c != nullptr;
+      if (c) k.speedup_compile = c->reward;
+      if (c && c->result.runtime.valid) k.runtime_ms = c->result.runtime.median_ms;
+      if (last.runtime_ms.count(sp.name) && total_ms > 0) k.share = last.runtime_ms.at(sp.name) / total_ms;
+      k.uses_pytorch = c && c->result.uses_pytorch;
+      it.subkernels.push_back(k);
+    }
+    it.calls_used = ctx.acct ? ctx.acct->to_json().value("calls", 0) : 0;
+    it.tokens = ctx.acct ? ctx.acct->to_json().value("tokens", int64_t{0}) : 0;
+    nlohmann::json j = run::events::iteration(it);
+    for (size_t i = 0; i < subs.size(); ++i) {  // the search's own details per subkernel
+      auto& k = j["subkernels"][i];
+      for (const char* f : {"calls", "budget", "status"})
+        if (subs[i].contains(f)) k[f] = subs[i][f];
+    }
+    j["iteration"] = t;
+    j["method"] = o.method;
+    j["topology_change"] = reason;
+    j["speedup"] = cur.speedup;
+    j["best_speedup"] = best.speedup;
+    j["kernel_calls"] = ctx.acct ? ctx.acct->kernel_calls() : 0;
+    if (!missing.empty()) j["e2e"]["missing"] = missing;
+    emit(ctx, j);
   }
   return best;
 }
@@ -294,9 +363,10 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
 std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& problem, const Solution& best) {
   int n = ctx.opts.postfuse;
   if (!best.correct || best.topology.subproblems.size() < 2) {
-    emit(ctx, {{"type", "postfuse"}, {"attempts", 0}, {"accepted", false},
-               {"detail", !best.correct ? "skipped: no correct modular solution to fuse"
-                                        : "skipped: the solution is already a single kernel"}});
+    auto e = run::events::postfuse(0, "skipped", std::nullopt);
+    e["accepted"] = false;
+    e["detail"] = !best.correct ? "no correct modular solution to fuse" : "the solution is already a single kernel";
+    emit(ctx, e);
     return std::nullopt;
   }
   auto conv = agents::postfuse_prompt(ctx.kernel_context(), problem, best.topology, best.kernels, best.speedup);
@@ -309,8 +379,11 @@ std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& pro
   BeamState beam = evolve_kernel(ctx, task, {}, n, iteration, ctx.sink);
   const Candidate* c = beam.best_correct();
   bool accept = c && c->reward > best.speedup;
-  emit(ctx, {{"type", "postfuse"}, {"attempts", beam.calls}, {"accepted", accept},
-             {"best_speedup", c ? c->reward : 0.0}, {"modular_speedup", best.speedup}});
+  auto e = run::events::postfuse(beam.calls, accept ? "accepted" : "not accepted",
+                                 c ? std::optional<double>(c->reward) : std::nullopt);
+  e["accepted"] = accept;
+  e["modular_speedup"] = best.speedup;
+  emit(ctx, e);
   if (!accept) return std::nullopt;
   Solution s = monolithic_solution(problem, *c, best.method, iteration);
   s.topology.origin = "postfuse";
@@ -440,7 +513,7 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
     speed[sp.name] = s;
   }
   auto skip = [&](const std::string& why) {
-    emit(ctx, {{"type", "swap"}, {"triggered", false}, {"tau", tau}, {"reason", why}});
+    emit(ctx, {{"type", "swap_skipped"}, {"tau", tau}, {"reason", why}});
     return std::nullopt;
   };
   if (subs.size() < 2) return skip("fewer than two subkernels");
@@ -466,17 +539,58 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
   s.correct = s.e2e.correct();
   s.speedup = s.correct ? s.e2e.speedup_compile : 0;
   s.iteration = best.iteration;
-  emit(ctx, {{"type", "swap"},
-             {"triggered", true},
-             {"tau", tau},
-             {"replaced", replaced},
-             {"before", best.speedup},
-             {"after", s.speedup},
-             {"correct", s.correct},
-             {"contains_pytorch_subkernels", !s.pytorch.empty()}});
-  if (!s.correct) return std::nullopt;
+  if (!s.correct || (best.correct && s.speedup < best.speedup)) {
+    // Not taken: the solution stays as it was, so no swap event (reports would mark it swapped).
+    emit(ctx, {{"type", "swap_rejected"},
+               {"tau", tau},
+               {"replaced", replaced},
+               {"speedup_before", best.speedup},
+               {"speedup_after", s.correct ? nlohmann::json(s.speedup) : nlohmann::json(nullptr)},
+               {"reason", !s.correct ? "the composition with the replacements failed end to end"
+                                     : "the composition with the replacements is slower"}});
+    return std::nullopt;
+  }
+  for (const auto& r : replaced) {  // one swap event per replaced subkernel
+    run::events::Swap sw;
+    sw.name = r["name"].get<std::string>();
+    sw.from = best.local.count(sw.name) ? best.local.at(sw.name).value("id", "kernel") : "kernel";
+    sw.to = r["with"].get<std::string>();
+    if (best.correct) sw.speedup_before = best.speedup;
+    if (s.correct) sw.speedup_after = s.speedup;
+    auto e = run::events::swap(sw);
+    e["triggered"] = true;
+    e["tau"] = tau;
+    e["subkernel_speedup"] = r["speedup"];
+    e["correct"] = s.correct;
+    e["contains_pytorch_subkernels"] = !s.pytorch.empty();
+    emit(ctx, e);
+  }
   return s;
 }
+
+namespace {
+
+/// run_end in the schema (status finished, interrupted or failed); the
+/// search's own result word (ok, no_correct, interrupted, error) is `result`.
+nlohmann::json run_end_event(const RunResult& res, const Solution& best) {
+  run::events::RunEnd r;
+  r.status = res.status == "error" ? "failed" : res.status == "interrupted" ? "interrupted" : "finished";
+  if (best.correct) r.best_speedup_compile = best.speedup;
+  r.message = res.error;
+  nlohmann::json e = run::events::run_end(r);
+  e["result"] = res.status;
+  e["correct"] = best.correct;
+  e["contains_pytorch_subkernels"] = !best.pytorch.empty();
+  e["best_speedup"] = best.speedup;  // legacy name, still read by src/bench/summary.cc
+  if (!res.error.empty()) e["error"] = res.error;  // likewise
+  if (res.status != "error" || !best.kernels.empty()) {
+    e["solution"] = best.to_json();
+    e["accounting"] = res.accounting;
+  }
+  return e;
+}
+
+}  // namespace
 
 RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
   RunResult res;
@@ -490,17 +604,19 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
     res.error = st.error();
     return res;
   }
-  emit(ctx, {{"type", "run_start"},
-             {"method", o.method},
-             {"problem", problem.name},
-             {"problem_hash", problem.hash},
-             {"options", to_json(o)},
-             {"settings", {{"T", o.iterations}, {"L", o.refine_every}, {"budget_per_iter", o.calls_per_iter},
-                           {"beam_width", o.beam_width}, {"max_calls", o.total_budget() + o.postfuse}}},
-             {"prompts_version", ctx.prompts ? ctx.prompts->version() : ""},
-             {"llm", ctx.llm ? ctx.llm->spec() : ""},
-             {"judge", ctx.judge ? ctx.judge->spec() : ""},
-             {"hardware", ctx.hardware}});
+  {
+    auto e = run::events::run_start(
+        o.method, problem.name,
+        {{"T", o.iterations}, {"L", o.refine_every}, {"budget_per_iter", o.calls_per_iter},
+         {"beam_width", o.beam_width}, {"max_calls", o.total_budget() + o.postfuse}});
+    e["problem_hash"] = problem.hash;
+    e["options"] = to_json(o);
+    e["prompts_version"] = ctx.prompts ? ctx.prompts->version() : "";
+    e["llm"] = ctx.llm ? ctx.llm->spec() : "";
+    e["judge"] = ctx.judge ? ctx.judge->spec() : "";
+    e["hardware"] = ctx.hardware;
+    emit(ctx, e);
+  }
   Solution best;
   if (o.method == "parallel" || o.method == "beam") {
     best = run_baseline(ctx, problem);
@@ -509,7 +625,7 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
   } else {
     res.status = "error";
     res.error = fmt::format("unknown method '{}': use parallel, beam, mkevolve or single-split", o.method);
-    emit(ctx, {{"type", "run_end"}, {"status", res.status}, {"error", res.error}});
+    emit(ctx, run_end_event(res, Solution{}));
     return res;
   }
   if (o.postfuse > 0 && !ctx.should_stop()) {
@@ -534,15 +650,7 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
   } else {
     res.status = best.correct ? "ok" : "no_correct";
   }
-  nlohmann::json end = {{"type", "run_end"},
-                        {"status", res.status},
-                        {"best_speedup", best.speedup},
-                        {"correct", best.correct},
-                        {"contains_pytorch_subkernels", !best.pytorch.empty()},
-                        {"solution", best.to_json()},
-                        {"accounting", res.accounting}};
-  if (!res.error.empty()) end["error"] = res.error;
-  emit(ctx, end);
+  emit(ctx, run_end_event(res, best));
   return res;
 }
 

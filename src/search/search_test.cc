@@ -1,5 +1,6 @@
 // The search driven through the real interfaces: a scripted llm::Provider and
 // a fake eval::Evaluator whose verdicts come from markers in kernel sources.
+#include <set>
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -505,13 +506,18 @@ TEST(Swap, ReplacesSubkernelsBelowTauWithPyTorch) {
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_TRUE(ev[0]["triggered"].get<bool>());
   EXPECT_TRUE(ev[0]["contains_pytorch_subkernels"].get<bool>());
+  // The documented schema (run/events.h): one event per replaced subkernel.
+  EXPECT_EQ(ev[0]["name"], "beta");
+  EXPECT_EQ(ev[0]["to"], "pytorch");
+  EXPECT_TRUE(ev[0]["speedup_before"].is_number());
 }
 
 TEST(Swap, RespectsTau) {
   Harness h;
   // 0.95 is above tau = 0.9: nothing to swap.
   EXPECT_FALSE(swap_subkernels(h.ctx, h.problem, two_kernel_solution(2.0, 0.95), 0.9).has_value());
-  EXPECT_EQ(h.sink.of_type("swap")[0]["triggered"], false);
+  EXPECT_TRUE(h.sink.of_type("swap").empty());
+  ASSERT_EQ(h.sink.of_type("swap_skipped").size(), 1u);
   // With tau = 1.0 it is replaced.
   auto s = swap_subkernels(h.ctx, h.problem, two_kernel_solution(2.0, 0.95), 1.0);
   ASSERT_TRUE(s.has_value());
@@ -524,7 +530,7 @@ TEST(Swap, DoesNotTriggerWithOneSubkernelOrAllSlow) {
   one.topology = problem::Topology::wrap_original(h.problem);
   EXPECT_FALSE(swap_subkernels(h.ctx, h.problem, one, 0.9).has_value());
   EXPECT_FALSE(swap_subkernels(h.ctx, h.problem, two_kernel_solution(0.8, 0.5), 0.9).has_value());
-  auto ev = h.sink.of_type("swap");
+  auto ev = h.sink.of_type("swap_skipped");
   ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[0]["reason"], "fewer than two subkernels");
   EXPECT_EQ(ev[1]["reason"], "every subkernel is slower than torch.compile");
@@ -600,8 +606,53 @@ TEST(Events, InOrder) {
     if (ev[i]["task"] == "beta") first_beta = std::min(first_beta, i);
   }
   EXPECT_LT(last_alpha, first_beta);
-  EXPECT_EQ(h.sink.of_type("swap").size(), 1u);
+  EXPECT_EQ(h.sink.of_type("swap_skipped").size(), 1u);  // every subkernel is above tau
   EXPECT_EQ(h.sink.topologies.size(), 6u);  // iteration 0..5
+}
+
+TEST(Events, FollowTheDocumentedSchema) {
+  // Every event type of run/events.h carries its documented fields.
+  Harness h;
+  h.ctx.opts.swap_tau = 0.9;
+  h.ctx.opts.postfuse = 2;
+  script_two(h, "correct speedup=2.0", "correct speedup=1.2");
+  h.llm.on("postfuse", kernel_reply("correct speedup=1.1"));
+  h.llm.on("*", "tiny", kernel_reply("correct speedup=1.1"));
+  run_method(h.ctx, h.problem);
+  const std::map<std::string, std::vector<std::string>> required = {
+      {"run_start", {"method", "problem", "settings"}},
+      {"llm_call", {"agent", "task", "usage", "cached", "truncated", "ok"}},
+      {"eval", {"task", "candidate", "status", "kind", "speedup_compile", "speedup_eager", "runtime_ms", "uses_pytorch"}},
+      {"topology", {"iteration", "change", "subproblems", "detail"}},
+      {"iteration", {"t", "e2e", "subkernels", "calls_used", "tokens"}},
+      {"best", {"t", "speedup_compile"}},
+      {"postfuse", {"attempt", "status", "speedup_compile"}},
+      {"run_end", {"status", "best_speedup_compile", "solution_dir", "message"}}};
+  std::set<std::string> seen;
+  for (const auto& e : h.sink.events) {
+    const std::string type = e["type"];
+    auto it = required.find(type);
+    if (it == required.end()) continue;
+    seen.insert(type);
+    for (const auto& f : it->second) EXPECT_TRUE(e.contains(f)) << type << " lacks " << f << ": " << e.dump();
+    if (type == "topology") {
+      EXPECT_EQ(e["change"], e["iteration"] == 0 ? "initial" : e["change"]);
+      for (const auto& sp : e["subproblems"]) EXPECT_TRUE(sp.contains("name") && sp.contains("status")) << e.dump();
+    }
+    if (type == "llm_call") EXPECT_TRUE(e["usage"].contains("input")) << e.dump();
+    if (type == "iteration")
+      for (const auto& k : e["subkernels"]) EXPECT_TRUE(k.contains("share") && k.contains("speedup_compile")) << e.dump();
+  }
+  EXPECT_EQ(seen.size(), required.size());
+  EXPECT_EQ(h.sink.events.back()["status"], "finished");
+  EXPECT_EQ(h.sink.events.back()["result"], "ok");
+  // An iteration whose composition was evaluated reports the end-to-end status and shares summing to 1.
+  auto its = h.sink.of_type("iteration");
+  ASSERT_FALSE(its.empty());
+  EXPECT_EQ(its.back()["e2e"]["status"], "correct");
+  double share = 0;
+  for (const auto& k : its.back()["subkernels"]) share += k["share"].get<double>();
+  EXPECT_NEAR(share, 1.0, 1e-9);
 }
 
 TEST(Events, TwoRunsWithTheSameScriptAreIdentical) {

@@ -118,9 +118,15 @@ problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& prob
       }
       if (winner) {
         winner->origin = "decompose";
-        if (sink)
-          sink->emit({{"type", "topology"}, {"iteration", 0}, {"reason", "decompose"}, {"worker", winner_worker},
-                      {"round", round}, {"subproblems", winner->names()}});
+        if (sink) {
+          auto e = detail::topology_event(
+              0, "decompose", *winner, {},
+              fmt::format("decomposed into {} subproblems (worker {}, round {})", winner->subproblems.size(),
+                          winner_worker, round));
+          e["worker"] = winner_worker;
+          e["round"] = round;
+          sink->emit(e);
+        }
         return *winner;
       }
     }
@@ -129,9 +135,8 @@ problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& prob
   }
   auto t = problem::Topology::wrap_original(problem);
   if (sink)
-    sink->emit({{"type", "topology"}, {"iteration", 0}, {"reason", "fallback"},
-                {"detail", "no decomposition passed verification; the original module is the only subproblem"},
-                {"subproblems", t.names()}});
+    sink->emit(detail::topology_event(
+        0, "fallback", t, {}, "no decomposition passed verification; the original module is the only subproblem"));
   return t;
 }
 

@@ -89,7 +89,7 @@ PY
 ); then pass "solution package imports and matches the original"; else fail "solution package"; fi
 first=$(head -1 r1/events.jsonl); last=$(tail -1 r1/events.jsonl)
 [[ $first == *'"type":"run_start"'* ]] && pass "log starts with run_start" || fail "log starts with run_start"
-[[ $last == *'"type":"run_end"'* && $last == *'"status":"ok"'* ]] && pass "log ends with run_end ok" || fail "log end: $last"
+[[ $last == *'"type":"run_end"'* && $last == *'"status":"finished"'* && $last == *'"result":"ok"'* ]] && pass "log ends with run_end finished (ok)" || fail "log end: $last"
 calls=$(grep -c '"type":"llm_call"' r1/events.jsonl)
 kernel_calls=$(grep '"type":"llm_call"' r1/events.jsonl | grep -cE '"agent":"(generate|debug|optimize)"')
 [[ $kernel_calls -eq 8 ]] && pass "spent exactly 2 x 4 kernel calls" || fail "kernel calls: $kernel_calls"
