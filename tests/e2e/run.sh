@@ -87,6 +87,55 @@ x = p.get_inputs()
 assert torch.allclose(a(*x), b(*x), atol=1e-5, rtol=1e-5)
 PY
 ); then pass "solution package imports and matches the original"; else fail "solution package"; fi
+# Appendix H: an importable package, relative imports, no sys.path edits anywhere.
+if grep -rq 'sys\.path' r1/solution --include='*.py'; then fail "a solution file edits sys.path"; else pass "no sys.path edits in the package"; fi
+if grep -qE '^from \.subkernel_implementations\.' r1/solution/decomposed_solution.py &&
+   ! grep -qE '^(from|import) subkernel_' r1/solution/decomposed_solution.py; then
+  pass "decomposed_solution imports its subkernels relatively"
+else fail "decomposed_solution imports"; fi
+for d in r1/solution r1/solution/subkernel_implementations r1/solution/subkernel_problems; do
+  [[ -f $d/__init__.py ]] && pass "$d is a package" || fail "$d has no __init__.py"
+done
+if (cd r1 && "$PY" -c "from solution.decomposed_solution import ModelNew; print(ModelNew.__name__)") >"$T/imp" 2>&1; then
+  pass "cd DIR && python -c 'from solution.decomposed_solution import ModelNew'"
+else fail "import from DIR"; sed 's/^/     | /' "$T/imp"; fi
+expect "mkevolve eval accepts the solution package" 0 "decomposed_solution.py +correct" -- "$BIN" eval \
+  --problem r1/problem.py --kernel r1/solution --test-cpu-unsafe --python "$PY" --perf-trials 2 --warmup 1
+# Trained weights: change the original's weights after construction, build ModelNew from it, compare.
+if (cd r1 && "$PY" - <<'PY'
+import importlib.util, torch
+from solution.load_trained import from_trained, TrainedWeightsError
+spec = importlib.util.spec_from_file_location("p", "problem.py")
+p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
+torch.manual_seed(123)
+m = p.Model(*p.get_init_inputs())
+x = p.get_inputs()
+fresh = m(*x).detach().clone()
+with torch.no_grad():
+    for t in m.parameters():
+        t.add_(0.1 * torch.randn_like(t))   # "training"
+m.eval()
+n = from_trained(m, *p.get_init_inputs())
+assert not n.training, "eval mode is kept"
+with torch.no_grad():
+    want, got = m(*x), n(*x)
+assert not torch.allclose(want, fresh, atol=1e-3), "the weights did change"
+assert torch.allclose(want, got, atol=1e-5, rtol=1e-5), (want - got).abs().max()
+m.train()
+assert from_trained(m, *p.get_init_inputs()).training, "train mode is kept"
+# A model with a tensor ModelNew lacks: a clear error naming it.
+class Extra(p.Model):
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.scale = torch.nn.Parameter(torch.full((3,), 2.0))
+try:
+    from_trained(Extra(*p.get_init_inputs()), *p.get_init_inputs())
+    raise SystemExit("no error for an unmappable model")
+except TrainedWeightsError as e:
+    assert "7 parameters" in str(e) and "scale" in str(e), e
+PY
+) >"$T/tw" 2>&1; then pass "from_trained copies a trained model's weights (outputs match, mode kept, mismatch named)"
+else fail "from_trained"; sed 's/^/     | /' "$T/tw" | tail -15; fi
 first=$(head -1 r1/events.jsonl); last=$(tail -1 r1/events.jsonl)
 [[ $first == *'"type":"run_start"'* ]] && pass "log starts with run_start" || fail "log starts with run_start"
 [[ $last == *'"type":"run_end"'* && $last == *'"status":"finished"'* && $last == *'"result":"ok"'* ]] && pass "log ends with run_end finished (ok)" || fail "log end: $last"
