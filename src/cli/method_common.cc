@@ -48,8 +48,8 @@ void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
   app.add_option("--seed", o.seed, "seed for inputs and weights")->capture_default_str();
 }
 
-int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cache, const fs::path& eval_cache,
-          bool need_gpu, Env* env) {
+int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cache, Env* env,
+              std::vector<std::string>* missing) {
   auto say = [&](const std::string& m) { std::fprintf(stderr, "mkevolve %s: %s\n", cmd.c_str(), m.c_str()); };
   auto cfg = Config::discover(flags.config_path);
   if (!cfg) {
@@ -64,8 +64,6 @@ int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cac
   }
   env->prompts = std::move(*prompts);
 
-  std::vector<std::string> missing;
-  // The LLM.
   std::string spec = flags.llm;
   if (spec.empty()) {
     auto s = env->config->get_string("llm.provider", "");
@@ -78,9 +76,9 @@ int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cac
   auto make = [&](const std::string& which, const std::string& s,
                   std::shared_ptr<llm::Provider>* out) -> int {
     if (s.empty()) {
-      missing.push_back(fmt::format("no LLM: pass {} SPEC (e.g. anthropic:claude-opus-4-5, openai:MODEL, replay:FILE) "
-                                    "or set llm.provider in mkevolve.toml",
-                                    which));
+      missing->push_back(fmt::format("no LLM: pass {} SPEC (e.g. anthropic:claude-opus-4-5, openai:MODEL, replay:FILE) "
+                                     "or set llm.provider in mkevolve.toml",
+                                     which));
       return 0;
     }
     llm::ProviderOptions o;
@@ -90,13 +88,15 @@ int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cac
     o.cache_dir = llm_cache;
     o.record_path = flags.record;
     o.accounting = &env->acc;
+    // Ctrl-C / SIGTERM aborts HTTP requests in flight instead of waiting them out.
+    o.cancelled = [] { return run::Interrupt::requested(); };
     auto p = llm::make_provider(o, &*env->config);
     if (!p) {
       if (p.error().find("unknown provider") != std::string::npos) {
         say(p.error());
         return kExitUsage;
       }
-      missing.push_back(fmt::format("{} {}: {}", which, s, p.error()));
+      missing->push_back(fmt::format("{} {}: {}", which, s, p.error()));
       return 0;
     }
     *out = std::move(*p);
@@ -105,8 +105,20 @@ int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cac
   if (int rc = make("--llm", spec, &env->llm); rc) return rc;
   if (!flags.judge.empty())
     if (int rc = make("--judge", flags.judge, &env->judge); rc) return rc;
+  return 0;
+}
 
-  // The evaluator.
+int setup_pool(const std::string& cmd, const EnvFlags& flags, const fs::path& eval_cache, const fs::path& work_dir,
+               bool need_gpu, Env* env, std::vector<std::string>* missing) {
+  auto say = [&](const std::string& m) { std::fprintf(stderr, "mkevolve %s: %s\n", cmd.c_str(), m.c_str()); };
+  if (!env->config) {
+    auto cfg = Config::discover(flags.config_path);
+    if (!cfg) {
+      say(cfg.error());
+      return kExitUsage;
+    }
+    env->config = std::move(*cfg);
+  }
   auto cfg_python = env->config->get_string("python", "");
   if (!cfg_python) {
     say(cfg_python.error());
@@ -117,6 +129,7 @@ int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cac
   po.slots_per_gpu = std::max(1, flags.slots_per_gpu);
   po.only_gpu = flags.gpu;
   po.cache_dir = eval_cache;
+  po.work_dir = work_dir;
   if (flags.test_cpu) {
     po.test_mode = true;
     po.gpus = std::vector<eval::Gpu>{};
@@ -125,7 +138,7 @@ int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cac
     auto gpus = eval::discover_gpus();
     if (gpus.empty()) {
       if (need_gpu) {
-        missing.push_back(
+        missing->push_back(
             "no CUDA GPU is visible (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES hides them): candidate "
             "kernels are verified and timed on a GPU");
       } else {
@@ -137,24 +150,21 @@ int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cac
       po.gpus = gpus;
     }
   }
-  if (missing.empty()) {
-    auto pool = eval::WorkerPool::create(po);
-    if (!pool) {
-      if (pool.error().rfind("--gpu", 0) == 0) {
-        say(pool.error());
-        return kExitUsage;
-      }
-      missing.push_back(pool.error());
-    } else if (auto st = (*pool)->probe(); !st) {
-      missing.push_back(st.error());
-    } else {
-      env->pool = std::move(*pool);
+  if (!missing->empty()) return 0;  // don't start workers when the run cannot go ahead anyway
+  auto pool = eval::WorkerPool::create(po);
+  if (!pool) {
+    if (pool.error().rfind("--gpu", 0) == 0) {
+      say(pool.error());
+      return kExitUsage;
     }
+    missing->push_back(pool.error());
+    return 0;
   }
-  if (!missing.empty()) {
-    for (const auto& m : missing) say("missing: " + m);
-    return kExitEnvironment;
+  if (auto st = (*pool)->probe(); !st) {
+    missing->push_back(st.error());
+    return 0;
   }
+  env->pool = std::move(*pool);
   env->hardware = agents::hardware_text(env->pool->hardware_info());
   auto hello = env->pool->hello();
   auto str = [&](const char* k) {
@@ -166,81 +176,31 @@ int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cac
   env->versions.triton = str("triton");
   env->versions.gpu = env->pool->gpus().empty() ? "none (CPU test mode)" : env->pool->gpus()[0].name;
   env->versions.tf32 = false;
-  return kExitOk;
+  return 0;
 }
 
-// ---- RunSink -------------------------------------------------------------------
-
-RunSink::RunSink(run::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged)
-    : dir_(dir), status_(status) {
-  for (auto& e : already_logged) {
-    std::string t = e.value("type", "");
-    if (t == "resume" || t == "run_end") continue;
-    replay_.push_back(std::move(e));
-  }
-  replaying_ = !replay_.empty();
+int report_missing(const std::string& cmd, const std::vector<std::string>& missing) {
+  for (const auto& m : missing) std::fprintf(stderr, "mkevolve %s: missing: %s\n", cmd.c_str(), m.c_str());
+  return missing.empty() ? kExitOk : kExitEnvironment;
 }
 
-void RunSink::emit(const nlohmann::json& e) {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (replaying_ && next_ < replay_.size()) {
-    // A resumed run re-executes from the start with cached LLM replies and
-    // evaluations; the events the log already holds are not written twice.
-    const auto& old = replay_[next_];
-    auto same = [&](const char* k) { return old.value(k, nlohmann::json()) == e.value(k, nlohmann::json()); };
-    if (same("type") && same("agent") && same("task") && same("candidate") && same("iteration") && same("sample")) {
-      ++next_;
-      ++skipped_;
-      if (status_) status_->on_event(e);
-      return;
-    }
-    replaying_ = false;
-    if (status_)
-      status_->message(fmt::format("resume: the run diverged from its log after {} events (different LLM replies "
-                                   "or evaluations); logging from here",
-                                   next_));
-  }
-  replaying_ = false;
-  if (auto st = dir_->log_event(e); !st && error_.empty()) error_ = st.error();
+int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cache, const fs::path& eval_cache,
+          bool need_gpu, Env* env, const fs::path& work_dir) {
+  std::vector<std::string> missing;
+  if (int rc = setup_llm(cmd, flags, llm_cache, env, &missing); rc) return rc;
+  if (int rc = setup_pool(cmd, flags, eval_cache, work_dir, need_gpu, env, &missing); rc) return rc;
+  return report_missing(cmd, missing);
 }
 
-void RunSink::progress(const nlohmann::json& e) {
-  if (status_) status_->on_event(e);
-}
-
-void RunSink::store_candidate(const search::CandidateRecord& c) {
-  auto r = dir_->store_candidate(c.task, c.id, c.files, c.result);
-  if (!r) {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (error_.empty()) error_ = r.error();
-  }
-}
-
-void RunSink::snapshot_topology(int iteration, const problem::Topology& t) {
-  auto st = dir_->write_json(run::RunDir::topology_rel(iteration), t.to_json());
-  if (!st) {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (error_.empty()) error_ = st.error();
-  }
-}
-
-std::string RunSink::error() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return error_;
-}
-
-StopWatcher::StopWatcher(std::atomic<bool>* stop, const RunSink* sink) : stop_(stop), sink_(sink) {
-  th_ = std::thread([this] {
-    while (!done_) {
-      if (run::Interrupt::requested() || (sink_ && !sink_->error().empty())) stop_->store(true);
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
-}
-
-StopWatcher::~StopWatcher() {
-  done_ = true;
-  th_.join();
+bench::Shared shared_of(const Env& env) {
+  bench::Shared s;
+  s.llm = env.llm.get();
+  s.judge = env.judge.get();
+  s.evaluator = env.pool.get();
+  s.prompts = &env.prompts;
+  s.hardware = env.hardware;
+  s.versions = env.versions;
+  return s;
 }
 
 // ---- run_in_directory ----------------------------------------------------------------
@@ -250,31 +210,20 @@ int run_in_directory(RunRequest req) {
   auto say = [&](const std::string& m) { std::fprintf(stderr, "mkevolve %s: %s\n", cmd.c_str(), m.c_str()); };
   std::unique_ptr<run::RunDir> rd;
   problem::Problem problem;
-  nlohmann::json prior_config;
+  std::string problem_id;
   if (req.resume) {
-    auto opened = run::RunDir::open(req.out);
-    if (!opened) {
-      say(opened.error());
+    auto r = bench::open_for_resume(req.out);
+    if (!r) {
+      say(r.error());
       return kExitUsage;
     }
-    rd = std::move(*opened);
-    prior_config = rd->config();
-    auto opts = search::options_from_json(prior_config.value("options", nlohmann::json::object()));
-    if (!opts) {
-      say(fmt::format("{}/config.json: {}", req.out.string(), opts.error()));
-      return kExitUsage;
-    }
-    req.opts = *opts;
-    if (req.env.llm.empty()) req.env.llm = prior_config.value("llm", "");
-    if (req.env.judge.empty()) req.env.judge = prior_config.value("judge", "");
-    if (prior_config.value("test_cpu", false)) req.env.test_cpu = true;
-    auto p = problem::Problem::load(rd->root() / "problem.py");
-    if (!p) {
-      say(p.error());
-      return kExitUsage;
-    }
-    problem = std::move(*p);
-    problem.name = prior_config.value("problem", problem.name);
+    rd = std::move(r->dir);
+    req.opts = r->opts;
+    if (req.env.llm.empty()) req.env.llm = r->llm;
+    if (req.env.judge.empty()) req.env.judge = r->judge;
+    if (r->test_cpu) req.env.test_cpu = true;
+    problem = std::move(r->problem);
+    problem_id = r->problem_id;
   } else {
     auto p = problem::Problem::load(req.problem_file);
     if (!p) {
@@ -306,89 +255,64 @@ int run_in_directory(RunRequest req) {
   req.opts.eval.gpu = -1;
 
   auto env = std::make_unique<Env>();
-  if (int rc = setup(cmd, req.env, req.out / "cache" / "llm", req.out / "cache" / "eval", true, env.get()); rc)
-    return rc;
-
-  if (!rd) {
-    nlohmann::json config = {{"command", cmd},
-                             {"problem", problem.name},
-                             {"problem_file", fs::absolute(req.problem_file).string()},
-                             {"problem_hash", problem.hash},
-                             {"llm", req.env.llm.empty() ? env->llm->spec() : req.env.llm},
-                             {"judge", req.env.judge},
-                             {"test_cpu", req.env.test_cpu},
-                             {"options", search::to_json(req.opts)}};
-    auto created = run::RunDir::create(req.out, config, env->versions);
+  std::vector<std::string> missing;
+  if (int rc = setup_llm(cmd, req.env, req.out / "cache" / "llm", env.get(), &missing); rc) return rc;
+  if (!rd && missing.empty()) {
+    // Created before the pool so that the workers' logs go to DIR/eval/.
+    const bool existed = fs::exists(req.out);
+    bench::NewRun n;
+    n.cmd = cmd;
+    n.problem_file = req.problem_file;
+    n.llm = req.env.llm.empty() ? env->llm->spec() : req.env.llm;
+    n.judge = req.env.judge;
+    n.test_cpu = req.env.test_cpu;
+    run::Versions v;
+    v.mkevolve = MKEVOLVE_VERSION;
+    auto created = bench::create_run(req.out, n, problem, req.opts, v);
     if (!created) {
       say(created.error());
       return kExitUsage;
     }
     rd = std::move(*created);
-    if (auto st = rd->write_text("problem.py", problem.source); !st) {
-      say(st.error());
-      return kExitFailure;
+    int rc = setup_pool(cmd, req.env, req.out / "cache" / "eval", req.out / "eval", true, env.get(), &missing);
+    if (rc || !missing.empty()) {
+      // Nothing ran: leave no half-made run directory behind.
+      rd.reset();
+      std::error_code ec;
+      if (existed) {
+        for (const auto& e : fs::directory_iterator(req.out, ec)) fs::remove_all(e.path(), ec);
+      } else {
+        fs::remove_all(req.out, ec);
+      }
+      return rc ? rc : report_missing(cmd, missing);
     }
+    // The versions are known once a worker answered.
+    auto vj = run::to_json(env->versions);
+    vj["recorded"] = rd->versions().value("recorded", "");
+    (void)rd->write_json("versions.json", vj);
+  } else {
+    if (int rc = setup_pool(cmd, req.env, req.out / "cache" / "eval", req.out / "eval", true, env.get(), &missing);
+        rc)
+      return rc;
+    if (int rc = report_missing(cmd, missing); rc) return rc;
   }
-  std::vector<nlohmann::json> prior = req.resume ? rd->events() : std::vector<nlohmann::json>{};
 
-  report::StatusLine::Options so;
-  so.mode = req.mode;
-  so.iterations = req.opts.iterations;
-  so.max_calls = req.opts.total_budget() + req.opts.postfuse;
-  report::StatusLine status(stdout, so);
-  for (const auto& n : rd->notices()) status.message(n);
-  rd->add_listener([&status](const nlohmann::json& e) { status.on_event(e); });
-  if (req.resume) {
-    if (auto st = rd->log_event(run::events::resume(static_cast<int64_t>(prior.size()), rd->notices())); !st) {
-      say(st.error());
-      return kExitFailure;
-    }
-  }
-  status.message(fmt::format("{} {} on {} with {}; run directory {}", req.resume ? "resuming" : "starting",
-                             req.opts.method, problem.name, env->llm->spec(), rd->root().string()));
-
-  RunSink sink(rd.get(), &status, prior);
   run::Interrupt::install();
-  std::atomic<bool> stop{false};
-  search::Accounting acct;
-  agents::Gate gate(64);
-  search::RunResult res;
-  {
-    StopWatcher watcher(&stop, &sink);
-    search::SearchContext ctx;
-    ctx.llm = env->llm.get();
-    ctx.judge = env->judge.get();
-    ctx.evaluator = env->pool.get();
-    ctx.prompts = &env->prompts;
-    ctx.hardware = env->hardware;
-    ctx.sink = &sink;
-    ctx.workspace = rd->root() / "work";
-    ctx.opts = req.opts;
-    ctx.gate = &gate;
-    ctx.stop = &stop;
-    ctx.acct = &acct;
-    res = search::run_method(ctx, problem);
-  }
-  status.finish();
+  bench::ProblemRun pr;
+  pr.dir = rd.get();
+  pr.problem = problem;
+  pr.opts = req.opts;
+  pr.resumed = req.resume;
+  pr.problem_id = problem_id;
+  pr.mode = req.mode;
+  auto out = bench::run_problem(shared_of(*env), std::move(pr));
   run::Interrupt::uninstall();
 
+  const auto& res = out.res;
   const auto& best = res.best;
-  bool wrote_solution = false;
-  if (best.correct && best.kernels.size() == best.topology.subproblems.size()) {
-    problem::SolutionManifest man;
-    man.pytorch_subkernels = best.pytorch;
-    man.extra = best.to_json();
-    man.extra["problem"] = problem.name;
-    man.extra["problem_hash"] = problem.hash;
-    man.extra["llm"] = env->llm->spec();
-    auto st = problem::write_solution_package(rd->solution_dir(), best.topology, best.kernels, man);
-    if (!st) say("could not write the solution: " + st.error());
-    wrote_solution = st.ok();
-  }
-  std::vector<std::string> warnings;
-  auto report = report::write_report(rd->root(), rd->root(), &warnings);
-
-  if (!sink.error().empty()) say("stopped: the run directory could not be written: " + sink.error());
+  if (!out.solution_error.empty()) say("could not write the solution: " + out.solution_error);
+  if (!out.summary_error.empty()) say("could not write summary.json: " + out.summary_error);
+  if (!out.sink_error.empty()) say("stopped: the run directory could not be written: " + out.sink_error);
   if (res.status == "interrupted" || run::Interrupt::requested()) {
     std::printf("interrupted; continue with:\n  %s\n", rd->resume_command().c_str());
     return kExitInterrupted;
@@ -400,10 +324,10 @@ int run_in_directory(RunRequest req) {
   }
   if (req.mode == report::StatusLine::Mode::kEventsJson) {
     // stdout carries only events; the run_end event holds the result.
-    if (!sink.error().empty()) return kExitFailure;
-    return wrote_solution ? kExitOk : kExitFailure;
+    if (!out.sink_error.empty()) return kExitFailure;
+    return out.wrote_solution ? kExitOk : kExitFailure;
   }
-  if (wrote_solution) {
+  if (out.wrote_solution) {
     std::string eager = best.e2e.speedup_eager > 0 ? fmt::format(", {:.2f}x vs eager", best.e2e.speedup_eager) : "";
     std::printf("best: %.3fx vs torch.compile%s; %zu subkernel%s%s\n", best.speedup, eager.c_str(),
                 best.topology.subproblems.size(), best.topology.subproblems.size() == 1 ? "" : "s",
@@ -413,10 +337,10 @@ int run_in_directory(RunRequest req) {
   } else {
     std::printf("no correct kernel was found; every candidate is under %s\n", rd->candidates_dir().string().c_str());
   }
-  if (report) std::printf("report: %s\n", (rd->root() / "report.md").string().c_str());
-  else say("report: " + report.error());
-  if (!sink.error().empty()) return kExitFailure;
-  return wrote_solution ? kExitOk : kExitFailure;
+  if (out.report_error.empty()) std::printf("report: %s\n", (rd->root() / "report.md").string().c_str());
+  else say("report: " + out.report_error);
+  if (!out.sink_error.empty()) return kExitFailure;
+  return out.wrote_solution ? kExitOk : kExitFailure;
 }
 
 }  // namespace mk::cli::method

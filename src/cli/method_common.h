@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agents/prompts.h"
+#include "bench/problem_run.h"
 #include "eval/pool.h"
 #include "llm/accounting.h"
 #include "llm/provider.h"
@@ -52,48 +53,28 @@ struct Env {
 };
 
 /// Builds the providers (caching into llm_cache when non-empty) and the pool
-/// (need_gpu: a CUDA GPU is required unless --test-cpu-unsafe). Prints one
-/// line per missing thing; returns 0 or the exit status.
+/// (need_gpu: a CUDA GPU is required unless --test-cpu-unsafe; server logs and
+/// private working directories under work_dir, a temp dir when empty). Prints
+/// one line per missing thing; returns 0 or the exit status.
 int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cache, const fs::path& eval_cache,
-          bool need_gpu, Env* env);
+          bool need_gpu, Env* env, const fs::path& work_dir = {});
 
-/// The search's sink for a run directory: events to RunDir::log_event (skipping,
-/// on a resume, the prefix the log already holds), candidates and topology
-/// snapshots to their files, live progress to the status line.
-class RunSink : public search::EventSink {
- public:
-  RunSink(run::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged);
-  void emit(const nlohmann::json& e) override;
-  void progress(const nlohmann::json& e) override;
-  void store_candidate(const search::CandidateRecord& c) override;
-  void snapshot_topology(int iteration, const problem::Topology& t) override;
-  /// The first storage error (disk full, ...): the caller stops the run.
-  std::string error() const;
-  int skipped() const { return skipped_; }
+/// The two halves of setup(), for callers that create the run directory in
+/// between (the pool's work_dir lives in it). Missing things are appended to
+/// *missing; the return value is a usage/environment exit status for errors
+/// that stop at once (0 otherwise).
+int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cache, Env* env,
+              std::vector<std::string>* missing);
+int setup_pool(const std::string& cmd, const EnvFlags& flags, const fs::path& eval_cache, const fs::path& work_dir,
+               bool need_gpu, Env* env, std::vector<std::string>* missing);
+/// Prints the missing things; kExitEnvironment if any, else 0.
+int report_missing(const std::string& cmd, const std::vector<std::string>& missing);
 
- private:
-  run::RunDir* dir_;
-  report::StatusLine* status_;
-  std::vector<nlohmann::json> replay_;  ///< events of the interrupted run, in order
-  size_t next_ = 0;
-  bool replaying_ = true;
-  int skipped_ = 0;
-  mutable std::mutex mu_;
-  std::string error_;
-};
+/// What the runs of this process share, for bench::run_problem.
+bench::Shared shared_of(const Env& env);
 
-/// Sets *stop when run::Interrupt fires (Ctrl-C / SIGTERM) or the sink fails.
-class StopWatcher {
- public:
-  StopWatcher(std::atomic<bool>* stop, const RunSink* sink);
-  ~StopWatcher();
-
- private:
-  std::atomic<bool>* stop_;
-  const RunSink* sink_;
-  std::atomic<bool> done_{false};
-  std::thread th_;
-};
+using RunSink = bench::RunSink;
+using StopWatcher = bench::StopWatcher;
 
 /// Runs ctx.opts.method on `problem` in a run directory (new, or resumed when
 /// resume is set), writes the solution package and the report, prints where

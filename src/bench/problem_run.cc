@@ -1,0 +1,221 @@
+#include "bench/problem_run.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "bench/summary.h"
+#include "problem/compose.h"
+#include "report/report.h"
+#include "run/events.h"
+#include "run/interrupt.h"
+#include "util/fs.h"
+
+namespace mk::bench {
+
+// ---- RunSink -------------------------------------------------------------------
+
+RunSink::RunSink(run::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged)
+    : dir_(dir), status_(status) {
+  for (auto& e : already_logged) {
+    std::string t = e.value("type", "");
+    if (t == "resume" || t == "run_end") continue;
+    replay_.push_back(std::move(e));
+  }
+  replaying_ = !replay_.empty();
+}
+
+void RunSink::emit(const nlohmann::json& e) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (replaying_ && next_ < replay_.size()) {
+    // A resumed run re-executes from the start with cached LLM replies and
+    // evaluations; the events the log already holds are not written twice.
+    const auto& old = replay_[next_];
+    auto same = [&](const char* k) { return old.value(k, nlohmann::json()) == e.value(k, nlohmann::json()); };
+    if (same("type") && same("agent") && same("task") && same("candidate") && same("iteration") && same("sample")) {
+      ++next_;
+      ++skipped_;
+      if (status_) status_->on_event(e);
+      return;
+    }
+    replaying_ = false;
+    if (status_)
+      status_->message(fmt::format("resume: the run diverged from its log after {} events (different LLM replies "
+                                   "or evaluations); logging from here",
+                                   next_));
+  }
+  replaying_ = false;
+  if (auto st = dir_->log_event(e); !st && error_.empty()) error_ = st.error();
+}
+
+void RunSink::progress(const nlohmann::json& e) {
+  if (status_) status_->on_event(e);
+}
+
+void RunSink::store_candidate(const search::CandidateRecord& c) {
+  auto r = dir_->store_candidate(c.task, c.id, c.files, c.result);
+  if (!r) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (error_.empty()) error_ = r.error();
+  }
+}
+
+void RunSink::snapshot_topology(int iteration, const problem::Topology& t) {
+  auto st = dir_->write_json(run::RunDir::topology_rel(iteration), t.to_json());
+  if (!st) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (error_.empty()) error_ = st.error();
+  }
+}
+
+std::string RunSink::error() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return error_;
+}
+
+StopWatcher::StopWatcher(std::atomic<bool>* stop, const RunSink* sink, const std::atomic<bool>* also)
+    : stop_(stop), sink_(sink), also_(also) {
+  th_ = std::thread([this] {
+    while (!done_) {
+      if (run::Interrupt::requested() || (also_ && also_->load()) || (sink_ && !sink_->error().empty()))
+        stop_->store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+}
+
+StopWatcher::~StopWatcher() {
+  done_ = true;
+  th_.join();
+}
+
+// ---- directories -------------------------------------------------------------------
+
+Result<Resumed> open_for_resume(const fs::path& dir) {
+  auto opened = run::RunDir::open(dir);
+  if (!opened) return Error{opened.error()};
+  Resumed r;
+  r.dir = std::move(*opened);
+  const auto& cfg = r.dir->config();
+  auto opts = search::options_from_json(cfg.value("options", nlohmann::json::object()));
+  if (!opts) return Error{fmt::format("{}/config.json: {}", dir.string(), opts.error())};
+  r.opts = *opts;
+  r.llm = cfg.value("llm", "");
+  r.judge = cfg.value("judge", "");
+  r.test_cpu = cfg.value("test_cpu", false);
+  r.problem_id = cfg.value("problem_id", "");
+  auto p = problem::Problem::load(r.dir->root() / "problem.py");
+  if (!p) return Error{p.error()};
+  r.problem = std::move(*p);
+  r.problem.name = cfg.value("problem", r.problem.name);
+  return r;
+}
+
+Result<std::unique_ptr<run::RunDir>> create_run(const fs::path& out, const NewRun& n, const problem::Problem& problem,
+                                                const search::SearchOptions& opts, const run::Versions& versions) {
+  nlohmann::json config = {{"command", n.cmd},
+                           {"problem", problem.name},
+                           {"problem_file", fs::absolute(n.problem_file).string()},
+                           {"problem_hash", problem.hash},
+                           {"llm", n.llm},
+                           {"judge", n.judge},
+                           {"test_cpu", n.test_cpu},
+                           {"options", search::to_json(opts)}};
+  if (!n.problem_id.empty()) config["problem_id"] = n.problem_id;
+  auto created = run::RunDir::create(out, config, versions);
+  if (!created) return Error{created.error()};
+  auto rd = std::move(*created);
+  if (auto st = rd->write_text("problem.py", problem.source); !st) return Error{st.error()};
+  return rd;
+}
+
+Status write_summary(const fs::path& dir, const Outcome& o) {
+  return write_file_atomic(dir / "summary.json", summary_to_json(o).dump(2) + "\n");
+}
+
+// ---- the run -------------------------------------------------------------------------
+
+ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
+  ProblemRunResult out;
+  run::RunDir* rd = pr.dir;
+  auto& opts = pr.opts;
+  std::vector<nlohmann::json> prior = pr.resumed ? rd->events() : std::vector<nlohmann::json>{};
+
+  report::StatusLine::Options so;
+  so.mode = pr.mode;
+  so.iterations = opts.iterations;
+  so.max_calls = opts.total_budget() + opts.postfuse;
+  report::StatusLine status(pr.status_out, so);
+  for (const auto& n : rd->notices()) status.message(n);
+  rd->add_listener([&status](const nlohmann::json& e) { status.on_event(e); });
+  if (pr.resumed) {
+    if (auto st = rd->log_event(run::events::resume(static_cast<int64_t>(prior.size()), rd->notices())); !st)
+      out.sink_error = st.error();
+  }
+  status.message(fmt::format("{} {} on {} with {}; run directory {}", pr.resumed ? "resuming" : "starting",
+                             opts.method, pr.problem.name, shared.llm->spec(), rd->root().string()));
+
+  RunSink sink(rd, &status, prior);
+  std::atomic<bool> stop{false};
+  search::Accounting acct;
+  agents::Gate gate(64);
+  if (out.sink_error.empty()) {
+    StopWatcher watcher(&stop, &sink, pr.cancel);
+    search::SearchContext ctx;
+    ctx.llm = shared.llm;
+    ctx.judge = shared.judge;
+    ctx.evaluator = shared.evaluator;
+    ctx.prompts = shared.prompts;
+    ctx.hardware = shared.hardware;
+    ctx.sink = &sink;
+    ctx.workspace = rd->root() / "work";
+    ctx.opts = opts;
+    ctx.gate = &gate;
+    ctx.stop = &stop;
+    ctx.acct = &acct;
+    out.res = search::run_method(ctx, pr.problem);
+  } else {
+    out.res.status = "error";
+    out.res.error = out.sink_error;
+  }
+  status.finish();
+  if (out.sink_error.empty()) out.sink_error = sink.error();
+
+  const auto& best = out.res.best;
+  if (best.correct && best.kernels.size() == best.topology.subproblems.size()) {
+    problem::SolutionManifest man;
+    man.pytorch_subkernels = best.pytorch;
+    man.extra = best.to_json();
+    man.extra["problem"] = pr.problem.name;
+    man.extra["problem_hash"] = pr.problem.hash;
+    man.extra["llm"] = shared.llm->spec();
+    auto st = problem::write_solution_package(rd->solution_dir(), best.topology, best.kernels, man);
+    if (!st) out.solution_error = st.error();
+    out.wrote_solution = st.ok();
+  }
+  std::vector<std::string> warnings;
+  auto report = report::write_report(rd->root(), rd->root(), &warnings);
+  if (!report) out.report_error = report.error();
+
+  SummaryInfo info;
+  info.problem_id = pr.problem_id.empty() ? pr.problem.name : pr.problem_id;
+  info.problem_name = pr.problem.name;
+  info.method = opts.method;
+  if (!out.sink_error.empty()) {
+    info.status = "failed";
+    info.error = "the run directory could not be written: " + out.sink_error;
+  } else if (out.res.status == "interrupted" || stop.load()) {
+    info.status = "interrupted";
+  } else if (out.res.status == "error") {
+    info.status = "failed";
+    info.error = out.res.error;
+  } else if (!out.solution_error.empty()) {
+    info.status = "failed";
+    info.error = "the solution could not be written: " + out.solution_error;
+  }
+  out.outcome = outcome_from_events(rd->events(), info);
+  if (auto st = write_summary(rd->root(), out.outcome); !st) out.summary_error = st.error();
+  return out;
+}
+
+}  // namespace mk::bench

@@ -1,0 +1,135 @@
+// One problem's run in a run directory, given the LLM and the evaluator: the
+// core shared by `mkevolve run/evolve` (one problem) and `mkevolve bench` (many
+// problems at once sharing one worker pool and one provider stack). It writes
+// events, candidates, the solution package, report.md and summary.json.
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/prompts.h"
+#include "bench/metrics.h"
+#include "eval/evaluator.h"
+#include "llm/provider.h"
+#include "problem/problem.h"
+#include "report/status_line.h"
+#include "run/run_dir.h"
+#include "search/search.h"
+#include "util/result.h"
+
+namespace mk::bench {
+
+namespace fs = std::filesystem;
+
+/// What every run of a process shares (not owned).
+struct Shared {
+  llm::Provider* llm = nullptr;
+  llm::Provider* judge = nullptr;  ///< may be null
+  eval::Evaluator* evaluator = nullptr;
+  const agents::Prompts* prompts = nullptr;
+  std::string hardware;
+  run::Versions versions;
+};
+
+/// The search's sink for a run directory: events to RunDir::log_event (skipping,
+/// on a resume, the prefix the log already holds), candidates and topology
+/// snapshots to their files, live progress to the status line.
+class RunSink : public search::EventSink {
+ public:
+  RunSink(run::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged);
+  void emit(const nlohmann::json& e) override;
+  void progress(const nlohmann::json& e) override;
+  void store_candidate(const search::CandidateRecord& c) override;
+  void snapshot_topology(int iteration, const problem::Topology& t) override;
+  /// The first storage error (disk full, ...): the caller stops the run.
+  std::string error() const;
+  int skipped() const { return skipped_; }
+
+ private:
+  run::RunDir* dir_;
+  report::StatusLine* status_;
+  std::vector<nlohmann::json> replay_;  ///< events of the interrupted run, in order
+  size_t next_ = 0;
+  bool replaying_ = true;
+  int skipped_ = 0;
+  mutable std::mutex mu_;
+  std::string error_;
+};
+
+/// Sets *stop when run::Interrupt fires (Ctrl-C / SIGTERM), *also (when given)
+/// becomes true, or the sink fails.
+class StopWatcher {
+ public:
+  StopWatcher(std::atomic<bool>* stop, const RunSink* sink, const std::atomic<bool>* also = nullptr);
+  ~StopWatcher();
+
+ private:
+  std::atomic<bool>* stop_;
+  const RunSink* sink_;
+  const std::atomic<bool>* also_;
+  std::atomic<bool> done_{false};
+  std::thread th_;
+};
+
+/// A run directory opened for --resume with what its config.json says.
+struct Resumed {
+  std::unique_ptr<run::RunDir> dir;
+  problem::Problem problem;
+  search::SearchOptions opts;
+  std::string llm, judge;
+  bool test_cpu = false;
+  std::string problem_id;  ///< config's "problem_id" (bench runs), else ""
+};
+/// Errors name the directory and what is wrong.
+Result<Resumed> open_for_resume(const fs::path& dir);
+
+/// Creates the run directory with its config.json and problem.py.
+struct NewRun {
+  std::string cmd;  ///< run, evolve, bench
+  fs::path problem_file;
+  std::string llm, judge;
+  bool test_cpu = false;
+  std::string problem_id;  ///< stored for bench runs; empty for lone runs
+};
+Result<std::unique_ptr<run::RunDir>> create_run(const fs::path& out, const NewRun& n, const problem::Problem& problem,
+                                                const search::SearchOptions& opts, const run::Versions& versions);
+
+struct ProblemRun {
+  run::RunDir* dir = nullptr;
+  problem::Problem problem;
+  search::SearchOptions opts;
+  bool resumed = false;
+  std::string problem_id;  ///< summary's problem_id (empty: the problem's name)
+  report::StatusLine::Mode mode = report::StatusLine::Mode::kAuto;
+  FILE* status_out = stdout;
+  const std::atomic<bool>* cancel = nullptr;  ///< an outside stop (besides run::Interrupt)
+};
+
+struct ProblemRunResult {
+  search::RunResult res;
+  bool wrote_solution = false;
+  std::string solution_error;  ///< the solution package could not be written
+  std::string sink_error;      ///< the run directory could not be written
+  std::string report_error;
+  Outcome outcome;             ///< what summary.json holds
+  std::string summary_error;   ///< summary.json could not be written
+};
+
+/// Runs the search (the caller installs run::Interrupt), then writes the solution
+/// package, report.md and summary.json. Never throws for search errors: they are
+/// in res.status/res.error and the summary.
+ProblemRunResult run_problem(const Shared& shared, ProblemRun run);
+
+/// Writes DIR/summary.json (atomically) from an outcome.
+Status write_summary(const fs::path& dir, const Outcome& o);
+
+}  // namespace mk::bench

@@ -1,0 +1,242 @@
+// The bench engine with a scripted LLM and the fake evaluator: concurrency,
+// skip on re-run (no new LLM calls or evaluations), sharding, a failing problem
+// not stopping the suite, and merging shards into hand-computable metrics.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "agents/agents.h"
+#include "bench/bench_report.h"
+#include "bench/runner.h"
+#include "bench/summary.h"
+#include "support/fake_evaluator.h"
+#include "support/scripted_llm.h"
+#include "support/testing.h"
+#include "util/fs.h"
+
+namespace mk::bench {
+namespace {
+
+using mk::testing::FakeEvaluator;
+using mk::testing::kernel_reply;
+using mk::testing::ScriptedLlm;
+
+std::string problem_source(int n) {
+  return fmt::format(
+      "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+      "        super().__init__()\n\n    def forward(self, x):\n        return torch.relu(x) * {}\n\n\n"
+      "def get_inputs():\n    return [torch.randn(4, 8)]\n\n\ndef get_init_inputs():\n    return []\n",
+      n);
+}
+
+struct Suite {
+  mk::TempDir dir;
+  ScriptedLlm llm;
+  FakeEvaluator ev;
+  agents::Prompts prompts;
+  std::vector<SuiteProblem> problems;
+
+  // 1_A: 2.0x, 2_B: 0.8x, 3_C: incorrect, 4_Broken: no get_inputs (fails to load).
+  Suite() {
+    auto p = agents::Prompts::load(mk::testing::repo_root() / "src" / "prompts");
+    EXPECT_TRUE(p.ok()) << p.error();
+    prompts = *p;
+    fs::path lvl = dir.path() / "problems" / "level1";
+    EXPECT_TRUE(write_file_atomic(lvl / "1_A.py", problem_source(1)).ok());
+    EXPECT_TRUE(write_file_atomic(lvl / "2_B.py", problem_source(2)).ok());
+    EXPECT_TRUE(write_file_atomic(lvl / "3_C.py", problem_source(3)).ok());
+    EXPECT_TRUE(write_file_atomic(lvl / "4_Broken.py", "class Model(object):\n    pass\n").ok());
+    llm.on("*", "1_A", kernel_reply("correct speedup=2.0"));
+    llm.on("*", "2_B", kernel_reply("correct speedup=0.8"));
+    llm.on("*", "3_C", kernel_reply("incorrect"));
+    auto d = discover_problems({lvl});
+    EXPECT_TRUE(d.ok()) << d.error();
+    problems = *d;
+  }
+  Shared shared() {
+    Shared s;
+    s.llm = &llm;
+    s.evaluator = &ev;
+    s.prompts = &prompts;
+    s.hardware = agents::hardware_text(ev.hardware_info());
+    return s;
+  }
+  SuiteOptions options(int jobs) {
+    SuiteOptions o;
+    o.out = dir.path() / "out";
+    o.opts.method = "parallel";
+    o.opts.iterations = 1;
+    o.opts.calls_per_iter = 2;
+    o.jobs = jobs;
+    o.test_cpu = true;
+    return o;
+  }
+};
+
+const Outcome* find(const SuiteRun& r, const std::string& name) {
+  for (const auto& o : r.outcomes)
+    if (o.problem_name == name) return &o;
+  return nullptr;
+}
+
+TEST(BenchRunner, RunsEveryProblemConcurrentlyAndAFailureDoesNotStopTheSuite) {
+  Suite s;
+  ASSERT_EQ(s.problems.size(), 4u);
+  std::vector<std::string> lines;
+  std::mutex mu;
+  auto o = s.options(2);
+  o.log = [&](const std::string& l) {
+    std::lock_guard<std::mutex> lk(mu);
+    lines.push_back(l);
+  };
+  auto r = run_suite(s.shared(), s.problems, o);
+  ASSERT_EQ(r.outcomes.size(), 4u);
+  EXPECT_EQ(r.created, 4);
+  EXPECT_EQ(r.failed, 1);
+  const Outcome* a = find(r, "1_A");
+  const Outcome* b = find(r, "2_B");
+  const Outcome* c = find(r, "3_C");
+  const Outcome* broken = find(r, "4_Broken");
+  ASSERT_TRUE(a && b && c && broken);
+  EXPECT_EQ(a->status, "finished");
+  EXPECT_TRUE(a->correct);
+  EXPECT_NEAR(a->speedup_compile, 2.0, 1e-9);
+  EXPECT_EQ(a->calls, 2);
+  EXPECT_FALSE(a->timeline.empty());
+  EXPECT_TRUE(a->timeline.back().correct);
+  EXPECT_TRUE(b->correct);
+  EXPECT_NEAR(b->speedup_compile, 0.8, 1e-9);
+  EXPECT_EQ(c->status, "finished");
+  EXPECT_FALSE(c->correct);
+  EXPECT_EQ(broken->status, "failed");
+  EXPECT_FALSE(broken->correct);
+  EXPECT_NE(broken->error.find("get_inputs"), std::string::npos) << broken->error;
+  // Every problem has its summary.json, readable by bench-report.
+  for (const auto& p : s.problems) {
+    auto text = read_file(problem_dir(o, p) / "summary.json");
+    ASSERT_TRUE(text.ok()) << p.id();
+    auto back = outcome_from_summary(nlohmann::json::parse(*text));
+    ASSERT_TRUE(back.ok()) << back.error();
+    EXPECT_EQ(back->problem_id, p.id());
+  }
+  // Two problems ran at the same time (the scripted LLM saw overlapping calls,
+  // or the fake evaluator overlapping requests) is not guaranteed on 2 cores; the
+  // log shows each problem started and finished once with a suite counter.
+  int starts = 0, ends = 0;
+  for (const auto& l : lines) {
+    if (l.rfind("[start]", 0) == 0) ++starts;
+    if (l.find("/4] ") != std::string::npos) ++ends;
+  }
+  EXPECT_EQ(starts, 4);
+  EXPECT_EQ(ends, 4);
+}
+
+TEST(BenchRunner, RerunSkipsFinishedProblemsWithoutNewCallsOrEvaluations) {
+  Suite s;
+  auto o = s.options(2);
+  auto first = run_suite(s.shared(), s.problems, o);
+  const int calls = static_cast<int>(s.llm.requests().size());
+  const size_t evals = s.ev.requests().size();
+  EXPECT_GT(calls, 0);
+  auto second = run_suite(s.shared(), s.problems, o);
+  EXPECT_EQ(second.skipped, 3);
+  EXPECT_EQ(second.created, 1);  // the broken problem is tried again (and fails again)
+  EXPECT_EQ(static_cast<int>(s.llm.requests().size()), calls);
+  EXPECT_EQ(s.ev.requests().size(), evals);
+  for (size_t i = 0; i < first.outcomes.size(); ++i) {
+    EXPECT_EQ(first.outcomes[i].correct, second.outcomes[i].correct);
+    EXPECT_EQ(first.outcomes[i].speedup_compile, second.outcomes[i].speedup_compile);
+  }
+}
+
+TEST(BenchRunner, InterruptedRunIsResumedNotRecreated) {
+  Suite s;
+  auto o = s.options(1);
+  std::vector<SuiteProblem> one{s.problems[0]};
+  auto r = run_suite(s.shared(), one, o);
+  ASSERT_TRUE(r.outcomes[0].correct);
+  // Pretend the machine died: the summary says the run did not finish.
+  fs::path dir = problem_dir(o, one[0]);
+  Outcome half = r.outcomes[0];
+  half.status = "interrupted";
+  ASSERT_TRUE(write_summary(dir, half).ok());
+  EXPECT_EQ(plan(dir), Action::kResume);
+  auto again = run_suite(s.shared(), one, o);
+  EXPECT_EQ(again.resumed, 1);
+  EXPECT_EQ(again.outcomes[0].status, "finished");
+  EXPECT_TRUE(again.outcomes[0].correct);
+}
+
+TEST(BenchRunner, ShardsPartitionTheSuiteAndMergeIntoHandComputedMetrics) {
+  Suite s;
+  auto o = s.options(1);
+  std::set<std::string> seen;
+  size_t total = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto mine = select_shard(s.problems, Shard{i, 3});
+    auto r = run_suite(s.shared(), mine, o);
+    for (const auto& x : r.outcomes) {
+      EXPECT_TRUE(seen.insert(x.problem_id).second) << x.problem_id << " in two shards";
+      ++total;
+    }
+  }
+  EXPECT_EQ(total, s.problems.size());
+  std::set<std::string> all;
+  for (const auto& p : s.problems) all.insert(p.id());
+  EXPECT_EQ(seen, all);
+
+  auto res = load_results({o.out});
+  ASSERT_TRUE(res.ok()) << res.error();
+  auto rep = build_report(*res, 1);
+  ASSERT_EQ(rep.metrics.size(), 1u);
+  const auto& m = rep.metrics[0];
+  EXPECT_EQ(m.method, "parallel");
+  EXPECT_EQ(m.problems, 4);
+  EXPECT_DOUBLE_EQ(m.correct, 0.5);                 // A, B of 4
+  EXPECT_DOUBLE_EQ(m.fast_compile.at("0.5"), 0.5);  // 2.0 and 0.8 > 0.5
+  EXPECT_DOUBLE_EQ(m.fast_compile.at("1"), 0.25);   // only 2.0
+  EXPECT_DOUBLE_EQ(m.fast_compile.at("2"), 0.0);    // strict: 2.0 is not > 2
+  EXPECT_NEAR(m.geomean_compile, std::sqrt(2.0 * 0.8), 1e-9);
+  EXPECT_EQ(m.failed_runs, 1);
+}
+
+TEST(BenchSummary, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
+  std::vector<nlohmann::json> ev = {
+      {{"type", "run_start"}},
+      {{"type", "llm_call"}, {"tokens", {{"input", 10}, {"output", 5}}}},
+      {{"type", "eval"}, {"scope", "e2e"}, {"task", "p"}, {"status", "correct"}, {"speedup_compile", 1.5},
+       {"speedup_eager", 3.0}},
+      {{"type", "best"}, {"correct", true}, {"speedup", 1.5}},
+      {{"type", "iteration"}},
+      {{"type", "llm_call"}, {"tokens", {{"input", 20}, {"output", 5}}}},
+      {{"type", "iteration"}},
+  };
+  SummaryInfo info{"level1-p-abc", "p", "mkevolve", "", ""};
+  auto o = outcome_from_events(ev, info);
+  EXPECT_EQ(o.status, "interrupted");  // no run_end: the process died
+  EXPECT_FALSE(o.correct);
+  EXPECT_EQ(o.calls, 2);
+  EXPECT_EQ(o.tokens, 40);
+  ASSERT_EQ(o.timeline.size(), 1u);
+  EXPECT_EQ(o.timeline[0].calls, 1);
+  EXPECT_EQ(o.timeline[0].tokens, 15);
+  EXPECT_DOUBLE_EQ(o.timeline[0].speedup_eager, 3.0);
+
+  ev.push_back({{"type", "run_end"}, {"status", "ok"}, {"correct", true}, {"best_speedup", 1.5}});
+  o = outcome_from_events(ev, info);
+  EXPECT_EQ(o.status, "finished");
+  EXPECT_TRUE(o.correct);
+  EXPECT_DOUBLE_EQ(o.speedup_compile, 1.5);
+  EXPECT_DOUBLE_EQ(o.speedup_eager, 3.0);
+
+  ev.back() = {{"type", "run_end"}, {"status", "error"}, {"error", "LLM refused"}, {"correct", false}};
+  o = outcome_from_events(ev, info);
+  EXPECT_EQ(o.status, "failed");
+  EXPECT_EQ(o.error, "LLM refused");
+  EXPECT_FALSE(o.correct);
+}
+
+}  // namespace
+}  // namespace mk::bench
