@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# End-to-end tests of `mkevolve bench` and `bench-report` (ctest passes the binary
+# as $1). CPU only, with the real worker in its CPU test mode (Debian's torch at
+# /usr/bin/python3) and a HAND-WRITTEN exec: LLM (a shell script printing a
+# torch-only ModelNew per problem, and counting its calls): a 2-problem suite run
+# twice (the second run skips both and calls no LLM), as two shards into one
+# directory, then bench-report over the merged directory.
+set -uo pipefail
+BIN=${1:?usage: bench.sh path/to/mkevolve}
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export HOME=$T/home XDG_CACHE_HOME=$T/cache
+mkdir -p "$HOME"
+cd "$T"
+fails=0
+pass() { echo "ok   $1"; }
+fail() { echo "FAIL $1"; fails=$((fails + 1)); }
+expect() {
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  "$@" >"$T/out" 2>"$T/err"
+  local got=$?
+  if [[ $got -ne $want ]]; then
+    fail "$name: exit $got, wanted $want"; sed 's/^/     | /' "$T/out" "$T/err" | head -40; return
+  fi
+  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$T/out" "$T/err"; then
+    fail "$name: output lacks /$pattern/"; sed 's/^/     | /' "$T/out" "$T/err" | head -40; return
+  fi
+  pass "$name"
+}
+
+# The tiny suite (hand-written fixtures).
+mkdir -p suite/level1
+for n in 1 2; do
+  cat >"suite/level1/${n}_Scale.py" <<PY
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x) * $n
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return []
+PY
+done
+# The LLM: a correct torch-only ModelNew for the problem named in MKEVOLVE_TASK.
+cat >llm.sh <<'SH'
+#!/bin/sh
+echo "$MKEVOLVE_AGENT $MKEVOLVE_TASK" >>"$CALLS"
+n=${MKEVOLVE_TASK%%_*}
+cat <<REPLY
+\`\`\`python file=kernel.py
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.clamp(x, min=0) * $n
+\`\`\`
+REPLY
+SH
+chmod +x llm.sh
+export CALLS=$T/calls
+LLM="exec:$T/llm.sh"
+COMMON=(--method parallel --iterations 1 --calls-per-iter 2 --trials 1 --perf-trials 2 --warmup 1 --timeout 120
+        --python "$PY" --test-cpu-unsafe --llm "$LLM")
+
+expect "bench without problems" 2 "" -- "$BIN" bench --out b0 "${COMMON[@]}"
+expect "bench with a bad shard" 2 "I/N|shard" -- "$BIN" bench suite --out b0 --shard 2/2 "${COMMON[@]}"
+expect "bench with nothing to run" 2 "no problem" -- "$BIN" bench "$T/home" --out b0 "${COMMON[@]}"
+expect "bench-report of nothing" 2 "summary.json" -- "$BIN" bench-report "$T/home"
+
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+  echo "skip the suite runs: $PY has no torch"
+  [[ $fails -eq 0 ]] || { echo "$fails bench e2e check(s) failed"; exit 1; }
+  exit 0
+fi
+
+expect "bench, 2 problems at once" 0 "2 of 2 correct" -- "$BIN" bench suite --out b1 --jobs 2 "${COMMON[@]}"
+grep -qE '^\[start\] level1-1_Scale' "$T/out" && grep -qE '^\[[12]/2\] level1-2_Scale' "$T/out" &&
+  pass "progress lines per problem with a counter" || { fail "progress lines"; cat "$T/out"; }
+for n in 1 2; do
+  d=$(ls -d b1/parallel/level1-${n}_Scale-*)
+  for f in summary.json config.json events.jsonl report.md solution/decomposed_solution.py; do
+    [[ -f $d/$f ]] && pass "wrote $d/$f" || fail "missing $d/$f"
+  done
+  "$PY" - "$d/summary.json" <<'PY' && pass "$d/summary.json is finished and correct" || fail "$d/summary.json"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["status"] == "finished" and s["correct"] is True, s
+assert s["method"] == "parallel" and s["calls"] == 2 and s["timeline"], s
+PY
+done
+[[ -d b1/cache/llm && -d b1/cache/eval ]] && pass "one LLM and one eval cache for the suite" || fail "shared caches"
+[[ -d b1/eval ]] && pass "worker logs kept under b1/eval" || fail "no b1/eval"
+before=$(wc -l <"$CALLS")
+[[ $before -eq 4 ]] && pass "4 LLM calls for 2 problems x 2" || fail "LLM calls: $before"
+
+expect "bench again skips finished problems" 0 "2 skipped" -- "$BIN" bench suite --out b1 --jobs 2 "${COMMON[@]}"
+after=$(wc -l <"$CALLS")
+[[ $after -eq $before ]] && pass "the re-run called no LLM" || fail "the re-run made $((after - before)) LLM calls"
+
+# Two shards into one directory (as two machines would), then the merged report.
+expect "shard 0/2" 0 "1 of 2 problems" -- "$BIN" bench suite --out b2 --shard 0/2 "${COMMON[@]}"
+expect "shard 1/2" 0 "1 of 2 problems" -- "$BIN" bench suite --out b2 --shard 1/2 "${COMMON[@]}"
+n=$(find b2 -name summary.json | wc -l)
+[[ $n -eq 2 ]] && pass "the shards wrote one summary per problem" || fail "summaries: $n"
+expect "bench-report merges the shards" 0 "parallel" -- "$BIN" bench-report b2
+for f in report.md report.html report.json report.csv; do
+  [[ -s b2/$f ]] && pass "wrote b2/$f" || fail "missing b2/$f"
+done
+"$PY" - b2/report.json <<'PY' && pass "report.json: 2 problems, Correct 1, fast_0.5 1" || fail "report.json metrics"
+import json, sys
+r = json.load(open(sys.argv[1]))
+text = json.dumps(r)
+assert "level1-1_Scale" in text and "level1-2_Scale" in text, text[:500]
+m = r["methods"]["parallel"]
+assert m["problems"] == 2 and m["correct"] == 1.0, m
+PY
+rows=$(grep -c '^parallel,' b2/report.csv)
+[[ $rows -eq 2 ]] && pass "report.csv has one row per problem" || { fail "report.csv rows: $rows"; cat b2/report.csv; }
+expect "bench-report --out FILE" 0 "wrote .*merged/all.html" -- "$BIN" bench-report b1 b2 --out merged/all.md -q
+
+[[ $fails -eq 0 ]] || { echo "$fails bench e2e check(s) failed"; exit 1; }
+echo "all bench e2e checks passed"
