@@ -8,7 +8,7 @@ PKGS=(
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libtomlplusplus-dev libgtest-dev libgmock-dev libcpp-httplib-dev
   python3 python3-pytest python3-torch python3-numpy
-  chromium
+  chromium slurm-wlm munge
 )
 if [[ "${MKEVOLVE_DEPS_EXTRA:-}" != "" ]]; then
   # shellcheck disable=SC2206
