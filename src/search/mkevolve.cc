@@ -577,6 +577,9 @@ nlohmann::json run_end_event(const RunResult& res, const Solution& best) {
   r.status = res.status == "error" ? "failed" : res.status == "interrupted" ? "interrupted" : "finished";
   if (best.correct) r.best_speedup_compile = best.speedup;
   r.message = res.error;
+  // The caller writes a correct, complete solution to <run dir>/solution after this event.
+  if (best.correct && !best.kernels.empty() && best.kernels.size() == best.topology.subproblems.size())
+    r.solution_dir = "solution";
   nlohmann::json e = run::events::run_end(r);
   e["result"] = res.status;
   e["correct"] = best.correct;

@@ -646,6 +646,7 @@ TEST(Events, FollowTheDocumentedSchema) {
   EXPECT_EQ(seen.size(), required.size());
   EXPECT_EQ(h.sink.events.back()["status"], "finished");
   EXPECT_EQ(h.sink.events.back()["result"], "ok");
+  EXPECT_EQ(h.sink.events.back()["solution_dir"], "solution");
   // An iteration whose composition was evaluated reports the end-to-end status and shares summing to 1.
   auto its = h.sink.of_type("iteration");
   ASSERT_FALSE(its.empty());
