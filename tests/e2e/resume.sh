@@ -6,9 +6,11 @@
 # the event stream (minus timestamps, timings and resume markers), with every
 # LLM call logged exactly once.
 #
-# Not checked here: that no completed LLM request is sent again. `replay:`
-# providers bypass the response cache (docs/LLM.md), so a resumed replayed run
-# asks the replay provider again for free and nothing counts those requests. The kill delays come from a seeded RNG
+# `replay:` providers bypass the response cache, so to see which requests a
+# resumed run sends, the runs here use an `exec:` provider (which goes through
+# the cache, like real endpoints) that answers from a recording of the fixture
+# session and logs every request it receives. A resumed run must send exactly
+# the requests whose replies were not in the run's cache when it was killed. The kill points come from a seeded RNG
 # (MKEVOLVE_RESUME_SEED, printed) so a failure can be reproduced.
 set -uo pipefail
 BIN=${1:?usage: resume.sh path/to/mkevolve}
@@ -29,8 +31,30 @@ fail() { echo "FAIL $1"; fails=$((fails + 1)); }
 
 PROBLEM=$REPO/examples/sessions/mlp_small.py
 SESSION=$REPO/examples/sessions/mlp_small_cpu.jsonl
-ARGS=(--llm "replay:$SESSION" --python "$PY" --test-cpu-unsafe -q --iterations 2 --calls-per-iter 4
-      --refine-every 3 --decompose-workers 1 --trials 2 --perf-trials 2 --warmup 1 --timeout 120)
+SMALL=(--python "$PY" --test-cpu-unsafe -q --iterations 2 --calls-per-iter 4
+       --refine-every 3 --decompose-workers 1 --trials 2 --perf-trials 2 --warmup 1 --timeout 120)
+# Record the fixture session once, then serve it through exec: (one reply per agent, task and sample).
+if ! "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --record rec.jsonl --out rec "${SMALL[@]}" >rec.out 2>&1; then
+  fail "recording run"; sed 's/^/     | /' rec.out | tail -20; exit 1
+fi
+cat >serve.py <<'PY'
+import json, os, sys
+rec, log = sys.argv[1], os.environ["MK_TEST_CALL_LOG"]
+a, t, s = os.environ["MKEVOLVE_AGENT"], os.environ["MKEVOLVE_TASK"], int(os.environ["MKEVOLVE_SAMPLE"])
+sys.stdin.read()
+with open(log, "a") as f:
+    f.write(f"{a} {t} {s}\n")
+for line in open(rec):
+    e = json.loads(line)
+    if e["agent"] == a and e["task"] == t and e["sample"] == s:
+        sys.stdout.write(e["response"]["text"])
+        sys.exit(0)
+sys.stderr.write(f"no recorded reply for {a} {t} {s}\n")
+sys.exit(1)
+PY
+ARGS=(--llm "exec:$PY $T/serve.py $T/rec.jsonl" "${SMALL[@]}")
+cache_entries() { [[ -d $1/cache/llm ]] && find "$1/cache/llm" -type f -not -name '*.tmp*' | wc -l || echo 0; }
+sent() { [[ -f $1 ]] && wc -l <"$1" || echo 0; }
 
 now_ms() { date +%s%3N; }
 
@@ -66,32 +90,48 @@ py_files() { (cd "$1/solution" && find . -name '*.py' -print0 | sort -z | xargs 
 
 # The uninterrupted run.
 t0=$(now_ms)
-"$BIN" run "$PROBLEM" --out base "${ARGS[@]}" >base.out 2>&1
+MK_TEST_CALL_LOG=$T/base.calls "$BIN" run "$PROBLEM" --out base "${ARGS[@]}" >base.out 2>&1
 rc=$?
 dur=$(( $(now_ms) - t0 ))
 if [[ $rc -ne 0 ]]; then fail "uninterrupted run: exit $rc"; sed 's/^/     | /' base.out | tail -20; exit 1; fi
 pass "uninterrupted run (${dur} ms)"
 shape base >base.shape
+base_events=$(wc -l <base/events.jsonl)
+base_sent=$(sent base.calls)
+[[ $base_sent -eq $(grep -c '"type":"llm_call"' base/events.jsonl) ]] && pass "exec provider got every request ($base_sent)" \
+  || fail "exec provider got $base_sent requests"
+[[ $(cache_entries base) -eq $base_sent ]] && pass "one cache entry per request" || fail "cache entries: $(cache_entries base)"
 
 echo "resume.sh: seed $SEED, $KILLS kills (MKEVOLVE_RESUME_SEED=$SEED to reproduce)"
 RANDOM=$SEED
 for k in $(seq 1 "$KILLS"); do
-  # A delay anywhere in the run's span (the first ~300 ms only start the process).
-  delay=$(( 200 + (RANDOM * 32768 + RANDOM) % (dur > 400 ? dur - 200 : 200) ))
-  "$BIN" run "$PROBLEM" --out "r$k" "${ARGS[@]}" >"r$k.out" 2>&1 &
+  # A random point of the run: once the log holds a random number of its
+  # events (0: still starting up), plus a random 0-250 ms, so kills land
+  # between events, inside LLM calls and evaluations, and during start-up.
+  target=$(( RANDOM % base_events ))
+  extra=$(( RANDOM % 250 ))
+  MK_TEST_CALL_LOG=$T/r$k.calls "$BIN" run "$PROBLEM" --out "r$k" "${ARGS[@]}" >"r$k.out" 2>&1 &
   pid=$!
-  sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
+  while kill -0 "$pid" 2>/dev/null; do
+    n=0
+    [[ -f r$k/events.jsonl ]] && n=$(wc -l <"r$k/events.jsonl")
+    (( n >= target )) && break
+    sleep 0.02
+  done
+  sleep "0.$(printf '%03d' "$extra")"
   kill -9 "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   logged=0
   [[ -f r$k/events.jsonl ]] && logged=$(wc -l <"r$k/events.jsonl")
-  echo "     kill $k after ${delay} ms: $logged events logged"
+  cached=$(cache_entries "r$k")
+  echo "     kill $k after event $target + ${extra} ms: $logged events logged, $(sent r$k.calls) requests sent, $cached replies cached"
   if [[ ! -f r$k/config.json ]]; then
     # Killed before the run directory existed: a fresh start is the only way on.
     rm -rf "r$k"
-    "$BIN" run "$PROBLEM" --out "r$k" "${ARGS[@]}" >"r$k.resume.out" 2>&1
+    cached=0
+    MK_TEST_CALL_LOG=$T/r$k.resume.calls "$BIN" run "$PROBLEM" --out "r$k" "${ARGS[@]}" >"r$k.resume.out" 2>&1
   else
-    "$BIN" run --resume "r$k" --python "$PY" -q >"r$k.resume.out" 2>&1
+    MK_TEST_CALL_LOG=$T/r$k.resume.calls "$BIN" run --resume "r$k" --python "$PY" -q >"r$k.resume.out" 2>&1
   fi
   rc=$?
   if [[ $rc -ne 0 ]]; then fail "kill $k: resume exit $rc"; sed 's/^/     | /' "r$k.resume.out" | tail -15; continue; fi
@@ -99,6 +139,13 @@ for k in $(seq 1 "$KILLS"); do
     fail "kill $k: solution files differ"; diff <(py_files base) <(py_files "r$k") | head -5; fi
   if cmp -s base.shape <(shape "r$k"); then pass "kill $k: same events and decisions (run_end included)"; else
     fail "kill $k: events differ"; diff base.shape <(shape "r$k") | head -10; fi
+  again=$(sent "r$k.resume.calls")
+  if [[ $again -eq $((base_sent - cached)) ]]; then
+    pass "kill $k: the resume sent only the $again requests without a cached reply"
+  else
+    fail "kill $k: the resume sent $again requests; $base_sent - $cached cached = $((base_sent - cached)) expected"
+    [[ -f r$k.calls && -f r$k.resume.calls ]] && comm -12 <(sort "r$k.calls") <(sort "r$k.resume.calls") | head -5
+  fi
   d=$(dup_calls "r$k")
   [[ $d -eq 0 ]] && pass "kill $k: every LLM call logged once" || fail "kill $k: $d LLM calls logged twice"
   last=$(tail -1 "r$k/events.jsonl")
