@@ -47,7 +47,8 @@ struct Suite {
   std::map<std::string, int> in_flight;
   size_t most_at_once = 0;
 
-  // 1_A: 2.0x, 2_B: 0.8x, 3_C: incorrect, 4_Broken: no get_inputs (fails to load).
+  // 1_A: 2.0x, 2_B: 0.8x, 3_C: incorrect, 4_Broken: no get_inputs (fails to load),
+  // 5_Refused: the LLM fails with a fatal error (the run ends in an error).
   // overlap: until two problems were seen at once, an LLM call waits (up to 10 s)
   // for another problem's call, so problems that run concurrently are seen doing so.
   explicit Suite(bool overlap = false) {
@@ -75,6 +76,7 @@ struct Suite {
     EXPECT_TRUE(write_file_atomic(lvl / "2_B.py", problem_source(2)).ok());
     EXPECT_TRUE(write_file_atomic(lvl / "3_C.py", problem_source(3)).ok());
     EXPECT_TRUE(write_file_atomic(lvl / "4_Broken.py", "class Model(object):\n    pass\n").ok());
+    EXPECT_TRUE(write_file_atomic(lvl / "5_Refused.py", problem_source(5)).ok());  // no rule: a fatal LLM error
     llm.on("*", "1_A", kernel_reply("correct speedup=2.0"));
     llm.on("*", "2_B", kernel_reply("correct speedup=0.8"));
     llm.on("*", "3_C", kernel_reply("incorrect"));
@@ -110,7 +112,7 @@ const Outcome* find(const SuiteRun& r, const std::string& name) {
 
 TEST(BenchRunner, RunsEveryProblemConcurrentlyAndAFailureDoesNotStopTheSuite) {
   Suite s(/*overlap=*/true);
-  ASSERT_EQ(s.problems.size(), 4u);
+  ASSERT_EQ(s.problems.size(), 5u);
   std::vector<std::string> lines;
   std::mutex mu;
   auto o = s.options(2);
@@ -119,14 +121,18 @@ TEST(BenchRunner, RunsEveryProblemConcurrentlyAndAFailureDoesNotStopTheSuite) {
     lines.push_back(l);
   };
   auto r = run_suite(s.shared(), s.problems, o);
-  ASSERT_EQ(r.outcomes.size(), 4u);
-  EXPECT_EQ(r.created, 4);
-  EXPECT_EQ(r.failed, 1);
+  ASSERT_EQ(r.outcomes.size(), 5u);
+  EXPECT_EQ(r.created, 5);
+  EXPECT_EQ(r.failed, 2);
   const Outcome* a = find(r, "1_A");
   const Outcome* b = find(r, "2_B");
   const Outcome* c = find(r, "3_C");
   const Outcome* broken = find(r, "4_Broken");
-  ASSERT_TRUE(a && b && c && broken);
+  const Outcome* refused = find(r, "5_Refused");
+  ASSERT_TRUE(a && b && c && broken && refused);
+  EXPECT_EQ(refused->status, "failed");
+  EXPECT_FALSE(refused->correct);
+  EXPECT_NE(refused->error.find("no rule"), std::string::npos) << refused->error;
   EXPECT_EQ(a->status, "finished");
   EXPECT_TRUE(a->correct);
   EXPECT_NEAR(a->speedup_compile, 2.0, 1e-9);
@@ -154,24 +160,31 @@ TEST(BenchRunner, RunsEveryProblemConcurrentlyAndAFailureDoesNotStopTheSuite) {
   int starts = 0, ends = 0;
   for (const auto& l : lines) {
     if (l.rfind("[start]", 0) == 0) ++starts;
-    if (l.find("/4] ") != std::string::npos) ++ends;
+    if (l.find("/5] ") != std::string::npos) ++ends;
   }
-  EXPECT_EQ(starts, 4);
-  EXPECT_EQ(ends, 4);
+  EXPECT_EQ(starts, 5);
+  EXPECT_EQ(ends, 5);
 }
 
 TEST(BenchRunner, RerunSkipsFinishedProblemsWithoutNewCallsOrEvaluations) {
   Suite s;
   auto o = s.options(2);
+  // Calls for the finished problems (the failed ones are tried again).
+  auto finished_calls = [&] {
+    int n = 0;
+    for (const auto& r : s.llm.requests()) n += r.task != "5_Refused";
+    return n;
+  };
   auto first = run_suite(s.shared(), s.problems, o);
-  const int calls = static_cast<int>(s.llm.requests().size());
+  const int calls = finished_calls();
   const size_t evals = s.ev.requests().size();
   EXPECT_GT(calls, 0);
   auto second = run_suite(s.shared(), s.problems, o);
   EXPECT_EQ(second.skipped, 3);
   EXPECT_EQ(second.created, 1);  // the broken problem is tried again (and fails again)
-  EXPECT_EQ(static_cast<int>(s.llm.requests().size()), calls);
-  EXPECT_EQ(s.ev.requests().size(), evals);
+  EXPECT_EQ(second.resumed, 1);  // the refused one is resumed (and fails again)
+  EXPECT_EQ(finished_calls(), calls);
+  EXPECT_EQ(s.ev.requests().size(), evals);  // the refused problem never reached an evaluation
   for (size_t i = 0; i < first.outcomes.size(); ++i) {
     EXPECT_EQ(first.outcomes[i].correct, second.outcomes[i].correct);
     EXPECT_EQ(first.outcomes[i].speedup_compile, second.outcomes[i].speedup_compile);
@@ -220,13 +233,13 @@ TEST(BenchRunner, ShardsPartitionTheSuiteAndMergeIntoHandComputedMetrics) {
   ASSERT_EQ(rep.metrics.size(), 1u);
   const auto& m = rep.metrics[0];
   EXPECT_EQ(m.method, "parallel");
-  EXPECT_EQ(m.problems, 4);
-  EXPECT_DOUBLE_EQ(m.correct, 0.5);                 // A, B of 4
-  EXPECT_DOUBLE_EQ(m.fast_compile.at("0.5"), 0.5);  // 2.0 and 0.8 > 0.5
-  EXPECT_DOUBLE_EQ(m.fast_compile.at("1"), 0.25);   // only 2.0
+  EXPECT_EQ(m.problems, 5);
+  EXPECT_DOUBLE_EQ(m.correct, 0.4);                 // A, B of 5
+  EXPECT_DOUBLE_EQ(m.fast_compile.at("0.5"), 0.4);  // 2.0 and 0.8 > 0.5
+  EXPECT_DOUBLE_EQ(m.fast_compile.at("1"), 0.2);    // only 2.0
   EXPECT_DOUBLE_EQ(m.fast_compile.at("2"), 0.0);    // strict: 2.0 is not > 2
   EXPECT_NEAR(m.geomean_compile, std::sqrt(2.0 * 0.8), 1e-9);
-  EXPECT_EQ(m.failed_runs, 1);
+  EXPECT_EQ(m.failed_runs, 2);
 }
 
 TEST(BenchSummary, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
