@@ -116,6 +116,28 @@ expect "bench again skips finished problems" 0 "2 skipped" -- "$BIN" bench suite
 after=$(wc -l <"$CALLS")
 [[ $after -eq $before ]] && pass "the re-run called no LLM" || fail "the re-run made $((after - before)) LLM calls"
 
+# Ctrl-C mid-suite: exit 130, the runs in flight say "interrupted", and the same
+# command resumes them to the end.
+cat >slow.sh <<'SH'
+#!/bin/sh
+sleep 3
+exec "$(dirname "$0")/llm.sh"
+SH
+chmod +x slow.sh
+SLOW=("${COMMON[@]}")
+SLOW[${#SLOW[@]}-1]="exec:$T/slow.sh"
+"$BIN" bench suite --out b3 --jobs 2 "${SLOW[@]}" >"$T/int.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [[ $(grep -c '^\[start\]' "$T/int.out") -ge 2 ]] && break; sleep 0.1; done
+sleep 0.5
+kill -INT $pid
+wait $pid
+rc=$?
+[[ $rc -eq 130 ]] && pass "Ctrl-C stops the suite with 130" || { fail "Ctrl-C: exit $rc"; cat "$T/int.out"; }
+n=$(grep -l '"status": "interrupted"' b3/parallel/*/summary.json 2>/dev/null | wc -l)
+[[ $n -eq 2 ]] && pass "both runs in flight recorded as interrupted" || fail "interrupted summaries: $n"
+expect "the same command resumes them" 0 "2 of 2 correct; 0 skipped .*, 2 resumed" -- "$BIN" bench suite --out b3 --jobs 2 "${COMMON[@]}"
+
 # Two shards into one directory (as two machines would), then the merged report.
 expect "shard 0/2" 0 "1 of 2 problems" -- "$BIN" bench suite --out b2 --shard 0/2 "${COMMON[@]}"
 expect "shard 1/2" 0 "1 of 2 problems" -- "$BIN" bench suite --out b2 --shard 1/2 "${COMMON[@]}"
