@@ -144,6 +144,7 @@ int swap_cmd(int argc, char** argv) {
   fs::remove_all(staged, ec);
   fs::copy(sol, staged, fs::copy_options::recursive, ec);
   auto cleanup = [&] {
+    env.pool.reset();  // stop the worker servers before their working directory goes
     std::error_code e2;
     fs::remove_all(staged, e2);
     fs::remove_all(work, e2);

@@ -70,7 +70,7 @@ tree r1/solution >after
 cmp -s before after && pass "refused swap leaves the solution intact" || fail "refused swap changed the solution"
 tail -1 r1/events.jsonl | grep -q '"type":"swap_rejected"' && pass "refusal logged as swap_rejected" \
   || fail "no swap_rejected event"
-ls -a r1 | grep -q '^\.solution\.' && fail "staging directory left behind" || pass "no staging directory left"
+ls -a r1 | grep -qE '^\.(solution\.|swap-work-)' && fail "staging or work directory left behind" || pass "no staging directory left"
 
 # To the PyTorch reference: verified, installed, recorded, marked.
 expect "swap to pytorch" 0 "swapped linear -> pytorch .*contains PyTorch subkernels" -- \
@@ -112,6 +112,9 @@ expect "swap to a kernel file" 0 "swapped linear -> good.py in" -- \
 import json; m = json.load(open('r1/solution/manifest.json'))
 assert m['contains_pytorch_subkernels'] is False and len(m['swaps']) == 2, m" \
   && pass "no PyTorch subkernel left after swapping back" || fail "manifest after swapping back"
+
+ls -a r1 | grep -qE '^\.(solution\.|swap-work-)' && fail "a swap left a staging or work directory" \
+  || pass "no staging or work directory left after the swaps"
 
 if [[ $fails -ne 0 ]]; then echo "$fails swap check(s) failed"; exit 1; fi
 echo "all swap checks passed"
