@@ -245,12 +245,12 @@ TEST(BenchRunner, ShardsPartitionTheSuiteAndMergeIntoHandComputedMetrics) {
 TEST(BenchSummary, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
   std::vector<nlohmann::json> ev = {
       {{"type", "run_start"}},
-      {{"type", "llm_call"}, {"tokens", {{"input", 10}, {"output", 5}}}},
-      {{"type", "eval"}, {"scope", "e2e"}, {"task", "p"}, {"status", "correct"}, {"speedup_compile", 1.5},
+      {{"type", "llm_call"}, {"usage", {{"input", 10}, {"output", 5}}}},
+      {{"type", "eval"}, {"e2e", true}, {"task", "p"}, {"status", "correct"}, {"speedup_compile", 1.5},
        {"speedup_eager", 3.0}},
-      {{"type", "best"}, {"correct", true}, {"speedup", 1.5}},
+      {{"type", "best"}, {"correct", true}, {"speedup_compile", 1.5}},
       {{"type", "iteration"}},
-      {{"type", "llm_call"}, {"tokens", {{"input", 20}, {"output", 5}}}},
+      {{"type", "llm_call"}, {"usage", {{"input", 20}, {"output", 5}}}},
       {{"type", "iteration"}},
   };
   SummaryInfo info{"level1-p-abc", "p", "mkevolve", "", ""};
@@ -264,14 +264,14 @@ TEST(BenchSummary, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
   EXPECT_EQ(o.timeline[0].tokens, 15);
   EXPECT_DOUBLE_EQ(o.timeline[0].speedup_eager, 3.0);
 
-  ev.push_back({{"type", "run_end"}, {"status", "ok"}, {"correct", true}, {"best_speedup", 1.5}});
+  ev.push_back({{"type", "run_end"}, {"status", "finished"}, {"correct", true}, {"best_speedup_compile", 1.5}});
   o = outcome_from_events(ev, info);
   EXPECT_EQ(o.status, "finished");
   EXPECT_TRUE(o.correct);
   EXPECT_DOUBLE_EQ(o.speedup_compile, 1.5);
   EXPECT_DOUBLE_EQ(o.speedup_eager, 3.0);
 
-  ev.back() = {{"type", "run_end"}, {"status", "error"}, {"error", "LLM refused"}, {"correct", false}};
+  ev.back() = {{"type", "run_end"}, {"status", "failed"}, {"message", "LLM refused"}, {"correct", false}};
   o = outcome_from_events(ev, info);
   EXPECT_EQ(o.status, "failed");
   EXPECT_EQ(o.error, "LLM refused");

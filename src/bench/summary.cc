@@ -6,10 +6,10 @@ namespace mk::bench {
 
 namespace {
 
+// Tokens of one llm_call event: the sum of its usage (schema: src/run/events.h).
 int64_t call_tokens(const nlohmann::json& e) {
-  if (!e.contains("tokens")) return 0;
-  const auto& t = e["tokens"];
-  if (t.is_number()) return t.get<int64_t>();
+  if (!e.contains("usage")) return 0;
+  const auto& t = e["usage"];
   if (!t.is_object()) return 0;
   int64_t s = 0;
   for (const char* k : {"input", "output", "cache_read", "cache_write"})
@@ -61,12 +61,12 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
       ++calls;
       tokens += call_tokens(e);
     } else if (type == "eval") {
-      const bool is_whole = e.value("scope", "") == "e2e" || e.value("task", "") == info.problem_name;
+      const bool is_whole = e.value("e2e", false) || e.value("task", "") == info.problem_name;
       if (is_whole && e.value("status", "") == "correct")
         whole.emplace_back(num(e, "speedup_compile"), num(e, "speedup_eager"));
     } else if (type == "best") {
       best_correct = e.value("correct", false);
-      best_compile = num(e, "speedup");
+      best_compile = num(e, "speedup_compile");
       best_pytorch = e.value("contains_pytorch_subkernels", false);
       best_eager = 0;
       for (auto it = whole.rbegin(); it != whole.rend(); ++it)
@@ -91,12 +91,13 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
     else if (s == "interrupted") status = "interrupted";
     else {
       status = "failed";
-      o.error = end->value("error", std::string());
-      if (o.error.empty()) o.error = end->value("message", std::string());
+      o.error = end->is_object() && (*end).contains("message") && (*end)["message"].is_string()
+                    ? (*end)["message"].get<std::string>()
+                    : std::string();
       if (o.error.empty()) o.error = s.empty() ? "the run ended without a status" : "the run ended with status " + s;
     }
     if (end->contains("correct")) best_correct = end->value("correct", false);
-    if (end->contains("best_speedup")) best_compile = num(*end, "best_speedup");
+    if (end->contains("best_speedup_compile")) best_compile = num(*end, "best_speedup_compile");
     if (end->contains("contains_pytorch_subkernels")) best_pytorch = end->value("contains_pytorch_subkernels", false);
     if (end->contains("solution") && (*end)["solution"].contains("e2e")) {
       const auto& sol_e2e = (*end)["solution"]["e2e"];

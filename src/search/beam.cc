@@ -113,7 +113,6 @@ nlohmann::json llm_event(const agents::CallRecord& c, int iteration) {
   j["sample"] = c.sample;
   j["iteration"] = iteration;
   if (!c.model.empty()) j["model"] = c.model;
-  j["tokens"] = j["usage"];  // legacy name, still read by src/bench/summary.cc
   return j;
 }
 

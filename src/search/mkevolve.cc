@@ -81,7 +81,6 @@ nlohmann::json best_event(const Solution& s) {
   j["method"] = s.method;
   j["subproblems"] = s.topology.names();
   j["contains_pytorch_subkernels"] = !s.pytorch.empty();
-  j["speedup"] = s.speedup;  // legacy name, still read by src/bench/summary.cc
   return j;
 }
 
@@ -584,8 +583,6 @@ nlohmann::json run_end_event(const RunResult& res, const Solution& best) {
   e["result"] = res.status;
   e["correct"] = best.correct;
   e["contains_pytorch_subkernels"] = !best.pytorch.empty();
-  e["best_speedup"] = best.speedup;  // legacy name, still read by src/bench/summary.cc
-  if (!res.error.empty()) e["error"] = res.error;  // likewise
   if (res.status != "error" || !best.kernels.empty()) {
     e["solution"] = best.to_json();
     e["accounting"] = res.accounting;
