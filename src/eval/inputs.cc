@@ -119,13 +119,14 @@ std::string problem_input_error(const FileDefinitions& d) {
   if (!d.syntax_error.empty()) return d.path.string() + ": " + d.syntax_error + " (the problem file does not parse)";
   if (d.star_import) return {};
   std::vector<std::string> missing;
-  for (const char* n : {"Model", "get_inputs"})
-    if (!has(d, n)) missing.push_back(n);
+  if (!has(d, "Model")) missing.push_back("Model");
+  // get_input_configs() alone is enough: it lists every {get_init_inputs, get_inputs} pair.
+  if (!has(d, "get_inputs") && !has(d, "get_input_configs")) missing.push_back("get_inputs");
   if (missing.empty()) return {};
   std::string list;
   for (size_t i = 0; i < missing.size(); ++i) list += (i ? " and " : "") + missing[i];
   return d.path.string() + ": no " + list +
-         " (a KernelBench problem defines class Model, get_inputs() and get_init_inputs())";
+         " (a KernelBench problem defines class Model, get_inputs() and get_init_inputs(), or get_input_configs())";
 }
 
 std::string kernel_input_error(const FileDefinitions& d) {

@@ -173,7 +173,8 @@ TEST_F(SourcesTest, PeekNamesWhatIsMissing) {
   auto no_new = write("n.py", "class Model: pass\ndef get_inputs(): pass\n");
   auto broken = write("b.py", "class ModelNew(:\n");
   auto star = write("s.py", "from elsewhere import *\n");
-  auto defs = peek_definitions(mk::testing::test_python(), {problem, no_inputs, kernel, no_new, broken, star});
+  auto configs = write("c.py", "class Model: pass\ndef get_input_configs(): return []\n");
+  auto defs = peek_definitions(mk::testing::test_python(), {problem, no_inputs, kernel, no_new, broken, star, configs});
   ASSERT_TRUE(defs.ok()) << defs.error();
   EXPECT_EQ(problem_input_error((*defs)[0]), "");
   EXPECT_NE(problem_input_error((*defs)[1]).find("q.py: no get_inputs"), std::string::npos);
@@ -183,6 +184,7 @@ TEST_F(SourcesTest, PeekNamesWhatIsMissing) {
   EXPECT_EQ(kernel_input_error((*defs)[4]), "");  // the worker reports syntax errors as compile errors
   EXPECT_NE(problem_input_error((*defs)[4]).find("line 1"), std::string::npos);
   EXPECT_EQ(kernel_input_error((*defs)[5]), "");
+  EXPECT_EQ(problem_input_error((*defs)[6]), "");  // get_input_configs() alone is a complete problem
   auto nopy = peek_definitions("/nonexistent/python", {problem});
   ASSERT_FALSE(nopy.ok());
   EXPECT_NE(nopy.error().find("/nonexistent/python"), std::string::npos);
