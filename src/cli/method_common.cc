@@ -329,7 +329,11 @@ int run_in_directory(RunRequest req) {
   }
   if (out.wrote_solution) {
     std::string eager = best.e2e.speedup_eager > 0 ? fmt::format(", {:.2f}x vs eager", best.e2e.speedup_eager) : "";
-    std::printf("best: %.3fx vs torch.compile%s; %zu subkernel%s%s\n", best.speedup, eager.c_str(),
+    // Without a torch.compile baseline (e.g. a torch that has none) say so rather than print 0x.
+    std::string vs_compile = best.e2e.compiled.valid || best.speedup > 0
+                                 ? fmt::format("{:.3f}x vs torch.compile", best.speedup)
+                                 : std::string("no torch.compile baseline on this machine");
+    std::printf("best: %s%s; %zu subkernel%s%s\n", vs_compile.c_str(), eager.c_str(),
                 best.topology.subproblems.size(), best.topology.subproblems.size() == 1 ? "" : "s",
                 best.pytorch.empty() ? "" : " (contains PyTorch subkernels: not pure Triton)");
     std::printf("solution: %s  (from solution.decomposed_solution import ModelNew)\n",
