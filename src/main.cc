@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/registry.h"
+#include "util/strings.h"
 
 namespace mk::cli {
 
@@ -14,18 +15,6 @@ namespace {
 std::vector<Command>& table() {
   static std::vector<Command> t;
   return t;
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 void usage(FILE* out) {
@@ -72,7 +61,7 @@ int main(int argc, char** argv) {
   std::string best;
   size_t best_d = 3;
   for (const auto& c : commands()) {
-    size_t d = edit_distance(name, c.name);
+    size_t d = mk::edit_distance(name, c.name);
     if (d < best_d) best_d = d, best = c.name;
   }
   std::fprintf(stderr, "mkevolve: unknown command '%s'", name.c_str());

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "util/strings.h"
+
 namespace mk::agents {
 
 const char* kKernelFormatHint =
@@ -15,17 +17,6 @@ const char* kFilesFormatHint =
     "```python file=decomposed_problem.py and ```python file=subkernel_problems/<name>.py.";
 
 namespace {
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.push_back(line);
-  }
-  return out;
-}
 
 std::string strip_quotes(std::string s) {
   while (!s.empty() && (s.front() == '"' || s.front() == '\'' || s.front() == '`')) s.erase(s.begin());
@@ -86,7 +77,7 @@ std::vector<CodeBlock> extract_code_blocks(const std::string& text) {
   static const std::regex fence_open(R"(^\s{0,3}(`{3,}|~{3,})\s*(.*)$)");
   static const std::regex file_comment(R"(^\s*#\s*(?:file|path|filename)\s*:\s*(\S+\.py)\s*$)", std::regex::icase);
   std::vector<CodeBlock> out;
-  auto lines = lines_of(text);
+  auto lines = split_lines(text);
   std::string prev_text_line;
   for (size_t i = 0; i < lines.size(); ++i) {
     std::smatch m;

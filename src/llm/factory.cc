@@ -6,6 +6,7 @@
 #include "llm/backends.h"
 #include "llm/decorators.h"
 #include "util/env.h"
+#include "util/strings.h"
 
 namespace mk::llm {
 
@@ -13,18 +14,6 @@ namespace {
 
 const char* kKinds[] = {"openai", "anthropic", "bedrock", "exec", "replay"};
 const char* kUsage = "use openai:MODEL, anthropic:MODEL, bedrock:MODEL, exec:COMMAND or replay:FILE";
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 std::string env_get(const Env& env, const char* name) {
   auto it = env.find(name);

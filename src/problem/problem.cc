@@ -10,21 +10,11 @@
 
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/strings.h"
 
 namespace mk::problem {
 
 namespace {
-
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.push_back(line);
-  }
-  return out;
-}
 
 std::string camel(const std::string& name) {
   std::string out;

@@ -7,6 +7,7 @@
 #include "util/env.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/strings.h"
 #include "util/subprocess.h"
 
 namespace mk {
@@ -156,6 +157,18 @@ TEST(Env, LooksSecret) {
 TEST(Env, RedactsRegisteredSecrets) {
   register_secret("config-file-key-xyz");
   EXPECT_EQ(redact_secrets("auth: config-file-key-xyz!"), "auth: [REDACTED]!");
+}
+
+TEST(Strings, EditDistance) {
+  EXPECT_EQ(edit_distance("eval", "eval"), 0u);
+  EXPECT_EQ(edit_distance("evl", "eval"), 1u);
+  EXPECT_EQ(edit_distance("bench", "bench-report"), 7u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+}
+
+TEST(Strings, SplitLinesDropsCarriageReturns) {
+  EXPECT_EQ(split_lines("a\r\nb\n\nc"), (std::vector<std::string>{"a", "b", "", "c"}));
+  EXPECT_TRUE(split_lines("").empty());
 }
 
 }  // namespace

@@ -1,0 +1,15 @@
+// Small string helpers shared across components.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mk {
+
+/// Levenshtein distance, for "did you mean" suggestions.
+size_t edit_distance(const std::string& a, const std::string& b);
+
+/// Splits text into lines, dropping the newline and a trailing '\r' of each.
+std::vector<std::string> split_lines(const std::string& s);
+
+}  // namespace mk
