@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "report/json_fields.h"
 #include "report/summary.h"
 #include "report/svg.h"
 
@@ -14,23 +15,7 @@ namespace mk::report {
 namespace {
 
 using nlohmann::json;
-
-std::string str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::optional<double> optnum(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-int64_t integer(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return 0;
-  return it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
-}
+using namespace fields;
 
 std::string x(const std::optional<double>& v) {
   if (!v) return "\u2014";

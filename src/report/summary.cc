@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "report/json_fields.h"
 #include "report/svg.h"
 
 namespace mk::report {
@@ -11,37 +12,7 @@ namespace mk::report {
 namespace {
 
 using nlohmann::json;
-
-std::string str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::optional<double> optnum(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-int64_t integer(const json& j, const char* key, int64_t def = 0) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return def;
-  return it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
-}
-
-bool boolean(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_boolean() && it->get<bool>();
-}
-
-std::vector<std::string> strings(const json& j, const char* key) {
-  std::vector<std::string> out;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) return out;
-  for (const auto& x : *it)
-    if (x.is_string()) out.push_back(x.get<std::string>());
-  return out;
-}
+using namespace fields;
 
 void add_usage(TokenTotals& t, const json& ev) {
   ++t.calls;
