@@ -40,25 +40,7 @@ int bench_cmd(int argc, char** argv) {
   app.add_option("--jobs,-j", jobs, "problems run at once")->capture_default_str();
   app.add_option("--shard", shard_text, "I/N: run only the problems at positions I, I+N, ... (0 <= I < N)")
       ->capture_default_str();
-  app.add_option("--method", o.method, "mkevolve, parallel, beam or single-split")
-      ->check(CLI::IsMember({"mkevolve", "parallel", "beam", "single-split"}))
-      ->capture_default_str();
-  app.add_flag("--fuse", o.fuse, "let LLMFuse merge subproblems when none fails (MKEvolve (Fuse))");
-  app.add_option("--swap", o.swap_tau, "after the search, replace subkernels slower than TAU x torch.compile with PyTorch")
-      ->expected(0, 1)
-      ->default_str("0.9");
-  app.add_option("--postfuse", o.postfuse, "LLM calls for fusing the final modular solution into one kernel")
-      ->capture_default_str();
-  app.add_option("--iterations", o.iterations, "outer iterations T")->capture_default_str();
-  app.add_option("--refine-every", o.refine_every, "split/fuse every L iterations")->capture_default_str();
-  app.add_option("--calls-per-iter", o.calls_per_iter, "kernel-writing LLM calls per iteration")->capture_default_str();
-  app.add_option("--beam-width", o.beam_width, "beam width")->capture_default_str();
-  app.add_option("--expansion", o.expansion, "children per beam member per round")->capture_default_str();
-  app.add_option("--decompose-workers", o.decompose_workers, "parallel decomposition workers K")->capture_default_str();
-  app.add_option("--decompose-attempts", o.decompose_attempts, "tries per decomposition worker")
-      ->capture_default_str();
-  app.add_option("--refine-attempts", o.refine_attempts, "tries per split or fuse")->capture_default_str();
-  app.add_option("--max-tokens", o.max_tokens, "reply token limit per LLM call")->capture_default_str();
+  method::add_search_flags(app, o);
   method::add_env_flags(app, env_flags, true);
   method::add_eval_flags(app, o.eval);
   app.add_flag("-q,--quiet", quiet, "print only the final table");
@@ -75,11 +57,7 @@ int bench_cmd(int argc, char** argv) {
     return kExitUsage;
   };
   if (jobs < 1) return usage("--jobs must be at least 1");
-  if (o.iterations < 1 || o.calls_per_iter < 1 || o.beam_width < 1 || o.expansion < 1 || o.refine_every < 1 ||
-      o.decompose_workers < 1 || o.decompose_attempts < 1 || o.refine_attempts < 1 || o.postfuse < 0)
-    return usage("--iterations, --calls-per-iter, --beam-width, --expansion, --refine-every and the attempt counts "
-                 "must be positive; --postfuse not negative");
-  if (o.swap_tau && *o.swap_tau <= 0) return usage("--swap TAU must be positive");
+  if (std::string err = method::search_options_error(o); !err.empty()) return usage(err);
   auto shard = bench::parse_shard(shard_text);
   if (!shard) return usage(shard.error());
   std::vector<fs::path> args(problems.begin(), problems.end());

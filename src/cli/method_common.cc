@@ -48,6 +48,40 @@ void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
   app.add_option("--seed", o.seed, "seed for inputs and weights")->capture_default_str();
 }
 
+void add_search_flags(CLI::App& app, search::SearchOptions& o) {
+  app.add_option("--method", o.method, "mkevolve, parallel, beam or single-split")
+      ->check(CLI::IsMember({"mkevolve", "parallel", "beam", "single-split"}))
+      ->capture_default_str();
+  app.add_flag("--fuse", o.fuse, "let LLMFuse merge subproblems when none fails (MKEvolve (Fuse))");
+  app.add_option("--swap", o.swap_tau,
+                 "after the search, replace subkernels slower than TAU x their subproblem's torch.compile with the "
+                 "PyTorch reference (or, in run, the --swap-with kernel); the solution is then marked as containing PyTorch")
+      ->expected(0, 1)
+      ->default_str("0.9");
+  app.add_option("--postfuse", o.postfuse, "LLM calls for fusing the final modular solution into one kernel")
+      ->capture_default_str();
+  app.add_option("--iterations", o.iterations, "outer iterations T")->capture_default_str();
+  app.add_option("--refine-every", o.refine_every, "split/fuse every L iterations (when t mod L == 0)")
+      ->capture_default_str();
+  app.add_option("--calls-per-iter", o.calls_per_iter, "kernel-writing LLM calls per iteration")->capture_default_str();
+  app.add_option("--beam-width", o.beam_width, "beam width")->capture_default_str();
+  app.add_option("--expansion", o.expansion, "children per beam member per round")->capture_default_str();
+  app.add_option("--decompose-workers", o.decompose_workers, "parallel decomposition workers K")->capture_default_str();
+  app.add_option("--decompose-attempts", o.decompose_attempts, "tries per decomposition worker")
+      ->capture_default_str();
+  app.add_option("--refine-attempts", o.refine_attempts, "tries per split or fuse")->capture_default_str();
+  app.add_option("--max-tokens", o.max_tokens, "reply token limit per LLM call")->capture_default_str();
+}
+
+std::string search_options_error(const search::SearchOptions& o) {
+  if (o.iterations < 1 || o.calls_per_iter < 1 || o.beam_width < 1 || o.expansion < 1 || o.refine_every < 1 ||
+      o.decompose_workers < 1 || o.decompose_attempts < 1 || o.refine_attempts < 1 || o.postfuse < 0)
+    return "--iterations, --calls-per-iter, --beam-width, --expansion, --refine-every and the attempt counts "
+           "must be positive; --postfuse not negative";
+  if (o.swap_tau && *o.swap_tau <= 0) return "--swap TAU must be positive";
+  return {};
+}
+
 int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cache, Env* env,
               std::vector<std::string>* missing) {
   auto say = [&](const std::string& m) { std::fprintf(stderr, "mkevolve %s: %s\n", cmd.c_str(), m.c_str()); };
