@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,6 +18,38 @@ namespace mk {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A child may exit without reading all of its stdin (an `exec:` LLM command
+// that ignores the request, a crashed worker). Writing to that pipe raises
+// SIGPIPE, whose default action kills the whole program. While one of these
+// guards lives, the calling thread has SIGPIPE blocked, so the write fails with
+// EPIPE instead; the destructor discards the pending signal and restores the mask.
+class SigpipeGuard {
+ public:
+  SigpipeGuard() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+    was_blocked_ = sigismember(&old_, SIGPIPE) == 1;
+  }
+  ~SigpipeGuard() {
+    if (was_blocked_) return;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    struct timespec zero = {0, 0};
+    while (::sigtimedwait(&set, nullptr, &zero) > 0) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeGuard(const SigpipeGuard&) = delete;
+  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+ private:
+  sigset_t old_;
+  bool was_blocked_ = false;
+};
 
 struct Prepared {
   std::vector<std::string> env_strings;
@@ -168,6 +201,7 @@ SubprocessResult run_subprocess(const SubprocessOptions& opts, const std::string
     drain(idx_out, out_fd, r.out);
     drain(idx_err, err_fd, r.err);
     if (idx_in >= 0 && (fds[idx_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      SigpipeGuard no_sigpipe;
       ssize_t n = ::write(in_fd, stdin_data.data() + written, stdin_data.size() - written);
       if (n > 0) written += static_cast<size_t>(n);
       if (n < 0 && errno != EAGAIN && errno != EINTR) written = stdin_data.size();
@@ -215,6 +249,7 @@ Subprocess::~Subprocess() {
 }
 
 bool Subprocess::write_all(const std::string& data) {
+  SigpipeGuard no_sigpipe;
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = ::send(in_fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);

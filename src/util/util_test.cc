@@ -1,3 +1,4 @@
+#include <signal.h>
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -83,6 +84,28 @@ TEST(Subprocess, FeedsStdin) {
   auto r = run_subprocess(o, big, 10s);
   ASSERT_TRUE(r.ok()) << r.describe();
   EXPECT_EQ(r.out.size(), big.size());
+}
+
+TEST(Subprocess, ChildThatIgnoresItsStdinDoesNotKillUs) {
+  // Writing a big stdin to a child that exits at once raises SIGPIPE; with the
+  // default action that would end this test program (exit 141), as it once ended
+  // `mkevolve bench` under an exec: LLM command that did not read its request.
+  SubprocessOptions o;
+  o.argv = {"sh", "-c", "exit 0"};
+  std::string big(8 << 20, 'x');
+  for (int i = 0; i < 20; ++i) {
+    auto r = run_subprocess(o, big, 10s);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+  }
+  std::string err;
+  auto sp = Subprocess::start(o, &err);
+  ASSERT_TRUE(sp) << err;
+  std::this_thread::sleep_for(200ms);  // it has exited; its stdin has no reader
+  EXPECT_FALSE(sp->write_all(big));
+  // The signal mask is as it was: SIGPIPE is not left blocked.
+  sigset_t cur;
+  pthread_sigmask(SIG_SETMASK, nullptr, &cur);
+  EXPECT_EQ(sigismember(&cur, SIGPIPE), 0);
 }
 
 TEST(Subprocess, TimeoutKillsTheWholeGroup) {
