@@ -1,5 +1,6 @@
 #include "eval/pool.h"
 
+#include <cctype>
 #include <signal.h>
 #include <unistd.h>
 
@@ -24,6 +25,9 @@ struct WorkerPool::Slot {
   int gpu = -1;              ///< visible GPU index, -1 for the CPU slot
   std::string gpu_name;      ///< "cpu" for the CPU slot
   std::string device;        ///< CUDA_VISIBLE_DEVICES for its server
+  /// Shared by every slot (and every pool on the host) on the same physical GPU:
+  /// the worker holds it while a candidate or baseline is timed (gpulock.py).
+  fs::path timing_lock;
   fs::path dir;
   std::unique_ptr<Server> server;  ///< used by the slot thread only, except under server_mu
   std::mutex server_mu;
@@ -138,19 +142,23 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   if (o.cache_baselines)
     pool->baselines_.emplace(o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir));
 
-  auto add_slot = [&](int gpu, const std::string& name, const std::string& device) {
+  auto add_slot = [&](int gpu, const std::string& name, const std::string& device, const std::string& uuid) {
     auto s = std::make_unique<Slot>();
     s->index = static_cast<int>(pool->slots_.size());
     s->gpu = gpu;
     s->gpu_name = name;
     s->device = device;
+    std::string key = !uuid.empty() ? uuid : !device.empty() ? device : "cpu";
+    for (char& c : key)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+    s->timing_lock = fs::temp_directory_path(ec) / ("mkevolve-timing-" + key + ".lock");
     s->dir = pool->work_dir_ / ("slot" + std::to_string(s->index));
     fs::create_directories(s->dir, ec);
     pool->slots_.push_back(std::move(s));
   };
   for (const auto& g : pool->gpus_)
-    for (int k = 0; k < o.slots_per_gpu; ++k) add_slot(g.index, g.name, g.device);
-  if (pool->gpus_.empty()) add_slot(-1, "cpu", "");
+    for (int k = 0; k < o.slots_per_gpu; ++k) add_slot(g.index, g.name, g.device, g.uuid);
+  if (pool->gpus_.empty()) add_slot(-1, "cpu", "", "");
   for (auto& s : pool->slots_) {
     Slot* raw = s.get();
     s->thread = std::thread([p = pool.get(), raw] { p->slot_loop(*raw); });
@@ -258,6 +266,7 @@ mk::Status WorkerPool::ensure_server(Slot& slot) {
   cfg.env["PYTHONPATH"] = pp;
   cfg.env["PYTHONDONTWRITEBYTECODE"] = "1";
   cfg.env["PYTHONUNBUFFERED"] = "1";
+  cfg.env["MKEVOLVE_TIMING_LOCK"] = slot.timing_lock.string();
   for (const auto& [k, v] : opts_.extra_env) cfg.env[k] = v;
   // A fresh private cwd per server: nothing a candidate wrote leaks into the next server.
   cfg.cwd = slot.dir / "cwd";

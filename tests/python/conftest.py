@@ -26,7 +26,10 @@ if WORKER_DIR not in sys.path:
 def worker_server(tmp_path_factory):
     """A test-mode server whose own environment holds a planted secret."""
     cwd = str(tmp_path_factory.mktemp("server-cwd"))
-    client = WorkerClient(["--test-mode"], extra_env={"FOO_API_KEY": "sk-planted-secret-123456"}, cwd=cwd)
+    lock = str(tmp_path_factory.mktemp("locks") / "timing.lock")
+    client = WorkerClient(["--test-mode"], extra_env={"FOO_API_KEY": "sk-planted-secret-123456",
+                                                      "MKEVOLVE_TIMING_LOCK": lock}, cwd=cwd)
     client.cwd = cwd
+    client.timing_lock = lock
     yield client
     client.close()

@@ -157,6 +157,37 @@ def test_caching_results_between_timed_calls_is_caught(worker_server):
     assert honest["checks"]["timed_output"] == {"checked": True, "ok": True}
 
 
+def test_timed_phase_waits_for_the_gpu_timing_lock(worker_server):
+    """Another slot timing on the same GPU holds the lock: the candidate's timed
+    phase waits for it (and says so), and the wait is not a timeout."""
+    import threading
+
+    from mkevolve_worker import gpulock
+    held = gpulock.TimingLock(worker_server.timing_lock)
+    assert held.acquire(5)["held"]
+    threading.Timer(1.5, held.release).start()
+    r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1)
+    assert r["status"] == "correct", r
+    rec = r["checks"]["timing_lock"]
+    assert rec["held"] is True and rec["waited_s"] >= 1.0, rec
+    # Free lock: no wait to speak of.
+    r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1, seed=7)
+    assert r["checks"]["timing_lock"]["held"] is True and r["checks"]["timing_lock"]["waited_s"] < 1.0, r
+
+
+def test_timing_lock_gives_up_after_its_wait(tmp_path):
+    from mkevolve_worker import gpulock
+    a, b = gpulock.TimingLock(str(tmp_path / "l")), gpulock.TimingLock(str(tmp_path / "l"))
+    assert a.acquire(1)["held"]
+    rec = b.acquire(0.2)
+    assert rec["held"] is False and "busy" in rec["error"] and rec["waited_s"] >= 0.2
+    a.release()
+    assert b.acquire(0.2)["held"] and b.held
+    b.release()
+    rec = gpulock.TimingLock(str(tmp_path / "no-such-dir" / "l")).acquire(0.1)
+    assert rec["held"] is False and "cannot open" in rec["error"]
+
+
 def test_eval_with_baselines(worker_server):
     r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1, baselines=True)
     assert r["status"] == "correct", r

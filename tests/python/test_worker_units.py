@@ -329,3 +329,15 @@ def test_candidate_files_of_a_package(tmp_path):
     files = loader.candidate_files(str(d / "decomposed_solution.py"))
     assert str(d / "sub" / "k.py") in files and len(files) == 4
     assert loader.candidate_files(str(tmp_path / "x.py")) == [str(tmp_path / "x.py")]
+
+
+# -- timing spread ------------------------------------------------------------
+
+
+def test_timing_spread_percentiles_and_halves():
+    times = [float(x) for x in range(1, 101)]  # 1..100 ms in call order: a slow ramp
+    s = timing.spread(times)
+    assert s["p10_ms"] == 11.0 and s["p25_ms"] == 26.0 and s["p75_ms"] == 75.0 and s["p90_ms"] == 90.0
+    assert s["first_half_median_ms"] == 25.5 and s["second_half_median_ms"] == 75.5
+    one = timing.spread([0.5])
+    assert one["p10_ms"] == one["p90_ms"] == 0.5 and "first_half_median_ms" not in one

@@ -247,6 +247,13 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
                 os.unlink(os.path.join(ctx.dir, "trace.json"))
             except OSError:
                 pass
+        # The timed phase waits for the server's second go: the server first
+        # takes the GPU's timing lock (gpulock.py), so no other candidate or
+        # baseline on this GPU is timed at the same time.
+        where = "waiting for the GPU timing lock"
+        ctx.send({"ev": "timing_ready"})
+        if not ctx.wait_go():
+            return 0
         where = "timing"
         ctx.send({"ev": "phase", "phase": where})
         refill = timing.make_refill(bufs, pool, last)

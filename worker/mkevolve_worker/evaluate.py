@@ -26,7 +26,7 @@ import os
 import signal
 import time
 
-from . import children, errors, isolation, loader, tensorio
+from . import children, errors, gpulock, isolation, loader, tensorio
 from . import correctness as C
 
 
@@ -242,8 +242,9 @@ class Evaluator:
                     state["error"] = e
                 phase_s.append(["compared", round(time.monotonic() - child.started, 3)])
                 if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
-                    self.progress("timing")
-                    state["phase"] = "profiling and timing"
+                    self.progress("profiling")
+                    state["phase"] = "profiling"
+                    state["gate"] = "profiling"
                     child.go()
                 else:
                     state["killed"] = True
@@ -251,6 +252,16 @@ class Evaluator:
                         os.killpg(child.pid, signal.SIGKILL)
                     except OSError:
                         pass
+            elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not lock.held:
+                # One timed phase per GPU at a time (gpulock.py). Profiling ran
+                # outside the lock; the wait does not count against the deadline.
+                self.progress("waiting for the GPU")
+                res.checks["timing_lock"] = lock.acquire(opts["timeout_s"])
+                phase_s.append(["timing lock taken", round(time.monotonic() - child.started, 3)])
+                self.progress("timing")
+                state["phase"] = "timing"
+                state["gate"] = "timing"
+                child.go()
 
         self.progress("candidate")
         # Candidates share one Triton cache per server (compiling the launcher
@@ -261,8 +272,12 @@ class Evaluator:
         res.checks["isolation"] = {"pid": cand.pid, "network": "unknown",
                                    "cwd": "private temp dir", "env": "scrubbed"}
         res.checks["phases_s"] = phase_s
+        lock = gpulock.TimingLock()
         try:
-            isolation.supervise(cand, opts["timeout_s"], on_event)
+            try:
+                isolation.supervise(cand, opts["timeout_s"], on_event)
+            finally:
+                lock.release()
             phase_s.append(["exited", round(time.monotonic() - cand.started, 3)])
             if state["error"] is not None:
                 raise state["error"]
@@ -320,13 +335,14 @@ class Evaluator:
         if not isinstance(times, list) or not times or not all(
                 isinstance(x, (int, float)) and x == x and 0 <= x < 1e7 for x in times):
             return res.fail("malformed_result", "the candidate's timing record is malformed", t_start)
-        from .timing import summarize, wall_clock_verdict
+        from .timing import spread, summarize, wall_clock_verdict
         s = summarize([float(x) for x in times])
         res.runtime_ms = {"median": s["median"], "mean": s["mean"]}
         res.checks["timing"] = {"warmup": opts["warmup"], "trials": len(times), "min_ms": s["min"], "max_ms": s["max"],
                                 "l2_flush_bytes": timing_json.get("l2_flush_bytes"), "tf32": False,
                                 "inputs": "same buffers refilled with new values before every call",
-                                "clock": "cuda events" if device == "cuda" else "cpu wall clock (test mode)"}
+                                "clock": "cuda events" if device == "cuda" else "cpu wall clock (test mode)",
+                                **spread(times)}
         problems: list[tuple[str, str]] = []
         # Runtime profile.
         if device == "cuda" and not opts["profile"]:
@@ -392,9 +408,20 @@ class Evaluator:
         device = self._device(opts)
         job = {"problem": problem, "opts": opts, "device": device}
         self.progress("baselines")
-        child = isolation.spawn("base", lambda ctx: children.baseline_body(ctx, job), cut_network=False)
+        # The baseline child times as a candidate does, so it too holds the GPU's
+        # timing lock (for its whole life: baselines are measured once and cached).
+        lock = gpulock.TimingLock()
+        lock_rec = lock.acquire(max(opts["timeout_s"], 60) * 2)
         try:
-            isolation.supervise(child, max(opts["timeout_s"], 60) * 2)
+            child = isolation.spawn("base", lambda ctx: children.baseline_body(ctx, job), cut_network=False)
+        except BaseException:
+            lock.release()
+            raise
+        try:
+            try:
+                isolation.supervise(child, max(opts["timeout_s"], 60) * 2)
+            finally:
+                lock.release()
             err = _read_json(child.path("error.json"))
             out = _read_json(child.path("baseline.json"))
             if child.timed_out:
@@ -404,6 +431,7 @@ class Evaluator:
             if not isinstance(out, dict):
                 raise ProblemError(f"{problem}: the baseline child died: {_first_line(child.tail()) or 'no output'}")
             out["device"] = device
+            out["timing_lock"] = lock_rec
             return out
         finally:
             isolation.cleanup_dir(child.dir)

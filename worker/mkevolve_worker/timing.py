@@ -24,6 +24,23 @@ def summarize(times_ms: list[float]) -> dict:
             "min": min(times_ms), "max": max(times_ms), "n": len(times_ms)}
 
 
+def spread(times_ms: list[float]) -> dict:
+    """How the timed calls were distributed, for diagnosing unstable timings:
+    percentiles, and the medians of the first and second half in call order (a
+    first half much slower than the second points at clocks still ramping up)."""
+    xs = sorted(times_ms)
+    n = len(xs)
+
+    def pct(p: float) -> float:
+        return xs[min(n - 1, max(0, round(p / 100 * (n - 1))))]
+    half = n // 2
+    out = {"p10_ms": pct(10), "p25_ms": pct(25), "p75_ms": pct(75), "p90_ms": pct(90)}
+    if half >= 1:
+        out["first_half_median_ms"] = statistics.median(times_ms[:half])
+        out["second_half_median_ms"] = statistics.median(times_ms[half:])
+    return out
+
+
 def l2_flush_buffer(device):
     """A buffer at least 4x the L2 size (and at least 256 MiB)."""
     import torch
