@@ -12,8 +12,21 @@
 #             verdicts: speedups must agree within 2%
 #   bench     scripts/bench_eval_throughput.py: evaluations per minute, one pool
 #             versus a fresh Python process per candidate
+#   run       `mkevolve run` of 06_mlp3 with the hand-written fixture session
+#             examples/sessions/mlp3_gpu.jsonl, then the composed solution/
+#             re-verified on its own with `mkevolve eval`
+#   suite     `mkevolve bench` over 01_relu, 06_mlp3 and 07_attention_block with
+#             the fixture LLM examples/sessions/gpu_fixture.py, then bench-report
+#   concurrency  issue 4's target: a default 160-call `mkevolve run` of
+#             07_attention_block (3 subproblems) with the fixture LLM answering
+#             after 20 s; wall time against the 8-minute target
 #
-# Environment: OUT (results folder; default build-gpu-suite/), MKEVOLVE_PYTHON
+# GPU_SUITE_MANIFEST_FILTER (regex on "PROBLEM TIMEOUT": run only those manifest
+# groups), GPU_SUITE_SLOTS (concurrency stage's --slots-per-gpu, default 1),
+# GPU_SUITE_BENCH_SLOTS (bench stage, default "1,4").
+# Environment: OUT (results folder; default build-gpu-suite/; with OUT set only
+# summary-TAG.txt and logs-TAG.tgz are written there, TAG = $GPU_SUITE_TAG or
+# "suite", so two suites can run side by side), MKEVOLVE_PYTHON
 # (default python3), MKEVOLVE_BIN, GPU_SUITE_STAGES (default "build pytest manifest
 # repeat bench"). TF32 is off everywhere (the worker and the tests turn it off).
 # Exit status: 0 when every stage that ran passed, 1 otherwise.
@@ -54,13 +67,32 @@ stage_result() {  # name rc seconds
   note "$(printf 'stage %-9s %-14s %4ss' "$1" "$verdict" "$3")"
 }
 want() { [[ " $STAGES " == *" $1 "* ]]; }
+finish() {
+  echo
+  echo "==================== gpu-suite summary ===================="
+  cat "$SUMMARY"
+  if [ -n "${OUT:-}" ]; then
+    mkdir -p "$OUT"
+    TAG=${GPU_SUITE_TAG:-suite}
+    cp "$SUMMARY" "$OUT/summary-$TAG.txt"
+    # Everything but compiled caches (the device tool brings back at most 8 files).
+    tar -czf "$OUT/logs-$TAG.tgz" --exclude='*triton-cache*' --exclude='*inductor-cache*' --exclude='*.so' \
+      -C "$WORK" . 2>/dev/null
+    echo "results under $OUT (everything in logs-$TAG.tgz)"
+  else
+    echo "results under $WORK"
+  fi
+  rm -rf "$CACHES"
+}
+# Stopped from outside (a time limit): still leave the summary and the logs.
+trap 'note "gpu-suite: interrupted by a signal"; FAILED=1; finish; exit 1' TERM INT
 
 note "gpu-suite $(date -u +%Y-%m-%dT%H:%M:%SZ)  $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 note "$("$PY" -c 'import sys, torch, triton; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__)' 2>&1 | tail -1)"
 
 # --- build -------------------------------------------------------------------
 BIN=${MKEVOLVE_BIN:-}
-if want build || want manifest || want repeat || want bench; then
+if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency; then
   t0=$SECONDS
   rc=0
   if [ -z "$BIN" ]; then
@@ -111,6 +143,10 @@ for (problem, timeout), kernels in groups.items():
     print(problem, timeout, " ".join(kernels))
 PYEOF
     while read -r problem timeout kernels; do
+      # GPU_SUITE_MANIFEST_FILTER: an extended regex on "PROBLEM TIMEOUT" (re-runs of some groups).
+      if [ -n "${GPU_SUITE_MANIFEST_FILTER:-}" ] && ! [[ "$problem $timeout" =~ $GPU_SUITE_MANIFEST_FILTER ]]; then
+        continue
+      fi
       args=()
       for k in $kernels; do args+=(--kernel "$k"); done
       echo "== mkevolve eval --problem $problem (${#args[@]} / 2 kernels, --timeout $timeout)"
@@ -142,7 +178,7 @@ if want repeat; then
       for pair in "${REPEAT_SET[@]}"; do
         read -r problem kernel <<<"$pair"
         # A fresh cache folder per run: both runs measure candidate and baselines anew.
-        XDG_CACHE_HOME=$CACHES/repeat-$run timeout 200 "$BIN" eval --json --no-cache \
+        XDG_CACHE_HOME=$CACHES/repeat-$run timeout -k 10 200 "$BIN" eval --json --no-cache \
           --problem "$problem" --kernel "$kernel" >>"$OUTDIR/repeat_$run.jsonl" 2>>"$OUTDIR/repeat_stderr.log" </dev/null
       done
     done
@@ -188,7 +224,7 @@ if want bench; then
     stage_result bench 1 0
   else
     # Reuses the baselines the manifest stage measured (no clock includes baselines).
-    timeout 400 "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" --python "$PY" \
+    timeout 480 "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" --python "$PY" --slots "${GPU_SUITE_BENCH_SLOTS:-1,4}" \
       --cache-home "$CACHES/manifest" --json-out "$OUTDIR/throughput.json" 2>&1 | tee "$OUTDIR/throughput.txt"
     rc=${PIPESTATUS[0]}
     grep -E '^(pool|fresh|ratio|NOT A|verdicts differ)' "$OUTDIR/throughput.txt" >>"$SUMMARY"
@@ -196,18 +232,97 @@ if want bench; then
   fi
 fi
 
-echo
-echo "==================== gpu-suite summary ===================="
-cat "$SUMMARY"
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT"
-  for f in summary.txt pytest.log examples_gpu.json manifest_results.jsonl manifest_check.txt repeat.txt throughput.json; do
-    [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUT/"
-  done
-  tar -czf "$OUT/suite-logs.tgz" -C "$WORK" . 2>/dev/null
-  echo "results under $OUT (everything in suite-logs.tgz)"
-else
-  echo "results under $WORK"
+# --- run: the whole method on 06_mlp3 with the fixture session -----------------
+if want run; then
+  t0=$SECONDS
+  if [ -z "$BIN" ]; then
+    note "run: skipped, no mkevolve binary"
+    stage_result run 1 0
+  else
+    export XDG_CACHE_HOME=$CACHES/run
+    # HAND-WRITTEN FIXTURE session (examples/sessions/README.md), not an LLM's replies.
+    timeout 420 "$BIN" run examples/problems/06_mlp3.py --llm replay:examples/sessions/mlp3_gpu.jsonl \
+      --out "$WORK/run-mlp3" --iterations 3 --calls-per-iter 8 --refine-every 5 --decompose-workers 1 \
+      >"$OUTDIR/run.log" 2>&1 </dev/null
+    rc=$?
+    tail -n 12 "$OUTDIR/run.log"
+    note "run: mkevolve run exit $rc"
+    if [ $rc -eq 0 ]; then
+      # The composed package, verified again from scratch as a user would.
+      timeout 300 "$BIN" eval --json --no-cache --problem examples/problems/06_mlp3.py \
+        --kernel "$WORK/run-mlp3/solution" >"$OUTDIR/run_solution_eval.json" 2>>"$OUTDIR/run.log" </dev/null
+      rc=$?
+      note "run: solution re-verified: $("$PY" -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["status"], "speedup", o.get("speedup"), "max_abs_err", o.get("max_abs_err"))' "$OUTDIR/run_solution_eval.json" 2>&1 | tail -1)"
+      grep -q '"status": *"correct"' "$OUTDIR/run_solution_eval.json" || rc=1
+    fi
+    stage_result run $rc $((SECONDS - t0))
+  fi
 fi
-rm -rf "$CACHES"
+
+# --- suite: a 3-problem bench with the fixture LLM -------------------------------
+if want suite; then
+  t0=$SECONDS
+  if [ -z "$BIN" ]; then
+    note "suite: skipped, no mkevolve binary"
+    stage_result suite 1 0
+  else
+    export XDG_CACHE_HOME=$CACHES/suite
+    # gpu_fixture.py is a HAND-WRITTEN FIXTURE LLM, not a real one.
+    # shellcheck disable=SC2086
+    timeout -k 15 "${GPU_SUITE_SUITE_LIMIT:-480}" "$BIN" bench examples/problems/01_relu.py examples/problems/06_mlp3.py \
+      examples/problems/07_attention_block.py --method mkevolve --jobs 3 --slots-per-gpu "${GPU_SUITE_SLOTS:-1}" \
+      --llm "exec:$PY $ROOT/examples/sessions/gpu_fixture.py --state $WORK/fixture-suite" \
+      ${GPU_SUITE_SUITE_ARGS:---iterations 2 --calls-per-iter 8} --decompose-workers 1 --out "$WORK/suite" \
+      >"$OUTDIR/suite.log" 2>&1 </dev/null
+    rc=$?
+    tail -n 8 "$OUTDIR/suite.log"
+    "$BIN" bench-report "$WORK/suite" --out "$WORK/suite-report.md" >>"$OUTDIR/suite.log" 2>&1
+    [ -f "$WORK/suite-report.md" ] && sed -n 1,40p "$WORK/suite-report.md" | tee "$OUTDIR/suite_report_head.txt"
+    note "suite: mkevolve bench exit $rc"
+    stage_result suite $rc $((SECONDS - t0))
+  fi
+fi
+
+# --- concurrency: the 8-minute target ------------------------------------------------
+if want concurrency; then
+  t0=$SECONDS
+  if [ -z "$BIN" ]; then
+    note "concurrency: skipped, no mkevolve binary"
+    stage_result concurrency 1 0
+  else
+    export XDG_CACHE_HOME=$CACHES/concurrency
+    SLOTS=${GPU_SUITE_SLOTS:-1}
+    # gpu_fixture.py is a HAND-WRITTEN FIXTURE LLM that answers after 20 s.
+    start=$(date +%s.%N)
+    timeout "${GPU_SUITE_CONCURRENCY_LIMIT:-570}" "$BIN" run examples/problems/07_attention_block.py \
+      --llm "exec:$PY $ROOT/examples/sessions/gpu_fixture.py --latency 20 --state $WORK/fixture-concurrency" \
+      --llm-concurrency 32 --slots-per-gpu "$SLOTS" --out "$WORK/concurrency" >"$OUTDIR/concurrency.log" 2>&1 </dev/null
+    rc=$?
+    end=$(date +%s.%N)
+    tail -n 12 "$OUTDIR/concurrency.log"
+    "$PY" - "$WORK/concurrency" "$start" "$end" "$rc" "$SLOTS" <<'PYEOF' | tee "$OUTDIR/concurrency.txt"
+import collections, json, sys
+run, start, end, rc, slots = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+calls, evals = collections.Counter(), collections.Counter()
+for line in open(f"{run}/events.jsonl"):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if e.get("type") == "llm_call":
+        calls[e.get("agent", "?")] += 1
+    elif e.get("type") == "eval":
+        evals[e.get("status", "?")] += 1
+wall = end - start
+print(f"concurrency: exit {rc}, wall {wall:.0f} s = {wall / 60:.2f} min (target <= 8 min; "
+      f"{sum(calls.values())} calls x 20 s sequential = {sum(calls.values()) * 20 / 60:.0f} min), slots-per-gpu {slots}")
+print("llm calls by agent:", dict(calls))
+print("evaluations by status:", dict(evals))
+PYEOF
+    head -n 1 "$OUTDIR/concurrency.txt" >>"$SUMMARY"
+    stage_result concurrency $rc $((SECONDS - t0))
+  fi
+fi
+
+finish
 exit $FAILED

@@ -121,19 +121,11 @@ def compare(torch, got, expected):
 # ---------------------------------------------------------------------------
 
 def classify_exception(exc):
-    name = type(exc).__name__
-    text = f"{name}: {exc}".lower()
-    if isinstance(exc, SyntaxError):
-        return "syntax_error"
-    if any(cls.__name__ == "CompilationError" for cls in type(exc).__mro__):
-        return "triton_compile_error"
-    if "illegal memory access" in text or "illegal address" in text:
-        return "illegal_memory_access"
-    if "device-side assert" in text or "device side assert" in text:
-        return "device_assert"
-    if "out of memory" in text:
-        return "oom"
-    return "exception:" + name
+    """The worker's own classifier (it reads the CUDA error's first line, not the
+    TORCH_USE_CUDA_DSA hint that mentions device-side assertions)."""
+    sys.path.insert(0, str(ROOT / "worker"))
+    from mkevolve_worker import errors
+    return errors.classify_exception(exc)
 
 
 def probe_child(entry, result_path):
