@@ -111,6 +111,26 @@ Result<Resumed> open_for_resume(const fs::path& dir) {
   return r;
 }
 
+std::optional<nlohmann::json> finished_run_end(const std::vector<nlohmann::json>& events, const fs::path& run_root) {
+  std::optional<nlohmann::json> end;
+  for (const auto& e : events) {
+    const std::string t = e.value("type", "");
+    if (t == "run_end") {
+      end = e;
+    } else if (t == "resume") {
+      end.reset();
+    }
+  }
+  if (!end) return std::nullopt;
+  const std::string result = end->value("result", "");
+  if (result != "ok" && result != "no_correct") return std::nullopt;
+  auto summary = read_file(run_root / "summary.json");
+  if (!summary) return std::nullopt;
+  auto j = nlohmann::json::parse(*summary, nullptr, false);
+  if (!j.is_object() || j.value("status", "") != "finished") return std::nullopt;
+  return end;
+}
+
 Result<std::unique_ptr<run::RunDir>> create_run(const fs::path& out, const NewRun& n, const problem::Problem& problem,
                                                 const search::SearchOptions& opts, const run::Versions& versions) {
   nlohmann::json config = {{"command", n.cmd},

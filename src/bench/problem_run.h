@@ -4,6 +4,7 @@
 // events, candidates, the solution package, report.md and summary.json.
 #pragma once
 
+#include <optional>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -91,6 +92,13 @@ struct Resumed {
 };
 /// Errors name the directory and what is wrong.
 Result<Resumed> open_for_resume(const fs::path& dir);
+
+/// The run's final run_end event when the run completed: the log's last run_end
+/// (with no resume after it) has result "ok" or "no_correct", and summary.json
+/// (written after the solution and the report) says "finished". nullopt when the
+/// run was interrupted, failed or never finished, i.e. when --resume has work to
+/// do. Events logged after the end by other commands (`mkevolve swap`) do not count.
+std::optional<nlohmann::json> finished_run_end(const std::vector<nlohmann::json>& events, const fs::path& run_root);
 
 /// Creates the run directory with its config.json and problem.py.
 struct NewRun {

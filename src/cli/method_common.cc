@@ -251,6 +251,22 @@ int run_in_directory(RunRequest req) {
       say(r.error());
       return kExitUsage;
     }
+    if (auto end = bench::finished_run_end(r->dir->events(), r->dir->root())) {
+      // Re-running a finished search would only replay it from the caches and
+      // write solution/ again, undoing any `mkevolve swap` made since.
+      bool correct = end->value("correct", false);
+      std::string sol = end->value("solution_dir", "");
+      std::printf("%s already finished (result: %s)%s; nothing to resume.\n", req.out.string().c_str(),
+                  end->value("result", "").c_str(),
+                  sol.empty() ? "" : fmt::format("; solution in {}", (req.out / sol).string()).c_str());
+      if (!sol.empty())
+        std::printf("solution: %s  (from solution.decomposed_solution import ModelNew)\n",
+                    (req.out / sol).string().c_str());
+      std::printf("report: %s\n", (req.out / "report.md").string().c_str());
+      std::printf("Start a new run with --out, or replace a subkernel with `mkevolve swap %s`.\n",
+                  req.out.string().c_str());
+      return correct ? kExitOk : kExitFailure;
+    }
     rd = std::move(r->dir);
     req.opts = r->opts;
     if (req.env.llm.empty()) req.env.llm = r->llm;

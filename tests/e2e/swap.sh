@@ -116,5 +116,16 @@ assert m['contains_pytorch_subkernels'] is False and len(m['swaps']) == 2, m" \
 ls -a r1 | grep -qE '^\.(solution\.|swap-work-)' && fail "a swap left a staging or work directory" \
   || pass "no staging or work directory left after the swaps"
 
+# Resuming the finished, swapped run changes nothing: no replay, no rewrite of
+# solution/ (which would undo the swaps), no diverged-log warning.
+sum_before=$(cd r1 && find solution -type f -exec md5sum {} + | sort)
+n_before=$(wc -l <r1/events.jsonl)
+expect "resume a finished run" 0 "already finished \(result: ok\); solution in r1/solution; nothing to resume" -- \
+  "$BIN" run --resume r1 "${EV[@]}"
+grep -q "diverged" "$T/out" "$T/err" && fail "resume warned of a diverged log" || pass "no diverged-log warning"
+[[ "$(cd r1 && find solution -type f -exec md5sum {} + | sort)" == "$sum_before" ]] \
+  && pass "the swapped solution is untouched" || fail "resume rewrote the swapped solution"
+[[ $(wc -l <r1/events.jsonl) -eq $n_before ]] && pass "resume logged nothing" || fail "resume added events"
+
 if [[ $fails -ne 0 ]]; then echo "$fails swap check(s) failed"; exit 1; fi
 echo "all swap checks passed"
