@@ -43,6 +43,7 @@ struct ExecOptions {
   std::string command;       ///< run as sh -c COMMAND
   double timeout_s = 600;    ///< per request; the process group is killed after it
   Env env;                   ///< the child's environment (MKEVOLVE_AGENT/TASK/SAMPLE are added)
+  std::function<bool()> cancelled;  ///< when it returns true the command's group is killed (Ctrl-C)
 };
 std::shared_ptr<Provider> make_exec_backend(ExecOptions o);
 

@@ -49,9 +49,10 @@ class ExecBackend : public Provider {
     env["MKEVOLVE_SAMPLE"] = std::to_string(req.sample);
     so.env = std::move(env);
     auto ms = std::chrono::milliseconds(static_cast<int64_t>(o_.timeout_s * 1000));
-    SubprocessResult r = run_subprocess(so, in.dump() + "\n", ms);
+    SubprocessResult r = run_subprocess(so, in.dump() + "\n", ms, o_.cancelled);
     const std::string who = "exec provider '" + o_.command + "'";
     if (!r.spawn_error.empty()) return error_reply(LlmError::Kind::kConfig, who + ": cannot start: " + r.spawn_error);
+    if (r.cancelled) return error_reply(LlmError::Kind::kNetwork, who + ": cancelled (interrupted)");
     if (r.timed_out)
       return error_reply(LlmError::Kind::kTimeout,
                          who + ": no reply within " + seconds(o_.timeout_s) +

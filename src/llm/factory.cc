@@ -252,6 +252,7 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
     e.command = parts.rest;
     e.timeout_s = total_s;
     e.env = env;  // a command the user wrote is trusted like the user
+    e.cancelled = opts.cancelled;
     backend = make_exec_backend(std::move(e));
   } else {  // replay
     auto r = make_replay_backend(parts.rest);

@@ -1,5 +1,8 @@
 // The provider stack as callers use it: factory errors, config, response cache,
 // record/replay, exec providers, accounting, and keeping keys out of everything.
+#include <thread>
+#include <atomic>
+#include <signal.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -258,12 +261,14 @@ TEST(Replay, ScriptedFixturesServeInOrderPerAgentAndTask) {
 // exec: providers run a shell command per request.
 class Exec : public ::testing::Test {
  protected:
-  std::shared_ptr<Provider> make(const std::string& script, double timeout_s = 5) {
+  std::shared_ptr<Provider> make(const std::string& script, double timeout_s = 5,
+                                 std::function<bool()> cancelled = {}) {
     auto path = dir_.path() / ("s" + std::to_string(n_++) + ".sh");
     EXPECT_TRUE(write_file_atomic(path, script).ok());
     auto o = fakes::test_options("exec:sh " + path.string(), "", &env_);
     o.total_timeout_s = timeout_s;
     o.max_retries = 0;
+    o.cancelled = std::move(cancelled);
     auto p = make_provider(o, nullptr);
     EXPECT_TRUE(p.ok()) << p.error();
     return *p;
@@ -315,6 +320,36 @@ TEST_F(Exec, TimeoutKillsTheCommand) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error->kind, LlmError::Kind::kTimeout);
   EXPECT_NE(r.error->message.find("no reply within 0.3s"), std::string::npos) << r.error->message;
+}
+
+TEST_F(Exec, CancelKillsTheCommandAtOnce) {
+  // Ctrl-C during a slow exec: command: the command's process group is killed
+  // and the call fails as cancelled (not retried), long before its timeout.
+  auto pidfile = dir_.path() / "pid";
+  std::atomic<bool> stop{false};
+  auto p = make("cat >/dev/null\necho $$ > " + pidfile.string() + ".tmp\nmv " + pidfile.string() + ".tmp " +
+                    pidfile.string() + "\nexec sleep 600\n",
+                900, [&] { return stop.load(); });
+  std::thread canceller([&] {
+    while (!fs::exists(pidfile)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    stop = true;
+  });
+  Reply r = p->complete(fakes::make_request("x"));
+  canceller.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error->retryable);
+  EXPECT_NE(r.error->message.find("cancelled"), std::string::npos) << r.error->message;
+  // Dead: gone, or a zombie awaiting its (also killed) parent's reaper.
+  std::string pid = *read_file(pidfile);
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  auto stat = read_file(fs::path("/proc") / pid / "stat");
+  bool dead = !stat || stat->find(") Z ") != std::string::npos || stat->find(") X ") != std::string::npos;
+  for (int i = 0; i < 100 && !dead; ++i) {  // SIGKILL is delivered asynchronously
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stat = read_file(fs::path("/proc") / pid / "stat");
+    dead = !stat || stat->find(") Z ") != std::string::npos || stat->find(") X ") != std::string::npos;
+  }
+  EXPECT_TRUE(dead) << "the command (pid " << pid << ") still runs: " << (stat ? *stat : std::string());
 }
 
 TEST_F(Exec, EmptyOutputIsAnError) {

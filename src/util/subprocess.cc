@@ -141,12 +141,13 @@ void decode_status(int status, int* exit_code, int* term_signal) {
 std::string SubprocessResult::describe() const {
   if (!spawn_error.empty()) return spawn_error;
   if (timed_out) return "timed out";
+  if (cancelled) return "cancelled";
   if (term_signal) return "killed by signal " + std::to_string(term_signal) + " (" + strsignal(term_signal) + ")";
   return "exit " + std::to_string(exit_code);
 }
 
 SubprocessResult run_subprocess(const SubprocessOptions& opts, const std::string& stdin_data,
-                                std::chrono::milliseconds timeout) {
+                                std::chrono::milliseconds timeout, const std::function<bool()>& cancelled) {
   SubprocessResult r;
   int in[2], out[2], errp[2];
   if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(errp, O_CLOEXEC)) {
@@ -189,6 +190,13 @@ SubprocessResult run_subprocess(const SubprocessOptions& opts, const std::string
       }
       wait_ms = static_cast<int>(std::min<long long>(left, 1000));
     }
+    if (cancelled) {
+      if (cancelled()) {
+        r.cancelled = true;
+        break;
+      }
+      wait_ms = wait_ms < 0 ? 50 : std::min(wait_ms, 50);
+    }
     int rc = ::poll(fds, nf, wait_ms);
     if (rc < 0 && errno != EINTR) break;
     if (rc <= 0) continue;
@@ -208,14 +216,14 @@ SubprocessResult run_subprocess(const SubprocessOptions& opts, const std::string
       if (written >= stdin_data.size()) { ::close(in_fd); in_fd = -1; }
     }
   }
-  if (r.timed_out) ::kill(-pid, SIGKILL);
+  if (r.timed_out || r.cancelled) ::kill(-pid, SIGKILL);
   if (in_fd >= 0) ::close(in_fd);
   if (out_fd >= 0) ::close(out_fd);
   if (err_fd >= 0) ::close(err_fd);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   decode_status(status, &r.exit_code, &r.term_signal);
-  if (!r.timed_out) ::kill(-pid, SIGKILL);  // leftovers in its group die with it
+  if (!r.timed_out && !r.cancelled) ::kill(-pid, SIGKILL);  // leftovers in its group die with it
   return r;
 }
 

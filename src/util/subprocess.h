@@ -3,6 +3,7 @@
 // own process group so a deadline kills it and everything it started.
 #pragma once
 
+#include <functional>
 #include <sys/types.h>
 
 #include <chrono>
@@ -28,17 +29,20 @@ struct SubprocessResult {
   int exit_code = -1;     ///< valid when exited normally
   int term_signal = 0;    ///< non-zero when killed by a signal
   bool timed_out = false;
+  bool cancelled = false; ///< stopped because the cancel predicate said so
   std::string out, err;   ///< captured stdout and stderr
   std::string spawn_error;  ///< non-empty when the child could not be started
-  bool ok() const { return spawn_error.empty() && !timed_out && term_signal == 0 && exit_code == 0; }
+  bool ok() const { return spawn_error.empty() && !timed_out && !cancelled && term_signal == 0 && exit_code == 0; }
   /// A one-line description: "exit 3", "killed by signal 9", "timed out after 5s".
   std::string describe() const;
 };
 
 /// Runs argv to completion, feeding stdin_data, capturing stdout/stderr. On
-/// timeout (0 = none) the whole process group gets SIGKILL.
+/// timeout (0 = none), or as soon as `cancelled` (polled every 50 ms when set)
+/// returns true, the whole process group gets SIGKILL.
 SubprocessResult run_subprocess(const SubprocessOptions& opts, const std::string& stdin_data = {},
-                                std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+                                std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
+                                const std::function<bool()>& cancelled = {});
 
 /// A long-lived child with line-oriented stdin/stdout pipes.
 class Subprocess {
