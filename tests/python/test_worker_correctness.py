@@ -175,6 +175,26 @@ def test_timed_phase_waits_for_the_gpu_timing_lock(worker_server):
     assert r["checks"]["timing_lock"]["held"] is True and r["checks"]["timing_lock"]["waited_s"] < 1.0, r
 
 
+def test_reference_inputs_are_reused_until_the_problem_changes(worker_server, tmp_path):
+    """Reference child #1 (inputs and vetting) runs once per problem and options;
+    editing the problem, or a file beside it, draws the inputs again."""
+    import shutil
+    prob = tmp_path / "add.py"
+    shutil.copy(problem("add"), prob)
+    first = worker_server.eval(str(prob), cand("add_ok"), seed=11)
+    again = worker_server.eval(str(prob), cand("add_ok"), seed=11)
+    wrong = worker_server.eval(str(prob), cand("add_wrong"), seed=11)
+    assert first["status"] == again["status"] == "correct", (first, again)
+    assert first["checks"]["reference_inputs"].startswith("drawn"), first["checks"]
+    assert again["checks"]["reference_inputs"].startswith("reused"), again["checks"]
+    assert wrong["status"] == "incorrect" and wrong["checks"]["reference_inputs"].startswith("reused"), wrong
+    other_seed = worker_server.eval(str(prob), cand("add_ok"), seed=12)
+    assert other_seed["checks"]["reference_inputs"].startswith("drawn")
+    (tmp_path / "helper.py").write_text("X = 1\n")   # a sibling the problem could import
+    after_edit = worker_server.eval(str(prob), cand("add_ok"), seed=11)
+    assert after_edit["checks"]["reference_inputs"].startswith("drawn"), after_edit["checks"]
+
+
 def test_timing_lock_gives_up_after_its_wait(tmp_path):
     from mkevolve_worker import gpulock
     a, b = gpulock.TimingLock(str(tmp_path / "l")), gpulock.TimingLock(str(tmp_path / "l"))

@@ -44,11 +44,15 @@ def test_malformed_lines_get_errors_and_the_server_survives(worker_server):
 
 
 def test_eval_sends_progress_then_one_result(worker_server):
-    msg, progress = worker_server.request("eval", problem=problem("add"), kernel=cand("add_ok"),
-                                          options={"test_cpu": True, "perf": False})
+    opts = {"test_cpu": True, "perf": False, "seed": 987654}  # a seed no other test uses: inputs not cached
+    msg, progress = worker_server.request("eval", problem=problem("add"), kernel=cand("add_ok"), options=opts)
     assert msg["type"] == "result" and msg["status"] == "correct"
     phases = [p["phase"] for p in progress]
     assert phases == ["reference", "candidate", "reference", "compare"], phases
+    # The same problem and options again: the inputs are reused, so no first reference child.
+    msg, progress = worker_server.request("eval", problem=problem("add"), kernel=cand("add_ok"), options=opts)
+    assert msg["status"] == "correct"
+    assert [p["phase"] for p in progress] == ["candidate", "reference", "compare"], progress
 
 
 def test_missing_files_and_bad_options_are_errors(worker_server):
