@@ -67,6 +67,10 @@ stage_result() {  # name rc seconds
   note "$(printf 'stage %-9s %-14s %4ss' "$1" "$verdict" "$3")"
 }
 want() { [[ " $STAGES " == *" $1 "* ]]; }
+# A stage's own time limit. --foreground keeps the command in our process group,
+# so a limit put on this whole script (timeout ... scripts/gpu-suite.sh) reaches
+# it too; a plain nested `timeout` would start a group of its own and outlive us.
+stage_timeout() { timeout --foreground -k 15 "$@"; }
 finish() {
   echo
   echo "==================== gpu-suite summary ===================="
@@ -116,7 +120,7 @@ fi
 # --- pytest ------------------------------------------------------------------
 if want pytest; then
   t0=$SECONDS
-  MK_GPU_RESULTS_DIR=$OUTDIR timeout 420 "$PY" -m pytest -q -p no:cacheprovider tests/gpu >"$OUTDIR/pytest.log" 2>&1
+  MK_GPU_RESULTS_DIR=$OUTDIR stage_timeout 420 "$PY" -m pytest -q -p no:cacheprovider tests/gpu >"$OUTDIR/pytest.log" 2>&1
   rc=$?
   tail -n 25 "$OUTDIR/pytest.log"
   [ -f "$OUTDIR/examples_gpu_summary.txt" ] && cat "$OUTDIR/examples_gpu_summary.txt"
@@ -150,7 +154,7 @@ PYEOF
       args=()
       for k in $kernels; do args+=(--kernel "$k"); done
       echo "== mkevolve eval --problem $problem (${#args[@]} / 2 kernels, --timeout $timeout)"
-      timeout 300 "$BIN" eval --json --no-cache --problem "$problem" --timeout "$timeout" "${args[@]}" \
+      stage_timeout 300 "$BIN" eval --json --no-cache --problem "$problem" --timeout "$timeout" "${args[@]}" \
         >>"$OUTDIR/manifest_results.jsonl" 2>>"$OUTDIR/manifest_stderr.log" </dev/null
       echo "   exit $?"
     done <"$OUTDIR/manifest_groups.txt"
@@ -178,7 +182,7 @@ if want repeat; then
       for pair in "${REPEAT_SET[@]}"; do
         read -r problem kernel <<<"$pair"
         # A fresh cache folder per run: both runs measure candidate and baselines anew.
-        XDG_CACHE_HOME=$CACHES/repeat-$run timeout -k 10 200 "$BIN" eval --json --no-cache \
+        XDG_CACHE_HOME=$CACHES/repeat-$run stage_timeout 200 "$BIN" eval --json --no-cache \
           --problem "$problem" --kernel "$kernel" >>"$OUTDIR/repeat_$run.jsonl" 2>>"$OUTDIR/repeat_stderr.log" </dev/null
       done
     done
@@ -224,7 +228,7 @@ if want bench; then
     stage_result bench 1 0
   else
     # Reuses the baselines the manifest stage measured (no clock includes baselines).
-    timeout 480 "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" --python "$PY" --slots "${GPU_SUITE_BENCH_SLOTS:-1,4}" \
+    stage_timeout 480 "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" --python "$PY" --slots "${GPU_SUITE_BENCH_SLOTS:-1,4}" \
       --cache-home "$CACHES/manifest" --json-out "$OUTDIR/throughput.json" 2>&1 | tee "$OUTDIR/throughput.txt"
     rc=${PIPESTATUS[0]}
     grep -E '^(pool|fresh|ratio|NOT A|verdicts differ)' "$OUTDIR/throughput.txt" >>"$SUMMARY"
@@ -241,7 +245,7 @@ if want run; then
   else
     export XDG_CACHE_HOME=$CACHES/run
     # HAND-WRITTEN FIXTURE session (examples/sessions/README.md), not an LLM's replies.
-    timeout 420 "$BIN" run examples/problems/06_mlp3.py --llm replay:examples/sessions/mlp3_gpu.jsonl \
+    stage_timeout 420 "$BIN" run examples/problems/06_mlp3.py --llm replay:examples/sessions/mlp3_gpu.jsonl \
       --out "$WORK/run-mlp3" --iterations 3 --calls-per-iter 8 --refine-every 5 --decompose-workers 1 \
       >"$OUTDIR/run.log" 2>&1 </dev/null
     rc=$?
@@ -249,7 +253,7 @@ if want run; then
     note "run: mkevolve run exit $rc"
     if [ $rc -eq 0 ]; then
       # The composed package, verified again from scratch as a user would.
-      timeout 300 "$BIN" eval --json --no-cache --problem examples/problems/06_mlp3.py \
+      stage_timeout 300 "$BIN" eval --json --no-cache --problem examples/problems/06_mlp3.py \
         --kernel "$WORK/run-mlp3/solution" >"$OUTDIR/run_solution_eval.json" 2>>"$OUTDIR/run.log" </dev/null
       rc=$?
       note "run: solution re-verified: $("$PY" -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["status"], "speedup", o.get("speedup"), "max_abs_err", o.get("max_abs_err"))' "$OUTDIR/run_solution_eval.json" 2>&1 | tail -1)"
@@ -269,7 +273,7 @@ if want suite; then
     export XDG_CACHE_HOME=$CACHES/suite
     # gpu_fixture.py is a HAND-WRITTEN FIXTURE LLM, not a real one.
     # shellcheck disable=SC2086
-    timeout -k 15 "${GPU_SUITE_SUITE_LIMIT:-480}" "$BIN" bench examples/problems/01_relu.py examples/problems/06_mlp3.py \
+    stage_timeout "${GPU_SUITE_SUITE_LIMIT:-480}" "$BIN" bench examples/problems/01_relu.py examples/problems/06_mlp3.py \
       examples/problems/07_attention_block.py --method mkevolve --jobs 3 --slots-per-gpu "${GPU_SUITE_SLOTS:-1}" \
       --llm "exec:$PY $ROOT/examples/sessions/gpu_fixture.py --state $WORK/fixture-suite" \
       ${GPU_SUITE_SUITE_ARGS:---iterations 2 --calls-per-iter 8} --decompose-workers 1 --out "$WORK/suite" \
@@ -294,7 +298,7 @@ if want concurrency; then
     SLOTS=${GPU_SUITE_SLOTS:-1}
     # gpu_fixture.py is a HAND-WRITTEN FIXTURE LLM that answers after 20 s.
     start=$(date +%s.%N)
-    timeout "${GPU_SUITE_CONCURRENCY_LIMIT:-570}" "$BIN" run examples/problems/07_attention_block.py \
+    stage_timeout "${GPU_SUITE_CONCURRENCY_LIMIT:-570}" "$BIN" run examples/problems/07_attention_block.py \
       --llm "exec:$PY $ROOT/examples/sessions/gpu_fixture.py --latency 20 --state $WORK/fixture-concurrency" \
       --llm-concurrency 32 --slots-per-gpu "$SLOTS" --out "$WORK/concurrency" >"$OUTDIR/concurrency.log" 2>&1 </dev/null
     rc=$?
