@@ -17,6 +17,8 @@
 #             re-verified on its own with `mkevolve eval`
 #   suite     `mkevolve bench` over 01_relu, 06_mlp3 and 07_attention_block with
 #             the fixture LLM examples/sessions/gpu_fixture.py, then bench-report
+#   profwarm  scripts/bench_profile_warmup.py: the experimental profile_warmup
+#             option off and on, same verdicts required, profile cost compared
 #   concurrency  issue 4's target: a default 160-call `mkevolve run` of
 #             07_attention_block (3 subproblems) with the fixture LLM answering
 #             after 20 s; wall time against the 8-minute target
@@ -234,6 +236,16 @@ if want bench; then
     grep -E '^(pool|fresh|ratio|NOT A|verdicts differ)' "$OUTDIR/throughput.txt" >>"$SUMMARY"
     stage_result bench "$rc" $((SECONDS - t0))
   fi
+fi
+
+# --- profwarm: A/B of the experimental profile_warmup option -------------------
+if want profwarm; then
+  t0=$SECONDS
+  PYTHONPATH=$ROOT/worker stage_timeout 400 "$PY" scripts/bench_profile_warmup.py \
+    --json-out "$OUTDIR/profile_warmup.json" 2>&1 | tee "$OUTDIR/profile_warmup.txt"
+  rc=${PIPESTATUS[0]}
+  grep -E '^(profile_warmup=|verdicts differ|[0-9]+ unexpected)' "$OUTDIR/profile_warmup.txt" >>"$SUMMARY"
+  stage_result profwarm "$rc" $((SECONDS - t0))
 fi
 
 # --- run: the whole method on 06_mlp3 with the fixture session -----------------

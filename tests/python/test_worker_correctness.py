@@ -218,3 +218,12 @@ def test_eval_with_baselines(worker_server):
 def test_tolerances_are_settable(worker_server):
     r = worker_server.eval(problem("add"), cand("add_wrong"), atol=1.0, rtol=0.0, scale_tol=1.0)
     assert r["status"] == "correct", r
+
+
+def test_profile_warmup_option_is_accepted_and_harmless_on_cpu(worker_server):
+    from mkevolve_worker import correctness as C
+    assert C.normalize_options({})["profile_warmup"] is False
+    assert C.normalize_options({"profile_warmup": True})["profile_warmup"] is True
+    r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1, profile_warmup=True)
+    assert r["status"] == "correct", r
+    assert not any(p[0] == "warming the profiler" for p in r["checks"]["phases_s"])  # a CUDA-only step

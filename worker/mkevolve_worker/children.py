@@ -218,6 +218,13 @@ def candidate_body(ctx, job: dict) -> int:
     except BaseException as e:  # noqa: BLE001
         return write_error(ctx, "malformed_result", f"the output cannot be handed over: {e}", "saving outputs")
     ctx.send({"ev": "correctness_ready"})
+    opts = job["opts"]
+    if job["perf"] and opts.get("profile_warmup") and opts.get("profile") and job["device"] == "cuda":
+        # While the server computes the expected outputs and compares (1-3 s).
+        ctx.send({"ev": "phase", "phase": "warming the profiler"})
+        from . import runtime_check
+        runtime_check.warm_profiler()
+        ctx.send({"ev": "phase", "phase": "waiting for the verdict"})
     if not job["perf"] or not ctx.wait_go():
         return 0
     return _perf(ctx, job, keep, files)

@@ -40,6 +40,9 @@ DEFAULTS = {
                             # off leaves the static layer alone against foreign kernels: for search steps
                             # only, with a final evaluation that keeps it on
     "static_check": True,   # false is honoured only in --test-mode (to exercise the runtime layers alone)
+    "profile_warmup": False,  # start and stop an empty profiler session while the server compares outputs,
+                              # so the profiler's one-time start-up is off the critical path (experimental:
+                              # off until measured on a GPU; scripts/bench_profile_warmup.py)
 }
 
 
