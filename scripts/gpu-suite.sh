@@ -73,6 +73,13 @@ want() { [[ " $STAGES " == *" $1 "* ]]; }
 # so a limit put on this whole script (timeout ... scripts/gpu-suite.sh) reaches
 # it too; a plain nested `timeout` would start a group of its own and outlive us.
 stage_timeout() { timeout --foreground -k 15 "$@"; }
+# have_bin NAME: true when there is a binary; otherwise records stage NAME as failed.
+have_bin() {
+  [ -n "$BIN" ] && return 0
+  note "$1: skipped, no mkevolve binary"
+  stage_result "$1" 1 0
+  return 1
+}
 finish() {
   echo
   echo "==================== gpu-suite summary ===================="
@@ -131,16 +138,12 @@ if want pytest; then
 fi
 
 # --- manifest: every example through `mkevolve eval` --------------------------
-if want manifest; then
+if want manifest && have_bin manifest; then
   t0=$SECONDS
-  if [ -z "$BIN" ]; then
-    note "manifest: skipped, no mkevolve binary"
-    stage_result manifest 1 0
-  else
-    export XDG_CACHE_HOME=$CACHES/manifest   # fresh verdicts and baselines
-    : >"$OUTDIR/manifest_results.jsonl"
-    # One `mkevolve eval` per (problem, deadline) group, so each pool evaluates many kernels.
-    "$PY" - "$ROOT/examples/kernels/manifest.json" >"$OUTDIR/manifest_groups.txt" <<'PYEOF'
+  export XDG_CACHE_HOME=$CACHES/manifest   # fresh verdicts and baselines
+  : >"$OUTDIR/manifest_results.jsonl"
+  # One `mkevolve eval` per (problem, deadline) group, so each pool evaluates many kernels.
+  "$PY" - "$ROOT/examples/kernels/manifest.json" >"$OUTDIR/manifest_groups.txt" <<'PYEOF'
 import json, sys
 groups = {}
 for e in json.load(open(sys.argv[1]))["kernels"]:
@@ -148,47 +151,42 @@ for e in json.load(open(sys.argv[1]))["kernels"]:
 for (problem, timeout), kernels in groups.items():
     print(problem, timeout, " ".join(kernels))
 PYEOF
-    while read -r problem timeout kernels; do
-      # GPU_SUITE_MANIFEST_FILTER: an extended regex on "PROBLEM TIMEOUT" (re-runs of some groups).
-      if [ -n "${GPU_SUITE_MANIFEST_FILTER:-}" ] && ! [[ "$problem $timeout" =~ $GPU_SUITE_MANIFEST_FILTER ]]; then
-        continue
-      fi
-      args=()
-      for k in $kernels; do args+=(--kernel "$k"); done
-      echo "== mkevolve eval --problem $problem (${#args[@]} / 2 kernels, --timeout $timeout)"
-      stage_timeout 300 "$BIN" eval --json --no-cache --problem "$problem" --timeout "$timeout" "${args[@]}" \
-        >>"$OUTDIR/manifest_results.jsonl" 2>>"$OUTDIR/manifest_stderr.log" </dev/null
-      echo "   exit $?"
-    done <"$OUTDIR/manifest_groups.txt"
-    "$PY" scripts/check_manifest.py --json-out "$OUTDIR/manifest_check.json" "$OUTDIR/manifest_results.jsonl" \
-      | tee "$OUTDIR/manifest_check.txt"
-    rc=${PIPESTATUS[0]}
-    tail -n 1 "$OUTDIR/manifest_check.txt" >>"$SUMMARY"
-    stage_result manifest "$rc" $((SECONDS - t0))
-  fi
+  while read -r problem timeout kernels; do
+    # GPU_SUITE_MANIFEST_FILTER: an extended regex on "PROBLEM TIMEOUT" (re-runs of some groups).
+    if [ -n "${GPU_SUITE_MANIFEST_FILTER:-}" ] && ! [[ "$problem $timeout" =~ $GPU_SUITE_MANIFEST_FILTER ]]; then
+      continue
+    fi
+    args=()
+    for k in $kernels; do args+=(--kernel "$k"); done
+    echo "== mkevolve eval --problem $problem (${#args[@]} / 2 kernels, --timeout $timeout)"
+    stage_timeout 300 "$BIN" eval --json --no-cache --problem "$problem" --timeout "$timeout" "${args[@]}" \
+      >>"$OUTDIR/manifest_results.jsonl" 2>>"$OUTDIR/manifest_stderr.log" </dev/null
+    echo "   exit $?"
+  done <"$OUTDIR/manifest_groups.txt"
+  "$PY" scripts/check_manifest.py --json-out "$OUTDIR/manifest_check.json" "$OUTDIR/manifest_results.jsonl" \
+    | tee "$OUTDIR/manifest_check.txt"
+  rc=${PIPESTATUS[0]}
+  tail -n 1 "$OUTDIR/manifest_check.txt" >>"$SUMMARY"
+  stage_result manifest "$rc" $((SECONDS - t0))
 fi
 
 # --- repeat: speedups measured twice agree within 2% --------------------------
-if want repeat; then
+if want repeat && have_bin repeat; then
   t0=$SECONDS
-  if [ -z "$BIN" ]; then
-    note "repeat: skipped, no mkevolve binary"
-    stage_result repeat 1 0
-  else
-    REPEAT_SET=(
-      "examples/problems/03_linear_gelu.py examples/kernels/03_linear_gelu__tiled.py"
-      "examples/problems/05_layernorm_residual.py examples/kernels/05_layernorm_residual__rowwise.py"
-    )
-    for run in 1 2; do
-      : >"$OUTDIR/repeat_$run.jsonl"
-      for pair in "${REPEAT_SET[@]}"; do
-        read -r problem kernel <<<"$pair"
-        # A fresh cache folder per run: both runs measure candidate and baselines anew.
-        XDG_CACHE_HOME=$CACHES/repeat-$run stage_timeout 200 "$BIN" eval --json --no-cache \
-          --problem "$problem" --kernel "$kernel" >>"$OUTDIR/repeat_$run.jsonl" 2>>"$OUTDIR/repeat_stderr.log" </dev/null
-      done
+  REPEAT_SET=(
+    "examples/problems/03_linear_gelu.py examples/kernels/03_linear_gelu__tiled.py"
+    "examples/problems/05_layernorm_residual.py examples/kernels/05_layernorm_residual__rowwise.py"
+  )
+  for run in 1 2; do
+    : >"$OUTDIR/repeat_$run.jsonl"
+    for pair in "${REPEAT_SET[@]}"; do
+      read -r problem kernel <<<"$pair"
+      # A fresh cache folder per run: both runs measure candidate and baselines anew.
+      XDG_CACHE_HOME=$CACHES/repeat-$run stage_timeout 200 "$BIN" eval --json --no-cache \
+        --problem "$problem" --kernel "$kernel" >>"$OUTDIR/repeat_$run.jsonl" 2>>"$OUTDIR/repeat_stderr.log" </dev/null
     done
-    "$PY" - "$OUTDIR/repeat_1.jsonl" "$OUTDIR/repeat_2.jsonl" <<'PYEOF' | tee "$OUTDIR/repeat.txt"
+  done
+  "$PY" - "$OUTDIR/repeat_1.jsonl" "$OUTDIR/repeat_2.jsonl" <<'PYEOF' | tee "$OUTDIR/repeat.txt"
 import json, sys
 from pathlib import Path
 def load(p):
@@ -216,26 +214,20 @@ for name in sorted(set(a) | set(b)):
 print(f"repeatability: {'PASS' if bad == 0 else 'FAIL'} ({bad} pairs missing or over 2%)")
 sys.exit(1 if bad else 0)
 PYEOF
-    rc=${PIPESTATUS[0]}
-    tail -n 1 "$OUTDIR/repeat.txt" >>"$SUMMARY"
-    stage_result repeat "$rc" $((SECONDS - t0))
-  fi
+  rc=${PIPESTATUS[0]}
+  tail -n 1 "$OUTDIR/repeat.txt" >>"$SUMMARY"
+  stage_result repeat "$rc" $((SECONDS - t0))
 fi
 
 # --- bench: evaluation throughput ----------------------------------------------
-if want bench; then
+if want bench && have_bin bench; then
   t0=$SECONDS
-  if [ -z "$BIN" ]; then
-    note "bench: skipped, no mkevolve binary"
-    stage_result bench 1 0
-  else
-    # Reuses the baselines the manifest stage measured (no clock includes baselines).
-    stage_timeout 480 "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" --python "$PY" --slots "${GPU_SUITE_BENCH_SLOTS:-1,4}" \
-      --cache-home "$CACHES/manifest" --json-out "$OUTDIR/throughput.json" 2>&1 | tee "$OUTDIR/throughput.txt"
-    rc=${PIPESTATUS[0]}
-    grep -E '^(pool|fresh|ratio|NOT A|verdicts differ)' "$OUTDIR/throughput.txt" >>"$SUMMARY"
-    stage_result bench "$rc" $((SECONDS - t0))
-  fi
+  # Reuses the baselines the manifest stage measured (no clock includes baselines).
+  stage_timeout 480 "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" --python "$PY" --slots "${GPU_SUITE_BENCH_SLOTS:-1,4}" \
+    --cache-home "$CACHES/manifest" --json-out "$OUTDIR/throughput.json" 2>&1 | tee "$OUTDIR/throughput.txt"
+  rc=${PIPESTATUS[0]}
+  grep -E '^(pool|fresh|ratio|NOT A|verdicts differ)' "$OUTDIR/throughput.txt" >>"$SUMMARY"
+  stage_result bench "$rc" $((SECONDS - t0))
 fi
 
 # --- profwarm: A/B of the experimental profile_warmup option -------------------
@@ -249,74 +241,60 @@ if want profwarm; then
 fi
 
 # --- run: the whole method on 06_mlp3 with the fixture session -----------------
-if want run; then
+if want run && have_bin run; then
   t0=$SECONDS
-  if [ -z "$BIN" ]; then
-    note "run: skipped, no mkevolve binary"
-    stage_result run 1 0
-  else
-    export XDG_CACHE_HOME=$CACHES/run
-    # HAND-WRITTEN FIXTURE session (examples/sessions/README.md), not an LLM's replies.
-    stage_timeout 420 "$BIN" run examples/problems/06_mlp3.py --llm replay:examples/sessions/mlp3_gpu.jsonl \
-      --out "$WORK/run-mlp3" --iterations 3 --calls-per-iter 8 --refine-every 5 --decompose-workers 1 \
-      >"$OUTDIR/run.log" 2>&1 </dev/null
+  export XDG_CACHE_HOME=$CACHES/run
+  # HAND-WRITTEN FIXTURE session (examples/sessions/README.md), not an LLM's replies.
+  stage_timeout 420 "$BIN" run examples/problems/06_mlp3.py --llm replay:examples/sessions/mlp3_gpu.jsonl \
+    --out "$WORK/run-mlp3" --iterations 3 --calls-per-iter 8 --refine-every 5 --decompose-workers 1 \
+    >"$OUTDIR/run.log" 2>&1 </dev/null
+  rc=$?
+  tail -n 12 "$OUTDIR/run.log"
+  note "run: mkevolve run exit $rc"
+  if [ $rc -eq 0 ]; then
+    # The composed package, verified again from scratch as a user would.
+    stage_timeout 300 "$BIN" eval --json --no-cache --problem examples/problems/06_mlp3.py \
+      --kernel "$WORK/run-mlp3/solution" >"$OUTDIR/run_solution_eval.json" 2>>"$OUTDIR/run.log" </dev/null
     rc=$?
-    tail -n 12 "$OUTDIR/run.log"
-    note "run: mkevolve run exit $rc"
-    if [ $rc -eq 0 ]; then
-      # The composed package, verified again from scratch as a user would.
-      stage_timeout 300 "$BIN" eval --json --no-cache --problem examples/problems/06_mlp3.py \
-        --kernel "$WORK/run-mlp3/solution" >"$OUTDIR/run_solution_eval.json" 2>>"$OUTDIR/run.log" </dev/null
-      rc=$?
-      note "run: solution re-verified: $("$PY" -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["status"], "speedup", o.get("speedup"), "max_abs_err", o.get("max_abs_err"))' "$OUTDIR/run_solution_eval.json" 2>&1 | tail -1)"
-      grep -q '"status": *"correct"' "$OUTDIR/run_solution_eval.json" || rc=1
-    fi
-    stage_result run $rc $((SECONDS - t0))
+    note "run: solution re-verified: $("$PY" -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["status"], "speedup", o.get("speedup"), "max_abs_err", o.get("max_abs_err"))' "$OUTDIR/run_solution_eval.json" 2>&1 | tail -1)"
+    grep -q '"status": *"correct"' "$OUTDIR/run_solution_eval.json" || rc=1
   fi
+  stage_result run $rc $((SECONDS - t0))
 fi
 
 # --- suite: a 3-problem bench with the fixture LLM -------------------------------
-if want suite; then
+if want suite && have_bin suite; then
   t0=$SECONDS
-  if [ -z "$BIN" ]; then
-    note "suite: skipped, no mkevolve binary"
-    stage_result suite 1 0
-  else
-    export XDG_CACHE_HOME=$CACHES/suite
-    # gpu_fixture.py is a HAND-WRITTEN FIXTURE LLM, not a real one.
-    # shellcheck disable=SC2086
-    stage_timeout "${GPU_SUITE_SUITE_LIMIT:-480}" "$BIN" bench examples/problems/01_relu.py examples/problems/06_mlp3.py \
-      examples/problems/07_attention_block.py --method mkevolve --jobs 3 --slots-per-gpu "${GPU_SUITE_SLOTS:-1}" \
-      --llm "exec:$PY $ROOT/examples/sessions/gpu_fixture.py --state $WORK/fixture-suite" \
-      ${GPU_SUITE_SUITE_ARGS:---iterations 2 --calls-per-iter 8} --decompose-workers 1 --out "$WORK/suite" \
-      >"$OUTDIR/suite.log" 2>&1 </dev/null
-    rc=$?
-    tail -n 8 "$OUTDIR/suite.log"
-    "$BIN" bench-report "$WORK/suite" --out "$WORK/suite-report.md" >>"$OUTDIR/suite.log" 2>&1
-    [ -f "$WORK/suite-report.md" ] && sed -n 1,40p "$WORK/suite-report.md" | tee "$OUTDIR/suite_report_head.txt"
-    note "suite: mkevolve bench exit $rc"
-    stage_result suite $rc $((SECONDS - t0))
-  fi
+  export XDG_CACHE_HOME=$CACHES/suite
+  # gpu_fixture.py is a HAND-WRITTEN FIXTURE LLM, not a real one.
+  # shellcheck disable=SC2086
+  stage_timeout "${GPU_SUITE_SUITE_LIMIT:-480}" "$BIN" bench examples/problems/01_relu.py examples/problems/06_mlp3.py \
+    examples/problems/07_attention_block.py --method mkevolve --jobs 3 --slots-per-gpu "${GPU_SUITE_SLOTS:-1}" \
+    --llm "exec:$PY $ROOT/examples/sessions/gpu_fixture.py --state $WORK/fixture-suite" \
+    ${GPU_SUITE_SUITE_ARGS:---iterations 2 --calls-per-iter 8} --decompose-workers 1 --out "$WORK/suite" \
+    >"$OUTDIR/suite.log" 2>&1 </dev/null
+  rc=$?
+  tail -n 8 "$OUTDIR/suite.log"
+  "$BIN" bench-report "$WORK/suite" --out "$WORK/suite-report.md" >>"$OUTDIR/suite.log" 2>&1
+  [ -f "$WORK/suite-report.md" ] && sed -n 1,40p "$WORK/suite-report.md" | tee "$OUTDIR/suite_report_head.txt"
+  note "suite: mkevolve bench exit $rc"
+  stage_result suite $rc $((SECONDS - t0))
 fi
 
 # --- concurrency: the 8-minute target ------------------------------------------------
-if want concurrency; then
+if want concurrency && have_bin concurrency; then
   t0=$SECONDS
-  if [ -z "$BIN" ]; then
-    note "concurrency: skipped, no mkevolve binary"
-    stage_result concurrency 1 0
-  else
-    export XDG_CACHE_HOME=$CACHES/concurrency
-    SLOTS=${GPU_SUITE_SLOTS:-1}
-    # gpu_fixture.py is a HAND-WRITTEN FIXTURE LLM that answers after 20 s.
-    start=$(date +%s.%N)
-    stage_timeout "${GPU_SUITE_CONCURRENCY_LIMIT:-570}" "$BIN" run examples/problems/07_attention_block.py \
-      --llm "exec:$PY $ROOT/examples/sessions/gpu_fixture.py --latency 20 --state $WORK/fixture-concurrency" \
-      --llm-concurrency 32 --slots-per-gpu "$SLOTS" --out "$WORK/concurrency" >"$OUTDIR/concurrency.log" 2>&1 </dev/null
-    rc=$?
-    end=$(date +%s.%N)
-    tail -n 12 "$OUTDIR/concurrency.log"
-    "$PY" - "$WORK/concurrency" "$start" "$end" "$rc" "$SLOTS" <<'PYEOF' | tee "$OUTDIR/concurrency.txt"
+  export XDG_CACHE_HOME=$CACHES/concurrency
+  SLOTS=${GPU_SUITE_SLOTS:-1}
+  # gpu_fixture.py is a HAND-WRITTEN FIXTURE LLM that answers after 20 s.
+  start=$(date +%s.%N)
+  stage_timeout "${GPU_SUITE_CONCURRENCY_LIMIT:-570}" "$BIN" run examples/problems/07_attention_block.py \
+    --llm "exec:$PY $ROOT/examples/sessions/gpu_fixture.py --latency 20 --state $WORK/fixture-concurrency" \
+    --llm-concurrency 32 --slots-per-gpu "$SLOTS" --out "$WORK/concurrency" >"$OUTDIR/concurrency.log" 2>&1 </dev/null
+  rc=$?
+  end=$(date +%s.%N)
+  tail -n 12 "$OUTDIR/concurrency.log"
+  "$PY" - "$WORK/concurrency" "$start" "$end" "$rc" "$SLOTS" <<'PYEOF' | tee "$OUTDIR/concurrency.txt"
 import collections, json, sys
 run, start, end, rc, slots = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 calls, evals = collections.Counter(), collections.Counter()
@@ -335,9 +313,8 @@ print(f"concurrency: exit {rc}, wall {wall:.0f} s = {wall / 60:.2f} min (target 
 print("llm calls by agent:", dict(calls))
 print("evaluations by status:", dict(evals))
 PYEOF
-    head -n 1 "$OUTDIR/concurrency.txt" >>"$SUMMARY"
-    stage_result concurrency $rc $((SECONDS - t0))
-  fi
+  head -n 1 "$OUTDIR/concurrency.txt" >>"$SUMMARY"
+  stage_result concurrency $rc $((SECONDS - t0))
 fi
 
 finish

@@ -167,6 +167,19 @@ def linear_parameters(in_features, out_features):
     return nn.Parameter(w), nn.Parameter(b)
 '''
 
+# The tiled fp32 GEMM + bias main loop both GEMM kernels below share (TF32 off).
+GEMM_BIAS_MAINLOOP = '''    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        kk = k + rk
+        a = tl.load(x_ptr + rm[:, None] * sxm + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + rn[None, :] * swn + kk[:, None], mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, w, acc=acc, input_precision="ieee")
+    acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0)[None, :]
+'''
+
 QKV_HEADS_KERNEL = '''import math
 
 import torch
@@ -180,17 +193,7 @@ def _qkv_heads(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, S, H, C, sxm, swn,
                D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     # One GEMM (x @ w^T + b) whose epilogue scatters each column straight into
     # its (which, batch, head, seq, dim) slot: no split, view or transpose copies.
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        kk = k + rk
-        a = tl.load(x_ptr + rm[:, None] * sxm + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
-        w = tl.load(w_ptr + rn[None, :] * swn + kk[:, None], mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, w, acc=acc, input_precision="ieee")
-    acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0)[None, :]
-    which = rn // C
+''' + GEMM_BIAS_MAINLOOP + '''    which = rn // C
     head = (rn %% C) // D
     d = rn %% D
     bidx = rm // S
@@ -289,17 +292,7 @@ import triton.language as tl
 @triton.jit
 def _gemm_bias(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, sxm, swn, sym,
                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        kk = k + rk
-        a = tl.load(x_ptr + rm[:, None] * sxm + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
-        w = tl.load(w_ptr + rn[None, :] * swn + kk[:, None], mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, w, acc=acc, input_precision="ieee")
-    acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0)[None, :]
-    tl.store(y_ptr + rm[:, None] * sym + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+''' + GEMM_BIAS_MAINLOOP + '''    tl.store(y_ptr + rm[:, None] * sym + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 ''' + LINEAR_PARAMS + '''
 
 class ModelNew(nn.Module):
