@@ -63,6 +63,8 @@ struct EvalResult {
   bool uses_pytorch = false;          ///< passed only under the allow_pytorch policy
   int gpu = -1;
   bool cached = false;
+  double queued_s = 0;                ///< pool: waited this long for a slot (0 when not measured)
+  double eval_s = 0;                  ///< pool: the evaluation itself took this long (0 when not measured)
   nlohmann::json raw;                 ///< the worker's full result object
   bool correct() const { return status == Status::kCorrect; }
 };

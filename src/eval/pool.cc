@@ -397,13 +397,18 @@ std::future<EvalResult> WorkerPool::submit(EvalRequest req) {
   }
   Job job;
   job.gpu = req.options.gpu;
-  job.run = [this, promise, req](Slot& slot) {
+  auto queued_at = std::chrono::steady_clock::now();
+  job.run = [this, promise, req, queued_at](Slot& slot) {
+    auto started = std::chrono::steady_clock::now();
     EvalResult r;
     try {
       r = run_eval(slot, req);
     } catch (const std::exception& e) {
       r = pool_failure(Status::kCrashed, "internal_error", std::string("evaluator error: ") + e.what());
     }
+    // Where a candidate's wall time went: waiting for a slot, then evaluating.
+    r.queued_s = std::chrono::duration<double>(started - queued_at).count();
+    r.eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     promise->set_value(std::move(r));
   };
   job.cancel = [promise](const std::string& why) { promise->set_value(pool_failure(Status::kCrashed, "shutdown", why)); };

@@ -138,6 +138,9 @@ TEST_F(PoolTest, SlowAnswerWithinTheDeadlineIsKept) {
   EvalResult r = pool->evaluate(request(kernel("slow", "# FAKE: progress\n# FAKE: slow 0.3\n# FAKE: correct\n"), 5));
   EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
   EXPECT_EQ(pool->stats().restarts, 0);
+  // The pool says where the time went: the worker slept 0.3 s inside the evaluation.
+  EXPECT_GE(r.eval_s, 0.3);
+  EXPECT_GE(r.queued_s, 0.0);
 }
 
 TEST_F(PoolTest, ServerThatExitsOrIsKilledIsCrashedAndReplaced) {

@@ -331,6 +331,16 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   rec.files["kernel.py"] = c.source;
   rec.result = detail::result_json(c.result);
   rec.result["reward"] = c.reward;
+  // Diagnostics for result.json only (events stay free of wall-clock times, so a
+  // replayed run logs the same events): where the candidate's time went.
+  if (c.result.eval_s > 0) {
+    rec.result["queued_s"] = c.result.queued_s;
+    rec.result["eval_s"] = c.result.eval_s;
+  }
+  if (c.result.raw.is_object()) {
+    const auto& ch = c.result.raw.value("checks", nlohmann::json::object());
+    if (ch.is_object() && ch.contains("phases_s")) rec.result["phases_s"] = ch["phases_s"];
+  }
   if (ctx.sink) ctx.sink->store_candidate(rec);
   return out;
 }
