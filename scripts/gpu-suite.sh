@@ -312,6 +312,20 @@ print(f"concurrency: exit {rc}, wall {wall:.0f} s = {wall / 60:.2f} min (target 
       f"{sum(calls.values())} calls x 20 s sequential = {sum(calls.values()) * 20 / 60:.0f} min), slots-per-gpu {slots}")
 print("llm calls by agent:", dict(calls))
 print("evaluations by status:", dict(evals))
+# Where the candidates' time went (result.json: the pool's queue wait and evaluation time).
+import glob, statistics
+q, ev = [], []
+for f in glob.glob(f"{run}/candidates/*/*/result.json"):
+    try:
+        r = json.load(open(f))
+    except ValueError:
+        continue
+    if r.get("eval_s"):
+        q.append(r.get("queued_s", 0.0))
+        ev.append(r["eval_s"])
+if ev:
+    print(f"candidates: {len(ev)}; evaluation median {statistics.median(ev):.1f} s (sum {sum(ev):.0f} s); "
+          f"queue wait median {statistics.median(q):.1f} s, max {max(q):.1f} s")
 PYEOF
   head -n 1 "$OUTDIR/concurrency.txt" >>"$SUMMARY"
   stage_result concurrency $rc $((SECONDS - t0))
