@@ -22,7 +22,10 @@ std::string fixed2(double v) {
   std::snprintf(buf, sizeof buf, "%.2f", v);
   return buf;
 }
-std::string speedup(const std::optional<double>& v) { return v && std::isfinite(*v) ? fixed2(*v) + "\u00d7" : "\u2014"; }
+// 0 is what an incorrect kernel, or one without a torch.compile baseline, scores: no speed to show.
+std::string speedup(const std::optional<double>& v) {
+  return v && std::isfinite(*v) && *v > 0 ? fixed2(*v) + "\u00d7" : "\u2014";
+}
 
 // 1234567 -> "1,234,567"
 std::string grouped(int64_t v) {

@@ -348,6 +348,19 @@ TEST(StatusLineTest, PlainLinesWhenNotATerminal) {
   EXPECT_NE(cur.find("3 evals running"), std::string::npos) << cur;
 }
 
+TEST(StatusLineTest, ZeroSpeedupWithoutABaselineShowsAsADash) {
+  // A correct kernel on a torch without torch.compile has speedup 0: say "no
+  // number", not "0.00x" (which would read as infinitely slow).
+  std::string cur;
+  StatusLine::Options o;
+  std::vector<json> evs = {
+      {{"type", "best"}, {"t", 2}, {"speedup_compile", 0.0}},
+      {{"type", "run_end"}, {"status", "finished"}, {"best_speedup_compile", 0.0}, {"solution_dir", "solution"}}};
+  std::string out = run_status(o, evs, &cur, 0);
+  EXPECT_NE(out.find("new best: \u2014 vs torch.compile at t=2"), std::string::npos) << out;
+  EXPECT_EQ(out.find("0.00\u00d7"), std::string::npos) << out;
+}
+
 TEST(StatusLineTest, TerminalModeRedrawsOneLine) {
   StatusLine::Options o;
   o.mode = StatusLine::Mode::kTerminal;

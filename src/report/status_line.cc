@@ -18,7 +18,9 @@ using nlohmann::json;
 using namespace fields;
 
 std::string x(const std::optional<double>& v) {
-  if (!v) return "\u2014";
+  // No measurement, or 0: a correct kernel without a torch.compile baseline
+  // (a torch that has none) has speedup 0, which is no speed at all to show.
+  if (!v || *v <= 0) return "\u2014";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f\u00d7", *v);
   return buf;
