@@ -89,6 +89,7 @@ Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::strin
     ex.call.error = e.message.empty() ? "LLM call failed" : e.message;
     using K = llm::LlmError::Kind;
     ex.call.fatal = e.kind == K::kAuth || e.kind == K::kConfig || e.kind == K::kUnmatchedReplay || e.kind == K::kNotFound;
+    ex.call.cancelled = e.kind == K::kCancelled;
   }
   return ex;
 }

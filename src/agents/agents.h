@@ -50,6 +50,7 @@ struct CallRecord {
   bool ok = false;
   std::string error;                 ///< one line when !ok
   bool fatal = false;                ///< auth/config/unmatched replay: stop the run
+  bool cancelled = false;            ///< the provider gave up because the run is being interrupted
   llm::Usage usage;
   bool from_cache = false;
   bool truncated = false;

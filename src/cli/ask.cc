@@ -51,6 +51,8 @@ int exit_for(const llm::LlmError& e) {
       return kExitEnvironment;
     case K::kUnmatchedReplay:
       return kExitUsage;
+    case K::kCancelled:
+      return kExitInterrupted;
     default:
       return kExitFailure;
   }

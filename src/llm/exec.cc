@@ -52,7 +52,7 @@ class ExecBackend : public Provider {
     SubprocessResult r = run_subprocess(so, in.dump() + "\n", ms, o_.cancelled);
     const std::string who = "exec provider '" + o_.command + "'";
     if (!r.spawn_error.empty()) return error_reply(LlmError::Kind::kConfig, who + ": cannot start: " + r.spawn_error);
-    if (r.cancelled) return error_reply(LlmError::Kind::kNetwork, who + ": cancelled (interrupted)");
+    if (r.cancelled) return error_reply(LlmError::Kind::kCancelled, who + ": cancelled (interrupted)");
     if (r.timed_out)
       return error_reply(LlmError::Kind::kTimeout,
                          who + ": no reply within " + seconds(o_.timeout_s) +

@@ -242,7 +242,7 @@ LlmError http_error(const HttpResponse& resp, const HttpRequest& req, const Endp
                     "): check the server, or raise llm.timeout_s / llm.connect_timeout_s";
         break;
       case HttpResponse::Failure::kCancelled:
-        e.kind = LlmError::Kind::kNetwork;
+        e.kind = LlmError::Kind::kCancelled;
         e.retryable = false;
         e.message = "request to " + who.provider + " cancelled (interrupted)";
         break;

@@ -65,7 +65,9 @@ struct Completion {
 };
 
 struct LlmError {
-  enum class Kind { kNetwork, kTimeout, kHttp, kAuth, kBadRequest, kNotFound, kMalformed, kEmpty, kUnmatchedReplay, kConfig };
+  /// kCancelled: the run is being interrupted (Ctrl-C); the caller should stop, not retry or count it.
+  enum class Kind { kNetwork, kTimeout, kHttp, kAuth, kBadRequest, kNotFound, kMalformed, kEmpty, kUnmatchedReplay, kConfig,
+                    kCancelled };
   Kind kind = Kind::kNetwork;
   int http_status = 0;
   std::string message;   ///< one line: what happened and what to do about it

@@ -162,7 +162,8 @@ const std::pair<LlmError::Kind, const char*> kKindNames[] = {
     {LlmError::Kind::kHttp, "http"},           {LlmError::Kind::kAuth, "auth"},
     {LlmError::Kind::kBadRequest, "bad_request"}, {LlmError::Kind::kNotFound, "not_found"},
     {LlmError::Kind::kMalformed, "malformed"}, {LlmError::Kind::kEmpty, "empty"},
-    {LlmError::Kind::kUnmatchedReplay, "unmatched_replay"}, {LlmError::Kind::kConfig, "config"}};
+    {LlmError::Kind::kUnmatchedReplay, "unmatched_replay"}, {LlmError::Kind::kConfig, "config"},
+    {LlmError::Kind::kCancelled, "cancelled"}};
 }  // namespace
 
 std::string error_kind_name(LlmError::Kind k) {

@@ -26,6 +26,11 @@ void SearchContext::set_fatal(const std::string& message) {
   if (fatal_.empty()) fatal_ = message;
 }
 
+void SearchContext::request_stop() {
+  if (stop) stop->store(true);
+  else set_fatal("interrupted");
+}
+
 bool SearchContext::should_stop() const {
   if (stop && stop->load()) return true;
   std::lock_guard<std::mutex> lk(mu_);
@@ -166,6 +171,10 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
   auto ex = agents::call_llm(llm, conv, agent, task, sample, ctx.gate, ctx.opts.max_tokens);
   if (ctx.acct) ctx.acct->add(ex.call);
   if (ex.call.fatal) ctx.set_fatal(fmt::format("LLM call for {} ({}) failed: {}", task, agent, ex.call.error));
+  // A call cut short by Ctrl-C stops the search at once, as interrupted: the
+  // stop flag's own watcher may notice the interrupt only later, and until then
+  // every further call would fail instantly and burn the budget.
+  if (ex.call.cancelled) ctx.request_stop();
   auto ev = llm_event(ex.call, iteration);
   if (events) events->push_back(ev);
   if (ctx.sink) ctx.sink->progress(ev);

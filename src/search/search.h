@@ -80,6 +80,8 @@ struct SearchContext {
   int reserve_samples(const std::string& stream, int n);
   /// Records a fatal LLM error (auth, config, unmatched replay); the search stops.
   void set_fatal(const std::string& message);
+  /// An LLM call was cancelled by an interrupt: stop as if the stop flag were set.
+  void request_stop();
   bool should_stop() const;
   std::string fatal_message() const;
 

@@ -719,6 +719,21 @@ TEST(Errors, InterruptStopsBetweenRounds) {
   EXPECT_EQ(h.llm.requests().size(), 4u);  // the first round finishes, no new round starts
 }
 
+TEST(Errors, ACancelledCallStopsTheRunAsInterrupted) {
+  // Ctrl-C reaches the LLM provider (which gives up at once) before the run's
+  // stop flag is set: the search must stop on the first cancelled call instead
+  // of spending its whole budget on instant failures and ending "no_correct".
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.fail("*", llm::LlmError::Kind::kCancelled, "exec provider 'x': cancelled (interrupted)");
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(res.status, "interrupted");
+  EXPECT_TRUE(h.stop.load());
+  // The decomposition workers, then at most the first round of each subproblem's
+  // beam (without the stop: all 160 calls, each failing at once).
+  EXPECT_LE(h.llm.requests().size(), static_cast<size_t>(h.ctx.opts.decompose_workers + 2 * h.ctx.opts.beam_width));
+}
+
 TEST(Concurrency, SubproblemsAndBeamMembersAreInFlightTogether) {
   Harness h;
   h.llm.on("decompose", decomposition({"alpha", "beta", "gamma"}));
