@@ -148,6 +148,9 @@ class Record : public Provider {
   std::string spec() const override { return inner_->spec(); }
   Reply complete(const Request& req) override {
     Reply r = guarded(*inner_, req);
+    // A call cut short by Ctrl-C says nothing about the endpoint; recorded, it
+    // would make a replay of this recording stop at the same place.
+    if (!r.ok() && r.error->kind == LlmError::Kind::kCancelled) return r;
     json j = {{"v", 1},
               {"fingerprint", request_fingerprint(req)},
               {"spec", inner_->spec()},

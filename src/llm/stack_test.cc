@@ -352,6 +352,24 @@ TEST_F(Exec, CancelKillsTheCommandAtOnce) {
   EXPECT_TRUE(dead) << "the command (pid " << pid << ") still runs: " << (stat ? *stat : std::string());
 }
 
+TEST_F(Exec, CancelledCallsAreNotRecorded) {
+  // A recording holds what the endpoint said; an interrupt is not that.
+  auto rec = dir_.path() / "rec.jsonl";
+  auto path = dir_.path() / "slow.sh";
+  ASSERT_TRUE(write_file_atomic(path, "cat >/dev/null\nexec sleep 600\n").ok());
+  auto o = fakes::test_options("exec:sh " + path.string(), "", &env_);
+  o.max_retries = 0;
+  o.record_path = rec;
+  o.cancelled = [] { return true; };
+  auto p = make_provider(o, nullptr);
+  ASSERT_TRUE(p.ok()) << p.error();
+  Reply r = (*p)->complete(fakes::make_request("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, LlmError::Kind::kCancelled);
+  auto text = read_file(rec);
+  EXPECT_TRUE(!text || text->empty()) << *text;
+}
+
 TEST_F(Exec, EmptyOutputIsAnError) {
   auto p = make("cat >/dev/null\n");
   Reply r = p->complete(fakes::make_request("x"));
