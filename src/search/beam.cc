@@ -169,12 +169,16 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
                       std::vector<nlohmann::json>* events) {
   if (ctx.sink) ctx.sink->progress({{"type", "llm_start"}, {"agent", agent}, {"task", task}, {"sample", sample}});
   auto ex = agents::call_llm(llm, conv, agent, task, sample, ctx.gate, ctx.opts.max_tokens);
+  if (ex.call.cancelled) {
+    // Cut short by Ctrl-C: stop the search at once, as interrupted (the stop
+    // flag's own watcher may notice the interrupt only later, and until then
+    // every further call would fail instantly and burn the budget). The call
+    // is neither counted nor logged: a resumed run makes it for real.
+    ctx.request_stop();
+    return ex;
+  }
   if (ctx.acct) ctx.acct->add(ex.call);
   if (ex.call.fatal) ctx.set_fatal(fmt::format("LLM call for {} ({}) failed: {}", task, agent, ex.call.error));
-  // A call cut short by Ctrl-C stops the search at once, as interrupted: the
-  // stop flag's own watcher may notice the interrupt only later, and until then
-  // every further call would fail instantly and burn the budget.
-  if (ex.call.cancelled) ctx.request_stop();
   auto ev = llm_event(ex.call, iteration);
   if (events) events->push_back(ev);
   if (ctx.sink) ctx.sink->progress(ev);
