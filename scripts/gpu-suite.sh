@@ -36,10 +36,17 @@
 # Binary: the GPU machine may lack the -dev headers the build needs (curl, ssl,
 # toml++), so build here and carry it: `cmake --build build --target mkevolve`, then
 # run with carry ["build/mkevolve"] (a Debian 12 build runs on Ubuntu 24.04).
-# Time: all stages take roughly 8-10 minutes on one H200 (pytest about 1). Where
-# one command may run at most 10 minutes, split it in two calls:
-#   GPU_SUITE_STAGES="build pytest manifest" scripts/gpu-suite.sh
-#   GPU_SUITE_STAGES="build repeat bench" scripts/gpu-suite.sh
+# Time, measured on one H200 on 2026-11-30 (docs/GPU-RESULTS.md): pytest 381 s
+# (sharing the GPU), repeat 128 s, suite 160 s (GPU_SUITE_SLOTS=4 and
+# GPU_SUITE_SUITE_ARGS="--iterations 1 --calls-per-iter 6"), concurrency more than
+# 9 minutes; manifest and bench not yet timed in full (several minutes each).
+# Where one command may run at most 10 minutes, give each call at most what fits,
+# wrap the script in `timeout` (the stages stay in its process group), and run
+# the timing stages (repeat, bench, profwarm, concurrency) alone on the GPU:
+#   GPU_SUITE_STAGES="build profwarm repeat" scripts/gpu-suite.sh
+#   GPU_SUITE_STAGES="build manifest suite" GPU_SUITE_SLOTS=4 scripts/gpu-suite.sh
+#   GPU_SUITE_STAGES="build bench" scripts/gpu-suite.sh
+#   GPU_SUITE_STAGES="build concurrency" GPU_SUITE_SLOTS=4 scripts/gpu-suite.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
