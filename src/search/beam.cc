@@ -282,6 +282,11 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   rec.sample = c.sample;
 
   auto ex = detail::call(ctx, *ctx.llm, job.conv, job.agent, task.task, job.sample, iteration, &out.events);
+  if (ex.call.cancelled) {
+    // Interrupted: nothing to log or store; a resumed run makes this call for real.
+    c.reply_error = "LLM call cancelled (interrupted)";
+    return out;
+  }
   if (!ex.call.ok) {
     c.reply_error = "LLM call failed: " + ex.call.error;
     rec.result = {{"status", "llm_error"}, {"error", ex.call.error}};
