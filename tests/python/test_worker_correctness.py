@@ -227,3 +227,63 @@ def test_profile_warmup_option_is_accepted_and_harmless_on_cpu(worker_server):
     r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1, profile_warmup=True)
     assert r["status"] == "correct", r
     assert not any(p[0] == "warming the profiler" for p in r["checks"]["phases_s"])  # a CUDA-only step
+
+
+def test_timing_lock_follows_a_replaced_lock_file(tmp_path):
+    """c opened the lock file, then someone replaced it at the path and b locked
+    the new one. When the old holder a lets go, c must not settle for the orphaned
+    inode (b and c would both 'hold' the lock): it waits on the file at the path."""
+    import os
+    import threading
+    import time
+    from mkevolve_worker import gpulock
+    path = str(tmp_path / "l")
+    a = gpulock.TimingLock(path)
+    assert a.acquire(1)["held"]
+    c = gpulock.TimingLock(path)
+    out = {}
+    t = threading.Thread(target=lambda: out.update(c.acquire(1.5)))
+    t.start()
+    time.sleep(0.2)  # c has opened the old file and is waiting on it
+    os.unlink(path)
+    b = gpulock.TimingLock(path)
+    assert b.acquire(1)["held"]  # the new file at the path
+    a.release()  # c's flock on the old inode now succeeds
+    t.join()
+    assert out["held"] is False and "busy" in out["error"], out
+    b.release()
+
+
+def test_candidates_do_not_see_the_lock_path(monkeypatch, tmp_path):
+    import os
+    from mkevolve_worker import isolation
+    monkeypatch.setenv("MKEVOLVE_TIMING_LOCK", "/tmp/x.lock")
+    saved = dict(os.environ)
+    try:
+        isolation.scrub_environment(str(tmp_path))
+        assert "MKEVOLVE_TIMING_LOCK" not in os.environ
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_a_candidate_that_rewrites_the_problem_is_caught(worker_server, tmp_path):
+    """Reference child #2 loads the problem from disk after the candidate ran; a
+    candidate that rewrote it (to make the expected outputs its own) is cheating."""
+    import shutil
+    prob = tmp_path / "add.py"
+    shutil.copy(problem("add"), prob)
+    k = tmp_path / "rewrite.py"
+    k.write_text(f"""
+import torch.nn as nn
+
+with open({str(prob)!r}, "a") as f:
+    f.write("\\n# the candidate was here\\n")
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return a - b
+""")
+    r = worker_server.eval(str(prob), str(k), seed=31)
+    assert r["status"] == "cheating" and r["kind"] == "problem_tampered", r

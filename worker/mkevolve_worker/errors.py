@@ -56,6 +56,7 @@ STATUS_OF_KIND = {
     "host_compute": CHEATING,
     "stale_output": CHEATING,
     "timing_mismatch": CHEATING,
+    "problem_tampered": CHEATING,   # the problem's files changed while the candidate ran
 }
 
 KINDS = frozenset(STATUS_OF_KIND)

@@ -66,10 +66,9 @@ _INPUTS_CACHE_ENTRIES = 4             # problems whose trial inputs a server kee
 _INPUTS_CACHE_MAX_BYTES = 1 << 30      # larger input sets are drawn afresh each time
 
 
-def _inputs_key(problem: str, opts: dict, device: str, timing_trial) -> str | None:
-    """What reference child #1's output depends on: the problem file and the
-    Python files beside it (it may import them), the options and the device.
-    None when the sources cannot be read (then nothing is cached)."""
+def _sources_digest(problem: str) -> str | None:
+    """The problem file and the Python files beside it (it may import them);
+    None when they cannot be read."""
     import hashlib
     h = hashlib.sha256()
     try:
@@ -81,9 +80,19 @@ def _inputs_key(problem: str, opts: dict, device: str, timing_trial) -> str | No
                 h.update(n.encode() + b"\0" + hashlib.sha256(f.read()).digest())
     except OSError:
         return None
-    h.update(json.dumps({"opts": opts, "device": device, "timing_trial": timing_trial},
-                        sort_keys=True, default=str).encode())
     return h.hexdigest()
+
+
+def _inputs_key(problem: str, opts: dict, device: str, timing_trial) -> str | None:
+    """What reference child #1's output depends on: the problem's sources, the
+    options and the device. None when the sources cannot be read (then nothing
+    is cached)."""
+    import hashlib
+    src = _sources_digest(problem)
+    if src is None:
+        return None
+    extra = json.dumps({"opts": opts, "device": device, "timing_trial": timing_trial}, sort_keys=True, default=str)
+    return hashlib.sha256((src + extra).encode()).hexdigest()
 
 
 class Evaluator:
@@ -277,8 +286,14 @@ class Evaluator:
                 res.checks["isolation"]["network"] = ev["network"]
             elif ev.get("ev") == "correctness_ready" and state["verdict"] is None:
                 try:
-                    state["verdict"] = self._judge_correctness(child, problem, opts, device, plan, inputs, init,
-                                                               perf, state)
+                    if _sources_digest(problem) != sources_before:
+                        # Reference child #2 is about to load the problem from disk:
+                        # a candidate that rewrote it would set its own expected outputs.
+                        state["verdict"] = {"ok": False, "kind": "problem_tampered",
+                                            "message": "the problem's source files changed while the candidate ran"}
+                    else:
+                        state["verdict"] = self._judge_correctness(child, problem, opts, device, plan, inputs,
+                                                                   init, perf, state)
                 except ProblemError as e:
                     state["error"] = e
                 phase_s.append(["compared", round(time.monotonic() - child.started, 3)])
@@ -304,6 +319,7 @@ class Evaluator:
                 state["gate"] = "timing"
                 child.go()
 
+        sources_before = _sources_digest(problem)
         self.progress("candidate")
         # Candidates share one Triton cache per server (compiling the launcher
         # stubs per candidate would cost seconds); baselines use private ones.
@@ -317,6 +333,9 @@ class Evaluator:
         try:
             try:
                 isolation.supervise(cand, opts["timeout_s"], on_event)
+            except BaseException:
+                isolation.finish(cand)  # never leave the candidate running once the lock is gone
+                raise
             finally:
                 lock.release()
             phase_s.append(["exited", round(time.monotonic() - cand.started, 3)])
