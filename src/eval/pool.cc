@@ -151,7 +151,11 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
     std::string key = !uuid.empty() ? uuid : !device.empty() ? device : "cpu";
     for (char& c : key)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-    s->timing_lock = fs::temp_directory_path(ec) / ("mkevolve-timing-" + key + ".lock");
+    // One file per physical GPU, shared by every pool on the host. The CPU slot
+    // (test mode) times nothing worth protecting: its lock stays in this pool.
+    fs::path tmp = fs::temp_directory_path(ec);
+    if (ec || tmp.empty()) tmp = "/tmp";
+    s->timing_lock = gpu < 0 ? pool->work_dir_ / "timing-cpu.lock" : tmp / ("mkevolve-timing-" + key + ".lock");
     s->dir = pool->work_dir_ / ("slot" + std::to_string(s->index));
     fs::create_directories(s->dir, ec);
     pool->slots_.push_back(std::move(s));

@@ -46,8 +46,9 @@ struct PoolOptions {
   /// The pool's backstop for a server that stops answering: deadline_factor x
   /// the candidate's timeout_s + grace_s. The worker enforces timeout_s itself on
   /// each of the up to three processes one eval runs (reference, candidate,
-  /// reference again), so a healthy server always answers before this.
-  double deadline_factor = 3;
+  /// reference again) and waits at most timeout_s for the GPU timing lock, so a
+  /// healthy server always answers before this.
+  double deadline_factor = 4;
   double grace_s = 60;
   double start_timeout_s = 180;            ///< for the hello (imports torch and Triton)
   double baseline_timeout_s = 1800;        ///< for a `baseline` op (torch.compile can take minutes)

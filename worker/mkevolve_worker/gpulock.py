@@ -30,6 +30,14 @@ def default_path() -> str:
     return os.path.join(tempfile.gettempdir(), f"mkevolve-timing-{dev}.lock")
 
 
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 class TimingLock:
     def __init__(self, path: str | None = None):
         self.path = path or default_path()
@@ -58,6 +66,16 @@ class TimingLock:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if not _same_file(fd, self.path):
+                    # The file was unlinked or replaced since we opened it: a lock
+                    # on the old inode excludes no one. Open the current one.
+                    os.close(fd)
+                    try:
+                        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+                    except OSError as e:
+                        rec["error"] = f"cannot open the GPU timing lock {self.path}: {e.strerror}"
+                        break
+                    continue
                 self._fd = fd
                 rec["held"] = True
                 break

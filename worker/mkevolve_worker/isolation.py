@@ -93,6 +93,7 @@ def scrub_environment(private_dir: str) -> None:
     os.environ["HOME"] = private_dir
     os.environ["TMPDIR"] = private_dir
     os.environ.pop("MKEVOLVE_WORKER_CHANNEL", None)
+    os.environ.pop("MKEVOLVE_TIMING_LOCK", None)  # the server's, not the candidate's business
 
 
 def _set_rlimits(cpu_seconds: float | None) -> None:
