@@ -221,7 +221,20 @@ SubprocessResult run_subprocess(const SubprocessOptions& opts, const std::string
   if (out_fd >= 0) ::close(out_fd);
   if (err_fd >= 0) ::close(err_fd);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  // Output closed, but the child may still run (it closed its stdout and stderr):
+  // keep enforcing the deadline and the cancel predicate while waiting for it.
+  for (;;) {
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (w == 0) {
+      bool over = timeout.count() > 0 && Clock::now() >= deadline;
+      if (!r.timed_out && !r.cancelled && (over || (cancelled && cancelled()))) {
+        (over ? r.timed_out : r.cancelled) = true;
+        ::kill(-pid, SIGKILL);
+      }
+      ::poll(nullptr, 0, 20);
+    }
+  }
   decode_status(status, &r.exit_code, &r.term_signal);
   if (!r.timed_out && !r.cancelled) ::kill(-pid, SIGKILL);  // leftovers in its group die with it
   return r;

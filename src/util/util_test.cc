@@ -1,6 +1,7 @@
 #include <signal.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <thread>
@@ -106,6 +107,22 @@ TEST(Subprocess, ChildThatIgnoresItsStdinDoesNotKillUs) {
   sigset_t cur;
   pthread_sigmask(SIG_SETMASK, nullptr, &cur);
   EXPECT_EQ(sigismember(&cur, SIGPIPE), 0);
+}
+
+TEST(Subprocess, TimeoutHoldsForAChildThatClosedItsOutput) {
+  // Closing stdout and stderr ends the read loop; the deadline must still hold.
+  SubprocessOptions o;
+  o.argv = {"sh", "-c", "exec >/dev/null 2>&1; sleep 30"};
+  auto r = run_subprocess(o, {}, 300ms);
+  EXPECT_TRUE(r.timed_out) << r.describe();
+  std::atomic<bool> stop{false};
+  std::thread t([&] {
+    std::this_thread::sleep_for(200ms);
+    stop = true;
+  });
+  auto c = run_subprocess(o, {}, std::chrono::milliseconds(0), [&] { return stop.load(); });
+  t.join();
+  EXPECT_TRUE(c.cancelled) << c.describe();
 }
 
 TEST(Subprocess, TimeoutKillsTheWholeGroup) {
