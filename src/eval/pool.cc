@@ -35,6 +35,22 @@ struct WorkerPool::Slot {
   std::thread thread;
 };
 
+namespace {
+/// True when a worker answer says its timing ran without the GPU timing lock
+/// (checks.timing_lock for an eval, timing_lock for a baseline; held: false).
+bool timed_without_lock(const json& answer) {
+  if (!answer.is_object()) return false;
+  const json* rec = nullptr;
+  if (auto c = answer.find("checks"); c != answer.end() && c->is_object()) {
+    if (auto t = c->find("timing_lock"); t != c->end()) rec = &*t;
+  }
+  if (!rec) {
+    if (auto t = answer.find("timing_lock"); t != answer.end()) rec = &*t;
+  }
+  return rec && rec->is_object() && rec->contains("held") && (*rec)["held"].is_boolean() && !(*rec)["held"].get<bool>();
+}
+}  // namespace
+
 std::string resolve_python(const std::string& flag, const std::string& config_value) {
   if (!flag.empty()) return flag;
   if (const char* e = std::getenv("MKEVOLVE_PYTHON"); e && *e) return e;
@@ -490,6 +506,10 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
     if (r.eager.valid) r.speedup_eager = r.eager.median_ms / r.runtime.median_ms;
     if (r.compiled.valid) r.speedup_compile = r.compiled.median_ms / r.runtime.median_ms;
   }
+  // A timing taken without the GPU's timing lock (it stayed busy past the wait)
+  // may carry a neighbour's load: use it now, but do not keep it.
+  if (timed_without_lock(r.raw) || (r.raw.is_object() && r.raw.value("baseline_timed_without_lock", false)))
+    cacheable = false;
   if (results_ && cacheable) {
     json about{{"problem", req.problem.string()}, {"kernel", req.kernel.string()}, {"task", req.task},
                {"gpu_model", id.gpu_model}, {"torch", id.torch}};
@@ -545,7 +565,7 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
                                                           ? "no answer within " + fmt_seconds(opts_.baseline_timeout_s) + " s"
                                                           : clip_tail(rep.detail, 300))};
     }
-    if (got && baselines_) {
+    if (got && baselines_ && !timed_without_lock(got->raw)) {
       json about{{"problem", req.problem.string()}, {"gpu_model", id.gpu_model}, {"torch", id.torch}};
       (void)baselines_->put(key, *got, about);
     }
@@ -559,6 +579,10 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
   if (b) {
     r.eager = b->eager;
     r.compiled = b->compiled;
+    if (timed_without_lock(b->raw)) {  // fine for now, not for the verdict cache
+      if (!r.raw.is_object()) r.raw = json::object();
+      r.raw["baseline_timed_without_lock"] = true;
+    }
   } else {
     if (!r.raw.is_object()) r.raw = json::object();
     r.raw["baseline_error"] = b.error();

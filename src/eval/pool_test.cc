@@ -369,6 +369,15 @@ TEST_F(PoolTest, CacheHitsSkipTheWorkerAndContentChangesInvalidate) {
   EXPECT_EQ(pool->stats().evals, 0);
 }
 
+TEST_F(PoolTest, TimingsTakenWithoutTheGpuLockAreNotCached) {
+  auto pool = make(options());
+  auto k = kernel("unlocked", "# FAKE: correct\n# FAKE: unlocked\n");
+  EXPECT_EQ(pool->evaluate(request(k)).status, Status::kCorrect);
+  EvalResult again = pool->evaluate(request(k));
+  EXPECT_FALSE(again.cached);
+  EXPECT_EQ(logged("eval"), 2);
+}
+
 TEST_F(PoolTest, TimeoutsAreCachedButShutdownsAreNot) {
   auto pool = make(options());
   auto k = kernel("hang", "# FAKE: hang\n");
@@ -404,6 +413,19 @@ TEST_F(PoolTest, BaselinesAreMeasuredOnceAndReusedAcrossPools) {
   // A changed problem is another baseline.
   ASSERT_TRUE(write_file_atomic(problem(), "class Model: pass\ndef get_inputs(): return [1]\n").ok());
   pool->evaluate(request(kernel("k10", "# FAKE: correct\n")));
+  EXPECT_EQ(logged("baseline"), 2);
+}
+
+TEST_F(PoolTest, BaselinesTimedWithoutTheGpuLockAreUsedButNotKept) {
+  auto o = options();
+  o.extra_env["MKEVOLVE_WORKER_FAKE_BASELINE"] = "unlocked";
+  {
+    auto pool = make(o);
+    EvalResult r = pool->evaluate(request(kernel("k", "# FAKE: correct\n")));
+    EXPECT_DOUBLE_EQ(r.eager.median_ms, 4.0);  // used for this verdict
+  }
+  auto pool = make(o);  // a new pool: nothing was kept on disk
+  pool->evaluate(request(kernel("k2", "# FAKE: correct\n")));
   EXPECT_EQ(logged("baseline"), 2);
 }
 

@@ -24,9 +24,10 @@ Per request, `eval` reads directives from the kernel file, lines of the form
                         MKEVOLVE_FAKE_GRANDCHILD=<marker> in its environment;
                         clean: without the pool's MKEVOLVE_WORKER_TOKEN)
   env                   put the server's environment in the result ("env")
+  unlocked              timed without the GPU timing lock (checks.timing_lock.held false)
 Every request is logged, one line "op kernel-or-problem", to MKEVOLVE_WORKER_FAKE_LOG
 if set. `baseline` answers eager 4.0 ms and compile 2.0 ms (or what
-MKEVOLVE_WORKER_FAKE_BASELINE says: "fail", "hang").
+MKEVOLVE_WORKER_FAKE_BASELINE says: "fail", "hang", "unlocked").
 """
 import json
 import os
@@ -153,6 +154,8 @@ def do_eval(req):
         elif action == "env":
             result["env"] = dict(os.environ)
             result["cwd"] = os.getcwd()
+        elif action == "unlocked":
+            result["checks"]["timing_lock"] = {"held": False, "waited_s": 300.0, "error": "busy"}
     send(result)
 
 
@@ -164,8 +167,11 @@ def do_baseline(req):
     if mode == "fail":
         send({"id": req["id"], "type": "error", "message": "baseline exploded"})
         return
-    send({"id": req["id"], "type": "result", "eager": {"median_ms": 4.0, "mean_ms": 4.2},
-          "compile": {"median_ms": 2.0, "mean_ms": 2.1}, "gpu": "Fake GPU", "torch": "0.0-fake"})
+    res = {"id": req["id"], "type": "result", "eager": {"median_ms": 4.0, "mean_ms": 4.2},
+           "compile": {"median_ms": 2.0, "mean_ms": 2.1}, "gpu": "Fake GPU", "torch": "0.0-fake"}
+    if mode == "unlocked":
+        res["timing_lock"] = {"held": False, "waited_s": 600.0, "error": "busy"}
+    send(res)
 
 
 def main():

@@ -287,3 +287,16 @@ class ModelNew(nn.Module):
 """)
     r = worker_server.eval(str(prob), str(k), seed=31)
     assert r["status"] == "cheating" and r["kind"] == "problem_tampered", r
+
+
+def test_baseline_times_only_under_the_gpu_timing_lock(worker_server):
+    import threading
+    from mkevolve_worker import gpulock
+    held = gpulock.TimingLock(worker_server.timing_lock)
+    assert held.acquire(5)["held"]
+    threading.Timer(1.5, held.release).start()
+    msg, _ = worker_server.request("baseline", problem=problem("add"),
+                                   options={"test_cpu": True, "perf_trials": 3, "warmup": 1})
+    assert msg["type"] == "result", msg
+    assert msg["eager"]["median_ms"] > 0
+    assert msg["timing_lock"]["held"] is True and msg["timing_lock"]["waited_s"] >= 1.0, msg["timing_lock"]

@@ -468,18 +468,22 @@ class Evaluator:
         device = self._device(opts)
         job = {"problem": problem, "opts": opts, "device": device}
         self.progress("baselines")
-        # The baseline child times as a candidate does, so it too holds the GPU's
-        # timing lock (for its whole life: baselines are measured once and cached).
+        # The baseline child compiles, then says timing_ready and waits: its
+        # timed calls, like a candidate's, run only under the GPU's timing lock.
         lock = gpulock.TimingLock()
-        lock_rec = lock.acquire(max(opts["timeout_s"], 60) * 2)
-        try:
-            child = isolation.spawn("base", lambda ctx: children.baseline_body(ctx, job), cut_network=False)
-        except BaseException:
-            lock.release()
-            raise
+        lock_rec: dict = {}
+
+        def on_event(ch, ev):
+            if ev.get("ev") == "timing_ready" and not lock.held and not lock_rec:
+                lock_rec.update(lock.acquire(max(opts["timeout_s"], 60) * 2))
+                ch.go()
+        child = isolation.spawn("base", lambda ctx: children.baseline_body(ctx, job), cut_network=False)
         try:
             try:
-                isolation.supervise(child, max(opts["timeout_s"], 60) * 2)
+                isolation.supervise(child, max(opts["timeout_s"], 60) * 2, on_event)
+            except BaseException:
+                isolation.finish(child)
+                raise
             finally:
                 lock.release()
             err = _read_json(child.path("error.json"))
