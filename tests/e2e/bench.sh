@@ -6,30 +6,7 @@
 # twice (the second run skips both and calls no LLM), as two shards into one
 # directory, then bench-report over the merged directory.
 set -uo pipefail
-BIN=${1:?usage: bench.sh path/to/mkevolve}
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
-PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export HOME=$T/home XDG_CACHE_HOME=$T/cache
-mkdir -p "$HOME"
-cd "$T"
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
-expect() {
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  if [[ $got -ne $want ]]; then
-    fail "$name: exit $got, wanted $want"; sed 's/^/     | /' "$T/out" "$T/err" | head -40; return
-  fi
-  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$T/out" "$T/err"; then
-    fail "$name: output lacks /$pattern/"; sed 's/^/     | /' "$T/out" "$T/err" | head -40; return
-  fi
-  pass "$name"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 
 # The tiny suite (hand-written fixtures).
 mkdir -p suite/level1
@@ -38,7 +15,6 @@ for n in 1 2; do
 import torch
 import torch.nn as nn
 
-
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -46,10 +22,8 @@ class Model(nn.Module):
     def forward(self, x):
         return torch.relu(x) * $n
 
-
 def get_inputs():
     return [torch.randn(8, 16)]
-
 
 def get_init_inputs():
     return []
@@ -64,7 +38,6 @@ cat <<REPLY
 \`\`\`python file=kernel.py
 import torch
 import torch.nn as nn
-
 
 class ModelNew(nn.Module):
     def __init__(self):

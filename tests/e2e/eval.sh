@@ -4,34 +4,8 @@
 # static checker, "no GPU", and (with Debian's torch) a test-mode CPU eval
 # through the real worker.
 set -uo pipefail
-BIN=${1:?usage: eval.sh path/to/mkevolve}
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 [[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
-PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
-REPO=$(pwd)
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export HOME=$T/home XDG_CACHE_HOME=$T/cache
-mkdir -p "$HOME"
-cd "$T"
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
-
-# expect NAME STATUS PATTERN -- command...: exit status and a stderr/stdout pattern.
-expect() {
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  if [[ $got -ne $want ]]; then
-    fail "$name: exit $got, wanted $want"; sed 's/^/     | /' "$T/out" "$T/err" | head -20; return
-  fi
-  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$T/out" "$T/err"; then
-    fail "$name: output lacks /$pattern/"; sed 's/^/     | /' "$T/out" "$T/err" | head -20; return
-  fi
-  pass "$name"
-}
 
 cat >problem.py <<'PY'
 import torch
@@ -86,14 +60,12 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def relu2_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
     tl.store(y_ptr + offs, tl.maximum(x, 0.0) * 2.0, mask=mask)
-
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -108,7 +80,6 @@ PY
 cat >cheat.py <<'PY'
 import torch
 import torch.nn as nn
-
 
 class ModelNew(nn.Module):
     def forward(self, x):

@@ -6,19 +6,9 @@
 # static checks, its deliberately broken first replies are the ones announced,
 # and no two replies are the same file. ctest passes the binary as $1.
 set -uo pipefail
-BIN=${1:?usage: gpu_fixture.sh path/to/mkevolve}
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
-PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
-REPO=$(pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 FIXTURE=$REPO/examples/sessions/gpu_fixture.py
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export HOME=$T/home XDG_CACHE_HOME=$T/cache MKEVOLVE_HOME=$REPO
-mkdir -p "$HOME"
-cd "$T"
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
+export MKEVOLVE_HOME=$REPO
 
 if ! "$PY" -c 'import torch' 2>/dev/null; then
   echo "SKIP: $PY has no torch (needed for the decomposition check)"

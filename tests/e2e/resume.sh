@@ -13,21 +13,10 @@
 # the requests whose replies were not in the run's cache when it was killed. The kill points come from a seeded RNG
 # (MKEVOLVE_RESUME_SEED, printed) so a failure can be reproduced.
 set -uo pipefail
-BIN=${1:?usage: resume.sh path/to/mkevolve}
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
-PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
-REPO=$(pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 KILLS=${MKEVOLVE_RESUME_KILLS:-5}
 SEED=${MKEVOLVE_RESUME_SEED:-20261130}
 if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export HOME=$T/home XDG_CACHE_HOME=$T/cache
-mkdir -p "$HOME"
-cd "$T"
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
 
 PROBLEM=$REPO/examples/sessions/mlp_small.py
 SESSION=$REPO/examples/sessions/mlp_small_cpu.jsonl

@@ -7,33 +7,7 @@
 # for real, beam search, composition into solution/, the end-to-end check, the
 # report, and a resume that pays for nothing again.
 set -uo pipefail
-BIN=${1:?usage: run.sh path/to/mkevolve}
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
-PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
-REPO=$(pwd)
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export HOME=$T/home XDG_CACHE_HOME=$T/cache
-mkdir -p "$HOME"
-cd "$T"
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
-
-# expect NAME STATUS PATTERN -- command...: exit status and a stdout/stderr pattern.
-expect() {
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  if [[ $got -ne $want ]]; then
-    fail "$name: exit $got, wanted $want"; sed 's/^/     | /' "$T/out" "$T/err" | head -30; return
-  fi
-  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$T/out" "$T/err"; then
-    fail "$name: output lacks /$pattern/"; sed 's/^/     | /' "$T/out" "$T/err" | head -30; return
-  fi
-  pass "$name"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 
 PROBLEM=$REPO/examples/sessions/mlp_small.py       # hand-written fixture problem
 SESSION=$REPO/examples/sessions/mlp_small_cpu.jsonl # hand-written fixture session

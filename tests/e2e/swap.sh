@@ -4,32 +4,9 @@
 # reference is verified, installed, logged and marked in the report; a broken
 # replacement is refused and leaves the solution byte for byte as it was.
 set -uo pipefail
-BIN=${1:?usage: swap.sh path/to/mkevolve}
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
-PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
-REPO=$(pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export HOME=$T/home XDG_CACHE_HOME=$T/cache
-mkdir -p "$HOME"
-cd "$T"
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
-expect() {
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  if [[ $got -ne $want ]]; then
-    fail "$name: exit $got, wanted $want"; sed 's/^/     | /' "$T/out" "$T/err" | head -30; return
-  fi
-  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$T/out" "$T/err"; then
-    fail "$name: output lacks /$pattern/"; sed 's/^/     | /' "$T/out" "$T/err" | head -30; return
-  fi
-  pass "$name"
-}
+
 tree() { (cd "$1" && find . -type f -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum); }
 
 PROBLEM=$REPO/examples/sessions/mlp_small.py
@@ -51,7 +28,6 @@ expect "swap in a directory that is not a run" 2 "not a run directory" -- \
 cat >wrong.py <<'PY'
 import torch
 import torch.nn as nn
-
 
 class ModelNew(nn.Module):
     def __init__(self, in_features, out_features):

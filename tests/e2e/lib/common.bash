@@ -1,0 +1,39 @@
+# Shared set-up for the end-to-end tests tests/e2e/*.sh. Sourced, never run
+# (ctest runs only the *.sh files directly in tests/e2e/). First thing after
+# `set -uo pipefail`:
+#
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
+#
+# It sets BIN (the binary ctest passes as $1, made absolute), PY (the worker's
+# Python: $MKEVOLVE_TEST_PYTHON, else /usr/bin/python3), REPO (the repository
+# root: ctest's working directory) and T (a temporary directory removed on exit;
+# it becomes the working directory and holds HOME and XDG_CACHE_HOME), and it
+# defines pass, fail (counting failures in $fails) and expect.
+BIN=${1:?usage: $(basename "$0") path/to/mkevolve}
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
+REPO=$(pwd)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export HOME=$T/home XDG_CACHE_HOME=$T/cache
+mkdir -p "$HOME"
+cd "$T" || exit 1
+fails=0
+pass() { echo "ok   $1"; }
+fail() { echo "FAIL $1"; fails=$((fails + 1)); }
+
+# expect NAME STATUS PATTERN -- command...: the exit status, and a pattern
+# (extended regex; empty: none) that stdout or stderr must contain.
+expect() {
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  "$@" >"$T/out" 2>"$T/err"
+  local got=$?
+  if [[ $got -ne $want ]]; then
+    fail "$name: exit $got, wanted $want"; sed 's/^/     | /' "$T/out" "$T/err" | head -40; return
+  fi
+  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$T/out" "$T/err"; then
+    fail "$name: output lacks /$pattern/"; sed 's/^/     | /' "$T/out" "$T/err" | head -40; return
+  fi
+  pass "$name"
+}
