@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/args.h"
 #include "cli/registry.h"
 #include "llm/accounting.h"
 #include "llm/factory.h"
@@ -97,14 +98,7 @@ int run(int argc, char** argv) {
   app.add_option("--task", task, "X-MKEvolve-Task header value");
   app.add_flag("--json", as_json, "print {reply, usage, ...} as one JSON object on stdout");
   app.add_option("prompt", prompt, "the prompt ('-' reads it from stdin)")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto fail = [](const std::string& msg, int code) {
     std::fprintf(stderr, "mkevolve ask: %s\n", msg.c_str());
     return code;

@@ -12,6 +12,7 @@
 #include "bench/runner.h"
 #include "bench/suite.h"
 #include "cli/method_common.h"
+#include "cli/args.h"
 #include "cli/registry.h"
 #include "run/interrupt.h"
 #include "util/fs.h"
@@ -44,14 +45,7 @@ int bench_cmd(int argc, char** argv) {
   method::add_env_flags(app, env_flags, true);
   method::add_eval_flags(app, o.eval);
   app.add_flag("-q,--quiet", quiet, "print only the final table");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto usage = [](const std::string& m) {
     std::fprintf(stderr, "mkevolve bench: %s\n", m.c_str());
     return kExitUsage;

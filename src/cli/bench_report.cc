@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/bench_report.h"
+#include "cli/args.h"
 #include "cli/registry.h"
 #include "util/fs.h"
 
@@ -32,14 +33,7 @@ int bench_report_cmd(int argc, char** argv) {
                  "the other three (default: the first DIR)");
   app.add_option("--curve-step", step, "LLM calls between curve points")->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "don't print the markdown report");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (step < 1) {
     std::fprintf(stderr, "mkevolve bench-report: --curve-step must be at least 1\n");
     return kExitUsage;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/registry.h"
 #include "eval/inputs.h"
 #include "eval/pool.h"
@@ -33,25 +34,18 @@ int run(int argc, char** argv) {
   app.add_flag("--allow-pytorch", allow_pytorch, "Swap's policy: PyTorch compute is allowed");
   app.add_option("--python", python, "Python to run the checker (default: $MKEVOLVE_PYTHON, config 'python', python3)");
   app.add_option("--config", config_path, "configuration file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto config = Config::discover(config_path);
   if (!config) {
     std::fprintf(stderr, "mkevolve check: %s\n", config.error().c_str());
     return kExitUsage;
   }
-  auto config_python = config->get_string("python", "");
-  if (!config_python) {
-    std::fprintf(stderr, "mkevolve check: %s\n", config_python.error().c_str());
+  auto resolved = worker_python(python, *config);
+  if (!resolved) {
+    std::fprintf(stderr, "mkevolve check: %s\n", resolved.error().c_str());
     return kExitUsage;
   }
-  std::string py = eval::resolve_python(python, *config_python);
+  const std::string& py = *resolved;
 
   int worst = kExitOk;
   for (const auto& f : files) {

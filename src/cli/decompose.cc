@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/method_common.h"
+#include "cli/args.h"
 #include "cli/registry.h"
 #include "util/fs.h"
 
@@ -60,14 +61,7 @@ int decompose_cmd(int argc, char** argv) {
   app.add_flag("--no-cache", no_cache, "do not use the LLM response cache (~/.cache/mkevolve/llm-cache)");
   app.add_flag("-q,--quiet", quiet, "print only the result");
   method::add_env_flags(app, env_flags, false);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (o.decompose_workers < 1 || o.decompose_attempts < 1) {
     std::fprintf(stderr, "mkevolve decompose: --workers and --attempts must be positive\n");
     return kExitUsage;

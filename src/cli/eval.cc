@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/registry.h"
 #include "eval/cache.h"
 #include "eval/gpus.h"
@@ -163,14 +164,7 @@ int run(int argc, char** argv) {
   // Test-only: torch-only candidates on the CPU through the worker's test mode.
   // Never a real measurement; hidden from --help on purpose.
   app.add_flag("--test-cpu-unsafe", test_cpu)->group("");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   opts.measure_perf = !no_perf;
   opts.allow_pytorch = allow_pytorch;
   opts.test_cpu = test_cpu;
@@ -186,12 +180,12 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "mkevolve eval: %s\n", config.error().c_str());
     return kExitUsage;
   }
-  auto config_python = config->get_string("python", "");
-  if (!config_python) {
-    std::fprintf(stderr, "mkevolve eval: %s\n", config_python.error().c_str());
+  auto resolved = worker_python(python, *config);
+  if (!resolved) {
+    std::fprintf(stderr, "mkevolve eval: %s\n", resolved.error().c_str());
     return kExitUsage;
   }
-  std::string py = eval::resolve_python(python, *config_python);
+  const std::string& py = *resolved;
 
   // Bad input first, before any worker starts.
   if (std::error_code ec; !fs::is_regular_file(problem, ec)) {

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "cli/method_common.h"
+#include "cli/args.h"
 #include "cli/registry.h"
 
 namespace mk::cli {
@@ -39,14 +40,7 @@ int evolve_cmd(int argc, char** argv) {
   method::add_eval_flags(app, req.opts.eval);
   app.add_flag("-q,--quiet", quiet, "print nothing but the result");
   app.add_flag("--events-json", events_json, "print every event as one JSON line (for scripts)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (budget < 1 || req.opts.beam_width < 1 || req.opts.expansion < 1) {
     std::fprintf(stderr, "mkevolve evolve: --budget, --beam-width and --expansion must be positive\n");
     return kExitUsage;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "agents/agents.h"
+#include "cli/args.h"
 #include "cli/registry.h"
 #include "eval/gpus.h"
 #include "llm/factory.h"
@@ -153,13 +154,13 @@ int setup_pool(const std::string& cmd, const EnvFlags& flags, const fs::path& ev
     }
     env->config = std::move(*cfg);
   }
-  auto cfg_python = env->config->get_string("python", "");
-  if (!cfg_python) {
-    say(cfg_python.error());
+  auto python = worker_python(flags.python, *env->config);
+  if (!python) {
+    say(python.error());
     return kExitUsage;
   }
   eval::PoolOptions po;
-  po.python = eval::resolve_python(flags.python, *cfg_python);
+  po.python = *python;
   po.slots_per_gpu = std::max(1, flags.slots_per_gpu);
   po.only_gpu = flags.gpu;
   po.cache_dir = eval_cache;

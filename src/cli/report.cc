@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/registry.h"
 #include "report/report.h"
 
@@ -22,14 +23,7 @@ int run(int argc, char** argv) {
   app.add_option("dir", dir, "run directory (holds events.jsonl)")->required();
   app.add_option("--out", out, "where to write the reports (default: the run directory)");
   app.add_flag("-q,--quiet", quiet, "print nothing on success");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   std::vector<std::string> warnings;
   auto written = report::write_report(dir, out.empty() ? dir : out, &warnings);
   for (const auto& w : warnings) std::fprintf(stderr, "mkevolve report: warning: %s\n", w.c_str());

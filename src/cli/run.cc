@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/method_common.h"
+#include "cli/args.h"
 #include "cli/registry.h"
 
 namespace mk::cli {
@@ -33,14 +34,7 @@ int run_cmd(int argc, char** argv) {
   method::add_eval_flags(app, o.eval);
   app.add_flag("-q,--quiet", quiet, "print nothing but the result");
   app.add_flag("--events-json", events_json, "print every event as one JSON line (for scripts)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto usage = [](const char* m) {
     std::fprintf(stderr, "mkevolve run: %s\n", m);
     return kExitUsage;

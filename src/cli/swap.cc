@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/method_common.h"
+#include "cli/args.h"
 #include "cli/registry.h"
 #include "problem/compose.h"
 #include "run/events.h"
@@ -68,11 +69,7 @@ int swap_cmd(int argc, char** argv) {
   app.add_option("--gpu", env_flags.gpu, "use only this GPU");
   app.add_flag("--test-cpu-unsafe", env_flags.test_cpu)->group("");
   method::add_eval_flags(app, eopts);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto say = [](const std::string& m) { std::fprintf(stderr, "mkevolve swap: %s\n", m.c_str()); };
   const fs::path dir = dir_s;
   const fs::path sol = dir / "solution";
