@@ -9,26 +9,8 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 
 # The tiny suite (hand-written fixtures).
-mkdir -p suite/level1
-for n in 1 2; do
-  cat >"suite/level1/${n}_Scale.py" <<PY
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return torch.relu(x) * $n
-
-def get_inputs():
-    return [torch.randn(8, 16)]
-
-def get_init_inputs():
-    return []
-PY
-done
+source "$REPO/tests/e2e/lib/scale_suite.bash"
+write_scale_suite suite
 # The LLM: a correct torch-only ModelNew for the problem named in MKEVOLVE_TASK.
 cat >llm.sh <<'SH'
 #!/bin/sh

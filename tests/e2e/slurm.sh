@@ -103,29 +103,8 @@ done
 
 # The suite and the LLM (as in tests/e2e/bench.sh).
 W=$T/work
-mkdir -p "$W/suite/level1"
-for n in 1 2; do
-  cat >"$W/suite/level1/${n}_Scale.py" <<PY
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return torch.relu(x) * $n
-
-
-def get_inputs():
-    return [torch.randn(8, 16)]
-
-
-def get_init_inputs():
-    return []
-PY
-done
+source "$REPO/tests/e2e/lib/scale_suite.bash"
+write_scale_suite "$W/suite"
 cat >"$W/llm.sh" <<'SH'
 #!/bin/sh
 n=${MKEVOLVE_TASK%%_*}
