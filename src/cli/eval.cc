@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/method_common.h"
 #include "cli/registry.h"
 #include "eval/cache.h"
 #include "eval/gpus.h"
@@ -154,6 +155,7 @@ int run(int argc, char** argv) {
   app.add_option("--rtol", opts.rtol, "relative tolerance")->capture_default_str();
   app.add_option("--seed", opts.seed, "seed for inputs and weights")->capture_default_str();
   app.add_option("--timeout", opts.timeout_s, "hard deadline per candidate, seconds")->capture_default_str();
+  method::add_timing_flag(app, opts);
   app.add_flag("--no-perf", no_perf, "correctness and cheat checks only, no timing");
   app.add_flag("--allow-pytorch", allow_pytorch, "Swap's policy: a PyTorch implementation may pass (it is marked)");
   app.add_option("--python", python, "the worker's Python (default: $MKEVOLVE_PYTHON, config 'python', python3)");

@@ -39,6 +39,8 @@ struct EnvFlags {
 void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge);
 /// The evaluator's settings (trials, timeouts, tolerances).
 void add_eval_flags(CLI::App& app, eval::EvalOptions& o);
+/// --timing device|synced (eval options' timing mode).
+void add_timing_flag(CLI::App& app, eval::EvalOptions& o);
 /// The method's settings shared by `run` and `bench`: --method, --fuse, --swap,
 /// --postfuse, T, L, the budgets, beam shape, attempt counts and --max-tokens.
 void add_search_flags(CLI::App& app, search::SearchOptions& o);

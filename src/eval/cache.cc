@@ -34,16 +34,17 @@ std::string result_key(const std::string& problem_hash, const std::string& kerne
   h.update(std::to_string(o.trials)).update(std::to_string(o.warmup)).update(std::to_string(o.perf_trials));
   h.update(num(o.atol)).update(num(o.rtol)).update(num(o.timeout_s)).update(o.measure_perf ? "perf" : "noperf");
   h.update(std::to_string(o.seed)).update(o.allow_pytorch ? "allow_pytorch" : "triton_only");
-  h.update(o.test_cpu ? "test_cpu" : "gpu");
+  h.update(o.test_cpu ? "test_cpu" : "gpu").update(o.timing);
   h.update(id.gpu_model).update(id.torch).update(id.triton).update(id.worker);
   return h.hex();
 }
 
 std::string baseline_key(const std::string& problem_hash, const EvalIdentity& id, const EvalOptions& o) {
   Hasher h;
-  h.update("mkevolve-baseline-v1").update(std::to_string(kProtocolVersion));
+  h.update("mkevolve-baseline-v2").update(std::to_string(kProtocolVersion));
   h.update(problem_hash).update(id.gpu_model).update(id.torch);
   h.update(std::to_string(o.warmup)).update(std::to_string(o.perf_trials)).update(o.test_cpu ? "test_cpu" : "gpu");
+  h.update(o.timing);
   return h.hex();
 }
 

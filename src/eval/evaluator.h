@@ -39,6 +39,10 @@ struct EvalOptions {
   /// started in test mode).
   bool test_cpu = false;
   int gpu = -1;                   ///< -1: any free GPU
+  /// "device": GPU time (the worker hides the host's launch latency behind a
+  /// short device-side spin); "synced": each call launched onto an idle GPU,
+  /// host latency included (KernelBench's way). Both are recorded.
+  std::string timing = "device";
 };
 
 struct EvalRequest {

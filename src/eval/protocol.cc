@@ -17,6 +17,7 @@ json options_to_json(const EvalOptions& o) {
               {"timeout_s", o.timeout_s},
               {"allow_pytorch", o.allow_pytorch},
               {"test_cpu", o.test_cpu},
+              {"timing", o.timing},
               {"baselines", false}};
 }
 

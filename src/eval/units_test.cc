@@ -238,6 +238,13 @@ TEST(Cache, KeysSeparateWhatMatters) {
   id2 = id;
   id2.gpu_model = "x";
   EXPECT_NE(baseline_key("p", id, o), baseline_key("p", id2, o));
+  // Device and synced timings are different numbers: neither may answer for the other.
+  EvalOptions synced = o;
+  synced.timing = "synced";
+  EXPECT_NE(k, result_key("p", "k", synced, id));
+  EXPECT_NE(baseline_key("p", id, o), baseline_key("p", id, synced));
+  EXPECT_EQ(options_to_json(synced).at("timing"), "synced");
+  EXPECT_EQ(options_to_json(o).at("timing"), "device");
 }
 
 TEST(Cache, StoresAndReadsBack) {

@@ -416,6 +416,7 @@ nlohmann::json to_json(const SearchOptions& o) {
             {"timeout_s", o.eval.timeout_s},
             {"seed", o.eval.seed},
             {"test_cpu", o.eval.test_cpu},
+            {"timing", o.eval.timing},
             {"gpu", o.eval.gpu}}}};
 }
 
@@ -448,6 +449,7 @@ Result<SearchOptions> options_from_json(const nlohmann::json& j) {
       o.eval.seed = e.value("seed", o.eval.seed);
       o.eval.test_cpu = e.value("test_cpu", o.eval.test_cpu);
       o.eval.gpu = e.value("gpu", o.eval.gpu);
+      o.eval.timing = e.value("timing", o.eval.timing);
     }
     return o;
   } catch (const std::exception& e) {

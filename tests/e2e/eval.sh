@@ -88,6 +88,7 @@ PY
 
 # Bad input: exit 2, naming the file and what is missing.
 expect "missing problem" 2 "nope.py: no such file" -- "$BIN" eval --problem nope.py --kernel good.py --python "$PY"
+expect "unknown timing mode" 2 "--timing: wall not in {device,synced}" -- "$BIN" eval --problem problem.py --kernel good.py --timing wall --python "$PY"
 expect "missing kernel" 2 "gone.py: no such file" -- "$BIN" eval --problem problem.py --kernel gone.py --python "$PY"
 expect "problem without get_inputs" 2 "noinputs.py: no get_inputs" -- "$BIN" eval --problem noinputs.py --kernel good.py --python "$PY"
 expect "kernel without ModelNew" 2 "nomodelnew.py: no ModelNew" -- "$BIN" eval --problem problem.py --kernel nomodelnew.py --python "$PY"

@@ -108,6 +108,8 @@ RUNTIME_ONLY = [
     ("03_linear_gelu__torch_fallback.py", "03_linear_gelu.py", {("cheating", "foreign_kernel"),
                                                                 ("cheating", "no_triton_launch")}),
     ("03_linear_gelu__getattr_alias.py", "03_linear_gelu.py", {("cheating", "foreign_kernel")}),
+    # Honest for its first seven calls: the profiling process profiles the later ones too.
+    ("03_linear_gelu__count_calls.py", "03_linear_gelu.py", {("cheating", "foreign_kernel")}),
     ("03_linear_gelu__output_cache.py", "03_linear_gelu.py", {("incorrect", "mismatch"),
                                                               ("cheating", "stale_output")}),
     ("01_relu__empty_like_stale.py", "01_relu.py", {("incorrect", "mismatch")}),

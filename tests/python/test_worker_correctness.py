@@ -168,11 +168,29 @@ def test_timed_phase_waits_for_the_gpu_timing_lock(worker_server):
     threading.Timer(1.5, held.release).start()
     r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1)
     assert r["status"] == "correct", r
-    rec = r["checks"]["timing_lock"]
-    assert rec["held"] is True and rec["waited_s"] >= 1.0, rec
+    # The profiling process's burst comes first (lock taken shared), then the timing.
+    prof, rec = r["checks"]["profile_lock"], r["checks"]["timing_lock"]
+    assert prof["held"] is True and rec["held"] is True, r["checks"]
+    assert prof["waited_s"] + rec["waited_s"] >= 1.0, (prof, rec)
     # Free lock: no wait to speak of.
     r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1, seed=7)
     assert r["checks"]["timing_lock"]["held"] is True and r["checks"]["timing_lock"]["waited_s"] < 1.0, r
+    assert r["checks"]["profile_lock"]["waited_s"] < 1.0, r
+
+
+def test_profiled_calls_wait_for_a_timed_phase_but_not_for_each_other(tmp_path):
+    from mkevolve_worker import gpulock
+    path = str(tmp_path / "gpu.lock")
+    a, b = gpulock.TimingLock(path, shared=True), gpulock.TimingLock(path, shared=True)
+    assert a.acquire(1)["held"] and b.acquire(1)["held"]
+    timed = gpulock.TimingLock(path).acquire(0.2)
+    assert not timed["held"] and "busy" in timed["error"]
+    a.release()
+    b.release()
+    ex = gpulock.TimingLock(path)
+    assert ex.acquire(1)["held"]
+    assert not gpulock.TimingLock(path, shared=True).acquire(0.2)["held"]
+    ex.release()
 
 
 def test_reference_inputs_are_reused_until_the_problem_changes(worker_server, tmp_path):
@@ -220,13 +238,18 @@ def test_tolerances_are_settable(worker_server):
     assert r["status"] == "correct", r
 
 
-def test_profile_warmup_option_is_accepted_and_harmless_on_cpu(worker_server):
+def test_timing_option_is_checked_and_recorded(worker_server):
     from mkevolve_worker import correctness as C
-    assert C.normalize_options({})["profile_warmup"] is False
-    assert C.normalize_options({"profile_warmup": True})["profile_warmup"] is True
-    r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1, profile_warmup=True)
+    assert C.normalize_options({})["timing"] == "device"
+    assert C.normalize_options({"timing": "synced"})["timing"] == "synced"
+    with pytest.raises(ValueError, match="timing must be one of device, synced"):
+        C.normalize_options({"timing": "wall"})
+    r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1, timing="synced")
     assert r["status"] == "correct", r
-    assert not any(p[0] == "warming the profiler" for p in r["checks"]["phases_s"])  # a CUDA-only step
+    assert 0 <= r["checks"]["timing"]["extra_warmup"] <= 15
+    msg, _ = worker_server.request("eval", problem=problem("add"), kernel=cand("add_ok"),
+                                   options={"test_cpu": True, "timing": 3})
+    assert msg["type"] == "error" and "timing" in msg["message"], msg
 
 
 def test_timing_lock_follows_a_replaced_lock_file(tmp_path):
@@ -289,6 +312,37 @@ class ModelNew(nn.Module):
     assert r["status"] == "cheating" and r["kind"] == "problem_tampered", r
 
 
+def test_reference_loads_the_problem_before_candidate_code_runs(worker_server, tmp_path):
+    """Reference child #2 computes beside the candidate. A candidate that makes
+    the problem compute what it computes, and puts the file back before handing
+    over its outputs (so the files look untouched), must still be compared with
+    the original problem: the reference loaded it before any candidate code ran."""
+    import shutil
+    prob = tmp_path / "add.py"
+    shutil.copy(problem("add"), prob)
+    original = prob.read_text()
+    assert "a + b" in original
+    k = tmp_path / "swap_and_restore.py"
+    k.write_text(f"""
+import torch.nn as nn
+
+PROBLEM = {str(prob)!r}
+ORIGINAL = open(PROBLEM).read()
+with open(PROBLEM, "w") as f:
+    f.write(ORIGINAL.replace("a + b", "a - b"))
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        with open(PROBLEM, "w") as f:
+            f.write(ORIGINAL)
+        return a - b
+""")
+    r = worker_server.eval(str(prob), str(k), seed=32)
+    assert prob.read_text() == original
+    assert r["status"] == "incorrect" and r["kind"] == "mismatch", r
+
+
 def test_baseline_times_only_under_the_gpu_timing_lock(worker_server):
     import threading
     from mkevolve_worker import gpulock
@@ -300,3 +354,28 @@ def test_baseline_times_only_under_the_gpu_timing_lock(worker_server):
     assert msg["type"] == "result", msg
     assert msg["eager"]["median_ms"] > 0
     assert msg["timing_lock"]["held"] is True and msg["timing_lock"]["waited_s"] >= 1.0, msg["timing_lock"]
+
+
+def test_a_failure_in_the_profiling_process_fails_the_candidate(worker_server, tmp_path):
+    """The profiling process calls forward more often than the timed one (here
+    on the CPU, where it runs the same calls without a profiler): a candidate
+    that fails only there fails, and the message says where."""
+    k = tmp_path / "fails_late.py"
+    k.write_text("""
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, a, b):
+        self.calls += 1
+        if self.calls > 30:
+            raise RuntimeError("call 31")
+        return a + b
+""")
+    r = worker_server.eval(problem("add"), str(k), perf=True, perf_trials=3, warmup=1)
+    assert r["status"] == "runtime_error", r
+    assert "second, profiled process" in r["message"] and "call 31" in r["message"], r

@@ -241,6 +241,24 @@ def test_runtime_host_to_device_of_result_size_is_cheating():
     assert runtime_check.judge(small, {"add_kernel"}, False, 4096)["ok"]
 
 
+def test_runtime_over_many_forwards_judges_each_call():
+    """The profiling process profiles every call it makes (runtime_check.py)."""
+    htod = K("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", nbytes=16)
+    honest = [K("add_kernel"), htod] * 150  # a small upload per call: never the result
+    assert runtime_check.judge(honest, {"add_kernel"}, False, 4096, forwards=150)["ok"]
+    big = [K("add_kernel"), K("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", nbytes=4096)] * 150
+    j = runtime_check.judge(big, {"add_kernel"}, False, 4096, forwards=150)
+    assert j["kind"] == "host_compute" and "on average" in j["reasons"][0]
+    # Triton on the first calls only, nothing (cached or smuggled results) after:
+    some = [K("add_kernel")] * 7 + [K("Memset (Device)", "gpu_memset")] * 143
+    j = runtime_check.judge(some, {"add_kernel"}, False, 4096, forwards=150)
+    assert j["kind"] == "no_triton_launch" and "only 7 Triton launches in 150 forward calls" in j["reasons"][0]
+    # cuBLAS after the seventh call:
+    switch = [K("add_kernel")] * 7 + [K("ampere_sgemm_128x64_tn")] * 143
+    j = runtime_check.judge(switch, {"add_kernel"}, False, 4096, forwards=150)
+    assert j["kind"] == "foreign_kernel" and "150 forward calls" in j["reasons"][0]
+
+
 # -- wall-clock rule -------------------------------------------------------------
 
 
@@ -341,3 +359,34 @@ def test_timing_spread_percentiles_and_halves():
     assert s["first_half_median_ms"] == 25.5 and s["second_half_median_ms"] == 75.5
     one = timing.spread([0.5])
     assert one["p10_ms"] == one["p90_ms"] == 0.5 and "first_half_median_ms" not in one
+
+
+def test_wait_event_stops_at_the_named_event_and_keeps_the_rest_for_supervise():
+    from mkevolve_worker import isolation
+
+    def body(ctx):
+        ctx.send({"ev": "phase", "phase": "loading"})
+        ctx.send({"ev": "loaded"})
+        ctx.send({"ev": "after"})
+        return 0 if ctx.wait_go() else 3
+    child = isolation.spawn("wait-event", body, cut_network=False)
+    try:
+        assert isolation.wait_event(child, "loaded", 30)
+        assert [e["ev"] for e in child.events] == ["phase", "loaded"]
+        child.go()
+        isolation.supervise(child, 30)
+        assert [e["ev"] for e in child.events] == ["phase", "loaded", "after"]
+        assert child.exit_code() == 0
+    finally:
+        isolation.cleanup_dir(child.dir)
+
+
+def test_wait_event_returns_false_when_the_child_exits_without_it():
+    from mkevolve_worker import isolation
+    child = isolation.spawn("wait-event-eof", lambda ctx: 0, cut_network=False)
+    try:
+        assert not isolation.wait_event(child, "loaded", 30)
+        isolation.supervise(child, 30)
+        assert child.exit_code() == 0
+    finally:
+        isolation.cleanup_dir(child.dir)

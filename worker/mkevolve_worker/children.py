@@ -74,9 +74,11 @@ def reference_body(ctx, job: dict) -> int:
     model only to vet the problem (first trial of each config) and the
     alternate-distribution trials (skipped where the reference raises or is
     not finite). No expected output leaves this child.
-    Phase 2 (after the candidate handed over its outputs): compute the expected
-    outputs of job["trials"] from the inputs inherited from the server.
-    job: problem, opts, device, phase, timing_trial (1); trials, inputs, init (2)."""
+    Phase 2 (started beside the candidate): compute the expected outputs of
+    job["trials"] from the inputs inherited from the server, then, with
+    job["hold"], wait for the server's go (given once the candidate has handed
+    over its outputs) before writing them.
+    job: problem, opts, device, phase, timing_trial (1); trials, inputs, init, hold (2)."""
     import torch
     _restore_threads()
     C.disable_tf32()
@@ -88,6 +90,8 @@ def reference_body(ctx, job: dict) -> int:
     except BaseException as e:  # noqa: BLE001
         return write_error(ctx, "problem_error", f"loading the problem failed: "
                            + errors.trimmed_traceback(e, [job["problem"]]), "load")
+    # The problem's code is in memory: the server starts the candidate only now.
+    ctx.send({"ev": "loaded"})
     phase = job["phase"]
     if phase == 1:
         plan = C.plan_trials(len(configs), opts)
@@ -149,8 +153,14 @@ def reference_body(ctx, job: dict) -> int:
     if phase == 1:
         tensorio.save(os.path.join(ctx.dir, "inputs.mkt"), {"init": init, "inputs": inputs},
                       meta={"n_configs": len(configs), "alt_skipped": alt_skipped})
-    else:
-        tensorio.save(os.path.join(ctx.dir, "expected.mkt"), {"out": expected, "mutated": mutated})
+        return 0
+    if job.get("hold"):
+        # Computed while the candidate runs; nothing leaves this process until
+        # the server, holding the candidate's outputs, says go.
+        ctx.send({"ev": "expected_ready"})
+        if not ctx.wait_go():
+            return 0
+    tensorio.save(os.path.join(ctx.dir, "expected.mkt"), {"out": expected, "mutated": mutated})
     return 0
 
 
@@ -218,21 +228,20 @@ def candidate_body(ctx, job: dict) -> int:
     except BaseException as e:  # noqa: BLE001
         return write_error(ctx, "malformed_result", f"the output cannot be handed over: {e}", "saving outputs")
     ctx.send({"ev": "correctness_ready"})
-    opts = job["opts"]
-    if job["perf"] and opts.get("profile_warmup") and opts.get("profile") and job["device"] == "cuda":
-        # While the server computes the expected outputs and compares (1-3 s).
-        ctx.send({"ev": "phase", "phase": "warming the profiler"})
-        from . import runtime_check
-        runtime_check.warm_profiler()
-        ctx.send({"ev": "phase", "phase": "waiting for the verdict"})
     if not job["perf"] or not ctx.wait_go():
         return 0
     return _perf(ctx, job, keep, files)
 
 
+def _warmup(job: dict) -> int:
+    """Warm-up calls: the option plus a count the server draws per eval, so the
+    candidate cannot tell its calls apart by counting them."""
+    return job["opts"]["warmup"] + int(job.get("extra_warmup", 0))
+
+
 def _perf(ctx, job: dict, model, files: list[str]) -> int:
     import torch
-    from . import runtime_check, timing
+    from . import timing
     device = job["device"]
     opts = job["opts"]
     normal = [t for t in job["trials"] if t["config"] == 0 and not t["alt"]]
@@ -243,21 +252,11 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
     def call():
         with torch.no_grad():
             return model(*bufs)
-    where = "profiling one forward"
+    where = "waiting for the GPU timing lock"
     try:
-        if device == "cuda" and opts["profile"]:
-            ctx.send({"ev": "phase", "phase": where})
-            acts, out = runtime_check.profile_forward(call, os.path.join(ctx.dir, "trace.json"))
-            write_json(os.path.join(ctx.dir, "runtime.json"),
-                       {"activities": acts, "output_nbytes": C.tree_nbytes(out)})
-            try:
-                os.unlink(os.path.join(ctx.dir, "trace.json"))
-            except OSError:
-                pass
         # The timed phase waits for the server's second go: the server first
         # takes the GPU's timing lock (gpulock.py), so no other candidate or
         # baseline on this GPU is timed at the same time.
-        where = "waiting for the GPU timing lock"
         ctx.send({"ev": "timing_ready"})
         if not ctx.wait_go():
             return 0
@@ -267,18 +266,24 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
         extra = {}
         if device == "cuda":
             flush, nbytes = timing.l2_flush_buffer(device)
-            times, out = timing.time_cuda(call, refill, opts["warmup"], opts["perf_trials"], flush)
+            fed = opts["timing"] == "device"
+            times, out, info = timing.time_cuda(call, refill, _warmup(job), opts["perf_trials"], flush, fed=fed)
             timed_last = C.to_cpu_tree(out)
-            extra["l2_flush_bytes"] = nbytes
+            extra.update(l2_flush_bytes=nbytes, **info)
+            if fed:
+                synced, _, _ = timing.time_cuda(call, refill, 0, timing.SYNCED_TRIALS, flush, fed=False)
+                extra["synced_times_ms"] = synced
+            else:
+                synced = times
             del flush
             wall_last = None
             if opts["wall_check"]:
                 where = "the wall-clock batch"
-                n = timing.wall_batch_size(sorted(times)[len(times) // 2])
+                n = timing.wall_batch_size(sorted(synced)[len(synced) // 2])
                 extra["wall_calls"] = n
                 wall_last = C.to_cpu_tree(timing.wall_batches(ctx, call, n))
         else:
-            times, out = timing.time_cpu(call, refill, min(opts["warmup"], 2), opts["perf_trials"])
+            times, out = timing.time_cpu(call, refill, min(_warmup(job), 2), opts["perf_trials"])
             timed_last = C.to_cpu_tree(out)
             wall_last = None
         tensorio.save(os.path.join(ctx.dir, "timed.mkt"), {"timed_last": timed_last, "wall_last": wall_last})
@@ -290,6 +295,74 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------
+
+
+def profile_body(ctx, job: dict) -> int:
+    """The runtime profile, in a second process of the same candidate started
+    beside the first (same job, same isolation). It warms the profiler first
+    (CUPTI's start-up costs seconds: here it overlaps the other process's
+    compile and trials instead of delaying its timing), then imports the
+    candidate and profiles every forward call it makes: config 0's trials and
+    as many further calls as the timed process makes, inputs refilled between
+    them. A candidate that computes honestly only on the calls it expects to
+    be profiled has to tell the two processes apart. Writes runtime.json; its
+    outputs are not compared (the other process's are)."""
+    import torch
+    from . import runtime_check, timing
+    _restore_threads()
+    C.disable_tf32()
+    device = job["device"]
+    opts = job["opts"]
+    kernel = job["kernel"]
+    files = loader.candidate_files(kernel)
+    where = "starting the profiler"
+    ctx.send({"ev": "phase", "phase": where})
+    if device == "cuda":
+        torch.zeros(1, device=device)
+        runtime_check.warm_profiler()
+    ctx.send({"ev": "phase", "phase": "importing the candidate"})
+    try:
+        mod = loader.import_candidate(kernel)
+        where = "constructing ModelNew (config 0)"
+        C.seed_all(opts["seed"])
+        model = mod.ModelNew(*job["init"][0]).to(device)
+        mine = [t for t in job["trials"] if t["config"] == 0]
+        xs = [C.to_device(job["inputs"][t["id"]], device) for t in mine]
+        normal = [t for t in mine if not t["alt"]]
+        pool = [C.to_device(job["inputs"][t["id"]], device) for t in normal]
+        last = C.to_device(job["timing_inputs"], device)
+        bufs = C.to_device(job["inputs"][normal[0]["id"]], device)
+        refill = timing.make_refill(bufs, pool, last)
+        n_more = _warmup(job) + opts["perf_trials"] + timing.SYNCED_TRIALS
+        out_nbytes = [0]
+        # The burst of calls waits for the server: it runs only when no
+        # candidate on this GPU is being timed (gpulock.py, shared).
+        ctx.send({"ev": "profile_ready"})
+        if not ctx.wait_go():
+            return 0
+
+        def run():
+            with torch.no_grad():
+                for t, x in zip(mine, xs):
+                    C.seed_all(t["seed"] + 1)
+                    model(*x)
+                for i in range(n_more):
+                    refill(i, i == n_more - 1)
+                    out = model(*bufs)
+                    out_nbytes[0] = C.tree_nbytes(out)
+        where = "running forward under the profiler"
+        ctx.send({"ev": "phase", "phase": where})
+        if device == "cuda":
+            acts = runtime_check.profile_calls(run, os.path.join(ctx.dir, "trace.json"))
+        else:  # test mode: the same calls and protocol, nothing to profile
+            run()
+            acts = []
+    except BaseException as e:  # noqa: BLE001
+        return _fail(ctx, e, where, loader.loaded_own_files(kernel) or files)
+    write_json(os.path.join(ctx.dir, "runtime.json"), {"activities": acts, "output_nbytes": out_nbytes[0],
+                                                       "forwards": len(mine) + n_more})
+    ctx.send({"ev": "phase", "phase": "profiled"})
+    return 0
 
 
 def baseline_body(ctx, job: dict) -> int:
@@ -330,12 +403,18 @@ def baseline_body(ctx, job: dict) -> int:
         def call():
             with torch.no_grad():
                 return fn(*bufs)
+        extra = {}
         if device == "cuda":
-            times, _ = timing.time_cuda(call, refill, opts["warmup"], opts["perf_trials"], flush)
+            fed = opts["timing"] == "device"
+            times, _, info = timing.time_cuda(call, refill, opts["warmup"], opts["perf_trials"], flush, fed=fed)
+            extra.update(info)
+            if fed:
+                synced, _, _ = timing.time_cuda(call, refill, 0, timing.SYNCED_TRIALS, flush, fed=False)
+                extra["synced_median_ms"] = timing.summarize(synced)["median"]
         else:
             times, _ = timing.time_cpu(call, refill, min(opts["warmup"], 2), opts["perf_trials"])
         s = timing.summarize(times)
-        return {"median_ms": s["median"], "mean_ms": s["mean"]}
+        return {"median_ms": s["median"], "mean_ms": s["mean"], "min_ms": s["min"], **extra}
     # Compile first (seconds, up to minutes), so that only the timed calls wait
     # for and hold the GPU's timing lock.
     compiled, compile_error = None, None

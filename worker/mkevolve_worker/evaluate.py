@@ -5,15 +5,22 @@ Order of one eval:
  2. reference child #1 (problem file only): every trial's inputs; it runs the
     model only to vet the problem and to drop alternate-distribution trials
     where the reference raises or is not finite; no output leaves it;
- 3. candidate child (candidate files only, inputs inherited through fork):
-    every trial; writes its outputs; waits;
- 4. reference child #2: every expected output, computed only now, after the
-    candidate's outputs are in the server's hands (so every trial is
-    "candidate first", and no expected value exists anywhere while candidate
-    code runs: not even root could read it from us);
- 5. the server compares (CPU torch) and either kills the candidate (wrong) or
-    lets it profile and time itself;
- 6. after the candidate and every descendant are dead, the server judges the
+ 3. reference child #2 (problem file only), started before the candidate and
+    beside it: loads the problem, computes every expected output and holds
+    them in its own (non-dumpable) process;
+ 4. candidate child (candidate files only, inputs inherited through fork):
+    every trial; writes its outputs; waits. Only then does reference child
+    #2 write the expected outputs, so every trial is "candidate first" and
+    no expected value is anywhere the candidate's process can read while it
+    computes (its own memory holds none: it is forked from the server, which
+    has never seen them for this eval);
+ 5. beside it, a second process of the same candidate (profile_body) warms
+    the profiler, then profiles every forward call it makes: the trials and
+    as many more as the timed process makes (runtime_check.py);
+ 6. the server compares (CPU torch) and either kills the candidate (wrong) or,
+    once the profiling process has finished, lets it time itself under the
+    GPU's timing lock;
+ 7. after the candidate and every descendant are dead, the server judges the
     profile, the wall-clock cross-check and the output of the last timed call.
 Nothing the candidate process does can reach the verdict: it only ever hands
 over tensors and timings through files and a pipe.
@@ -62,6 +69,7 @@ def _first_line(text: str) -> str:
     return ""
 
 
+_RNG = __import__("random").SystemRandom()
 _INPUTS_CACHE_ENTRIES = 4             # problems whose trial inputs a server keeps
 _INPUTS_CACHE_MAX_BYTES = 1 << 30      # larger input sets are drawn afresh each time
 
@@ -174,6 +182,10 @@ class Evaluator:
 
     def _run_reference(self, job: dict, timeout_s: float, protect=frozenset()):
         child = isolation.spawn(f"ref{job['phase']}", lambda ctx: children.reference_body(ctx, job))
+        return self._collect_reference(child, job, timeout_s, protect)
+
+    def _collect_reference(self, child, job: dict, timeout_s: float, protect=frozenset()):
+        """Waits for a reference child to exit; ProblemError if it failed."""
         isolation.supervise(child, timeout_s, protect=protect)
         err = _read_json(child.path("error.json"))
         if child.timed_out:
@@ -270,7 +282,7 @@ class Evaluator:
             "candidate_first_trials": opts["candidate_first_trials"], "alt_dist_trials": opts["alt_dist_trials"],
             "alt_skipped": skipped, "atol": opts["atol"], "rtol": opts["rtol"], "scale_tol": opts["scale_tol"],
             "tf32": False, "trials_run": len(plan),
-            "order": "every expected output is computed after the candidate handed over its outputs",
+            "order": "expected outputs come out of their own process only after the candidate handed over its outputs",
         }
         job = {"kernel": kernel, "opts": opts, "device": device, "trials": plan, "inputs": inputs, "init": init,
                "perf": perf, "timing_inputs": inputs.get("last")}
@@ -287,8 +299,8 @@ class Evaluator:
             elif ev.get("ev") == "correctness_ready" and state["verdict"] is None:
                 try:
                     if _sources_digest(problem) != sources_before:
-                        # Reference child #2 is about to load the problem from disk:
-                        # a candidate that rewrote it would set its own expected outputs.
+                        # A candidate that rewrites the problem's files is cheating,
+                        # whatever it hoped to gain.
                         state["verdict"] = {"ok": False, "kind": "problem_tampered",
                                             "message": "the problem's source files changed while the candidate ran"}
                     else:
@@ -298,8 +310,7 @@ class Evaluator:
                     state["error"] = e
                 phase_s.append(["compared", round(time.monotonic() - child.started, 3)])
                 if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
-                    self.progress("profiling")
-                    state["phase"] = "profiling"
+                    state["phase"] = "waiting for its profile"
                     state["gate"] = "profiling"
                     child.go()
                 else:
@@ -309,8 +320,15 @@ class Evaluator:
                     except OSError:
                         pass
             elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not lock.held:
-                # One timed phase per GPU at a time (gpulock.py). Profiling ran
-                # outside the lock; the wait does not count against the deadline.
+                if prof is not None:
+                    # The profiling process must be done: nothing else of this
+                    # candidate may run on the GPU while it is timed.
+                    self.progress("profiling")
+                    state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid}))
+                    res.checks["profile_lock"] = state["runtime"].pop("lock", None)
+                    phase_s.append(["profile collected", round(time.monotonic() - child.started, 3)])
+                # One timed phase per GPU at a time (gpulock.py); the wait does
+                # not count against the deadline.
                 self.progress("waiting for the GPU")
                 res.checks["timing_lock"] = lock.acquire(opts["timeout_s"])
                 phase_s.append(["timing lock taken", round(time.monotonic() - child.started, 3)])
@@ -320,12 +338,31 @@ class Evaluator:
                 child.go()
 
         sources_before = _sources_digest(problem)
+        # Reference child #2 computes every expected output beside the
+        # candidate and holds them; it writes them only after the candidate
+        # has handed over its outputs (on_event -> _judge_correctness).
+        job2 = {"problem": problem, "opts": opts, "device": device, "phase": 2, "hold": True, "inputs": inputs,
+                "init": init, "trials": list(plan) + ([C.timing_inputs_trial(opts)] if perf else [])}
+        ref2 = isolation.spawn("ref2", lambda ctx: children.reference_body(ctx, job2))
+        state["ref2"] = ref2
+        # It loads the problem's code before any candidate code runs (a
+        # candidate that rewrote the files could otherwise set its own expected
+        # outputs). A child that fails to load reports it when collected.
+        isolation.wait_event(ref2, "loaded", opts["timeout_s"])
+        job["extra_warmup"] = state["extra_warmup"] = _RNG.randint(0, 15)
         self.progress("candidate")
         # Candidates share one Triton cache per server (compiling the launcher
         # stubs per candidate would cost seconds); baselines use private ones.
         triton_cache = os.environ.get("TRITON_CACHE_DIR") or os.path.join(isolation.base_tmp(), "triton-cache")
         cand = isolation.spawn("cand", lambda ctx: children.candidate_body(ctx, job),
                                cpu_seconds=opts["timeout_s"], extra_env={"TRITON_CACHE_DIR": triton_cache})
+        # The runtime profile runs in a second process of the same candidate,
+        # beside this one (children.profile_body).
+        prof = None
+        if perf and opts["profile"]:
+            prof = isolation.spawn("prof", lambda ctx: children.profile_body(ctx, job),
+                                   cpu_seconds=opts["timeout_s"], extra_env={"TRITON_CACHE_DIR": triton_cache})
+        state["prof"] = prof
         res.checks["isolation"] = {"pid": cand.pid, "network": "unknown",
                                    "cwd": "private temp dir", "env": "scrubbed"}
         res.checks["phases_s"] = phase_s
@@ -343,7 +380,37 @@ class Evaluator:
                 raise state["error"]
             return self._finish(res, cand, state, kernel, opts, device, perf, t_start)
         finally:
+            for other in (ref2, prof):  # still running when the candidate failed early
+                if other is not None:
+                    if other.exit_status is None:
+                        isolation.finish(other)
+                    isolation.cleanup_dir(other.dir)
             isolation.cleanup_dir(cand.dir)
+
+    def _collect_profile(self, prof, opts: dict, protect: frozenset) -> dict:
+        """Lets the profiling process run its burst of profiled calls (under the
+        GPU's timing lock taken shared: never while a candidate is timed) and
+        waits for it; its runtime record, or why there is none."""
+        shared = gpulock.TimingLock(shared=True)
+        rec = None
+
+        def left() -> float:  # one deadline for the whole process, from its start; lock waits excepted
+            return max(0.05, opts["timeout_s"] - (time.monotonic() - prof.started) + waited)
+        waited = 0.0
+        try:
+            if isolation.wait_event(prof, "profile_ready", left()):
+                rec = shared.acquire(opts["timeout_s"])
+                waited = rec.get("waited_s", 0.0)
+                prof.go()
+            isolation.supervise(prof, left(), protect=protect)
+        finally:
+            shared.release()
+        rt = _read_json(prof.path("runtime.json"))
+        if not prof.timed_out and isinstance(rt, dict) and isinstance(rt.get("activities"), list):
+            return {"ok": True, "record": rt, "lock": rec}
+        kind, message = _failure_of(prof, "being profiled", opts["timeout_s"])
+        return {"ok": False, "kind": kind, "message": "in the second, profiled process of the candidate: " + message,
+                "stderr": prof.tail()}
 
     def _judge_correctness(self, child, problem, opts, device, plan, inputs, init, perf, state) -> dict:
         try:
@@ -357,18 +424,16 @@ class Evaluator:
         state["files"] = cmeta.get("files") if isinstance(cmeta.get("files"), list) else []
         state["devices"] = cmeta.get("devices") if isinstance(cmeta.get("devices"), dict) else {}
         # Only now, with the candidate's outputs in our hands, does any expected
-        # output come into existence (the candidate waits, its outputs fixed).
+        # output leave reference child #2 (the candidate waits, its outputs fixed).
         self.progress("reference")
-        trials = list(plan) + ([C.timing_inputs_trial(opts)] if perf else [])
-        job2 = {"problem": problem, "opts": opts, "device": device, "phase": 2, "trials": trials,
-                "inputs": inputs, "init": init}
-        ref2 = self._run_reference(job2, opts["timeout_s"], protect=frozenset({child.pid}))
+        ref2 = state["ref2"]
+        ref2.go()
+        keep = frozenset({child.pid} | ({state["prof"].pid} if state.get("prof") is not None else set()))
+        self._collect_reference(ref2, {"problem": problem}, opts["timeout_s"], protect=keep)
         try:
             expected, _ = tensorio.load(ref2.path("expected.mkt"))
         except (OSError, tensorio.FormatError) as e:
             raise ProblemError(f"{problem}: the reference wrote no usable result ({e})") from None
-        finally:
-            isolation.cleanup_dir(ref2.dir)
         state["expected"] = expected
         self.progress("compare")
         return verdict_for_trials(plan, expected, cand_obj, state["devices"], inputs, device, opts)
@@ -398,25 +463,43 @@ class Evaluator:
         from .timing import spread, summarize, wall_clock_verdict
         s = summarize([float(x) for x in times])
         res.runtime_ms = {"median": s["median"], "mean": s["mean"]}
-        res.checks["timing"] = {"warmup": opts["warmup"], "trials": len(times), "min_ms": s["min"], "max_ms": s["max"],
+        res.checks["timing"] = {"warmup": opts["warmup"], "extra_warmup": state.get("extra_warmup"),
+                                "trials": len(times), "min_ms": s["min"], "max_ms": s["max"],
                                 "l2_flush_bytes": timing_json.get("l2_flush_bytes"), "tf32": False,
                                 "inputs": "same buffers refilled with new values before every call",
                                 "clock": "cuda events" if device == "cuda" else "cpu wall clock (test mode)",
                                 **spread(times)}
+        synced_median = s["median"]
+        if device == "cuda":
+            res.checks["timing"]["mode"] = opts["timing"]
+            for k in ("spin_ms", "host_launch_ms"):
+                if isinstance(timing_json.get(k), (int, float)):
+                    res.checks["timing"][k] = float(timing_json[k])
+            synced = timing_json.get("synced_times_ms")
+            if isinstance(synced, list) and synced and all(
+                    isinstance(x, (int, float)) and x == x and 0 <= x < 1e7 for x in synced):
+                synced_median = summarize([float(x) for x in synced])["median"]
+                res.checks["timing"]["synced_median_ms"] = synced_median
         problems: list[tuple[str, str]] = []
-        # Runtime profile.
+        # Runtime profile (its process also runs in test mode, without a profiler).
+        prof = state.get("runtime")
+        if opts["profile"]:
+            if not isinstance(prof, dict):
+                return res.fail("malformed_result", "the candidate's runtime profile is missing", t_start)
+            if not prof["ok"]:
+                return res.fail(prof["kind"], prof["message"] + " (its outputs were correct)", t_start,
+                                stderr=prof.get("stderr", ""))
         if device == "cuda" and not opts["profile"]:
             res.checks["runtime"] = {"skipped": "profile=false: foreign kernels were not looked for"}
             res.uses_pytorch = None
         elif device == "cuda":
-            rt = _read_json(cand.path("runtime.json"))
-            if not isinstance(rt, dict) or not isinstance(rt.get("activities"), list):
-                return res.fail("malformed_result", "the candidate's runtime profile is missing", t_start)
+            rt = prof["record"]
             own = loader.triton_kernel_names(_own_files(kernel, state.get("files")))
             out_bytes = int(rt.get("output_nbytes") or 0)
+            forwards = rt.get("forwards") if isinstance(rt.get("forwards"), int) else 1
             from .runtime_check import judge
             acts = [a for a in rt["activities"] if isinstance(a, dict)]
-            j = judge(acts, own, opts["allow_pytorch"], out_bytes)
+            j = judge(acts, own, opts["allow_pytorch"], out_bytes, forwards=forwards)
             j["own_triton_functions"] = sorted(own)
             res.checks["runtime"] = j
             res.uses_pytorch = j["uses_pytorch"]
@@ -446,14 +529,15 @@ class Evaluator:
             stale.setdefault("ok", True)
         res.checks["timed_output"] = stale
         if device == "cuda" and opts["wall_check"]:
-            w = wall_clock_verdict(cand.events, s["median"])
+            w = wall_clock_verdict(cand.events, synced_median)
             res.checks["wall_clock"] = w if w is not None else {"ok": False, "missing": True}
             if w is None:
                 problems.append(("timing_mismatch", "integrity: the wall-clock cross-check did not complete"))
             elif not w["ok"]:
                 problems.append(("timing_mismatch",
                                  f"integrity: a synchronized call takes {w['per_call_ms']:.4g} ms of wall time but "
-                                 f"CUDA events report {w['event_median_ms']:.4g} ms (limit {w['threshold_ms']:.4g} ms): "
+                                 f"CUDA events report {w['event_median_ms']:.4g} ms for a call launched onto an idle GPU "
+                                 f"(limit {w['threshold_ms']:.4g} ms): "
                                  f"GPU work escapes the timed stream (side streams, async work) or the timer is "
                                  f"tampered with"))
         if problems:

@@ -6,7 +6,9 @@ safely; timing cannot: a candidate timed while another kernel runs beside it
 looks slower than it is. So the trusted parent takes an exclusive flock on a file
 named for the GPU before it lets a candidate (or a baseline child) start its
 timed phase, and drops it when that child exits. The candidate never holds the
-lock: it is forked before the lock is taken.
+lock: it is forked before the lock is taken. A candidate's profiling process
+runs its burst of profiled calls (runtime_check.py) under the same lock taken
+shared: such bursts may overlap each other, never a timed phase.
 
 The pool names the file in $MKEVOLVE_TIMING_LOCK (one per physical GPU, shared
 by every pool on the host); a standalone worker falls back to a file named for
@@ -39,8 +41,13 @@ def _same_file(fd: int, path: str) -> bool:
 
 
 class TimingLock:
-    def __init__(self, path: str | None = None):
+    """shared=True takes the lock shared instead: for GPU work that may run
+    beside other such work but never during a timed phase (a candidate's
+    profiling process runs its burst of profiled calls under it)."""
+
+    def __init__(self, path: str | None = None, shared: bool = False):
         self.path = path or default_path()
+        self.shared = shared
         self._fd: int | None = None
 
     @property
@@ -65,7 +72,7 @@ class TimingLock:
         delay = 0.002
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
                 if not _same_file(fd, self.path):
                     # The file was unlinked or replaced since we opened it: a lock
                     # on the old inode excludes no one. Open the current one.

@@ -291,6 +291,7 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
     time spent inside it does not count against the child's deadline. At the
     deadline the child's whole tree is killed and child.timed_out is set."""
     deadline = time.monotonic() + timeout_s
+    deadline += _take_events(child, on_event)  # lines wait_event() read but left
     ev_open = True
     while True:
         now = time.monotonic()
@@ -308,27 +309,11 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
                     data = os.read(child.ev_fd, 1 << 16)
                 except OSError:
                     data = b""
-                t = time.monotonic()
                 if not data:
                     ev_open = False
                 else:
                     child._buf += data
-                    if len(child._buf) > (1 << 20) and b"\n" not in child._buf:
-                        child._buf = b""
-                    while b"\n" in child._buf:
-                        line, child._buf = child._buf.split(b"\n", 1)
-                        try:
-                            ev = json.loads(line)
-                        except ValueError:
-                            continue
-                        if not isinstance(ev, dict) or len(child.events) > 10000:
-                            continue
-                        ev["_t"] = t
-                        child.events.append(ev)
-                        if on_event is not None:
-                            t0 = time.monotonic()
-                            on_event(child, ev)
-                            deadline += time.monotonic() - t0
+                    deadline += _take_events(child, on_event)
                     continue
         else:
             time.sleep(wait)
@@ -341,6 +326,60 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
             break
     finish(child, protect)
     return child
+
+
+def _take_events(child: Child, on_event=None, stop_at: str | None = None) -> float:
+    """Parses the complete lines in child._buf into child.events (stamped with
+    our clock), calling on_event for each; with stop_at, stops after the first
+    event of that name and returns -1.0. Otherwise returns the seconds spent in
+    on_event."""
+    if len(child._buf) > (1 << 20) and b"\n" not in child._buf:
+        child._buf = b""
+    t = time.monotonic()
+    spent = 0.0
+    while b"\n" in child._buf:
+        line, child._buf = child._buf.split(b"\n", 1)
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(ev, dict) or len(child.events) > 10000:
+            continue
+        ev["_t"] = t
+        child.events.append(ev)
+        if on_event is not None:
+            t0 = time.monotonic()
+            on_event(child, ev)
+            spent += time.monotonic() - t0
+        if stop_at is not None and ev.get("ev") == stop_at:
+            return -1.0
+    return spent
+
+
+def wait_event(child: Child, name: str, timeout_s: float) -> bool:
+    """Reads child's events until one named `name` arrives (True), or until EOF
+    or the timeout (False). Events read on the way are kept, as supervise()
+    keeps them; supervise() may follow."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if _take_events(child, stop_at=name) < 0:
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            r, _, _ = select.select([child.ev_fd], [], [], min(left, 0.5))
+        except InterruptedError:
+            continue
+        if not r:
+            continue
+        try:
+            data = os.read(child.ev_fd, 1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            return False
+        child._buf += data
 
 
 def finish(child: Child, protect: frozenset = frozenset()) -> None:

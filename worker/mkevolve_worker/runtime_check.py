@@ -1,13 +1,15 @@
 """Runtime cheat detection: what the GPU actually ran during one forward.
 
-The candidate child profiles one forward with torch.profiler (CPU + CUDA
-activity; CUPTI sees every stream and every thread of the process) and lists
-the GPU activity. judge() then requires:
+A second candidate process (children.profile_body), started beside the one
+that is checked and timed, warms the profiler while it imports and compiles,
+then profiles every forward call it makes (as many as the timed process
+makes, with CUDA activity: CUPTI sees every stream and every thread of the
+process) and lists the GPU activity. judge() then requires:
 - every kernel is a Triton kernel defined in the candidate's own files, or a
   copy/fill on a short allow-list (Inductor's, cuBLAS's and cuDNN's kernels do
   not count);
-- at least one such own Triton launch;
-- no host-to-device copy of result-sized data (CPU compute smuggled in).
+- at least one own Triton launch per forward call;
+- no host-to-device copy of result-sized data per call (CPU compute smuggled in).
 Under allow_pytorch (Swap's policy) the first two are waived and the result is
 marked uses_pytorch instead.
 judge() needs no torch, so CPU tests exercise it on recorded kernel lists.
@@ -16,6 +18,7 @@ judge() needs no torch, so CPU tests exercise it on recorded kernel lists.
 from __future__ import annotations
 
 import json
+import os
 import re
 
 # Data movement that PyTorch launches for allocation, views and copies.
@@ -47,29 +50,35 @@ def is_allowed(name: str) -> bool:
 
 
 def warm_profiler() -> None:
-    """An empty profiler session with the same activities as profile_forward,
-    so that a later session in this process does not pay the profiler's
-    one-time start-up. Errors are ignored: the real session reports its own."""
+    """An empty profiler session with the same activities as profile_calls, so
+    that the next session in this process does not pay the profiler's one-time
+    start-up (3.3 s on an H200, docs/PERFORMANCE.md). Errors are ignored: the
+    real session reports its own."""
     try:
         import torch
         from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        with profile(activities=[ProfilerActivity.CUDA]):
             torch.cuda.synchronize()
     except Exception:  # noqa: BLE001
         pass
 
 
-def profile_forward(call, trace_path: str) -> tuple[list[dict], object]:
-    """Runs call() once under the profiler; returns (GPU activities, output)."""
+def profile_calls(run, trace_path: str) -> list[dict]:
+    """Runs run() under the profiler (CUDA activity: CUPTI sees every stream and
+    thread of the process); returns the GPU activities."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        out = call()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
         torch.cuda.synchronize()
     prof.export_chrome_trace(trace_path)
     with open(trace_path, encoding="utf-8", errors="replace") as f:
         trace = json.load(f)
+    try:
+        os.unlink(trace_path)
+    except OSError:
+        pass
     events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
     acts = []
     for ev in events:
@@ -81,10 +90,13 @@ def profile_forward(call, trace_path: str) -> tuple[list[dict], object]:
         args = ev.get("args") or {}
         acts.append({"name": str(ev.get("name", "")), "cat": cat, "stream": args.get("stream"),
                      "bytes": int(args.get("bytes", 0) or 0)})
-    return acts, out
+    return acts
 
 
-def judge(activities: list[dict], own_names: set[str], allow_pytorch: bool, output_nbytes: int) -> dict:
+def judge(activities: list[dict], own_names: set[str], allow_pytorch: bool, output_nbytes: int,
+          forwards: int = 1) -> dict:
+    """activities: everything the GPU ran during `forwards` forward calls (and
+    the device-to-device refills of their inputs between them)."""
     own, allowed, foreign = [], [], []
     htod = 0
     for a in activities:
@@ -103,27 +115,33 @@ def judge(activities: list[dict], own_names: set[str], allow_pytorch: bool, outp
     out = {"ok": True, "own_launches": len(own), "own_kernels": sorted(set(own)),
            "allowed_launches": len(allowed), "foreign_kernels": _summarize(foreign),
            "htod_bytes": htod, "streams": streams, "uses_pytorch": False, "reasons": []}
+    forwards = max(1, int(forwards))
+    out["forwards"] = forwards
+    per_forward = htod // forwards
     limit = max(HTOD_FLOOR_BYTES, output_nbytes // 2)
-    if htod >= limit:
+    if per_forward >= limit:
         out.update(ok=False, kind="host_compute")
         out["reasons"].append(
-            f"runtime: forward copied {htod} bytes from host to device (the output is {output_nbytes} bytes): "
-            f"results must be computed on the GPU, not on the CPU and uploaded")
+            f"runtime: each forward copied {per_forward} bytes from host to device on average (the output is "
+            f"{output_nbytes} bytes): results must be computed on the GPU, not on the CPU and uploaded")
         return out
     if allow_pytorch:
         out["uses_pytorch"] = bool(foreign) or not own
         return out
+    calls = "forward" if forwards == 1 else f"{forwards} forward calls"
     if foreign:
         names = ", ".join(_short(n) for n in _summarize(foreign)[:4])
         out.update(ok=False, kind="foreign_kernel")
         out["reasons"].append(
-            f"runtime: forward launched {len(foreign)} GPU kernel(s) that are not Triton kernels defined in the "
+            f"runtime: {calls} launched {len(foreign)} GPU kernel(s) that are not Triton kernels defined in the "
             f"candidate's files: {names}. Compute with your own @triton.jit kernels, not PyTorch/cuBLAS/cuDNN ops")
-    elif not own:
+    elif len(own) < forwards:
         out.update(ok=False, kind="no_triton_launch")
+        what = "forward launched no Triton kernel" if forwards == 1 else \
+            f"only {len(own)} Triton launches in {forwards} forward calls: some calls launched none"
         out["reasons"].append(
-            "runtime: forward launched no Triton kernel defined in the candidate's files; "
-            "the computation must run in your @triton.jit kernels")
+            f"runtime: {what} defined in the candidate's files; the computation must run in your "
+            f"@triton.jit kernels on every call")
     return out
 
 

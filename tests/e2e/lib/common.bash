@@ -6,15 +6,17 @@
 #
 # It sets BIN (the binary ctest passes as $1, made absolute), PY (the worker's
 # Python: $MKEVOLVE_TEST_PYTHON, else /usr/bin/python3), REPO (the repository
-# root: ctest's working directory) and T (a temporary directory removed on exit;
-# it becomes the working directory and holds HOME and XDG_CACHE_HOME), and it
+# root: ctest's working directory) and T (a temporary directory removed on exit
+# unless MKEVOLVE_TEST_KEEP is set; it becomes the working directory and holds
+# HOME and XDG_CACHE_HOME), and it
 # defines pass, fail (counting failures in $fails) and expect.
 BIN=${1:?usage: $(basename "$0") path/to/mkevolve}
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
 REPO=$(pwd)
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+# MKEVOLVE_TEST_KEEP=1 keeps the directory for a post-mortem (its path is printed).
+if [[ -n ${MKEVOLVE_TEST_KEEP:-} ]]; then echo "keeping $T"; else trap 'rm -rf "$T"' EXIT; fi
 export HOME=$T/home XDG_CACHE_HOME=$T/cache
 mkdir -p "$HOME"
 cd "$T" || exit 1
