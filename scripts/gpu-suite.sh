@@ -17,15 +17,16 @@
 #             re-verified on its own with `mkevolve eval`
 #   suite     `mkevolve bench` over 01_relu, 06_mlp3 and 07_attention_block with
 #             the fixture LLM examples/sessions/gpu_fixture.py, then bench-report
-#   profwarm  scripts/bench_profile_warmup.py: the experimental profile_warmup
-#             option off and on, same verdicts required, profile cost compared
+#   probe     scripts/probe_eval_costs.py: profiler start-up and timing of two
+#             example kernels in fresh processes, several ways (diagnostics)
 #   concurrency  issue 4's target: a default 160-call `mkevolve run` of
 #             07_attention_block (3 subproblems) with the fixture LLM answering
 #             after 20 s; wall time against the 8-minute target
 #
 # GPU_SUITE_MANIFEST_FILTER (regex on "PROBLEM TIMEOUT": run only those manifest
 # groups), GPU_SUITE_SLOTS (concurrency stage's --slots-per-gpu, default 1),
-# GPU_SUITE_BENCH_SLOTS (bench stage, default "1,4").
+# GPU_SUITE_BENCH_SLOTS (bench stage, default "1,4"), GPU_SUITE_PROBE_REPS and
+# GPU_SUITE_PROBE_MODES (probe stage).
 # Environment: OUT (results folder; default build-gpu-suite/; with OUT set only
 # summary-TAG.txt and logs-TAG.tgz are written there, TAG = $GPU_SUITE_TAG or
 # "suite", so two suites can run side by side), MKEVOLVE_PYTHON
@@ -42,8 +43,8 @@
 # 9 minutes; manifest and bench not yet timed in full (several minutes each).
 # Where one command may run at most 10 minutes, give each call at most what fits,
 # wrap the script in `timeout` (the stages stay in its process group), and run
-# the timing stages (repeat, bench, profwarm, concurrency) alone on the GPU:
-#   GPU_SUITE_STAGES="build profwarm repeat" scripts/gpu-suite.sh
+# the timing stages (repeat, bench, probe, concurrency) alone on the GPU:
+#   GPU_SUITE_STAGES="build probe repeat" scripts/gpu-suite.sh
 #   GPU_SUITE_STAGES="build manifest suite" GPU_SUITE_SLOTS=4 scripts/gpu-suite.sh
 #   GPU_SUITE_STAGES="build bench" scripts/gpu-suite.sh
 #   GPU_SUITE_STAGES="build concurrency" GPU_SUITE_SLOTS=4 scripts/gpu-suite.sh
@@ -237,14 +238,15 @@ if want bench && have_bin bench; then
   stage_result bench "$rc" $((SECONDS - t0))
 fi
 
-# --- profwarm: A/B of the experimental profile_warmup option -------------------
-if want profwarm; then
+# --- probe: where an evaluation's time goes, and timing across processes ----
+if want probe; then
   t0=$SECONDS
-  PYTHONPATH=$ROOT/worker stage_timeout 400 "$PY" scripts/bench_profile_warmup.py \
-    --json-out "$OUTDIR/profile_warmup.json" 2>&1 | tee "$OUTDIR/profile_warmup.txt"
+  stage_timeout 400 "$PY" scripts/probe_eval_costs.py --reps "${GPU_SUITE_PROBE_REPS:-2}" \
+    ${GPU_SUITE_PROBE_MODES:+--modes "$GPU_SUITE_PROBE_MODES"} \
+    --json-out "$OUTDIR/probe.json" 2>&1 | tee "$OUTDIR/probe.txt"
   rc=${PIPESTATUS[0]}
-  grep -E '^(profile_warmup=|verdicts differ|[0-9]+ unexpected)' "$OUTDIR/profile_warmup.txt" >>"$SUMMARY"
-  stage_result profwarm "$rc" $((SECONDS - t0))
+  sed -n '/^summary:/,$p' "$OUTDIR/probe.txt" >>"$SUMMARY"
+  stage_result probe "$rc" $((SECONDS - t0))
 fi
 
 # --- run: the whole method on 06_mlp3 with the fixture session -----------------
