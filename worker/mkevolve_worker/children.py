@@ -360,7 +360,7 @@ def profile_body(ctx, job: dict) -> int:
     except BaseException as e:  # noqa: BLE001
         return _fail(ctx, e, where, loader.loaded_own_files(kernel) or files)
     write_json(os.path.join(ctx.dir, "runtime.json"), {"activities": acts, "output_nbytes": out_nbytes[0],
-                                                       "forwards": len(mine) + n_more})
+                                                       "forwards": len(mine) + n_more})  # the server counts its own
     ctx.send({"ev": "phase", "phase": "profiled"})
     return 0
 

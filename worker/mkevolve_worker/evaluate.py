@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import time
 from collections import OrderedDict
@@ -69,7 +70,7 @@ def _first_line(text: str) -> str:
     return ""
 
 
-_RNG = __import__("random").SystemRandom()
+_RNG = random.SystemRandom()
 _INPUTS_CACHE_ENTRIES = 4             # problems whose trial inputs a server keeps
 _INPUTS_CACHE_MAX_BYTES = 1 << 30      # larger input sets are drawn afresh each time
 
@@ -286,7 +287,8 @@ class Evaluator:
         }
         job = {"kernel": kernel, "opts": opts, "device": device, "trials": plan, "inputs": inputs, "init": init,
                "perf": perf, "timing_inputs": inputs.get("last")}
-        state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected": None}
+        state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected": None,
+                 "plan": plan}
         phase_s: list = []  # [phase, seconds since the candidate was forked]; for diagnosing slow evals
 
         def on_event(child, ev):
@@ -496,7 +498,10 @@ class Evaluator:
             rt = prof["record"]
             own = loader.triton_kernel_names(_own_files(kernel, state.get("files")))
             out_bytes = int(rt.get("output_nbytes") or 0)
-            forwards = rt.get("forwards") if isinstance(rt.get("forwards"), int) else 1
+            # The calls the profiling process was told to make (its own count is not trusted).
+            from .timing import SYNCED_TRIALS
+            forwards = sum(1 for t in state["plan"] if t["config"] == 0) + opts["warmup"] + \
+                state["extra_warmup"] + opts["perf_trials"] + SYNCED_TRIALS
             from .runtime_check import judge
             acts = [a for a in rt["activities"] if isinstance(a, dict)]
             j = judge(acts, own, opts["allow_pytorch"], out_bytes, forwards=forwards)
