@@ -54,7 +54,7 @@ nlohmann::json CallRecord::to_json() const {
 }
 
 Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::string& agent, const std::string& task,
-                  int sample, Gate* gate, int max_tokens) {
+                  int sample, Gate* gate, int max_tokens, const std::string& reasoning_effort) {
   llm::Request req;
   req.system = conv.system;
   req.messages = conv.messages;
@@ -62,6 +62,7 @@ Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::strin
   req.task = task;
   req.sample = sample;
   req.max_tokens = max_tokens;
+  req.reasoning_effort = reasoning_effort;
   req.cache_prefix_messages = conv.messages.size() > 1 ? 1 : 0;
   Exchange ex;
   ex.call.agent = agent;

@@ -65,7 +65,8 @@ struct Exchange {
 
 /// Sends conv as a Request with agent/task/sample set. Never throws.
 Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::string& agent,
-                  const std::string& task, int sample, Gate* gate = nullptr, int max_tokens = 16384);
+                  const std::string& task, int sample, Gate* gate = nullptr, int max_tokens = 16384,
+                  const std::string& reasoning_effort = "");
 
 /// Concise feedback for the LLM: status, kind, reasons, trimmed message, first
 /// mismatch, speedups against torch.compile and eager. Never whole logs.

@@ -1,6 +1,8 @@
 // Anthropic messages API: POST {base}/v1/messages. The system prompt and the
 // last message of the shared prefix carry cache_control so repeated prompts
-// read the prefix from Anthropic's prompt cache.
+// read the prefix from Anthropic's prompt cache. A reasoning effort turns on
+// extended thinking with a token budget (thinking_budget); thinking blocks in
+// the reply are not part of its text.
 #include "llm/backends.h"
 #include "llm/wire.h"
 
@@ -38,6 +40,14 @@ class AnthropicBackend : public Provider {
       msgs.push_back({{"role", req.messages[i].role}, {"content", json::array({block})}});
     }
     j["messages"] = msgs;
+    int budget = thinking_budget(req.reasoning_effort).value_or(0);
+    if (budget > 0) {
+      // Extended thinking: the budget comes on top of the reply's own room, and
+      // the API takes no temperature or top_p with it.
+      j["thinking"] = {{"type", "enabled"}, {"budget_tokens", budget}};
+      j["max_tokens"] = j["max_tokens"].get<int>() + budget;
+      return j;
+    }
     if (req.temperature) j["temperature"] = *req.temperature;
     if (req.top_p) j["top_p"] = *req.top_p;
     return j;
@@ -73,6 +83,9 @@ class AnthropicBackend : public Provider {
   }
 
   Reply complete(const Request& req) override {
+    if (!thinking_budget(req.reasoning_effort))
+      return error_reply(LlmError::Kind::kBadRequest, "anthropic: reasoning effort '" + req.reasoning_effort +
+                                                          "' is not low, medium or high");
     HttpRequest h;
     h.url = o_.base_url + "/v1/messages";
     h.connect_timeout_s = o_.connect_timeout_s;

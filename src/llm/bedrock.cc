@@ -54,8 +54,16 @@ class BedrockBackend : public Provider {
     }
     json inf = json::object();
     if (req.max_tokens > 0) inf["maxTokens"] = req.max_tokens;
-    if (req.temperature) inf["temperature"] = *req.temperature;
-    if (req.top_p) inf["topP"] = *req.top_p;
+    int budget = thinking_budget(req.reasoning_effort).value_or(0);
+    if (budget > 0) {
+      // Claude's extended thinking, as the model's own request field; the
+      // budget comes on top of the reply's room, and no temperature or topP.
+      j["additionalModelRequestFields"] = {{"thinking", {{"type", "enabled"}, {"budget_tokens", budget}}}};
+      inf["maxTokens"] = (req.max_tokens > 0 ? req.max_tokens : 4096) + budget;
+    } else {
+      if (req.temperature) inf["temperature"] = *req.temperature;
+      if (req.top_p) inf["topP"] = *req.top_p;
+    }
     j["inferenceConfig"] = inf;
     return j;
   }
@@ -92,6 +100,15 @@ class BedrockBackend : public Provider {
   }
 
   Reply complete(const Request& req) override {
+    if (!req.reasoning_effort.empty()) {
+      if (!thinking_budget(req.reasoning_effort))
+        return error_reply(LlmError::Kind::kBadRequest, "bedrock: reasoning effort '" + req.reasoning_effort +
+                                                            "' is not low, medium or high");
+      if (o_.model.find("anthropic.") == std::string::npos)
+        return error_reply(LlmError::Kind::kBadRequest,
+                           "bedrock: a reasoning effort is sent only to Anthropic Claude models (as a thinking "
+                           "budget); " + o_.model + " is not one: leave --reasoning-effort unset");
+    }
     UrlParts url = split_url(o_.base_url);
     // The model id is encoded once on the wire ("v1:0" -> "v1%3A0"); the signer
     // encodes the path again for the canonical request.

@@ -108,6 +108,76 @@ TEST(Anthropic, MessagesWithCacheControlAndCacheUsage) {
   EXPECT_FALSE(body["messages"][2]["content"][0].contains("cache_control"));
 }
 
+TEST(Anthropic, ReasoningEffortTurnsOnThinkingAndItsBlocksAreNotText) {
+  FakeLlm fake(Protocol::kAnthropic);
+  fake.push(Step{.text = "the kernel", .thinking = "first, tile the matmul ..."});
+  Env env{{"ANTHROPIC_API_KEY", "sk-ant-test-0003"}};
+  auto p = make(fakes::test_options("anthropic:claude-test", fake.base_url(), &env));
+  Request req = fakes::make_request("write a relu", "generate", "L1/19");
+  req.temperature = 0.7;  // not allowed beside thinking: dropped
+  req.top_p = 0.9;
+  req.reasoning_effort = "medium";
+  Reply r = p->complete(req);
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.completion->text, "the kernel");
+  ASSERT_EQ(fake.count(), 1);
+  EXPECT_TRUE(fake.problems().empty()) << fake.problems()[0];
+  json body = json::parse(fake.received()[0].body);
+  EXPECT_EQ(body["thinking"]["type"], "enabled");
+  EXPECT_EQ(body["thinking"]["budget_tokens"], 8192);
+  EXPECT_EQ(body["max_tokens"], 256 + 8192);  // the reply keeps its own room
+  EXPECT_FALSE(body.contains("temperature"));
+  EXPECT_FALSE(body.contains("top_p"));
+
+  // Without an effort: no thinking, sampling settings as asked.
+  req.reasoning_effort.clear();
+  ASSERT_TRUE(p->complete(req).ok());
+  json plain = json::parse(fake.received()[1].body);
+  EXPECT_FALSE(plain.contains("thinking"));
+  EXPECT_EQ(plain["temperature"], 0.7);
+  EXPECT_EQ(plain["max_tokens"], 256);
+}
+
+TEST(Anthropic, UnknownReasoningEffortFailsBeforeAnythingIsSent) {
+  FakeLlm fake(Protocol::kAnthropic);
+  Env env{{"ANTHROPIC_API_KEY", "sk-ant-test-0004"}};
+  auto p = make(fakes::test_options("anthropic:claude-test", fake.base_url(), &env));
+  Request req = fakes::make_request("hi");
+  req.reasoning_effort = "maximal";
+  Reply r = p->complete(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, LlmError::Kind::kBadRequest);
+  EXPECT_NE(r.error->message.find("'maximal' is not low, medium or high"), std::string::npos) << r.error->message;
+  EXPECT_EQ(fake.count(), 0);
+}
+
+TEST(Bedrock, ReasoningEffortIsAClaudeThinkingBudgetAndOtherModelsSayNo) {
+  FakeLlm fake(Protocol::kBedrock);
+  fake.push(Step{.text = "from claude", .thinking = "reasoning ..."});
+  fakes::AwsTestCredentials creds;
+  Env env{{"AWS_ACCESS_KEY_ID", creds.access_key_id}, {"AWS_SECRET_ACCESS_KEY", creds.secret},
+          {"AWS_REGION", creds.region}};
+  auto p = make(fakes::test_options("bedrock:us.anthropic.claude-sonnet-4-5-v1:0", fake.base_url(), &env));
+  Request req = fakes::make_request("hello bedrock", "generate", "L2/5");
+  req.temperature = 0.5;
+  req.reasoning_effort = "low";
+  Reply r = p->complete(req);
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.completion->text, "from claude");
+  EXPECT_TRUE(fake.problems().empty()) << fake.problems()[0];
+  json body = json::parse(fake.received().at(0).body);
+  EXPECT_EQ(body["additionalModelRequestFields"]["thinking"]["budget_tokens"], 2048);
+  EXPECT_EQ(body["inferenceConfig"]["maxTokens"], 256 + 2048);
+  EXPECT_FALSE(body["inferenceConfig"].contains("temperature"));
+
+  auto other = make(fakes::test_options("bedrock:meta.llama3-70b-instruct-v1:0", fake.base_url(), &env));
+  Reply no = other->complete(req);
+  ASSERT_FALSE(no.ok());
+  EXPECT_EQ(no.error->kind, LlmError::Kind::kBadRequest);
+  EXPECT_NE(no.error->message.find("only to Anthropic Claude models"), std::string::npos) << no.error->message;
+  EXPECT_EQ(fake.count(), 1);
+}
+
 TEST(Bedrock, ConverseIsSignedAndVerified) {
   FakeLlm fake(Protocol::kBedrock);
   fake.push(Step{.text = "from bedrock", .usage = fakes::FakeUsage{50, 6, 400, 12}});

@@ -76,6 +76,14 @@ Reply parse_openai_chat(const std::string& body, const Request& req, const std::
   return Reply::Ok(std::move(c));
 }
 
+std::optional<int> thinking_budget(const std::string& effort) {
+  if (effort.empty()) return 0;
+  if (effort == "low") return 2048;
+  if (effort == "medium") return 8192;
+  if (effort == "high") return 24576;
+  return std::nullopt;
+}
+
 std::string request_fingerprint(const Request& req) {
   Hasher h;
   h.update("mkevolve-request-v1").update(req.system);

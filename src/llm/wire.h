@@ -2,6 +2,7 @@
 // cache, recordings and replays, plus request fingerprints and usage estimates.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,11 @@ nlohmann::json openai_chat_body(const Request& req, const std::string& model,
 /// Parses an OpenAI chat-completion reply. `who` names the source in errors.
 /// Missing usage -> estimated. Empty text -> kEmpty; bad JSON or shape -> kMalformed.
 Reply parse_openai_chat(const std::string& body, const Request& req, const std::string& who);
+
+/// Claude's extended thinking takes a token budget, not an effort level: "low"
+/// 2048, "medium" 8192, "high" 24576 tokens; 0 for no effort; nullopt for a
+/// value that is none of these.
+std::optional<int> thinking_budget(const std::string& effort);
 
 /// Hash of what determines the answer: system, messages, max_tokens, temperature,
 /// top_p, seed, reasoning_effort and sample. Not agent, task or cache_prefix_messages.

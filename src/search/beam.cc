@@ -168,7 +168,9 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
                       const std::string& agent, const std::string& task, int sample, int iteration,
                       std::vector<nlohmann::json>* events) {
   if (ctx.sink) ctx.sink->progress({{"type", "llm_start"}, {"agent", agent}, {"task", task}, {"sample", sample}});
-  auto ex = agents::call_llm(llm, conv, agent, task, sample, ctx.gate, ctx.opts.max_tokens);
+  // The effort is for the agents that write and restructure code; the judge's review is short.
+  std::string effort = agent == "judge" ? std::string() : ctx.opts.reasoning_effort;
+  auto ex = agents::call_llm(llm, conv, agent, task, sample, ctx.gate, ctx.opts.max_tokens, effort);
   if (ex.call.cancelled) {
     // Cut short by Ctrl-C: stop the search at once, as interrupted (the stop
     // flag's own watcher may notice the interrupt only later, and until then

@@ -406,6 +406,7 @@ nlohmann::json to_json(const SearchOptions& o) {
           {"decompose_attempts", o.decompose_attempts},
           {"refine_attempts", o.refine_attempts},
           {"max_tokens", o.max_tokens},
+          {"reasoning_effort", o.reasoning_effort},
           {"total_budget", o.total_budget()},
           {"eval",
            {{"trials", o.eval.trials},
@@ -438,6 +439,7 @@ Result<SearchOptions> options_from_json(const nlohmann::json& j) {
     o.decompose_attempts = j.value("decompose_attempts", o.decompose_attempts);
     o.refine_attempts = j.value("refine_attempts", o.refine_attempts);
     o.max_tokens = j.value("max_tokens", o.max_tokens);
+    o.reasoning_effort = j.value("reasoning_effort", o.reasoning_effort);
     if (j.contains("eval")) {
       const auto& e = j["eval"];
       o.eval.trials = e.value("trials", o.eval.trials);

@@ -38,6 +38,9 @@ struct SearchOptions {
   int decompose_attempts = 3;       ///< sequential tries per decompose worker
   int refine_attempts = 3;          ///< tries per split/fuse
   int max_tokens = 16384;
+  /// "", "low", "medium" or "high": sent with every call but the judge's
+  /// (OpenAI-compatible reasoning_effort; a thinking budget for Claude).
+  std::string reasoning_effort;
   eval::EvalOptions eval;
   /// The budget of the baselines: the same total number of kernel calls.
   int total_budget() const { return iterations * calls_per_iter; }

@@ -217,6 +217,20 @@ TEST(Beam, JudgeCanRejectAndItsTokensAreCounted) {
   EXPECT_NEAR(b.members[0].reward, 1.1, 1e-9);
 }
 
+TEST(Beam, ReasoningEffortGoesWithEveryKernelCallButNotTheJudges) {
+  Harness h;
+  h.ctx.judge = &h.judge;
+  h.ctx.opts.reasoning_effort = "high";
+  h.llm.on("generate", kernel_reply("correct speedup=1.5"));
+  h.llm.on("optimize", kernel_reply("correct speedup=1.6"));
+  h.judge.on("judge", "VERDICT: PASS\nREASON: fine");
+  evolve_kernel(h.ctx, h.task(), {}, 6, 1, &h.sink);
+  ASSERT_EQ(h.llm.requests().size(), 6u);
+  for (const auto& r : h.llm.requests()) EXPECT_EQ(r.reasoning_effort, "high") << r.agent;
+  ASSERT_FALSE(h.judge.requests().empty());
+  for (const auto& r : h.judge.requests()) EXPECT_EQ(r.reasoning_effort, "") << r.agent;
+}
+
 TEST(Parallel, SamplesTheInitialPromptIndependently) {
   Harness h;
   h.llm.when([](const llm::Request& r) -> std::optional<std::string> {

@@ -39,6 +39,7 @@ struct Step {
   std::vector<std::pair<std::string, std::string>> headers;  ///< e.g. {"Retry-After", "1"}
   double delay_s = 0;
   bool hang_up = false;
+  std::string thinking;  ///< non-empty: a thinking (reasoning) block before the text (Anthropic, Bedrock)
 };
 
 class FakeLlm {
@@ -100,7 +101,10 @@ class FakeLlm {
                 {"type", "message"},
                 {"role", "assistant"},
                 {"model", "fake-claude"},
-                {"content", json::array({{{"type", "text"}, {"text", s.text}}})},
+                {"content", s.thinking.empty()
+                                ? json::array({{{"type", "text"}, {"text", s.text}}})
+                                : json::array({{{"type", "thinking"}, {"thinking", s.thinking}, {"signature", "c2ln"}},
+                                               {{"type", "text"}, {"text", s.text}}})},
                 {"stop_reason", s.truncated ? "max_tokens" : "end_turn"}};
       if (s.usage)
         j["usage"] = {{"input_tokens", s.usage->input},
@@ -109,7 +113,11 @@ class FakeLlm {
                       {"cache_creation_input_tokens", s.usage->cache_write}};
       return j.dump();
     }
-    json j = {{"output", {{"message", {{"role", "assistant"}, {"content", json::array({{{"text", s.text}}})}}}}},
+    json content = json::array({{{"text", s.text}}});
+    if (!s.thinking.empty())
+      content.insert(content.begin(),
+                     json{{"reasoningContent", {{"reasoningText", {{"text", s.thinking}, {"signature", "c2ln"}}}}}});
+    json j = {{"output", {{"message", {{"role", "assistant"}, {"content", content}}}}},
               {"stopReason", s.truncated ? "max_tokens" : "end_turn"},
               {"metrics", {{"latencyMs", 5}}}};
     if (s.usage)
@@ -132,6 +140,35 @@ class FakeLlm {
       std::string why = verify_sigv4(r, creds_);
       if (!why.empty()) return "SigV4: " + why;
     }
+    return check_thinking(r);
+  }
+
+  /// Extended thinking as the real APIs constrain it: a budget of at least 1024
+  /// tokens and below the token limit, and no temperature or top_p beside it.
+  std::string check_thinking(const ReceivedRequest& r) const {
+    using nlohmann::json;
+    json b = json::parse(r.body, nullptr, false);
+    if (!b.is_object()) return "";
+    const json* t = nullptr;
+    const json* limits = &b;
+    std::string max_key = "max_tokens", temp_key = "temperature", top_key = "top_p";
+    if (protocol_ == Protocol::kAnthropic && b.contains("thinking")) t = &b["thinking"];
+    if (protocol_ == Protocol::kBedrock && b.contains("additionalModelRequestFields") &&
+        b["additionalModelRequestFields"].contains("thinking")) {
+      t = &b["additionalModelRequestFields"]["thinking"];
+      if (!b.contains("inferenceConfig")) return "thinking without inferenceConfig.maxTokens";
+      limits = &b["inferenceConfig"];
+      max_key = "maxTokens", temp_key = "temperature", top_key = "topP";
+    }
+    if (!t) return "";
+    if (!t->is_object() || t->value("type", "") != "enabled" || !t->contains("budget_tokens") ||
+        !(*t)["budget_tokens"].is_number_integer())
+      return "malformed thinking block";
+    int budget = (*t)["budget_tokens"].get<int>();
+    if (budget < 1024) return "thinking budget below 1024";
+    if (!limits->contains(max_key) || !(*limits)[max_key].is_number_integer() || (*limits)[max_key].get<int>() <= budget)
+      return "thinking budget not below the token limit";
+    if (limits->contains(temp_key) || limits->contains(top_key)) return "temperature or top_p sent with thinking";
     return "";
   }
 
