@@ -58,6 +58,15 @@ void add_timing_flag(CLI::App& app, eval::EvalOptions& o) {
       ->capture_default_str();
 }
 
+void add_call_flags(CLI::App& app, search::SearchOptions& o) {
+  app.add_option("--max-tokens", o.max_tokens, "reply token limit per LLM call")->capture_default_str();
+  app.add_option("--reasoning-effort", o.reasoning_effort,
+                 "low, medium or high, for every call but the judge's: reasoning_effort for OpenAI-compatible "
+                 "servers, an extended-thinking budget (2048/8192/24576 tokens, on top of --max-tokens) for Claude "
+                 "on Anthropic and Bedrock")
+      ->check(CLI::IsMember({"low", "medium", "high"}));
+}
+
 void add_search_flags(CLI::App& app, search::SearchOptions& o) {
   app.add_option("--method", o.method, "mkevolve, parallel, beam or single-split")
       ->check(CLI::IsMember({"mkevolve", "parallel", "beam", "single-split"}))
@@ -80,12 +89,7 @@ void add_search_flags(CLI::App& app, search::SearchOptions& o) {
   app.add_option("--decompose-attempts", o.decompose_attempts, "tries per decomposition worker")
       ->capture_default_str();
   app.add_option("--refine-attempts", o.refine_attempts, "tries per split or fuse")->capture_default_str();
-  app.add_option("--max-tokens", o.max_tokens, "reply token limit per LLM call")->capture_default_str();
-  app.add_option("--reasoning-effort", o.reasoning_effort,
-                 "low, medium or high, for every call but the judge's: reasoning_effort for OpenAI-compatible "
-                 "servers, an extended-thinking budget (2048/8192/24576 tokens, on top of --max-tokens) for Claude "
-                 "on Anthropic and Bedrock")
-      ->check(CLI::IsMember({"low", "medium", "high"}));
+  add_call_flags(app, o);
 }
 
 std::string search_options_error(const search::SearchOptions& o) {

@@ -41,8 +41,10 @@ void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge);
 void add_eval_flags(CLI::App& app, eval::EvalOptions& o);
 /// --timing device|synced (eval options' timing mode).
 void add_timing_flag(CLI::App& app, eval::EvalOptions& o);
+/// --max-tokens and --reasoning-effort: how each LLM call is made.
+void add_call_flags(CLI::App& app, search::SearchOptions& o);
 /// The method's settings shared by `run` and `bench`: --method, --fuse, --swap,
-/// --postfuse, T, L, the budgets, beam shape, attempt counts and --max-tokens.
+/// --postfuse, T, L, the budgets, beam shape, attempt counts and add_call_flags.
 void add_search_flags(CLI::App& app, search::SearchOptions& o);
 /// Empty when the search settings are usable, else a one-line usage error.
 std::string search_options_error(const search::SearchOptions& o);
