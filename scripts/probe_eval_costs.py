@@ -13,7 +13,7 @@ timing code (timing.time_cuda: 10 warm-up + 100 timed calls, L2 flushed):
   profiled     profile one forward as the worker does (timings of the
                profiler's start, stop, export and parse), then time twice
   cuda_only    the same with only CUDA activity in the profiler
-  warm_only    an empty profiler session (profile_warmup), then time
+  warm_only    an empty profiler session, then time
   bg_warm      the empty session on a thread while the main thread compiles
   fed          a short device-side spin before every start event, so the
                host's launch time is hidden behind queued GPU work
