@@ -15,7 +15,7 @@ What it answers, by agent and task:
 - decompose, task 01_relu / 06_mlp3 / 07_attention_block: a fixed decomposition.
   07_attention_block has three subproblems (qkv_heads, causal_attention,
   linear_out); 06_mlp3 has two (linear_gelu, used twice, and linear), as in
-  make_mlp3_gpu.py; 01_relu wraps its one op.
+  make_mlp3_gpu.py (mlp_fixture.py); 01_relu wraps its one op.
 - generate / debug / optimize for a subproblem: a Triton kernel for it. The first
   `generate` reply for linear_gelu (GELU left out) and for causal_attention (the
   causal mask off by one) is wrong on purpose, so the debug path runs. Later
@@ -47,7 +47,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 
-import make_mlp3_gpu as mlp3  # noqa: E402  (TOP, LINEAR_GELU, LINEAR and the GEMM template)
+import make_mlp3_gpu as mlp3  # noqa: E402  (the GEMM template)
+from mlp_fixture import block, decomposition_reply  # noqa: E402
 
 # -- 07_attention_block: three subproblems ----------------------------------------
 
@@ -360,10 +361,6 @@ WHOLE = {"01_relu": "01_relu__triton.py", "06_mlp3": "06_mlp3__three_launches.py
          "07_attention_block": "07_attention_block__flash.py"}
 
 
-def block(path: str, src: str) -> str:
-    return "```python file=%s\n%s```\n" % (path, src)
-
-
 def decomposition(task: str) -> str | None:
     if task == "07_attention_block":
         return ("Cuts where a kernel needs a whole row or a whole head: the projections, and the attention core. "
@@ -372,9 +369,8 @@ def decomposition(task: str) -> str | None:
                 + block("subkernel_problems/causal_attention.py", CAUSAL_ATTENTION)
                 + block("subkernel_problems/linear_out.py", LINEAR_OUT))
     if task == "06_mlp3":
-        return ("Each GEMM needs its full input row, so each Linear is a cut; GELU fuses into the GEMM before it.\n\n"
-                + block("decomposed_problem.py", mlp3.TOP) + block("subkernel_problems/linear_gelu.py", mlp3.LINEAR_GELU)
-                + block("subkernel_problems/linear.py", mlp3.LINEAR))
+        return decomposition_reply("Each GEMM needs its full input row, so each Linear is a cut; GELU fuses into the "
+                                   "GEMM before it.", tokens=1024, d_in=1024, hidden=2048, d_out=512)
     if task == "01_relu":
         src = (REPO / "examples" / "problems" / "01_relu.py").read_text()
         return ("One elementwise op: nothing to split.\n\n" + block("decomposed_problem.py", RELU_TOP)

@@ -16,74 +16,10 @@ Run: python3 examples/sessions/make_mlp3_gpu.py
 import json
 import pathlib
 
+from mlp_fixture import block, decomposition_reply
+
 HERE = pathlib.Path(__file__).parent
 
-TOP = '''import torch.nn as nn
-
-from subkernel_problems.linear_gelu import Model as LinearGelu
-from subkernel_problems.linear import Model as Linear
-
-
-class ModelNew(nn.Module):
-    def __init__(self, in_features, hidden, out_features):
-        super().__init__()
-        # Same construction order as the original: fc1, fc2, fc3.
-        self.block1 = LinearGelu(in_features, hidden)
-        self.block2 = LinearGelu(hidden, hidden)
-        self.head = Linear(hidden, out_features)
-
-    def forward(self, x):
-        return self.head(self.block2(self.block1(x)))
-'''
-
-LINEAR_GELU = '''import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    """Linear then exact GELU: a GEMM with an elementwise epilogue (one kernel)."""
-
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.proj = nn.Linear(in_features, out_features)
-
-    def forward(self, x):
-        return F.gelu(self.proj(x))
-
-
-tokens = 1024
-
-
-def get_input_configs():
-    return [
-        {"get_init_inputs": lambda: [1024, 2048], "get_inputs": lambda: [torch.randn(tokens, 1024)]},
-        {"get_init_inputs": lambda: [2048, 2048], "get_inputs": lambda: [torch.randn(tokens, 2048)]},
-    ]
-'''
-
-LINEAR = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    """The output projection."""
-
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.proj = nn.Linear(in_features, out_features)
-
-    def forward(self, x):
-        return self.proj(x)
-
-
-def get_inputs():
-    return [torch.randn(1024, 2048)]
-
-
-def get_init_inputs():
-    return [2048, 512]
-'''
 
 KERNEL = '''import math
 
@@ -142,17 +78,11 @@ def kernel(gelu, bm, bn, warps, doc):
     return KERNEL % {"gelu": gelu, "bm": bm, "bn": bn, "warps": warps, "doc": doc}
 
 
-def block(path, src):
-    return "```python file=%s\n%s```\n" % (path, src)
-
-
 def main():
     lines = ["# HAND-WRITTEN FIXTURE session for a GPU run of 06_mlp3 (see make_mlp3_gpu.py); not a real LLM's output."]
+    why = "Each GEMM needs its full input row, so each Linear is a cut; GELU fuses into the GEMM before it."
     lines.append(json.dumps({"agent": "decompose", "task": "06_mlp3",
-                             "text": "Each GEMM needs its full input row, so each Linear is a cut; GELU fuses into "
-                                     "the GEMM before it.\n\n" + block("decomposed_problem.py", TOP)
-                                     + block("subkernel_problems/linear_gelu.py", LINEAR_GELU)
-                                     + block("subkernel_problems/linear.py", LINEAR)}))
+                             "text": decomposition_reply(why, tokens=1024, d_in=1024, hidden=2048, d_out=512)}))
     bug = kernel("False", 64, 64, 4, "Fuses bias and GELU into the GEMM epilogue. (Fixture bug: GELU is off.)")
     fixed = kernel("True", 64, 64, 4, "Fuses bias and exact GELU into the GEMM epilogue.")
     tuned = kernel("True", 128, 128, 8, "Fuses bias and exact GELU into the GEMM epilogue; 128x128 tiles.")

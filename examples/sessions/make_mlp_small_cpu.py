@@ -13,74 +13,10 @@ Run: python3 examples/sessions/make_mlp_small_cpu.py
 import json
 import pathlib
 
+from mlp_fixture import block, decomposition_reply
+
 HERE = pathlib.Path(__file__).parent
 
-TOP = '''import torch.nn as nn
-
-from subkernel_problems.linear_gelu import Model as LinearGelu
-from subkernel_problems.linear import Model as Linear
-
-
-class ModelNew(nn.Module):
-    def __init__(self, in_features, hidden, out_features):
-        super().__init__()
-        # Same construction order as the original: fc1, fc2, fc3.
-        self.block1 = LinearGelu(in_features, hidden)
-        self.block2 = LinearGelu(hidden, hidden)
-        self.head = Linear(hidden, out_features)
-
-    def forward(self, x):
-        return self.head(self.block2(self.block1(x)))
-'''
-
-LINEAR_GELU = '''import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    """Linear followed by exact GELU: one GEMM with an elementwise epilogue."""
-
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.proj = nn.Linear(in_features, out_features)
-
-    def forward(self, x):
-        return F.gelu(self.proj(x))
-
-
-tokens = 64
-
-
-def get_input_configs():
-    return [
-        {"get_init_inputs": lambda: [32, 64], "get_inputs": lambda: [torch.randn(tokens, 32)]},
-        {"get_init_inputs": lambda: [64, 64], "get_inputs": lambda: [torch.randn(tokens, 64)]},
-    ]
-'''
-
-LINEAR = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    """The output projection (a GEMM with bias; the GELU before it ends the previous subproblem)."""
-
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.proj = nn.Linear(in_features, out_features)
-
-    def forward(self, x):
-        return self.proj(x)
-
-
-def get_inputs():
-    return [torch.randn(64, 64)]
-
-
-def get_init_inputs():
-    return [64, 16]
-'''
 
 KERNEL_LINEAR_GELU = '''import torch
 import torch.nn as nn
@@ -144,16 +80,11 @@ class ModelNew(nn.Module):
 '''
 
 
-def block(path, src):
-    return "```python file=%s\n%s```\n" % (path, src)
-
-
 def main():
     lines = ["# HAND-WRITTEN FIXTURE session for tests/e2e/run.sh (see make_mlp_small_cpu.py); not a real LLM's output."]
-    decomposition = ("The fusion blockers are the two GEMMs' full-row dependencies; each Linear keeps its GELU.\n\n"
-                     + block("decomposed_problem.py", TOP)
-                     + block("subkernel_problems/linear_gelu.py", LINEAR_GELU)
-                     + block("subkernel_problems/linear.py", LINEAR))
+    decomposition = decomposition_reply(
+        "The fusion blockers are the two GEMMs' full-row dependencies; each Linear keeps its GELU.",
+        tokens=64, d_in=32, hidden=64, d_out=16)
     lines.append(json.dumps({"agent": "decompose", "task": "mlp_small", "text": decomposition}))
     # Every reply for one (agent, task) is identical, so the order in which
     # concurrent requests take lines cannot change the run.
