@@ -398,12 +398,13 @@ std::future<EvalResult> WorkerPool::submit(EvalRequest req) {
       std::none_of(gpus_.begin(), gpus_.end(), [&](const Gpu& g) { return g.index == req.options.gpu; }))
     return fail_now(Status::kCrashed, "environment", "GPU " + std::to_string(req.options.gpu) + " is not in this pool");
 
-  // A verdict already on disk needs no queue slot once the machine identity is known.
+  std::string flight;
   if (results_) {
-    if (auto id = identity_for_gpu(req.options.gpu)) {
-      auto ph = hash_sources(req.problem);
-      auto kh = hash_sources(req.kernel);
-      if (ph && kh) {
+    auto ph = hash_sources(req.problem);
+    auto kh = hash_sources(req.kernel);
+    if (ph && kh) {
+      // A verdict already on disk needs no queue slot once the machine identity is known.
+      if (auto id = identity_for_gpu(req.options.gpu)) {
         if (auto hit = results_->get(result_key(*ph, *kh, req.options, *id))) {
           {
             std::lock_guard lock(mu_);
@@ -413,12 +414,22 @@ std::future<EvalResult> WorkerPool::submit(EvalRequest req) {
           return fut;
         }
       }
+      Hasher h;
+      h.update(*ph).update(*kh).update(options_to_json(req.options).dump()).update(std::to_string(req.options.gpu));
+      flight = h.hex();
+      std::lock_guard lock(mu_);
+      if (auto it = inflight_.find(flight); it != inflight_.end()) {
+        it->second.push_back(promise);
+        ++stats_.joined;
+        return fut;
+      }
+      inflight_[flight];
     }
   }
   Job job;
   job.gpu = req.options.gpu;
   auto queued_at = std::chrono::steady_clock::now();
-  job.run = [this, promise, req, queued_at](Slot& slot) {
+  job.run = [this, promise, req, queued_at, flight](Slot& slot) {
     auto started = std::chrono::steady_clock::now();
     EvalResult r;
     try {
@@ -429,11 +440,31 @@ std::future<EvalResult> WorkerPool::submit(EvalRequest req) {
     // Where a candidate's wall time went: waiting for a slot, then evaluating.
     r.queued_s = std::chrono::duration<double>(started - queued_at).count();
     r.eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    promise->set_value(std::move(r));
+    deliver(flight, promise, std::move(r));
   };
-  job.cancel = [promise](const std::string& why) { promise->set_value(pool_failure(Status::kCrashed, "shutdown", why)); };
+  job.cancel = [this, promise, flight](const std::string& why) {
+    deliver(flight, promise, pool_failure(Status::kCrashed, "shutdown", why));
+  };
   enqueue(std::move(job));
   return fut;
+}
+
+void WorkerPool::deliver(const std::string& flight, const Promise& leader, EvalResult r) {
+  std::vector<Promise> joined;
+  if (!flight.empty()) {
+    std::lock_guard lock(mu_);
+    if (auto it = inflight_.find(flight); it != inflight_.end()) {
+      joined = std::move(it->second);
+      inflight_.erase(it);
+    }
+  }
+  for (const auto& p : joined) {
+    EvalResult copy = r;
+    copy.cached = true;  // answered without an evaluation of its own
+    copy.eval_s = 0;
+    p->set_value(std::move(copy));
+  }
+  leader->set_value(std::move(r));
 }
 
 EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {

@@ -90,6 +90,7 @@ class WorkerPool final : public Evaluator {
     long requests = 0;         ///< requests sent to servers (any op)
     long evals = 0;            ///< eval requests sent
     long cache_hits = 0;
+    long joined = 0;           ///< requests answered by an identical evaluation already in flight
     long baseline_runs = 0;    ///< baseline ops sent
     long restarts = 0;         ///< servers killed after a timeout, death or protocol error
     long starts = 0;           ///< servers started
@@ -135,6 +136,16 @@ class WorkerPool final : public Evaluator {
   std::optional<std::string> torch_, triton_;
   nlohmann::json hardware_;
   Stats stats_;
+
+  /// Evaluations in flight, by content (problem and kernel sources, options,
+  /// GPU choice), with the requests that joined them. With a verdict cache, a
+  /// request identical to one in flight waits for that verdict instead of
+  /// running again: the cache would have answered it a moment later, and the
+  /// same code never gets two different timings in one run (a resumed run,
+  /// reading the cache, sees one).
+  using Promise = std::shared_ptr<std::promise<EvalResult>>;
+  std::map<std::string, std::vector<Promise>> inflight_;
+  void deliver(const std::string& flight, const Promise& leader, EvalResult r);
 
   std::mutex baseline_mu_;
   std::map<std::string, std::shared_future<Result<Baseline>>> baseline_inflight_;

@@ -369,6 +369,45 @@ TEST_F(PoolTest, CacheHitsSkipTheWorkerAndContentChangesInvalidate) {
   EXPECT_EQ(pool->stats().evals, 0);
 }
 
+TEST_F(PoolTest, IdenticalRequestsInFlightTogetherAreEvaluatedOnce) {
+  auto o = options();
+  o.slots_per_gpu = 3;
+  auto pool = make(o);
+  auto k = kernel("twice", "# FAKE: slow 1\n# FAKE: correct\n");
+  auto other = kernel("other", "# FAKE: slow 1\n# FAKE: correct\n# another file\n");
+  auto a = pool->submit(request(k));
+  auto b = pool->submit(request(k));
+  auto c = pool->submit(request(other));
+  EvalResult ra = a.get(), rb = b.get(), rc = c.get();
+  EXPECT_EQ(logged("eval"), 2);  // `twice` once, `other` once
+  EXPECT_EQ(ra.status, Status::kCorrect);
+  EXPECT_EQ(rb.status, Status::kCorrect);
+  EXPECT_EQ(rc.status, Status::kCorrect);
+  EXPECT_FALSE(ra.cached);
+  EXPECT_TRUE(rb.cached);
+  EXPECT_FALSE(rc.cached);
+  EXPECT_DOUBLE_EQ(ra.runtime.median_ms, rb.runtime.median_ms);  // one timing for one piece of code
+  EXPECT_EQ(pool->stats().joined, 1);
+  // Once it is done, the next identical request is a cache hit, not a join.
+  EXPECT_TRUE(pool->evaluate(request(k)).cached);
+  EXPECT_EQ(pool->stats().joined, 1);
+  EXPECT_EQ(logged("eval"), 2);
+}
+
+TEST_F(PoolTest, WithoutAVerdictCacheIdenticalRequestsEachRun) {
+  auto o = options();
+  o.slots_per_gpu = 2;
+  o.cache_dir.clear();
+  auto pool = make(o);
+  auto k = kernel("again", "# FAKE: slow 0.5\n# FAKE: correct\n");
+  auto a = pool->submit(request(k));
+  auto b = pool->submit(request(k));
+  EXPECT_FALSE(a.get().cached);
+  EXPECT_FALSE(b.get().cached);
+  EXPECT_EQ(logged("eval"), 2);
+  EXPECT_EQ(pool->stats().joined, 0);
+}
+
 TEST_F(PoolTest, TimingsTakenWithoutTheGpuLockAreNotCached) {
   auto pool = make(options());
   auto k = kernel("unlocked", "# FAKE: correct\n# FAKE: unlocked\n");
