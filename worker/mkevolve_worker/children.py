@@ -88,7 +88,7 @@ def reference_body(ctx, job: dict) -> int:
         mod = loader.load_problem(job["problem"])
         configs = loader.problem_configs(mod)
     except BaseException as e:  # noqa: BLE001
-        return write_error(ctx, "problem_error", f"loading the problem failed: "
+        return write_error(ctx, "problem_error", "loading the problem failed: "
                            + errors.trimmed_traceback(e, [job["problem"]]), "load")
     # The problem's code is in memory: the server starts the candidate only now.
     ctx.send({"ev": "loaded"})
@@ -239,15 +239,24 @@ def _warmup(job: dict) -> int:
     return job["opts"]["warmup"] + int(job.get("extra_warmup", 0))
 
 
+def _timed_inputs(job: dict, device: str):
+    """What every timed (and every profiled) call reads: the trials' inputs of
+    config 0 to refill from, the seeded inputs of the last call, and the
+    buffers the calls are made with. Returns (refill, buffers)."""
+    from . import timing
+    normal = [t for t in job["trials"] if t["config"] == 0 and not t["alt"]]
+    pool = [C.to_device(job["inputs"][t["id"]], device) for t in normal]
+    last = C.to_device(job["timing_inputs"], device)
+    bufs = C.to_device(job["inputs"][normal[0]["id"]], device)
+    return timing.make_refill(bufs, pool, last), bufs
+
+
 def _perf(ctx, job: dict, model, files: list[str]) -> int:
     import torch
     from . import timing
     device = job["device"]
     opts = job["opts"]
-    normal = [t for t in job["trials"] if t["config"] == 0 and not t["alt"]]
-    pool = [C.to_device(job["inputs"][t["id"]], device) for t in normal]
-    last = C.to_device(job["timing_inputs"], device)
-    bufs = C.to_device(job["inputs"][normal[0]["id"]], device)
+    refill, bufs = _timed_inputs(job, device)
 
     def call():
         with torch.no_grad():
@@ -262,7 +271,6 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
             return 0
         where = "timing"
         ctx.send({"ev": "phase", "phase": where})
-        refill = timing.make_refill(bufs, pool, last)
         extra = {}
         if device == "cuda":
             flush, nbytes = timing.l2_flush_buffer(device)
@@ -328,11 +336,7 @@ def profile_body(ctx, job: dict) -> int:
         model = mod.ModelNew(*job["init"][0]).to(device)
         mine = [t for t in job["trials"] if t["config"] == 0]
         xs = [C.to_device(job["inputs"][t["id"]], device) for t in mine]
-        normal = [t for t in mine if not t["alt"]]
-        pool = [C.to_device(job["inputs"][t["id"]], device) for t in normal]
-        last = C.to_device(job["timing_inputs"], device)
-        bufs = C.to_device(job["inputs"][normal[0]["id"]], device)
-        refill = timing.make_refill(bufs, pool, last)
+        refill, bufs = _timed_inputs(job, device)
         n_more = _warmup(job) + opts["perf_trials"] + timing.SYNCED_TRIALS
         out_nbytes = [0]
         # The burst of calls waits for the server: it runs only when no
