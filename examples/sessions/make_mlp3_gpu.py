@@ -88,7 +88,6 @@ def main():
     tuned = kernel("True", 128, 128, 8, "Fuses bias and exact GELU into the GEMM epilogue; 128x128 tiles.")
     lin = kernel("False", 64, 64, 4, "GEMM with the bias in the epilogue.")
     lin_tuned = kernel("False", 128, 64, 4, "GEMM with the bias in the epilogue; 128x64 tiles.")
-    whole = None
     for _ in range(16):
         lines.append(json.dumps({"agent": "generate", "task": "linear_gelu", "text": block("kernel.py", bug)}))
         lines.append(json.dumps({"agent": "debug", "task": "linear_gelu", "text": block("kernel.py", fixed)}))
