@@ -239,6 +239,15 @@ def _warmup(job: dict) -> int:
     return job["opts"]["warmup"] + int(job.get("extra_warmup", 0))
 
 
+def profiled_calls(job: dict) -> int:
+    """Forward calls the profiling process makes: config 0's trials, then as
+    many as the timed process makes (warm-up, timed, synced). The server
+    judges the profile against this count, not against what the child says."""
+    from .timing import SYNCED_TRIALS
+    n_trials = sum(1 for t in job["trials"] if t["config"] == 0)
+    return n_trials + _warmup(job) + job["opts"]["perf_trials"] + SYNCED_TRIALS
+
+
 def _timed_inputs(job: dict, device: str):
     """What every timed (and every profiled) call reads: the trials' inputs of
     config 0 to refill from, the seeded inputs of the last call, and the
@@ -274,15 +283,10 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
         extra = {}
         if device == "cuda":
             flush, nbytes = timing.l2_flush_buffer(device)
-            fed = opts["timing"] == "device"
-            times, out, info = timing.time_cuda(call, refill, _warmup(job), opts["perf_trials"], flush, fed=fed)
+            times, out, info, synced = timing.time_cuda_with_synced(call, refill, _warmup(job), opts["perf_trials"],
+                                                                    flush, opts["timing"])
             timed_last = C.to_cpu_tree(out)
-            extra.update(l2_flush_bytes=nbytes, **info)
-            if fed:
-                synced, _, _ = timing.time_cuda(call, refill, 0, timing.SYNCED_TRIALS, flush, fed=False)
-                extra["synced_times_ms"] = synced
-            else:
-                synced = times
+            extra.update(l2_flush_bytes=nbytes, synced_times_ms=synced, **info)
             del flush
             wall_last = None
             if opts["wall_check"]:
@@ -316,7 +320,7 @@ def profile_body(ctx, job: dict) -> int:
     be profiled has to tell the two processes apart. Writes runtime.json; its
     outputs are not compared (the other process's are)."""
     import torch
-    from . import runtime_check, timing
+    from . import runtime_check
     _restore_threads()
     C.disable_tf32()
     device = job["device"]
@@ -337,7 +341,7 @@ def profile_body(ctx, job: dict) -> int:
         mine = [t for t in job["trials"] if t["config"] == 0]
         xs = [C.to_device(job["inputs"][t["id"]], device) for t in mine]
         refill, bufs = _timed_inputs(job, device)
-        n_more = _warmup(job) + opts["perf_trials"] + timing.SYNCED_TRIALS
+        n_more = profiled_calls(job) - len(mine)
         out_nbytes = [0]
         # The burst of calls waits for the server: it runs only when no
         # candidate on this GPU is being timed (gpulock.py, shared).
@@ -363,8 +367,7 @@ def profile_body(ctx, job: dict) -> int:
             acts = []
     except BaseException as e:  # noqa: BLE001
         return _fail(ctx, e, where, loader.loaded_own_files(kernel) or files)
-    write_json(os.path.join(ctx.dir, "runtime.json"), {"activities": acts, "output_nbytes": out_nbytes[0],
-                                                       "forwards": len(mine) + n_more})  # the server counts its own
+    write_json(os.path.join(ctx.dir, "runtime.json"), {"activities": acts, "output_nbytes": out_nbytes[0]})
     ctx.send({"ev": "phase", "phase": "profiled"})
     return 0
 
@@ -409,12 +412,9 @@ def baseline_body(ctx, job: dict) -> int:
                 return fn(*bufs)
         extra = {}
         if device == "cuda":
-            fed = opts["timing"] == "device"
-            times, _, info = timing.time_cuda(call, refill, opts["warmup"], opts["perf_trials"], flush, fed=fed)
-            extra.update(info)
-            if fed:
-                synced, _, _ = timing.time_cuda(call, refill, 0, timing.SYNCED_TRIALS, flush, fed=False)
-                extra["synced_median_ms"] = timing.summarize(synced)["median"]
+            times, _, info, synced = timing.time_cuda_with_synced(call, refill, opts["warmup"], opts["perf_trials"],
+                                                                  flush, opts["timing"])
+            extra.update(info, synced_median_ms=timing.summarize(synced)["median"])
         else:
             times, _ = timing.time_cpu(call, refill, min(opts["warmup"], 2), opts["perf_trials"])
         s = timing.summarize(times)

@@ -287,8 +287,7 @@ class Evaluator:
         }
         job = {"kernel": kernel, "opts": opts, "device": device, "trials": plan, "inputs": inputs, "init": init,
                "perf": perf, "timing_inputs": inputs.get("last")}
-        state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected": None,
-                 "plan": plan}
+        state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected": None}
         phase_s: list = []  # [phase, seconds since the candidate was forked]; for diagnosing slow evals
 
         def on_event(child, ev):
@@ -352,6 +351,7 @@ class Evaluator:
         # outputs). A child that fails to load reports it when collected.
         isolation.wait_event(ref2, "loaded", opts["timeout_s"])
         job["extra_warmup"] = state["extra_warmup"] = _RNG.randint(0, 15)
+        state["profiled_calls"] = children.profiled_calls(job)
         self.progress("candidate")
         # Candidates share one Triton cache per server (compiling the launcher
         # stubs per candidate would cost seconds); baselines use private ones.
@@ -498,10 +498,7 @@ class Evaluator:
             rt = prof["record"]
             own = loader.triton_kernel_names(_own_files(kernel, state.get("files")))
             out_bytes = int(rt.get("output_nbytes") or 0)
-            # The calls the profiling process was told to make (its own count is not trusted).
-            from .timing import SYNCED_TRIALS
-            forwards = sum(1 for t in state["plan"] if t["config"] == 0) + opts["warmup"] + \
-                state["extra_warmup"] + opts["perf_trials"] + SYNCED_TRIALS
+            forwards = state["profiled_calls"]  # what it was told to make, not what it says
             from .runtime_check import judge
             acts = [a for a in rt["activities"] if isinstance(a, dict)]
             j = judge(acts, own, opts["allow_pytorch"], out_bytes, forwards=forwards)

@@ -143,6 +143,17 @@ def time_cuda(call, refill, warmup: int, trials: int, flush, fed: bool = True) -
     return [s.elapsed_time(e) for s, e in zip(starts, ends)], out, info
 
 
+def time_cuda_with_synced(call, refill, warmup: int, trials: int, flush, mode: str):
+    """The speed series in `mode` ("device" or "synced") and, beside it, the
+    synced series the wall-clock check and the records use (the same list when
+    mode is "synced"). Returns (times, output of the last timed call, info,
+    synced times)."""
+    fed = mode == "device"
+    times, out, info = time_cuda(call, refill, warmup, trials, flush, fed=fed)
+    synced = time_cuda(call, refill, 0, SYNCED_TRIALS, flush, fed=False)[0] if fed else times
+    return times, out, info, synced
+
+
 def wall_batch_size(event_median_ms: float) -> int:
     """Enough calls that the batch lasts ~25 ms, so scheduling jitter averages out."""
     if event_median_ms <= 0:
