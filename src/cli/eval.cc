@@ -148,14 +148,7 @@ int run(int argc, char** argv) {
       ->required();
   app.add_flag("--json", as_json, "one JSON object per kernel, one per line");
   app.add_option("--gpu", gpu, "use only this visible GPU (index)");
-  app.add_option("--trials", opts.trials, "correctness trials, each with fresh random inputs")->capture_default_str();
-  app.add_option("--perf-trials", opts.perf_trials, "timed calls")->capture_default_str();
-  app.add_option("--warmup", opts.warmup, "warm-up calls before timing")->capture_default_str();
-  app.add_option("--atol", opts.atol, "absolute tolerance")->capture_default_str();
-  app.add_option("--rtol", opts.rtol, "relative tolerance")->capture_default_str();
-  app.add_option("--seed", opts.seed, "seed for inputs and weights")->capture_default_str();
-  app.add_option("--timeout", opts.timeout_s, "hard deadline per candidate, seconds")->capture_default_str();
-  method::add_timing_flag(app, opts);
+  method::add_eval_flags(app, opts);
   app.add_flag("--no-perf", no_perf, "correctness and cheat checks only, no timing");
   app.add_flag("--allow-pytorch", allow_pytorch, "Swap's policy: a PyTorch implementation may pass (it is marked)");
   app.add_option("--python", python, "the worker's Python (default: $MKEVOLVE_PYTHON, config 'python', python3)");

@@ -47,10 +47,6 @@ void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
   app.add_option("--atol", o.atol, "absolute tolerance")->capture_default_str();
   app.add_option("--rtol", o.rtol, "relative tolerance")->capture_default_str();
   app.add_option("--seed", o.seed, "seed for inputs and weights")->capture_default_str();
-  add_timing_flag(app, o);
-}
-
-void add_timing_flag(CLI::App& app, eval::EvalOptions& o) {
   app.add_option("--timing", o.timing,
                  "device: GPU time, the host's launch latency hidden (repeatable); synced: each call launched onto "
                  "an idle GPU, host latency included (KernelBench's way)")

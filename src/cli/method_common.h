@@ -37,10 +37,9 @@ struct EnvFlags {
 };
 
 void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge);
-/// The evaluator's settings (trials, timeouts, tolerances).
+/// The evaluator's settings (trials, timeouts, tolerances, --timing), for
+/// eval, run, bench and evolve alike.
 void add_eval_flags(CLI::App& app, eval::EvalOptions& o);
-/// --timing device|synced (eval options' timing mode).
-void add_timing_flag(CLI::App& app, eval::EvalOptions& o);
 /// --max-tokens and --reasoning-effort: how each LLM call is made.
 void add_call_flags(CLI::App& app, search::SearchOptions& o);
 /// The method's settings shared by `run` and `bench`: --method, --fuse, --swap,
