@@ -1,11 +1,13 @@
-// `mkevolve eval`: verify, time and police candidate kernels against a problem
-// through the worker pool. One row (or one JSON line) per --kernel.
+// `mkevolve eval`: verify, time and police candidate kernels against problems
+// through one worker pool. One row (or one JSON line) per (problem, kernel)
+// pair: --problem P with each --kernel, then each line of --batch FILE.
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/method_common.h"
 #include "cli/registry.h"
+#include "eval/batch_file.h"
 #include "eval/cache.h"
 #include "eval/gpus.h"
 #include "eval/inputs.h"
@@ -25,7 +28,30 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using eval::BatchPair;
 using eval::EvalResult;
+
+// One spelling per file, so "p.py" and "./p.py" count as one problem.
+std::string file_key(const fs::path& p) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(p, ec);
+  return ec ? p.lexically_normal().string() : c.string();
+}
+
+// The table's name for each problem: its file stem, or its path where two
+// different problems share a stem. Empty when there is only one problem (no
+// problem column then).
+std::map<std::string, std::string> problem_labels(const std::vector<BatchPair>& pairs) {
+  std::map<std::string, fs::path> distinct;
+  for (const auto& p : pairs) distinct.emplace(file_key(p.problem), p.problem);
+  std::map<std::string, std::string> labels;
+  if (distinct.size() < 2) return labels;
+  std::map<std::string, int> stems;
+  for (const auto& [key, path] : distinct) ++stems[path.stem().string()];
+  for (const auto& [key, path] : distinct)
+    labels[key] = stems[path.stem().string()] > 1 ? path.string() : path.stem().string();
+  return labels;
+}
 
 json timing_or_null(const eval::Timing& t) { return t.valid ? json(t.median_ms) : json(nullptr); }
 
@@ -81,15 +107,19 @@ std::string err_text(const EvalResult& r) {
   return buf;
 }
 
-void print_table(const std::vector<fs::path>& kernels, const std::vector<EvalResult>& results, const json& hello,
+void print_table(const std::vector<BatchPair>& pairs, const std::vector<EvalResult>& results, const json& hello,
                  const eval::EvalOptions& opts, const std::string& isolation) {
+  const auto labels = problem_labels(pairs);
+  const bool problem_column = !labels.empty();
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"kernel", "status", "kind", "runtime", "eager", "compile", "vs eager", "vs compile", "max err"});
-  for (size_t i = 0; i < kernels.size(); ++i) {
+  if (problem_column) rows[0].insert(rows[0].begin(), "problem");
+  for (size_t i = 0; i < pairs.size(); ++i) {
     const auto& r = results[i];
-    std::string name = kernels[i].string() + (r.cached ? " (cached)" : "");
+    std::string name = pairs[i].kernel.string() + (r.cached ? " (cached)" : "");
     rows.push_back({name, eval::to_string(r.status), r.kind.empty() ? "-" : r.kind, ms(r.runtime), ms(r.eager),
                     ms(r.compiled), times(r.speedup_eager), times(r.speedup_compile), err_text(r)});
+    if (problem_column) rows.back().insert(rows.back().begin(), labels.at(file_key(pairs[i].problem)));
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows)
@@ -103,10 +133,12 @@ void print_table(const std::vector<fs::path>& kernels, const std::vector<EvalRes
     }
     std::printf("%s\n", line.c_str());
   }
-  for (size_t i = 0; i < kernels.size(); ++i) {
+  for (size_t i = 0; i < pairs.size(); ++i) {
     const auto& r = results[i];
     if (r.correct() && r.reasons.empty()) continue;
-    std::printf("\n%s: %s%s\n", kernels[i].string().c_str(), eval::to_string(r.status),
+    std::string name = pairs[i].kernel.string();
+    if (problem_column) name += " on " + labels.at(file_key(pairs[i].problem));
+    std::printf("\n%s: %s%s\n", name.c_str(), eval::to_string(r.status),
                 r.kind.empty() ? "" : (" (" + r.kind + ")").c_str());
     for (const auto& reason : r.reasons) std::printf("  - %s\n", reason.c_str());
     bool repeated = std::any_of(r.reasons.begin(), r.reasons.end(),
@@ -132,20 +164,104 @@ void print_table(const std::vector<fs::path>& kernels, const std::vector<EvalRes
   }
 }
 
+// Everything wrong with the input, found before any worker starts; an empty
+// list means the pairs are ready. Each entry is one line for stderr.
+struct Checked {
+  std::vector<BatchPair> pairs;
+  std::vector<std::string> errors;
+  bool environment = false;  ///< the definitions peek could not run Python
+};
+
+Checked check_inputs(const std::string& py, const std::string& problem, const std::vector<std::string>& kernels,
+                     const std::string& batch) {
+  Checked c;
+  if (!problem.empty()) {
+    bool problem_ok = true;
+    if (std::error_code ec; !fs::is_regular_file(problem, ec)) {
+      c.errors.push_back(problem + ": " + (fs::exists(problem, ec) ? "not a regular file" : "no such file"));
+      problem_ok = false;
+    }
+    for (const auto& k : kernels) {
+      auto r = eval::resolve_kernel_path(k);
+      if (!r)
+        c.errors.push_back(r.error());
+      else if (problem_ok)
+        c.pairs.push_back({problem, *r, 0});
+    }
+  }
+  if (!batch.empty()) {
+    // Its good lines go on to the definitions check even when others are bad.
+    auto contents = eval::read_batch_file(batch);
+    if (contents) {
+      c.pairs.insert(c.pairs.end(), contents->pairs.begin(), contents->pairs.end());
+      c.errors.insert(c.errors.end(), contents->errors.begin(), contents->errors.end());
+    } else {
+      c.errors.push_back(contents.error());
+    }
+  }
+
+  // What each distinct file defines, over the pairs that survived the checks
+  // above. A file from the batch file is named with the lines that use it.
+  std::vector<fs::path> problems, kernel_files;
+  std::map<std::string, std::vector<int>> problem_lines, kernel_lines;
+  for (const auto& p : c.pairs) {
+    auto& pl = problem_lines[file_key(p.problem)];
+    if (pl.empty()) problems.push_back(p.problem);
+    pl.push_back(p.line);
+    auto& kl = kernel_lines[file_key(p.kernel)];
+    if (kl.empty()) kernel_files.push_back(p.kernel);
+    kl.push_back(p.line);
+  }
+  auto located = [&](const std::vector<int>& lines, const std::string& msg) {
+    std::vector<int> batch_lines;
+    for (int l : lines)
+      if (l > 0) batch_lines.push_back(l);  // 0: from --problem/--kernel
+    if (batch_lines.empty()) return msg;
+    std::string out = batch + ":" + std::to_string(batch_lines[0]) + ": " + msg;
+    if (batch_lines.size() > 1) {
+      out += batch_lines.size() == 2 ? " (also line " : " (also lines ";
+      for (size_t i = 1; i < batch_lines.size(); ++i) out += (i > 1 ? ", " : "") + std::to_string(batch_lines[i]);
+      out += ")";
+    }
+    return out;
+  };
+  std::vector<fs::path> peek_files = problems;
+  peek_files.insert(peek_files.end(), kernel_files.begin(), kernel_files.end());
+  if (peek_files.empty()) return c;
+  auto defs = eval::peek_definitions(py, peek_files);
+  if (!defs) {
+    // Bad input outranks a missing Python: the usage errors are what to fix first.
+    if (c.errors.empty()) c.environment = true;
+    c.errors.push_back(defs.error());
+    return c;
+  }
+  for (size_t i = 0; i < defs->size(); ++i) {
+    const bool is_problem = i < problems.size();
+    auto e = is_problem ? eval::problem_input_error((*defs)[i]) : eval::kernel_input_error((*defs)[i]);
+    if (e.empty()) continue;
+    const fs::path& f = is_problem ? problems[i] : kernel_files[i - problems.size()];
+    c.errors.push_back(located((is_problem ? problem_lines : kernel_lines)[file_key(f)], e));
+  }
+  return c;
+}
+
 int run(int argc, char** argv) {
-  CLI::App app{"Check candidate kernels against a KernelBench-format problem: correctness, cheating, timing and "
+  CLI::App app{"Check candidate kernels against KernelBench-format problems: correctness, cheating, timing and "
                "speedup over PyTorch eager and torch.compile.",
                argv[0]};
-  std::string problem, python, config_path, cache_dir;
+  std::string problem, batch, python, config_path, cache_dir;
   std::vector<std::string> kernels;
   bool as_json = false, no_perf = false, no_cache = false, test_cpu = false, allow_pytorch = false;
   int gpu = -1, slots = 1;
   eval::EvalOptions opts;
-  app.add_option("--problem", problem, "problem file (Model, get_inputs, get_init_inputs)")->required();
-  app.add_option("--kernel", kernels,
-                 "candidate file with ModelNew, or a solution package directory (decomposed_solution.py); repeat "
-                 "to evaluate several concurrently")
-      ->required();
+  auto* problem_opt = app.add_option("--problem", problem, "problem file (Model, get_inputs, get_init_inputs)");
+  auto* kernel_opt = app.add_option(
+      "--kernel", kernels,
+      "candidate file with ModelNew, or a solution package directory (decomposed_solution.py); repeat "
+      "to evaluate several concurrently");
+  auto* batch_opt = app.add_option("--batch", batch,
+                                   "file of 'PROBLEM KERNEL' lines (paths relative to the file; '#' comments): all "
+                                   "pairs go through one worker pool, after the --problem/--kernel pairs");
   app.add_flag("--json", as_json, "one JSON object per kernel, one per line");
   app.add_option("--gpu", gpu, "use only this visible GPU (index)");
   method::add_eval_flags(app, opts);
@@ -160,6 +276,21 @@ int run(int argc, char** argv) {
   // Never a real measurement; hidden from --help on purpose.
   app.add_flag("--test-cpu-unsafe", test_cpu)->group("");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
+  const bool have_problem = problem_opt->count() > 0, have_kernel = kernel_opt->count() > 0,
+             have_batch = batch_opt->count() > 0;
+  const char* usage = nullptr;
+  if (have_kernel && !have_problem)
+    usage = "--kernel needs --problem (or list 'PROBLEM KERNEL' pairs in a --batch file)";
+  else if (have_problem && !have_kernel)
+    usage = "--problem needs at least one --kernel";
+  else if (!have_problem && !have_batch)
+    usage = "nothing to evaluate: give --problem P --kernel K, or --batch FILE";
+  else if ((have_problem && problem.empty()) || (have_batch && batch.empty()))
+    usage = "--problem and --batch need a non-empty path";
+  if (usage) {
+    std::fprintf(stderr, "mkevolve eval: %s\n", usage);
+    return kExitUsage;
+  }
   opts.measure_perf = !no_perf;
   opts.allow_pytorch = allow_pytorch;
   opts.test_cpu = test_cpu;
@@ -182,39 +313,12 @@ int run(int argc, char** argv) {
   }
   const std::string& py = *resolved;
 
-  // Bad input first, before any worker starts.
-  if (std::error_code ec; !fs::is_regular_file(problem, ec)) {
-    std::fprintf(stderr, "mkevolve eval: %s: %s\n", problem.c_str(),
-                 fs::exists(problem, ec) ? "not a regular file" : "no such file");
-    return kExitUsage;
-  }
-  std::vector<fs::path> kernel_paths;
-  for (const auto& k : kernels) {
-    auto r = eval::resolve_kernel_path(k);
-    if (!r) {
-      std::fprintf(stderr, "mkevolve eval: %s\n", r.error().c_str());
-      return kExitUsage;
-    }
-    kernel_paths.push_back(*r);
-  }
-  std::vector<fs::path> peek_files{problem};
-  peek_files.insert(peek_files.end(), kernel_paths.begin(), kernel_paths.end());
-  auto defs = eval::peek_definitions(py, peek_files);
-  if (!defs) {
-    std::fprintf(stderr, "mkevolve eval: %s\n", defs.error().c_str());
-    return kExitEnvironment;
-  }
-  int bad = 0;
-  if (auto e = eval::problem_input_error((*defs)[0]); !e.empty()) {
-    std::fprintf(stderr, "mkevolve eval: %s\n", e.c_str());
-    ++bad;
-  }
-  for (size_t i = 1; i < defs->size(); ++i)
-    if (auto e = eval::kernel_input_error((*defs)[i]); !e.empty()) {
-      std::fprintf(stderr, "mkevolve eval: %s\n", e.c_str());
-      ++bad;
-    }
-  if (bad) return kExitUsage;
+  // Bad input first, all of it, before any worker starts.
+  Checked checked = check_inputs(py, problem, kernels, batch);
+  for (const auto& e : checked.errors) std::fprintf(stderr, "mkevolve eval: %s\n", e.c_str());
+  if (checked.environment) return kExitEnvironment;
+  if (!checked.errors.empty()) return kExitUsage;
+  const std::vector<BatchPair>& pairs = checked.pairs;
 
   eval::PoolOptions po;
   po.python = py;
@@ -243,26 +347,28 @@ int run(int argc, char** argv) {
     return kExitEnvironment;
   }
 
+  // Every pair at once: the pool queues them over its slots. Verdicts print in
+  // input order, each as soon as it and all before it are in.
   std::vector<std::future<EvalResult>> futs;
-  for (const auto& k : kernel_paths) {
+  for (const auto& p : pairs) {
     eval::EvalRequest req;
-    req.problem = problem;
-    req.kernel = k;
+    req.problem = p.problem;
+    req.kernel = p.kernel;
     req.options = opts;
-    req.task = fs::path(problem).stem().string();
+    req.task = p.problem.stem().string();
     futs.push_back((*pool)->submit(std::move(req)));
   }
   std::vector<EvalResult> results;
-  for (auto& f : futs) {
-    results.push_back(f.get());
+  for (size_t i = 0; i < futs.size(); ++i) {
+    results.push_back(futs[i].get());
     if (as_json) {
-      std::printf("%s\n", result_json(problem, kernel_paths[results.size() - 1], results.back())
+      std::printf("%s\n", result_json(pairs[i].problem, pairs[i].kernel, results.back())
                               .dump(-1, ' ', false, json::error_handler_t::replace)
                               .c_str());
       std::fflush(stdout);
     }
   }
-  if (!as_json) print_table(kernel_paths, results, (*pool)->hello(), opts, (*pool)->isolation());
+  if (!as_json) print_table(pairs, results, (*pool)->hello(), opts, (*pool)->isolation());
 
   bool env_problem = false, all_correct = true;
   for (const auto& r : results) {
@@ -280,7 +386,7 @@ int run(int argc, char** argv) {
   return all_correct ? kExitOk : kExitFailure;
 }
 
-const Register reg("eval", "verify, time and police candidate kernels against a problem (GPU)", &run);
+const Register reg("eval", "verify, time and police candidate kernels against problems (GPU)", &run);
 
 }  // namespace
 }  // namespace mk::cli

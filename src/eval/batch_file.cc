@@ -60,14 +60,14 @@ Parsed parse_lines(std::string_view text, const fs::path& file) {
   return out;
 }
 
-Error join(std::vector<LineError> errors) {
-  std::stable_sort(errors.begin(), errors.end(), [](const LineError& a, const LineError& b) { return a.line < b.line; });
-  std::string msg;
-  for (const auto& e : errors) {
-    if (!msg.empty()) msg += '\n';
-    msg += e.message;
-  }
-  return Error{msg};
+// Errors from parsing and from the file checks, merged into file order.
+BatchContents finish(Parsed parsed) {
+  std::stable_sort(parsed.errors.begin(), parsed.errors.end(),
+                   [](const LineError& a, const LineError& b) { return a.line < b.line; });
+  BatchContents out;
+  out.pairs = std::move(parsed.pairs);
+  for (auto& e : parsed.errors) out.errors.push_back(std::move(e.message));
+  return out;
 }
 
 Error no_pairs(const fs::path& file) {
@@ -102,14 +102,13 @@ Result<std::vector<std::string>> split_batch_fields(std::string_view line) {
   return fields;
 }
 
-Result<std::vector<BatchPair>> parse_batch(std::string_view text, const fs::path& file) {
+Result<BatchContents> parse_batch(std::string_view text, const fs::path& file) {
   Parsed parsed = parse_lines(text, file);
-  if (!parsed.errors.empty()) return join(std::move(parsed.errors));
-  if (parsed.pairs.empty()) return no_pairs(file);
-  return std::move(parsed.pairs);
+  if (parsed.errors.empty() && parsed.pairs.empty()) return no_pairs(file);
+  return finish(std::move(parsed));
 }
 
-Result<std::vector<BatchPair>> read_batch_file(const fs::path& file) {
+Result<BatchContents> read_batch_file(const fs::path& file) {
   std::error_code ec;
   if (!fs::exists(file, ec)) return Error{file.string() + ": no such file"};
   if (!fs::is_regular_file(file, ec)) return Error{file.string() + ": not a regular file"};
@@ -117,8 +116,11 @@ Result<std::vector<BatchPair>> read_batch_file(const fs::path& file) {
   if (!text) return Error{text.error()};
 
   Parsed parsed = parse_lines(*text, file);
-  // Check the well-formed lines too, so one run names every bad line.
+  if (parsed.errors.empty() && parsed.pairs.empty()) return no_pairs(file);
+  // Check the well-formed lines on disk too, so one run names every bad line.
+  std::vector<BatchPair> good;
   for (auto& pair : parsed.pairs) {
+    size_t before = parsed.errors.size();
     auto bad = [&](const fs::path& p, const char* what) {
       parsed.errors.push_back({pair.line, where(file, pair.line) + p.string() + ": " + what});
     };
@@ -136,10 +138,10 @@ Result<std::vector<BatchPair>> read_batch_file(const fs::path& file) {
     } else {
       pair.kernel = *resolved;
     }
+    if (parsed.errors.size() == before) good.push_back(std::move(pair));
   }
-  if (!parsed.errors.empty()) return join(std::move(parsed.errors));
-  if (parsed.pairs.empty()) return no_pairs(file);
-  return std::move(parsed.pairs);
+  parsed.pairs = std::move(good);
+  return finish(std::move(parsed));
 }
 
 }  // namespace mk::eval

@@ -32,17 +32,26 @@ struct BatchPair {
 /// error (an unterminated quote, a quote inside a bare field) says what is wrong.
 Result<std::vector<std::string>> split_batch_fields(std::string_view line);
 
-/// Parses a batch file's text; `file` names it in errors and its parent
-/// directory anchors relative paths. Touches no file. On error, the message
-/// holds one line per bad input line, "FILE:LINE: expected 'PROBLEM KERNEL',
-/// got '...'", joined with '\n'; a text without any pair is an error too.
-Result<std::vector<BatchPair>> parse_batch(std::string_view text, const std::filesystem::path& file);
+/// A batch file's well-formed pairs, and one message per bad line in file
+/// order ("FILE:LINE: expected 'PROBLEM KERNEL', got '...'", "FILE:LINE: PATH:
+/// no such file", ...). Both are kept so that a caller can check the good pairs
+/// further and report every problem in one go.
+struct BatchContents {
+  std::vector<BatchPair> pairs;
+  std::vector<std::string> errors;
+  bool ok() const { return errors.empty(); }
+};
 
-/// Reads and parses `file`, then checks every pair on disk: the problem must be
-/// a regular file; the kernel a regular file or a solution package directory,
-/// which resolves to its decomposed_solution.py (resolve_kernel_path). Every bad
-/// line is reported (one "FILE:LINE: PATH: no such file"-style line each,
-/// joined with '\n'), not only the first.
-Result<std::vector<BatchPair>> read_batch_file(const std::filesystem::path& file);
+/// Parses a batch file's text; `file` names it in errors and its parent
+/// directory anchors relative paths. Touches no file. The Error case: the text
+/// holds no line at all besides blanks and comments.
+Result<BatchContents> parse_batch(std::string_view text, const std::filesystem::path& file);
+
+/// Reads and parses `file`, then checks every well-formed pair on disk: the
+/// problem must be a regular file; the kernel a regular file or a solution
+/// package directory, which resolves to its decomposed_solution.py
+/// (resolve_kernel_path). A pair that fails moves to `errors`. The Error case:
+/// `file` itself is missing, unreadable, or holds no pair lines.
+Result<BatchContents> read_batch_file(const std::filesystem::path& file);
 
 }  // namespace mk::eval

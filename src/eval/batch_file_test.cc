@@ -39,51 +39,64 @@ TEST(BatchFields, RejectsBadQuoting) {
 TEST(BatchParse, SkipsCommentsAndBlankLines) {
   auto r = parse_batch("# pairs\n\n   \n  # indented comment\np.py k.py\n\t\nq.py l.py\n", "b.txt");
   ASSERT_TRUE(r) << r.error();
-  ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[0].problem, fs::path("p.py"));
-  EXPECT_EQ((*r)[0].kernel, fs::path("k.py"));
-  EXPECT_EQ((*r)[0].line, 5);
-  EXPECT_EQ((*r)[1].problem, fs::path("q.py"));
-  EXPECT_EQ((*r)[1].line, 7);
+  EXPECT_TRUE(r->ok()) << r->errors.front();
+  ASSERT_EQ(r->pairs.size(), 2u);
+  EXPECT_EQ(r->pairs[0].problem, fs::path("p.py"));
+  EXPECT_EQ(r->pairs[0].kernel, fs::path("k.py"));
+  EXPECT_EQ(r->pairs[0].line, 5);
+  EXPECT_EQ(r->pairs[1].problem, fs::path("q.py"));
+  EXPECT_EQ(r->pairs[1].line, 7);
 }
 
 TEST(BatchParse, RelativePathsAreAnchoredAtTheFilesDirectory) {
   auto r = parse_batch("p.py ../k/k.py\n/abs/p.py /abs/k.py\n", "/data/batches/b.txt");
   ASSERT_TRUE(r) << r.error();
-  ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[0].problem, fs::path("/data/batches/p.py"));
-  EXPECT_EQ((*r)[0].kernel, fs::path("/data/batches/../k/k.py"));
-  EXPECT_EQ((*r)[1].problem, fs::path("/abs/p.py"));
-  EXPECT_EQ((*r)[1].kernel, fs::path("/abs/k.py"));
+  EXPECT_TRUE(r->ok()) << r->errors.front();
+  ASSERT_EQ(r->pairs.size(), 2u);
+  EXPECT_EQ(r->pairs[0].problem, fs::path("/data/batches/p.py"));
+  EXPECT_EQ(r->pairs[0].kernel, fs::path("/data/batches/../k/k.py"));
+  EXPECT_EQ(r->pairs[1].problem, fs::path("/abs/p.py"));
+  EXPECT_EQ(r->pairs[1].kernel, fs::path("/abs/k.py"));
   // A batch file named relative to the working directory keeps its directory prefix.
   auto s = parse_batch("p.py k.py\n", "sub/b.txt");
   ASSERT_TRUE(s) << s.error();
-  EXPECT_EQ((*s)[0].problem, fs::path("sub/p.py"));
+  EXPECT_TRUE(s->ok());
+  EXPECT_EQ(s->pairs[0].problem, fs::path("sub/p.py"));
 }
 
 TEST(BatchParse, MultipleSpacesTabsAndCrlf) {
   auto r = parse_batch("p.py     k.py\r\n\tq.py\t\tl.py\t\r\n# c\r\n\r\n", "b.txt");
   ASSERT_TRUE(r) << r.error();
-  ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[0].kernel, fs::path("k.py"));  // no stray '\r'
-  EXPECT_EQ((*r)[1].problem, fs::path("q.py"));
-  EXPECT_EQ((*r)[1].kernel, fs::path("l.py"));
-  EXPECT_EQ((*r)[1].line, 2);
+  EXPECT_TRUE(r->ok()) << r->errors.front();
+  ASSERT_EQ(r->pairs.size(), 2u);
+  EXPECT_EQ(r->pairs[0].kernel, fs::path("k.py"));  // no stray '\r'
+  EXPECT_EQ(r->pairs[1].problem, fs::path("q.py"));
+  EXPECT_EQ(r->pairs[1].kernel, fs::path("l.py"));
+  EXPECT_EQ(r->pairs[1].line, 2);
 }
 
 TEST(BatchParse, NoTrailingNewlineIsFine) {
   auto r = parse_batch("p.py k.py", "b.txt");
   ASSERT_TRUE(r) << r.error();
-  EXPECT_EQ(r->size(), 1u);
+  EXPECT_TRUE(r->ok()) << r->errors.front();
+  EXPECT_EQ(r->pairs.size(), 1u);
 }
 
 TEST(BatchParse, ReportsEveryMalformedLineWithFileAndLine) {
   auto r = parse_batch("p.py\np.py k.py\np.py k.py extra.py\r\n\"p.py k.py\n", "dir/b.txt");
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error(),
-            "dir/b.txt:1: expected 'PROBLEM KERNEL', got 'p.py'\n"
-            "dir/b.txt:3: expected 'PROBLEM KERNEL', got 'p.py k.py extra.py'\n"
-            "dir/b.txt:4: expected 'PROBLEM KERNEL', got '\"p.py k.py' (unterminated quote)");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_FALSE(r->ok());
+  EXPECT_EQ(r->errors, (std::vector<std::string>{
+                           "dir/b.txt:1: expected 'PROBLEM KERNEL', got 'p.py'",
+                           "dir/b.txt:3: expected 'PROBLEM KERNEL', got 'p.py k.py extra.py'",
+                           "dir/b.txt:4: expected 'PROBLEM KERNEL', got '\"p.py k.py' (unterminated quote)"}));
+  // The good line is kept, for further checks.
+  ASSERT_EQ(r->pairs.size(), 1u);
+  EXPECT_EQ(r->pairs[0].line, 2);
+  // Only malformed lines is not "no pairs": the lines are reported instead.
+  auto bad_only = parse_batch("one\n", "b.txt");
+  ASSERT_TRUE(bad_only) << bad_only.error();
+  EXPECT_EQ(bad_only->errors.size(), 1u);
 }
 
 TEST(BatchParse, AFileWithoutPairsIsAnError) {
@@ -117,11 +130,12 @@ TEST_F(BatchRead, ResolvesRelativePathsAndSolutionPackages) {
   fs::path f = write_batch("probs/p.py k.py\n" + (dir.path() / "probs/p.py").string() + " pkg\n");
   auto r = read_batch_file(f);
   ASSERT_TRUE(r) << r.error();
-  ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[0].problem, dir.path() / "probs/p.py");
-  EXPECT_EQ((*r)[0].kernel, dir.path() / "k.py");
-  EXPECT_EQ((*r)[1].problem, dir.path() / "probs/p.py");
-  EXPECT_EQ((*r)[1].kernel, dir.path() / "pkg" / "decomposed_solution.py");
+  EXPECT_TRUE(r->ok()) << r->errors.front();
+  ASSERT_EQ(r->pairs.size(), 2u);
+  EXPECT_EQ(r->pairs[0].problem, dir.path() / "probs/p.py");
+  EXPECT_EQ(r->pairs[0].kernel, dir.path() / "k.py");
+  EXPECT_EQ(r->pairs[1].problem, dir.path() / "probs/p.py");
+  EXPECT_EQ(r->pairs[1].kernel, dir.path() / "pkg" / "decomposed_solution.py");
 }
 
 TEST_F(BatchRead, NamesEveryBadLineInFileOrder) {
@@ -133,15 +147,19 @@ TEST_F(BatchRead, NamesEveryBadLineInFileOrder) {
       "probs k.py\n"             // 5: a directory as the problem
       "probs/p.py empty_pkg\n"); // 6: a directory without decomposed_solution.py
   auto r = read_batch_file(f);
-  ASSERT_FALSE(r);
+  ASSERT_TRUE(r) << r.error();
   const std::string b = f.string();
   const std::string d = dir.path().string();
-  EXPECT_EQ(r.error(), b + ":2: " + d + "/probs/gone.py: no such file\n" +
-                           b + ":3: " + d + "/gone.py: no such file\n" +
-                           b + ":4: expected 'PROBLEM KERNEL', got 'just-one-field'\n" +
-                           b + ":5: " + d + "/probs: not a regular file\n" +
+  EXPECT_EQ(r->errors, (std::vector<std::string>{
+                           b + ":2: " + d + "/probs/gone.py: no such file",
+                           b + ":3: " + d + "/gone.py: no such file",
+                           b + ":4: expected 'PROBLEM KERNEL', got 'just-one-field'",
+                           b + ":5: " + d + "/probs: not a regular file",
                            b + ":6: " + d + "/empty_pkg: a directory without decomposed_solution.py "
-                           "(expected a kernel file or a solution package)");
+                               "(expected a kernel file or a solution package)"}));
+  // Only the good line stays a pair.
+  ASSERT_EQ(r->pairs.size(), 1u);
+  EXPECT_EQ(r->pairs[0].line, 1);
 }
 
 TEST_F(BatchRead, MissingOrEmptyBatchFile) {
