@@ -8,9 +8,10 @@ A fixed, mixed set of example candidates (correct, incorrect, erroring and
 crashing ones, over four problems) is evaluated three ways, each timed by the
 wall clock from the first process start to the last verdict:
 
-  pool    `mkevolve eval --no-cache --problem P --kernel K1 --kernel K2 ...`, one
-          invocation per problem: a pre-imported worker server forks one isolated
-          child per candidate (the MKEvolve design). Run once per --slots value
+  pool    `mkevolve eval --no-cache --batch F`, ONE invocation for all candidates
+          of all problems (F lists every problem/kernel pair): one worker pool,
+          started once, whose pre-imported server forks one isolated child per
+          candidate (the MKEvolve design). Run once per --slots value
           (candidates evaluated at once on the GPU; 1 = one at a time).
   fresh   `python -m mkevolve_worker eval --problem P --kernel K --json`, one new
           process per candidate, one at a time, as KernelBench does: every
@@ -20,7 +21,8 @@ wall clock from the first process start to the last verdict:
 Both do the same work per candidate: correctness trials, cheat checks and, for
 correct ones, timing of the candidate (10 warm-up + 100 timed calls). Neither
 includes baseline measurements in its clock: before the pool runs, one untimed
-pool call per problem fills the baseline cache, and the fresh processes measure
+batch call (one correct kernel per problem) fills the baseline cache, and the
+fresh processes measure
 no baselines (--cache-home names a cache whose baselines are already there).
 Each way gets its own empty Triton cache, so every candidate
 compiles cold, as a new LLM candidate does.
@@ -80,29 +82,45 @@ def base_env(cache_home, triton_cache):
     return env
 
 
-def run_pool(binary, cache_home, triton_cache, slots, timeout_s):
+def batch_field(path):
+    """A path as a batch-file field: absolute (relative ones would be read against the
+    batch file's own directory), in double quotes when it holds blanks."""
+    text = str(ROOT / path)
+    if '"' in text:
+        raise SystemExit(f"bench_eval_throughput: {text}: a batch file cannot name a path containing '\"'")
+    return f'"{text}"' if any(c.isspace() for c in text) else text
+
+
+def write_batch(path, pairs):
+    """`mkevolve eval --batch` input: one 'PROBLEM KERNEL' line per pair."""
+    lines = ["# written by scripts/bench_eval_throughput.py"]
+    lines += [f"{batch_field(problem)} {batch_field(kernel)}" for problem, kernel in pairs]
+    Path(path).write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s):
+    """One `mkevolve eval --batch` call: one pool for every candidate."""
     env = base_env(cache_home, triton_cache)
+    cmd = [binary, "eval", "--json", "--no-cache", "--batch", str(batch), "--timeout", str(timeout_s),
+           "--slots-per-gpu", str(slots)]
     verdicts, t0 = {}, time.monotonic()
-    for problem, stems in CANDIDATES.items():
-        cmd = [binary, "eval", "--json", "--no-cache", "--problem", problem, "--timeout", str(timeout_s),
-               "--slots-per-gpu", str(slots)]
-        for s in stems:
-            cmd += ["--kernel", kernel_path(s)]
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        for obj in parse_lines(proc.stdout):
-            verdicts[Path(obj.get("kernel", "?")).stem] = f"{obj.get('status')}/{obj.get('kind') or '-'}"
-        if proc.returncode not in (0, 1):
-            print(f"pool: {problem}: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
-    return time.monotonic() - t0, verdicts
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    secs = time.monotonic() - t0
+    for obj in parse_lines(proc.stdout):
+        verdicts[Path(obj.get("kernel", "?")).stem] = f"{obj.get('status')}/{obj.get('kind') or '-'}"
+    if proc.returncode not in (0, 1):
+        print(f"pool: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
+    return secs, verdicts
 
 
-def warm_baselines(binary, cache_home, triton_cache):
-    """One untimed pool call per problem with its correct kernel: fills the baseline cache."""
+def warm_baselines(binary, batch, cache_home, triton_cache):
+    """One untimed batch call, one correct kernel per problem: fills the baseline cache."""
     env = base_env(cache_home, triton_cache)
-    for problem, stems in CANDIDATES.items():
-        subprocess.run([binary, "eval", "--json", "--no-cache", "--problem", problem,
-                        "--kernel", kernel_path(stems[0])], cwd=ROOT, env=env, capture_output=True,
-                       stdin=subprocess.DEVNULL)
+    proc = subprocess.run([binary, "eval", "--json", "--no-cache", "--batch", str(batch)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if proc.returncode not in (0, 1):
+        print(f"warm-up: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
 
 
 def run_fresh(python, cache_home, triton_cache, timeout_s):
@@ -133,22 +151,35 @@ def main(argv=None):
                     "(skips the untimed warm-up calls); default: a fresh one, filled before timing")
     ap.add_argument("--json-out")
     args = ap.parse_args(argv)
+    try:
+        slot_values = [int(s) for s in args.slots.split(",") if s.strip()]
+    except ValueError:
+        ap.error(f"--slots: {args.slots!r} is not a comma-separated list of integers")
+    if not slot_values or min(slot_values) < 1:
+        ap.error("--slots: give at least one value, each 1 or more")
+    if args.timeout < 1:
+        ap.error("--timeout must be 1 or more")
     if not Path(args.mkevolve).exists():
         print(f"bench_eval_throughput: {args.mkevolve}: no such binary (build it or pass --mkevolve)",
               file=sys.stderr)
         return 2
     n = sum(len(v) for v in CANDIDATES.values())
     tmp = Path(tempfile.mkdtemp(prefix="mk_bench_"))
+    all_pairs = write_batch(tmp / "pool-batch.txt",
+                            [(problem, kernel_path(s)) for problem, stems in CANDIDATES.items() for s in stems])
     if args.cache_home and Path(args.cache_home).is_dir():
         cache_home = Path(args.cache_home)   # baselines measured earlier (gpu-suite's manifest stage)
     else:
         cache_home = tmp / "cache"   # shared: holds the baselines, which no clock includes
-        warm_baselines(args.mkevolve, cache_home, tmp / "triton-warm")
+        warm = write_batch(tmp / "warm-batch.txt",
+                           [(problem, kernel_path(stems[0])) for problem, stems in CANDIDATES.items()])
+        warm_baselines(args.mkevolve, warm, cache_home, tmp / "triton-warm")
     runs = []
-    for slots in [int(s) for s in args.slots.split(",") if s.strip()]:
-        secs, verdicts = run_pool(args.mkevolve, cache_home, tmp / f"triton-pool-{slots}", slots, args.timeout)
+    for slots in slot_values:
+        secs, verdicts = run_pool(args.mkevolve, all_pairs, cache_home, tmp / f"triton-pool-{slots}", slots,
+                                  args.timeout)
         runs.append({"way": f"pool, {slots} slot{'s' if slots > 1 else ''}", "seconds": secs,
-                     "processes_started": len(CANDIDATES), "verdicts": verdicts})
+                     "processes_started": 1, "verdicts": verdicts})
     secs, verdicts = run_fresh(args.python, cache_home, tmp / "triton-fresh", args.timeout)
     runs.append({"way": "fresh process per candidate", "seconds": secs, "processes_started": n,
                  "verdicts": verdicts})
