@@ -5,7 +5,7 @@
                                      [--slots 1,4] [--json-out F]
 
 A fixed, mixed set of example candidates (correct, incorrect, erroring and
-crashing ones, over four problems) is evaluated three ways, each timed by the
+crashing ones, over five problems) is evaluated three ways, each timed by the
 wall clock from the first process start to the last verdict:
 
   pool    `mkevolve eval --no-cache --batch F`, ONE invocation for all candidates
