@@ -150,12 +150,16 @@ def test_candidate_sees_scrubbed_env_and_private_cwd(worker_server, tmp_path):
     assert os.path.basename(seen["cwd"]).startswith("cand-")
     assert not os.path.exists(seen["cwd"]), "the private directory is removed afterwards"
     # stdin is /dev/null, stdout/stderr are files in the private dir, and the only
-    # pipes are the event and control pipes (none of the server's protocol pipes).
+    # channels are the event pipe and the control socket (none of the server's
+    # protocol pipes) and the sealed inputs file its inputs are mapped from
+    # (mmap keeps a descriptor; the seals make it read-only for everyone).
     fds = seen["fds"]
     assert fds["0"] == "/dev/null"
     assert fds["1"].startswith(seen["cwd"]) and fds["2"].startswith(seen["cwd"])
-    assert sum(v.startswith("pipe:") for v in fds.values()) == 2, fds
-    assert all(v.startswith(("pipe:", "/dev/null", seen["cwd"], str(out))) for v in fds.values()), fds
+    assert sum(v.startswith("pipe:") for v in fds.values()) == 1, fds
+    assert sum(v.startswith("socket:") for v in fds.values()) == 1, fds
+    allowed = ("pipe:", "socket:", "/dev/null", "/memfd:mk-tensors", seen["cwd"], str(out))
+    assert all(v.startswith(allowed) for v in fds.values()), json.dumps(fds)
     if r["checks"]["isolation"]["network"] == "none":
         assert seen["ifaces"] == ["lo"], seen["ifaces"]
         assert seen["net"] == "OSError:101", seen["net"]  # ENETUNREACH: loopback is down too

@@ -24,6 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="JSON-lines protocol server on stdin/stdout")
     s.add_argument("--test-mode", action="store_true", help="accept test-only options (test_cpu)")
+    s.add_argument("--no-spares", action="store_true",
+                   help="fork each candidate's processes on demand instead of keeping warm spares")
 
     e = sub.add_parser("eval", help="evaluate one candidate against a problem")
     e.add_argument("--problem", required=True)
@@ -62,6 +64,7 @@ def _eval(args) -> int:
         return EXIT_MISSING
     from .evaluate import Evaluator, ProblemError, RequestError
     isolation.become_supervisor()
+    isolation.wipe_freed_memory(True)
     opts = {k: v for k, v in {
         "trials": args.trials, "candidate_first_trials": args.candidate_first_trials,
         "alt_dist_trials": args.alt_dist_trials, "atol": args.atol, "rtol": args.rtol, "seed": args.seed,
@@ -78,7 +81,7 @@ def _eval(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     finally:
-        isolation.kill_descendants()
+        isolation.kill_descendants(spares_too=True)
         isolation.cleanup_dir(isolation.base_tmp())
     if args.json:
         from .protocol import dumps
@@ -131,7 +134,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "serve":
         from .serve import main as serve_main
-        return serve_main(args.test_mode)
+        return serve_main(args.test_mode, spares=not args.no_spares)
     if args.cmd == "eval":
         if args.test_cpu and not args.test_mode:
             print("error: --test-cpu is honoured only with --test-mode", file=sys.stderr)

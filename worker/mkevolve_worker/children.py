@@ -4,10 +4,14 @@ writes its results as files in its private directory, and returns an exit code.
 - reference: loads ONLY the problem file; generates inputs and computes the
   expected outputs. Never sees candidate code.
 - candidate: loads ONLY the candidate; runs every trial on its own copy of the
-  inputs (inherited from the server through fork); then, if the server says
-  go, profiles one forward and times it.
+  inputs (mapped copy-on-write from the sealed inputs file the server handed
+  over); then, if the server says go, times itself.
+- profile: a second process of the candidate; profiles its forward calls.
 - baseline: times eager and torch.compile of the problem's Model.
 - gpu_probe, decomposition: small jobs that must not run in the server.
+
+The first three run in pre-started children (spares.py): BODIES names them,
+and the warm_* functions are what such a child does before its work arrives.
 """
 
 from __future__ import annotations
@@ -167,8 +171,47 @@ def reference_body(ctx, job: dict) -> int:
 # ---------------------------------------------------------------------------
 
 
+def _warm_cuda() -> bool:
+    import torch
+    if not torch.cuda.is_available():
+        return False
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    return True
+
+
+def warm_reference(ctx) -> dict:
+    """A reference child's warm-up: the CUDA context."""
+    return {"cuda": _warm_cuda()}
+
+
+def warm_candidate(ctx) -> dict:
+    """A candidate process's warm-up: the CUDA context, then one launch of the
+    worker's own trivial Triton kernel, so that Triton's driver, launcher and
+    compiler are loaded before the candidate's first compile."""
+    info = {"cuda": _warm_cuda()}
+    if info["cuda"]:
+        try:
+            from . import warm_kernel
+            warm_kernel.run()
+            info["triton"] = True
+        except Exception as e:  # noqa: BLE001 - no Triton: the candidate reports it
+            info["triton"] = f"{type(e).__name__}: {e}"[:200]
+    return info
+
+
+def warm_profiling(ctx) -> dict:
+    """The profiling process's warm-up: the candidate's, plus an empty profiler
+    session (CUPTI's start-up, seconds, paid before the candidate arrives)."""
+    info = warm_candidate(ctx)
+    if info["cuda"]:
+        from . import runtime_check
+        runtime_check.warm_profiler()
+    return info
+
+
 def candidate_body(ctx, job: dict) -> int:
-    """job: kernel, opts, device, trials, inputs, init, perf (bool), timing_inputs."""
+    """job: kernel, opts, device, trials, inputs, init, perf (bool)."""
     import torch
     _restore_threads()
     C.disable_tf32()
@@ -255,7 +298,7 @@ def _timed_inputs(job: dict, device: str):
     from . import timing
     normal = [t for t in job["trials"] if t["config"] == 0 and not t["alt"]]
     pool = [C.to_device(job["inputs"][t["id"]], device) for t in normal]
-    last = C.to_device(job["timing_inputs"], device)
+    last = C.to_device(job["inputs"]["last"], device)
     bufs = C.to_device(job["inputs"][normal[0]["id"]], device)
     return timing.make_refill(bufs, pool, last), bufs
 
@@ -311,10 +354,9 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
 
 def profile_body(ctx, job: dict) -> int:
     """The runtime profile, in a second process of the same candidate started
-    beside the first (same job, same isolation). It warms the profiler first
-    (CUPTI's start-up costs seconds: here it overlaps the other process's
-    compile and trials instead of delaying its timing), then imports the
-    candidate and profiles every forward call it makes: config 0's trials and
+    beside the first (same job, same isolation). Its warm-up (warm_profiling)
+    already paid CUPTI's start-up. It imports the candidate and profiles
+    every forward call it makes: config 0's trials and
     as many further calls as the timed process makes, inputs refilled between
     them. A candidate that computes honestly only on the calls it expects to
     be profiled has to tell the two processes apart. Writes runtime.json; its
@@ -327,12 +369,8 @@ def profile_body(ctx, job: dict) -> int:
     opts = job["opts"]
     kernel = job["kernel"]
     files = loader.candidate_files(kernel)
-    where = "starting the profiler"
+    where = "importing the candidate"
     ctx.send({"ev": "phase", "phase": where})
-    if device == "cuda":
-        torch.zeros(1, device=device)
-        runtime_check.warm_profiler()
-    ctx.send({"ev": "phase", "phase": "importing the candidate"})
     try:
         mod = loader.import_candidate(kernel)
         where = "constructing ModelNew (config 0)"
@@ -480,3 +518,6 @@ def decomposition_body(ctx, job: dict) -> int:
                                                job["options"])
     write_json(os.path.join(ctx.dir, "decomposition.json"), res)
     return 0
+
+
+BODIES = {"reference": reference_body, "candidate": candidate_body, "profile": profile_body}

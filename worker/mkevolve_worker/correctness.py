@@ -463,3 +463,21 @@ def tree_nbytes(obj) -> int:
     if isinstance(obj, dict):
         return sum(tree_nbytes(x) for x in obj.values())
     return 0
+
+
+def wipe_tree(obj) -> None:
+    """Zeroes every tensor in obj in place (outputs the server has compared:
+    children forked later must not find them in its memory)."""
+    import torch
+    if isinstance(obj, torch.Tensor):
+        try:
+            with torch.no_grad():
+                obj.zero_()
+        except RuntimeError:
+            pass  # read-only or an expanded view: freed, and glibc wipes it (isolation.wipe_freed_memory)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            wipe_tree(x)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            wipe_tree(x)

@@ -8,15 +8,19 @@ Order of one eval:
  3. reference child #2 (problem file only), started before the candidate and
     beside it: loads the problem, computes every expected output and holds
     them in its own (non-dumpable) process;
- 4. candidate child (candidate files only, inputs inherited through fork):
-    every trial; writes its outputs; waits. Only then does reference child
-    #2 write the expected outputs, so every trial is "candidate first" and
-    no expected value is anywhere the candidate's process can read while it
-    computes (its own memory holds none: it is forked from the server, which
-    has never seen them for this eval);
- 5. beside it, a second process of the same candidate (profile_body) warms
-    the profiler, then profiles every forward call it makes: the trials and
-    as many more as the timed process makes (runtime_check.py);
+ 4. candidate child (candidate files only; inputs from the sealed copy of
+    reference #1's file, mapped copy-on-write): every trial; writes its
+    outputs; waits. Only then does reference child #2 write the expected
+    outputs, so every trial is "candidate first" and no expected value is
+    anywhere the candidate's process can read while it computes (its own
+    memory holds none: it was forked from the server before this eval's
+    expected outputs existed, and the server wipes what it frees, so earlier
+    evals' outputs are not left in its heap either);
+ 5. beside it, a second process of the same candidate (profile_body)
+    profiles every forward call it makes: the trials and as many more as the
+    timed process makes (runtime_check.py);
+Children 2-5 are usually pre-started spares (spares.py): forked and warmed
+(CUDA, Triton, the profiler) before the candidate arrived, used once.
  6. the server compares (CPU torch) and either kills the candidate (wrong) or,
     once the profiling process has finished, lets it time itself under the
     GPU's timing lock;
@@ -35,7 +39,7 @@ import signal
 import time
 from collections import OrderedDict
 
-from . import children, errors, gpulock, isolation, loader, tensorio
+from . import children, errors, gpulock, isolation, loader, spares, tensorio
 from . import correctness as C
 
 
@@ -105,9 +109,11 @@ def _inputs_key(problem: str, opts: dict, device: str, timing_trial) -> str | No
 
 
 class Evaluator:
-    def __init__(self, test_mode: bool = False, progress=None):
+    def __init__(self, test_mode: bool = False, progress=None, keep_spares: bool = False):
         self.test_mode = test_mode
+        # key -> (inputs, meta, fd of their sealed tensor file)
         self._inputs_cache: OrderedDict = OrderedDict()
+        self.launcher = spares.Launcher(keep_spares)
         self.progress = progress or (lambda phase: None)
         self._gpu = None
 
@@ -182,8 +188,15 @@ class Evaluator:
         return os.path.abspath(path)
 
     def _run_reference(self, job: dict, timeout_s: float, protect=frozenset()):
-        child = isolation.spawn(f"ref{job['phase']}", lambda ctx: children.reference_body(ctx, job))
+        child = self.launcher.start("ref", "reference", job)
+        self.launcher.refill()
         return self._collect_reference(child, job, timeout_s, protect)
+
+    def close(self) -> None:
+        """Kills the spares and closes the cached inputs."""
+        self.launcher.close()
+        while self._inputs_cache:
+            os.close(self._inputs_cache.popitem()[1][2])
 
     def _collect_reference(self, child, job: dict, timeout_s: float, protect=frozenset()):
         """Waits for a reference child to exit; ProblemError if it failed."""
@@ -251,28 +264,43 @@ class Evaluator:
         # the device, so the next candidate for the same problem reuses it.
         key = _inputs_key(problem, opts, device, timing_trial)
         hit = self._inputs_cache.get(key) if key else None
+        own_fd = None  # a sealed inputs file not kept in the cache: closed after this eval
         if hit is not None:
             self._inputs_cache.move_to_end(key)
-            inputs_obj, meta = hit
+            inputs_obj, meta, inputs_fd = hit
             res.checks["reference_inputs"] = "reused from an earlier eval of the same problem"
         else:
             self.progress("reference")
             job1 = {"problem": problem, "opts": opts, "device": device, "phase": 1, "timing_trial": timing_trial}
             ref1 = self._run_reference(job1, opts["timeout_s"])
             try:
-                inputs_obj, meta = tensorio.load(ref1.path("inputs.mkt"))
+                # One sealed copy: the server maps it, and so does every child
+                # that needs the inputs; nobody can change it any more.
+                inputs_fd = tensorio.sealed_copy(ref1.path("inputs.mkt"))
+                try:
+                    inputs_obj, meta = tensorio.load_fd(inputs_fd)
+                except BaseException:
+                    os.close(inputs_fd)
+                    raise
             except (OSError, tensorio.FormatError) as e:
                 raise ProblemError(f"{problem}: the reference wrote no usable inputs ({e})") from None
             finally:
                 isolation.cleanup_dir(ref1.dir)
             res.checks["reference_inputs"] = "drawn by reference child #1"
             if key and C.tree_nbytes(inputs_obj) <= _INPUTS_CACHE_MAX_BYTES:
-                self._inputs_cache[key] = (inputs_obj, meta)
+                self._inputs_cache[key] = (inputs_obj, meta, inputs_fd)
                 while len(self._inputs_cache) > _INPUTS_CACHE_ENTRIES:
-                    self._inputs_cache.popitem(last=False)
-        return self._evaluate_candidate(res, problem, kernel, opts, device, perf, inputs_obj, meta, t_start)
+                    os.close(self._inputs_cache.popitem(last=False)[1][2])
+            else:
+                own_fd = inputs_fd
+        try:
+            return self._evaluate_candidate(res, problem, kernel, opts, device, perf, inputs_obj, meta, inputs_fd,
+                                            t_start)
+        finally:
+            if own_fd is not None:
+                os.close(own_fd)
 
-    def _evaluate_candidate(self, res, problem, kernel, opts, device, perf, inputs_obj, meta, t_start):
+    def _evaluate_candidate(self, res, problem, kernel, opts, device, perf, inputs_obj, meta, inputs_fd, t_start):
         n_configs = int(meta.get("n_configs", 1))
         skipped = meta.get("alt_skipped") or {}
         plan = [t for t in C.plan_trials(n_configs, opts) if t["id"] not in skipped]
@@ -285,8 +313,8 @@ class Evaluator:
             "tf32": False, "trials_run": len(plan),
             "order": "expected outputs come out of their own process only after the candidate handed over its outputs",
         }
-        job = {"kernel": kernel, "opts": opts, "device": device, "trials": plan, "inputs": inputs, "init": init,
-               "perf": perf, "timing_inputs": inputs.get("last")}
+        # What the candidate's processes get: this (JSON) and the sealed inputs file.
+        job = {"kernel": kernel, "opts": opts, "device": device, "trials": plan, "perf": perf}
         state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected": None}
         phase_s: list = []  # [phase, seconds since the candidate was forked]; for diagnosing slow evals
 
@@ -342,9 +370,9 @@ class Evaluator:
         # Reference child #2 computes every expected output beside the
         # candidate and holds them; it writes them only after the candidate
         # has handed over its outputs (on_event -> _judge_correctness).
-        job2 = {"problem": problem, "opts": opts, "device": device, "phase": 2, "hold": True, "inputs": inputs,
-                "init": init, "trials": list(plan) + ([C.timing_inputs_trial(opts)] if perf else [])}
-        ref2 = isolation.spawn("ref2", lambda ctx: children.reference_body(ctx, job2))
+        job2 = {"problem": problem, "opts": opts, "device": device, "phase": 2, "hold": True,
+                "trials": list(plan) + ([C.timing_inputs_trial(opts)] if perf else [])}
+        ref2 = self.launcher.start("ref", "reference", job2, inputs_fd)
         state["ref2"] = ref2
         # It loads the problem's code before any candidate code runs (a
         # candidate that rewrote the files could otherwise set its own expected
@@ -353,20 +381,17 @@ class Evaluator:
         job["extra_warmup"] = state["extra_warmup"] = _RNG.randint(0, 15)
         state["profiled_calls"] = children.profiled_calls(job)
         self.progress("candidate")
-        # Candidates share one Triton cache per server (compiling the launcher
-        # stubs per candidate would cost seconds); baselines use private ones.
-        triton_cache = os.environ.get("TRITON_CACHE_DIR") or os.path.join(isolation.base_tmp(), "triton-cache")
-        cand = isolation.spawn("cand", lambda ctx: children.candidate_body(ctx, job),
-                               cpu_seconds=opts["timeout_s"], extra_env={"TRITON_CACHE_DIR": triton_cache})
+        cand = self.launcher.start("cand", "candidate", job, inputs_fd, cpu_seconds=opts["timeout_s"])
         # The runtime profile runs in a second process of the same candidate,
         # beside this one (children.profile_body).
         prof = None
         if perf and opts["profile"]:
-            prof = isolation.spawn("prof", lambda ctx: children.profile_body(ctx, job),
-                                   cpu_seconds=opts["timeout_s"], extra_env={"TRITON_CACHE_DIR": triton_cache})
+            prof = self.launcher.start("prof", "profile", job, inputs_fd, cpu_seconds=opts["timeout_s"])
         state["prof"] = prof
-        res.checks["isolation"] = {"pid": cand.pid, "network": "unknown",
-                                   "cwd": "private temp dir", "env": "scrubbed"}
+        # The next candidate's processes warm up while this one runs.
+        self.launcher.refill()
+        res.checks["isolation"] = {"pid": cand.pid, "network": "unknown", "cwd": "private temp dir",
+                                   "env": "scrubbed", "prestarted": cand.prestarted}
         res.checks["phases_s"] = phase_s
         lock = gpulock.TimingLock()
         try:
@@ -382,6 +407,8 @@ class Evaluator:
                 raise state["error"]
             return self._finish(res, cand, state, kernel, opts, device, perf, t_start)
         finally:
+            C.wipe_tree(state.get("expected"))
+            state["expected"] = None
             for other in (ref2, prof):  # still running when the candidate failed early
                 if other is not None:
                     if other.exit_status is None:
@@ -438,7 +465,10 @@ class Evaluator:
             raise ProblemError(f"{problem}: the reference wrote no usable result ({e})") from None
         state["expected"] = expected
         self.progress("compare")
-        return verdict_for_trials(plan, expected, cand_obj, state["devices"], inputs, device, opts)
+        try:
+            return verdict_for_trials(plan, expected, cand_obj, state["devices"], inputs, device, opts)
+        finally:
+            C.wipe_tree(cand_obj)  # a correct candidate's outputs are the expected ones
 
     def _finish(self, res, cand, state, kernel, opts, device, perf, t_start) -> dict:
         verdict = state["verdict"]

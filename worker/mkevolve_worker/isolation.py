@@ -23,6 +23,8 @@ import os
 import select
 import shutil
 import signal
+import socket
+import struct
 import sys
 import tempfile
 import time
@@ -62,6 +64,21 @@ def become_supervisor() -> dict:
     }
 
 
+M_PERTURB = -6  # glibc mallopt(3)
+
+
+def wipe_freed_memory(on: bool) -> bool:
+    """With on, glibc overwrites every block this process frees (mallopt
+    M_PERTURB). The server turns it on: children are forked from it, so
+    whatever an earlier eval left in its heap (expected outputs compared and
+    freed) would otherwise be readable in the next candidate's memory.
+    Children turn it off again. False where the C library has no mallopt."""
+    try:
+        return libc().mallopt(M_PERTURB, 0x5A if on else 0) == 1
+    except (OSError, AttributeError):
+        return False
+
+
 def unshare_network() -> str:
     """Cuts the network of the calling (single-threaded) process. Returns
     "none" when cut, "shared" when the OS refused (EPERM is ignored)."""
@@ -96,7 +113,7 @@ def scrub_environment(private_dir: str) -> None:
     os.environ.pop("MKEVOLVE_TIMING_LOCK", None)  # the server's, not the candidate's business
 
 
-def _set_rlimits(cpu_seconds: float | None) -> None:
+def _set_rlimits() -> None:
     import resource
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -109,14 +126,25 @@ def _set_rlimits(cpu_seconds: float | None) -> None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap if hard == resource.RLIM_INFINITY else hard))
     except (ValueError, OSError):
         pass
-    if cpu_seconds:
-        try:
-            lim = int(cpu_seconds) + 30
-            soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-            if hard == resource.RLIM_INFINITY or hard > lim:
-                resource.setrlimit(resource.RLIMIT_CPU, (lim, lim + 5))
-        except (ValueError, OSError):
-            pass
+
+
+def _set_cpu_limit(cpu_seconds: float | None, already_used: bool = False) -> None:
+    """CPU-time limit of the calling child: its deadline plus 30 s, on top of
+    what it used before its work arrived (a spare's warm-up)."""
+    if not cpu_seconds:
+        return
+    import resource
+    try:
+        used = 0
+        if already_used:
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            used = int(ru.ru_utime + ru.ru_stime) + 1
+        lim = int(cpu_seconds) + 30 + used
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        if hard == resource.RLIM_INFINITY or hard > lim:
+            resource.setrlimit(resource.RLIMIT_CPU, (lim, lim + 5))
+    except (ValueError, OSError):
+        pass
 
 
 def _close_fds_except(keep: set[int]) -> None:
@@ -164,6 +192,8 @@ class Child:
     exit_status: int | None = None   # raw waitpid status
     timed_out: bool = False
     _buf: bytes = b""
+    ctl_sock: object = None   # a spare's control socket (prespawn), owning ctl_fd
+    prestarted: bool = False  # a spare that was forked and warmed before its work arrived
 
     @property
     def stdout_path(self) -> str:
@@ -224,9 +254,144 @@ def base_tmp() -> str:
 def spawn(name: str, body, *, cut_network: bool = True, cpu_seconds: float | None = None,
           extra_env: dict | None = None) -> Child:
     """Forks a child that runs body(ctx) -> exit code in a sandbox."""
+    def run(ctx):
+        _set_cpu_limit(cpu_seconds)
+        return body(ctx)
+    return _fork(name, run, cut_network=cut_network, extra_env=extra_env, socket_ctl=False)
+
+
+# Pids of idle spares (prespawn): kill_descendants() leaves them alone until
+# they are handed a body (hand_over) or everything is torn down.
+_SPARES: set[int] = set()
+
+
+def prespawn(name: str, warm, bodies: dict, *, cut_network: bool = True, extra_env: dict | None = None) -> Child:
+    """Forks a spare: a child sandboxed exactly like spawn()'s that runs
+    warm(ctx) (start CUDA, the profiler: costs that do not depend on the
+    work), reports {"ev": "warm"}, and then waits for hand_over() to name
+    its body (one of `bodies`) and job. A spare runs one body and exits, like
+    any child: it is a fresh process prepared ahead of time, never reused."""
+    child = _fork(name, lambda ctx: _spare_main(ctx, warm, bodies), cut_network=cut_network,
+                  extra_env=extra_env, socket_ctl=True)
+    _SPARES.add(child.pid)
+    return child
+
+
+def spare_alive(child: Child) -> bool:
+    """False if an idle spare has died (and reaps it)."""
+    try:
+        pid, status = os.waitpid(child.pid, os.WNOHANG)
+    except ChildProcessError:
+        pid, status = child.pid, _REAPED.pop(child.pid, 0)
+    if pid == child.pid:
+        child.exit_status = status
+        return False
+    return True
+
+
+def release_spare(child: Child) -> None:
+    """Kills an idle spare (if alive), reaps it and closes its channels. Unlike
+    finish(), it touches no other process: spares have no descendants, and
+    other children may be running."""
+    _SPARES.discard(child.pid)
+    if child.exit_status is None:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.kill(child.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            _, child.exit_status = os.waitpid(child.pid, 0)
+        except ChildProcessError:
+            child.exit_status = _REAPED.pop(child.pid, 0)
+    if child.ctl_sock is not None:
+        child.ctl_sock.close()
+        child.ctl_sock = None
+    try:
+        os.close(child.ev_fd)
+    except OSError:
+        pass
+
+
+def hand_over(child: Child, body: str, job: dict, payload_fd: int | None = None,
+              cpu_seconds: float | None = None) -> None:
+    """Gives a spare its work: the body's name, its job (JSON) and, where the
+    job carries tensors, a descriptor of a sealed tensor file (tensorio) whose
+    top-level keys are merged into the job. The child's deadline counts from
+    here."""
+    msg = json.dumps({"body": body, "job": job, "cpu_seconds": cpu_seconds}).encode()
+    data = struct.pack("<Q", len(msg)) + msg
+    fds = [payload_fd] if payload_fd is not None else []
+    _SPARES.discard(child.pid)
+    child.started = time.monotonic()
+    try:
+        sent = socket.send_fds(child.ctl_sock, [data], fds)
+        if sent < len(data):
+            child.ctl_sock.sendall(data[sent:])
+    except OSError:
+        pass  # the spare died: supervise() finds it exited and reports how
+
+
+def _recv_exact(sock, n: int, first: bytes) -> bytes:
+    buf = bytearray(first)
+    while len(buf) < n:
+        chunk = sock.recv(min(1 << 20, n - len(buf)))
+        if not chunk:
+            raise EOFError("the server closed the channel before the job arrived")
+        buf += chunk
+    return bytes(buf)
+
+
+def _spare_main(ctx: "ChildContext", warm, bodies: dict) -> int:
+    t0 = time.monotonic()
+    info: dict = {}
+    try:
+        info = warm(ctx) or {}
+    except BaseException as e:  # noqa: BLE001 - the body meets the same problem and reports it
+        info = {"error": f"{type(e).__name__}: {e}"[:300]}
+    ctx.send({"ev": "warm", "s": round(time.monotonic() - t0, 3), **info})
+    sock = socket.socket(fileno=os.dup(ctx.ctl_fd))
+    try:
+        # Exactly the 8-byte length first (the descriptors come with it), then
+        # exactly the header: nothing after it (the server's "go") is consumed.
+        data, fds, _, _ = socket.recv_fds(sock, 8, 4)
+        if not data:
+            return 0  # closed without work: the server is shutting down
+        (n,) = struct.unpack("<Q", _recv_exact(sock, 8, data))
+        header = json.loads(_recv_exact(sock, n, b""))
+    finally:
+        sock.close()
+    _set_cpu_limit(header.get("cpu_seconds"), already_used=True)
+    # Whatever the warm-up printed is not the body's output.
+    for fd in (1, 2):
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
+    job = header["job"]
+    if fds:
+        from . import tensorio
+        try:
+            obj, _ = tensorio.load_fd(fds[0])
+        finally:
+            os.close(fds[0])
+        job.update(obj)
+    return bodies[header["body"]](ctx, job)
+
+
+def _fork(name: str, run, *, cut_network: bool, extra_env: dict | None, socket_ctl: bool) -> Child:
+    """Forks a sandboxed child that runs run(ctx) -> exit code. The control
+    channel is a pipe, or a socket pair when descriptors travel over it."""
     d = tempfile.mkdtemp(prefix=f"{name}-", dir=base_tmp())
     ev_r, ev_w = os.pipe()
-    ctl_r, ctl_w = os.pipe()
+    if socket_ctl:
+        srv_sock, kid_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ctl_w, ctl_r = srv_sock.detach(), kid_sock.detach()
+    else:
+        ctl_r, ctl_w = os.pipe()
     parent = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -241,8 +406,9 @@ def spawn(name: str, body, *, cut_network: bool = True, cpu_seconds: float | Non
             os.chdir(d)
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
-            out = os.open(os.path.join(d, "stdout.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            err = os.open(os.path.join(d, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+            out = os.open(os.path.join(d, "stdout.txt"), flags, 0o600)
+            err = os.open(os.path.join(d, "stderr.txt"), flags, 0o600)
             os.dup2(out, 1)
             os.dup2(err, 2)
             os.close(ev_r)
@@ -253,7 +419,7 @@ def spawn(name: str, body, *, cut_network: bool = True, cpu_seconds: float | Non
             scrub_environment(d)
             if extra_env:
                 os.environ.update(extra_env)
-            _set_rlimits(cpu_seconds)
+            _set_rlimits()
             net = unshare_network() if cut_network else "shared"
             # Default signal dispositions: the server may have changed some.
             for s in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
@@ -261,8 +427,10 @@ def spawn(name: str, body, *, cut_network: bool = True, cpu_seconds: float | Non
                     signal.signal(s, signal.SIG_DFL)
                 except (OSError, ValueError):
                     pass
+            _SPARES.clear()
+            wipe_freed_memory(False)
             ctx = ChildContext(dir=d, ev_fd=ev_w, ctl_fd=ctl_r, network=net)
-            code = body(ctx)
+            code = run(ctx)
             code = int(code) if isinstance(code, int) else 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
@@ -282,7 +450,10 @@ def spawn(name: str, body, *, cut_network: bool = True, cpu_seconds: float | Non
             os._exit(code)
     os.close(ev_w)
     os.close(ctl_r)
-    return Child(pid=pid, dir=d, ev_fd=ev_r, ctl_fd=ctl_w, name=name)
+    child = Child(pid=pid, dir=d, ev_fd=ev_r, ctl_fd=ctl_w, name=name)
+    if socket_ctl:
+        child.ctl_sock = socket.socket(fileno=ctl_w)
+    return child
 
 
 def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset = frozenset()) -> Child:
@@ -403,7 +574,14 @@ def finish(child: Child, protect: frozenset = frozenset()) -> None:
                 _, child.exit_status = os.waitpid(child.pid, 0)
             except ChildProcessError:
                 child.exit_status = _REAPED.pop(child.pid, 0)
-    for fd in (child.ev_fd, child.ctl_fd):
+    _SPARES.discard(child.pid)
+    if child.ctl_sock is not None:
+        child.ctl_sock.close()  # owns ctl_fd
+        child.ctl_sock = None
+        fds = (child.ev_fd,)
+    else:
+        fds = (child.ev_fd, child.ctl_fd)
+    for fd in fds:
         try:
             os.close(fd)
         except OSError:
@@ -466,12 +644,18 @@ def _reap() -> dict[int, int]:
     return statuses
 
 
-def kill_descendants(protect: frozenset = frozenset(), rounds: int = 200) -> dict[int, int]:
+def kill_descendants(protect: frozenset = frozenset(), rounds: int = 200,
+                     spares_too: bool = False) -> dict[int, int]:
     """SIGKILLs every live descendant of this process until none is left,
     except the subtrees of protected pids (a candidate waiting for its timing
-    phase while a reference child runs). Orphans that left their session are
-    ours too (we are a subreaper). Returns the wait statuses reaped on the way."""
+    phase while a reference child runs) and idle spares (unless spares_too).
+    Orphans that left their session are ours too (we are a subreaper).
+    Returns the wait statuses reaped on the way."""
     me = os.getpid()
+    if spares_too:
+        _SPARES.clear()
+    else:
+        protect = frozenset(protect) | frozenset(_SPARES)
     statuses: dict[int, int] = {}
     for _ in range(rounds):
         live = descendants(me, protect)

@@ -46,14 +46,14 @@ def preimport() -> dict:
 
 
 class Server:
-    def __init__(self, chan: Channel, test_mode: bool):
+    def __init__(self, chan: Channel, test_mode: bool, spares: bool = True):
         self.chan = chan
         self.test_mode = test_mode
         self.info = preimport()
         self.evaluator = None
         if self.info["torch"]:
             from .evaluate import Evaluator
-            self.evaluator = Evaluator(test_mode=test_mode)
+            self.evaluator = Evaluator(test_mode=test_mode, keep_spares=spares)
 
     def hello(self) -> dict:
         msg = {"type": "hello", "protocol": PROTOCOL_VERSION, "pid": os.getpid(),
@@ -71,6 +71,8 @@ class Server:
 
     def run(self) -> int:
         self.chan.send(self.hello())
+        if self.evaluator is not None:
+            self.evaluator.launcher.refill()  # the first candidate's processes warm up now
         while True:
             line = self.chan.read_line()
             if line is None:
@@ -137,13 +139,14 @@ class Server:
             ev.progress = lambda phase: None
 
 
-def main(test_mode: bool) -> int:
+def main(test_mode: bool, spares: bool = True) -> int:
     chan = Channel.claim_stdio()
     isolation.become_supervisor()
+    isolation.wipe_freed_memory(True)
     try:
-        return Server(chan, test_mode).run()
+        return Server(chan, test_mode, spares).run()
     except BrokenPipeError:
         return 0
     finally:
-        isolation.kill_descendants()
+        isolation.kill_descendants(spares_too=True)
         isolation.cleanup_dir(isolation.base_tmp())

@@ -167,6 +167,62 @@ def load(path: str, max_bytes: int = 1 << 40):
     return loads(_read_untrusted(path, max_bytes))
 
 
+def sealed_copy(path: str, max_bytes: int = 1 << 40) -> int:
+    """Copies a tensor file into an anonymous in-memory file that nobody can
+    change any more (memfd sealed against writes, growth and shrinking) and
+    returns its descriptor: the server hands one such copy of a problem's
+    inputs to every child that needs them (isolation.hand_over). Where memfd
+    is missing, an unlinked private temp file stands in (reachable only
+    through the descriptor). The format is checked by whoever loads it."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        src = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise FormatError(f"{os.path.basename(path)}: cannot open ({e.strerror})") from None
+    fd = -1
+    try:
+        st = os.fstat(src)
+        if not stat.S_ISREG(st.st_mode):
+            raise FormatError(f"{os.path.basename(path)} is not a regular file")
+        if st.st_size > max_bytes:
+            raise FormatError(f"{os.path.basename(path)} is {st.st_size} bytes, more than the {max_bytes} allowed")
+        try:
+            fd = os.memfd_create("mk-tensors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            sealed = True
+        except (AttributeError, OSError):
+            fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            sealed = False
+        done = 0
+        while done < st.st_size:
+            n = os.sendfile(fd, src, done, st.st_size - done)
+            if n <= 0:
+                raise FormatError(f"{os.path.basename(path)}: short read")
+            done += n
+        if sealed:
+            import fcntl
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
+                        fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        return fd
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        raise
+    finally:
+        os.close(src)
+
+
+def load_fd(fd: int):
+    """(obj, meta) from a tensor file open at fd, mapped copy-on-write: the
+    tensors share the file's pages until written, and writes stay private."""
+    import mmap
+    size = os.fstat(fd).st_size
+    if size == 0:
+        raise FormatError("empty tensor file")
+    return loads(mmap.mmap(fd, size, access=mmap.ACCESS_COPY))
+
+
 def loads(buf: bytearray):
     torch = _torch()
     if len(buf) < 12 or bytes(buf[:4]) != MAGIC:

@@ -1,0 +1,215 @@
+"""Pre-started children (spares.py) and what a candidate can find in its own memory.
+
+The server keeps one warmed, idle process per role (reference, candidate,
+profiling) forked ahead of the next candidate; each is used once. These
+tests check that candidates really run in them, that a spare which died
+while idle costs nothing but the warm-up, that clean-up between candidates
+leaves idle spares alone, that the inputs handed over cannot be changed, and
+that no candidate finds an earlier candidate's expected outputs in the
+memory it inherits from the server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import textwrap
+import time
+
+import pytest
+
+from conftest import WorkerClient, cand, problem
+
+
+def _write(path, text: str) -> str:
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+            out.append(int(name))
+    return out
+
+
+def _wait_children(pid: int, n: int, timeout: float = 30) -> list[int]:
+    deadline = time.monotonic() + timeout
+    kids = _children(pid)
+    while len(kids) != n and time.monotonic() < deadline:
+        time.sleep(0.05)
+        kids = _children(pid)
+    return kids
+
+
+@pytest.fixture()
+def fresh_server(tmp_path):
+    servers = []
+
+    def start(*args):
+        lock = str(tmp_path / "timing.lock")
+        s = WorkerClient(["--test-mode", *args], extra_env={"MKEVOLVE_TIMING_LOCK": lock}, cwd=str(tmp_path))
+        servers.append(s)
+        return s
+    yield start
+    for s in servers:
+        s.close()
+
+
+def test_candidates_run_in_prestarted_processes(fresh_server):
+    s = fresh_server()
+    # Right after its hello the server forks one spare per role.
+    assert len(_wait_children(s.proc.pid, 3)) == 3
+    for _ in range(2):
+        r = s.eval(problem("add"), cand("add_ok"))
+        assert r["status"] == "correct", r
+        assert r["checks"]["isolation"]["prestarted"] is True
+    # Between requests: the three replacements are idle, nothing else is left.
+    assert len(_wait_children(s.proc.pid, 3)) == 3
+
+
+def test_without_spares_every_process_is_forked_on_demand(fresh_server):
+    s = fresh_server("--no-spares")
+    r = s.eval(problem("add"), cand("add_ok"))
+    assert r["status"] == "correct", r
+    assert r["checks"]["isolation"]["prestarted"] is False
+    assert _wait_children(s.proc.pid, 0) == []
+
+
+def test_a_spare_that_died_idle_is_replaced_on_the_spot(fresh_server):
+    s = fresh_server()
+    # The problem's inputs are cached after a first eval, so the next one
+    # starts no reference child #1 (whose start would refill the spares).
+    assert s.eval(problem("add"), cand("add_ok"))["status"] == "correct"
+    kids = _wait_children(s.proc.pid, 3)
+    assert len(kids) == 3
+    for pid in kids:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    r = s.eval(problem("add"), cand("add_ok"))
+    assert r["status"] == "correct", r
+    assert r["checks"]["isolation"]["prestarted"] is False
+    # A wrong candidate is still caught by a process forked on demand.
+    for pid in _wait_children(s.proc.pid, 3):
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    assert s.eval(problem("add"), cand("add_wrong"))["status"] == "incorrect"
+
+
+def test_a_hang_and_a_crash_do_not_take_the_spares_with_them(fresh_server):
+    s = fresh_server()
+    assert s.eval(problem("add"), cand("hang"), timeout_s=2)["kind"] == "hang"
+    assert s.eval(problem("add"), cand("segfault"))["status"] == "crashed"
+    r = s.eval(problem("add"), cand("add_ok"))
+    assert r["status"] == "correct" and r["checks"]["isolation"]["prestarted"] is True, r
+
+
+def test_the_inputs_handed_over_are_sealed(tmp_path):
+    import torch
+    from mkevolve_worker import tensorio
+    p = str(tmp_path / "in.mkt")
+    tensorio.save(p, {"inputs": {"t0": [torch.arange(8.0)]}, "init": [[]]})
+    fd = tensorio.sealed_copy(p)
+    try:
+        obj, _ = tensorio.load_fd(fd)
+        obj["inputs"]["t0"][0].fill_(7.0)  # a private copy-on-write page
+        again, _ = tensorio.load_fd(fd)
+        assert again["inputs"]["t0"][0].tolist() == [float(i) for i in range(8)]
+        with pytest.raises(OSError):
+            os.pwrite(fd, b"x", 0)
+        with pytest.raises(OSError):
+            os.ftruncate(fd, 0)
+        with pytest.raises(OSError):  # nor through another open of the same file
+            w = os.open(f"/proc/self/fd/{fd}", os.O_WRONLY)
+            try:
+                os.write(w, b"x")
+            finally:
+                os.close(w)
+    finally:
+        os.close(fd)
+
+
+MARKER = 1234.5678  # float32 bytes that appear nowhere but in the expected outputs
+
+
+def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_server, tmp_path):
+    """The reference's output is a 64 KiB block of one float (below glibc's
+    mmap threshold, so it lives in the server's heap after being compared).
+    A later candidate scans its own memory, inherited from the server, for
+    that block and returns it if found. The server wipes what it compared and
+    what it frees, so the scan must come back empty."""
+    prob = _write(tmp_path / "marker.py", f"""
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.full_like(x, {MARKER})
+
+        def get_inputs():
+            return [torch.randn(128, 128)]
+
+        def get_init_inputs():
+            return []
+        """)
+    zeros = _write(tmp_path / "zeros.py", """
+        import torch
+        import torch.nn as nn
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return torch.zeros_like(x)
+        """)
+    scan = _write(tmp_path / "scan.py", """
+        import struct
+        import torch
+        import torch.nn as nn
+
+        def find_marker():
+            \"\"\"The most frequent repeated 4-byte float block of the heap, if any
+            looks like a whole output (64 equal non-zero floats in a row).\"\"\"
+            with open("/proc/self/maps") as f:
+                regions = [l.split() for l in f]
+            with open("/proc/self/mem", "rb", buffering=0) as mem:
+                for r in regions:
+                    lo, hi = (int(x, 16) for x in r[0].split("-"))
+                    named = len(r) > 5 and r[5] != "[heap]"
+                    if not r[1].startswith("rw") or named or hi - lo > (256 << 20):
+                        continue
+                    try:
+                        mem.seek(lo)
+                        data = mem.read(hi - lo)
+                    except (OSError, ValueError, OverflowError):
+                        continue
+                    for off in range(0, len(data) - 256, 4096):
+                        word = data[off:off + 4]
+                        if word == b"\\0\\0\\0\\0" or word == b"\\x5a\\x5a\\x5a\\x5a":
+                            continue
+                        if data[off:off + 256] == word * 64:
+                            v = struct.unpack("<f", word)[0]
+                            if v == v and 1000.0 < abs(v) < 2000.0:
+                                return v
+            return None
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                v = find_marker()
+                return torch.full_like(x, v) if v is not None else torch.zeros_like(x)
+        """)
+    s = fresh_server()
+    opts = dict(trials=2, alt_dist_trials=0, candidate_first_trials=0)
+    assert s.eval(prob, zeros, **opts)["status"] == "incorrect"
+    # Forked at the start of the second eval, the third eval's processes inherit
+    # the server's heap after the first eval's expected outputs were compared.
+    assert s.eval(prob, zeros, **opts)["status"] == "incorrect"
+    r = s.eval(prob, scan, **opts)
+    assert r["status"] == "incorrect", ("a candidate read an earlier eval's expected output from the memory "
+                                        f"it inherited: {r}")

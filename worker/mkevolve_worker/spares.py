@@ -1,0 +1,90 @@
+"""Pre-started children: a candidate's processes are ready before it arrives.
+
+Every candidate gets fresh processes forked from the pre-imported server, as
+before; what changes is when they are forked. Starting a CUDA context costs
+about half a second and the profiler's first session (CUPTI) over three
+seconds, the same for every candidate. So the server keeps one idle "spare"
+per role, forked and warmed ahead of time (isolation.prespawn):
+
+  ref   reference children #1 and #2: CUDA started
+  cand  the candidate's process: CUDA started, Triton's compiler and launcher
+        used once on the worker's own trivial kernel
+  prof  the candidate's profiling process: the same, plus an empty profiler
+        session
+
+When an evaluation needs a child, it takes the spare of that role, hands it
+its body and job (isolation.hand_over) and forks a replacement at once, which
+warms up while this evaluation runs. A spare is used for one body and never
+again; the sandbox, deadlines and clean-up are those of any child. A spare
+that died while idle is replaced by a process forked on the spot.
+
+Replacements are forked when an evaluation starts, so they inherit the
+server's memory from before any expected output of that evaluation exists
+(and the server wipes freed memory: serve.harden_allocator()).
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import children, isolation
+
+ROLES = ("ref", "cand", "prof")
+_WARM = {"ref": children.warm_reference, "cand": children.warm_candidate, "prof": children.warm_profiling}
+
+
+class Launcher:
+    def __init__(self, keep_spares: bool):
+        self.keep_spares = keep_spares
+        self.ready: dict[str, isolation.Child] = {}
+        self.stats = {"prestarted": 0, "forked_on_demand": 0, "died_idle": 0}
+
+    @staticmethod
+    def triton_cache() -> str:
+        # Candidates share one Triton cache per server (compiling the launcher
+        # stubs per candidate would cost seconds); baselines use private ones.
+        return os.environ.get("TRITON_CACHE_DIR") or os.path.join(isolation.base_tmp(), "triton-cache")
+
+    def _fork(self, role: str) -> isolation.Child:
+        env = {"TRITON_CACHE_DIR": self.triton_cache()} if role in ("cand", "prof") else None
+        return isolation.prespawn(role, _WARM[role], children.BODIES, extra_env=env)
+
+    def start(self, role: str, body: str, job: dict, payload_fd: int | None = None,
+              cpu_seconds: float | None = None) -> isolation.Child:
+        """A child of `role` running children.BODIES[body](job): the idle spare
+        when there is a live one, else a process forked now. Its deadline
+        starts here."""
+        child = self.ready.pop(role, None)
+        if child is not None and not isolation.spare_alive(child):
+            self.stats["died_idle"] += 1
+            isolation.release_spare(child)
+            isolation.cleanup_dir(child.dir)
+            child = None
+        if child is None:
+            self.stats["forked_on_demand"] += 1
+            child = self._fork(role)
+        else:
+            self.stats["prestarted"] += 1
+            child.prestarted = True
+        isolation.hand_over(child, body, job, payload_fd, cpu_seconds)
+        return child
+
+    def refill(self) -> None:
+        """Forks a spare for every role that has no live one (no-op when spares are off)."""
+        if not self.keep_spares:
+            return
+        for role in ROLES:
+            child = self.ready.get(role)
+            if child is not None and not isolation.spare_alive(child):
+                self.stats["died_idle"] += 1
+                isolation.release_spare(child)
+                isolation.cleanup_dir(child.dir)
+                child = None
+            if child is None:
+                self.ready[role] = self._fork(role)
+
+    def close(self) -> None:
+        for child in self.ready.values():
+            isolation.release_spare(child)
+            isolation.cleanup_dir(child.dir)
+        self.ready.clear()
