@@ -251,7 +251,7 @@ int run(int argc, char** argv) {
                argv[0]};
   std::string problem, batch, python, config_path, cache_dir;
   std::vector<std::string> kernels;
-  bool as_json = false, no_perf = false, no_cache = false, test_cpu = false, allow_pytorch = false;
+  bool as_json = false, no_perf = false, no_cache = false, test_cpu = false, allow_pytorch = false, no_prestart = false;
   int gpu = -1, slots = 1;
   eval::EvalOptions opts;
   auto* problem_opt = app.add_option("--problem", problem, "problem file (Model, get_inputs, get_init_inputs)");
@@ -272,6 +272,7 @@ int run(int argc, char** argv) {
   app.add_option("--cache-dir", cache_dir, "verdict cache directory (default: ~/.cache/mkevolve/results)");
   app.add_flag("--no-cache", no_cache, "evaluate again even when a cached verdict exists (and store none)");
   app.add_option("--slots-per-gpu", slots, "candidates evaluated at once per GPU")->capture_default_str();
+  app.add_flag("--no-prestart", no_prestart, method::kNoPrestartHelp);
   // Test-only: torch-only candidates on the CPU through the worker's test mode.
   // Never a real measurement; hidden from --help on purpose.
   app.add_flag("--test-cpu-unsafe", test_cpu)->group("");
@@ -324,6 +325,7 @@ int run(int argc, char** argv) {
   po.python = py;
   po.test_mode = test_cpu;
   po.slots_per_gpu = slots;
+  po.prestart = !no_prestart;
   po.only_gpu = gpu;
   if (!no_cache) po.cache_dir = cache_dir.empty() ? eval::default_cache_root() / "results" : fs::path(cache_dir);
   if (!test_cpu) {

@@ -33,10 +33,15 @@ struct EnvFlags {
   int llm_concurrency = 0;
   int gpu = -1;
   int slots_per_gpu = 1;
+  bool no_prestart = false;  ///< start each candidate's processes on demand (PoolOptions::prestart)
   bool test_cpu = false;  ///< hidden: the worker's CPU test mode (CI end-to-end tests only)
 };
 
 void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge);
+/// Help of --no-prestart (add_env_flags, and eval's own flag set).
+inline constexpr const char* kNoPrestartHelp =
+    "fork each candidate's processes when it arrives instead of keeping them warm beforehand (saves one CUDA "
+    "context per idle process on the GPU; each candidate then pays CUDA and profiler start-up)";
 /// The evaluator's settings (trials, timeouts, tolerances, --timing), for
 /// eval, run, bench and evolve alike.
 void add_eval_flags(CLI::App& app, eval::EvalOptions& o);

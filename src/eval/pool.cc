@@ -130,6 +130,7 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   if (pool->command_.empty()) {
     pool->command_ = {o.python, "-m", "mkevolve_worker", "serve"};
     if (o.test_mode) pool->command_.push_back("--test-mode");
+    if (!o.prestart) pool->command_.push_back("--no-spares");
   }
   if (o.isolation == PoolOptions::Isolation::kAuto) {
     // An escape hatch for machines where a PID namespace misbehaves.

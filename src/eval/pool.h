@@ -37,6 +37,10 @@ struct PoolOptions {
   std::filesystem::path worker_dir;        ///< PYTHONPATH for the worker; empty = install_root()/worker
   bool test_mode = false;                  ///< start servers with --test-mode (allows test_cpu evals)
   int slots_per_gpu = 1;                   ///< concurrent candidates per GPU
+  /// Each server keeps a candidate's processes forked and warmed (CUDA, Triton,
+  /// the profiler) before the candidate arrives; false starts them on demand
+  /// (less GPU memory held: a CUDA context per idle process).
+  bool prestart = true;
   std::optional<std::vector<Gpu>> gpus;    ///< override discovery (tests); empty vector = no GPU
   int only_gpu = -1;                       ///< >= 0: use only this visible GPU (--gpu N)
   std::filesystem::path work_dir;          ///< server logs and private cwds; empty = a temp dir removed at exit
