@@ -73,7 +73,7 @@ def _eval(server, label: str, problem: str, kernel: str, **options) -> dict:
                    wall_clock=msg.get("checks", {}).get("wall_clock"),
                    runtime=msg.get("checks", {}).get("runtime"), phases=msg.get("checks", {}).get("phases_s"),
                    elapsed_s=msg.get("elapsed_s"), network=msg.get("checks", {}).get(
-                       "isolation", {}).get("network"))
+                       "isolation", {}).get("network"), isolation=msg.get("checks", {}).get("isolation"))
     else:
         row.update(status="error", kind=None, message=msg["message"][:300])
     RESULTS.append(row)
@@ -136,6 +136,12 @@ def test_server_still_serves_after_faults_and_timing_repeats(server):
     a, b = (r["runtime_ms"]["median"] for r in runs)
     print(f"\nrepeat medians: {a:.5g} ms, {b:.5g} ms (ratio {max(a, b) / min(a, b):.4f})")
     assert runs[0]["checks"]["wall_clock"]["ok"] and runs[0]["checks"]["runtime"]["own_launches"] >= 1
+    # Back to back, each candidate ran in a process warmed before it arrived:
+    # CUDA started and Triton's own kernel launched (spares.py).
+    for r in runs:
+        iso = r["checks"]["isolation"]
+        assert iso["prestarted"] is True, iso
+        assert iso["warm"]["cuda"] is True and iso["warm"]["triton"] is True, iso
 
 
 def test_allow_pytorch_marks_uses_pytorch(server):

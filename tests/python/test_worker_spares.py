@@ -72,6 +72,7 @@ def test_candidates_run_in_prestarted_processes(fresh_server):
         r = s.eval(problem("add"), cand("add_ok"))
         assert r["status"] == "correct", r
         assert r["checks"]["isolation"]["prestarted"] is True
+        assert r["checks"]["isolation"]["warm"]["cuda"] is False  # CPU only here; GPU tests see True
     # Between requests: the three replacements are idle, nothing else is left.
     assert len(_wait_children(s.proc.pid, 3)) == 3
 

@@ -210,6 +210,16 @@ def warm_profiling(ctx) -> dict:
     return info
 
 
+def warm_profiler_only(ctx) -> dict:
+    """A profiling process forked on demand: CUDA and the empty profiler
+    session only (the profile needs it; Triton warms up on the candidate)."""
+    info = {"cuda": _warm_cuda()}
+    if info["cuda"]:
+        from . import runtime_check
+        runtime_check.warm_profiler()
+    return info
+
+
 def candidate_body(ctx, job: dict) -> int:
     """job: kernel, opts, device, trials, inputs, init, perf (bool)."""
     import torch

@@ -403,6 +403,7 @@ class Evaluator:
             finally:
                 lock.release()
             phase_s.append(["exited", round(time.monotonic() - cand.started, 3)])
+            res.checks["isolation"]["warm"] = _warm_record(cand)
             if state["error"] is not None:
                 raise state["error"]
             return self._finish(res, cand, state, kernel, opts, device, perf, t_start)
@@ -659,6 +660,15 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------
+
+
+def _warm_record(child) -> dict | None:
+    """What the child's warm-up reported before any work reached it (spares.py)."""
+    for ev in child.events:
+        if ev.get("ev") == "warm":
+            return {k: ev[k] for k in ("s", "cuda", "triton", "error")
+                    if k in ev and isinstance(ev[k], (bool, int, float, str))}
+    return None
 
 
 def _violation_line(v) -> str:

@@ -31,6 +31,9 @@ from . import children, isolation
 
 ROLES = ("ref", "cand", "prof")
 _WARM = {"ref": children.warm_reference, "cand": children.warm_candidate, "prof": children.warm_profiling}
+# Forked when the work is already waiting: only what the body needs first
+# (the profiler session), as a process started the old way would do.
+_WARM_ON_DEMAND = {"ref": lambda ctx: {}, "cand": lambda ctx: {}, "prof": children.warm_profiler_only}
 
 
 class Launcher:
@@ -45,9 +48,10 @@ class Launcher:
         # stubs per candidate would cost seconds); baselines use private ones.
         return os.environ.get("TRITON_CACHE_DIR") or os.path.join(isolation.base_tmp(), "triton-cache")
 
-    def _fork(self, role: str) -> isolation.Child:
+    def _fork(self, role: str, ahead: bool) -> isolation.Child:
         env = {"TRITON_CACHE_DIR": self.triton_cache()} if role in ("cand", "prof") else None
-        return isolation.prespawn(role, _WARM[role], children.BODIES, extra_env=env)
+        warm = _WARM[role] if ahead else _WARM_ON_DEMAND[role]
+        return isolation.prespawn(role, warm, children.BODIES, extra_env=env)
 
     def start(self, role: str, body: str, job: dict, payload_fd: int | None = None,
               cpu_seconds: float | None = None) -> isolation.Child:
@@ -62,7 +66,7 @@ class Launcher:
             child = None
         if child is None:
             self.stats["forked_on_demand"] += 1
-            child = self._fork(role)
+            child = self._fork(role, ahead=False)
         else:
             self.stats["prestarted"] += 1
             child.prestarted = True
@@ -81,7 +85,7 @@ class Launcher:
                 isolation.cleanup_dir(child.dir)
                 child = None
             if child is None:
-                self.ready[role] = self._fork(role)
+                self.ready[role] = self._fork(role, ahead=True)
 
     def close(self) -> None:
         for child in self.ready.values():
