@@ -107,11 +107,15 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s):
     verdicts, t0 = {}, time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     secs = time.monotonic() - t0
+    phases = {}  # where each candidate's time went (diagnostics, kept in --json-out)
     for obj in parse_lines(proc.stdout):
-        verdicts[Path(obj.get("kernel", "?")).stem] = f"{obj.get('status')}/{obj.get('kind') or '-'}"
+        stem = Path(obj.get("kernel", "?")).stem
+        verdicts[stem] = f"{obj.get('status')}/{obj.get('kind') or '-'}"
+        checks = obj.get("checks") or {}
+        phases[stem] = {"phases_s": checks.get("phases_s"), "isolation": checks.get("isolation")}
     if proc.returncode not in (0, 1):
         print(f"pool: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
-    return secs, verdicts
+    return secs, verdicts, phases
 
 
 def warm_baselines(binary, batch, cache_home, triton_cache):
@@ -176,10 +180,10 @@ def main(argv=None):
         warm_baselines(args.mkevolve, warm, cache_home, tmp / "triton-warm")
     runs = []
     for slots in slot_values:
-        secs, verdicts = run_pool(args.mkevolve, all_pairs, cache_home, tmp / f"triton-pool-{slots}", slots,
+        secs, verdicts, phases = run_pool(args.mkevolve, all_pairs, cache_home, tmp / f"triton-pool-{slots}", slots,
                                   args.timeout)
         runs.append({"way": f"pool, {slots} slot{'s' if slots > 1 else ''}", "seconds": secs,
-                     "processes_started": 1, "verdicts": verdicts})
+                     "processes_started": 1, "verdicts": verdicts, "phases": phases})
     secs, verdicts = run_fresh(args.python, cache_home, tmp / "triton-fresh", args.timeout)
     runs.append({"way": "fresh process per candidate", "seconds": secs, "processes_started": n,
                  "verdicts": verdicts})
