@@ -344,9 +344,10 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
             wall_last = None
             if opts["wall_check"]:
                 where = "the wall-clock batch"
-                n = timing.wall_batch_size(sorted(synced)[len(synced) // 2])
+                synced_median = sorted(synced)[len(synced) // 2]
+                n = timing.wall_batch_size(synced_median)
                 extra["wall_calls"] = n
-                wall_last = C.to_cpu_tree(timing.wall_batches(ctx, call, n))
+                wall_last = C.to_cpu_tree(timing.wall_batches(ctx, call, n, synced_median_ms=synced_median))
         else:
             times, out = timing.time_cpu(call, refill, min(_warmup(job), 2), opts["perf_trials"])
             timed_last = C.to_cpu_tree(out)

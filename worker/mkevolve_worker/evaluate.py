@@ -348,6 +348,20 @@ class Evaluator:
                         os.killpg(child.pid, signal.SIGKILL)
                     except OSError:
                         pass
+            elif ev.get("ev") == "wall" and ev.get("mark") == "round_end" and state.get("gate") == "timing":
+                # Another round of wall-clock batches only while the check fails:
+                # other processes' work can inflate one round; work the events
+                # miss inflates every round. The final verdict (_finish) takes
+                # every round and the synced times from timing.json.
+                from .timing import WALL_MAX_ROUNDS, wall_clock_verdict
+                rnd, sm = ev.get("round"), ev.get("synced_median_ms")
+                w = (wall_clock_verdict(child.events, float(sm))
+                     if isinstance(sm, (int, float)) and not isinstance(sm, bool) and sm > 0 else None)
+                if w is not None and not w["ok"] and isinstance(rnd, int) and 0 <= rnd < WALL_MAX_ROUNDS - 1:
+                    time.sleep(0.05 * (rnd + 1))  # let a burst of other work pass; the deadline is paused
+                    child.go()
+                else:
+                    child.stop()
             elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not lock.held:
                 if prof is not None:
                     # The profiling process must be done: nothing else of this
@@ -563,6 +577,8 @@ class Evaluator:
         res.checks["timed_output"] = stale
         if device == "cuda" and opts["wall_check"]:
             w = wall_clock_verdict(cand.events, synced_median)
+            if w is not None:
+                w["rounds"] = sum(1 for ev in cand.events if ev.get("ev") == "wall" and ev.get("mark") == "round_end")
             res.checks["wall_clock"] = w if w is not None else {"ok": False, "missing": True}
             if w is None:
                 problems.append(("timing_mismatch", "integrity: the wall-clock cross-check did not complete"))

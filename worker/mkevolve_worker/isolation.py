@@ -209,6 +209,13 @@ class Child:
         except OSError:
             pass
 
+    def stop(self) -> None:
+        """The answer to a child waiting in wait_go() that means "no"."""
+        try:
+            os.write(self.ctl_fd, b"s")
+        except OSError:
+            pass
+
     def exit_code(self) -> int | None:
         if self.exit_status is not None and os.WIFEXITED(self.exit_status):
             return os.WEXITSTATUS(self.exit_status)

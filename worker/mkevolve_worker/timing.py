@@ -162,30 +162,40 @@ def wall_batch_size(event_median_ms: float) -> int:
 
 
 WALL_REPEATS = 3
+WALL_MAX_ROUNDS = 4
 
 
-def wall_batches(ctx, call, n: int, repeats: int = WALL_REPEATS, sync=None, probe=None):
-    """Null and model batches, each between markers, repeated; the server uses
-    the fastest repeat of each (a preemption inflates one, hidden work all).
-    A null call launches a one-element kernel and synchronizes: it pays the
-    submission and completion latency that every synchronized call pays but
-    events miss."""
+def wall_batches(ctx, call, n: int, repeats: int = WALL_REPEATS, sync=None, probe=None,
+                 max_rounds: int = WALL_MAX_ROUNDS, synced_median_ms: float | None = None):
+    """Null and model batches, each between markers, in rounds of `repeats`;
+    the server uses the fastest repeat of each (a preemption inflates one,
+    hidden work all). A null call launches a one-element kernel and
+    synchronizes: it pays the submission and completion latency that every
+    synchronized call pays but events miss. After each round the child waits
+    for the server: another round ("g") while the check fails and rounds are
+    left (other processes' GPU or CPU work can inflate every repeat of one
+    round; work the events miss inflates them all), else stop."""
     import torch
     sync = sync or torch.cuda.synchronize
     probe = probe if probe is not None else torch.zeros(1, device="cuda")
     out = None
-    for rep in range(repeats):
-        sync()
-        ctx.send({"ev": "wall", "mark": "begin", "batch": "null", "rep": rep, "n": n})
-        for _ in range(n):
-            probe.zero_()
+    for rnd in range(max_rounds):
+        for i in range(repeats):
+            rep = rnd * repeats + i
             sync()
-        ctx.send({"ev": "wall", "mark": "end", "batch": "null", "rep": rep, "n": n})
-        ctx.send({"ev": "wall", "mark": "begin", "batch": "model", "rep": rep, "n": n})
-        for _ in range(n):
-            out = call()
-            sync()
-        ctx.send({"ev": "wall", "mark": "end", "batch": "model", "rep": rep, "n": n})
+            ctx.send({"ev": "wall", "mark": "begin", "batch": "null", "rep": rep, "n": n})
+            for _ in range(n):
+                probe.zero_()
+                sync()
+            ctx.send({"ev": "wall", "mark": "end", "batch": "null", "rep": rep, "n": n})
+            ctx.send({"ev": "wall", "mark": "begin", "batch": "model", "rep": rep, "n": n})
+            for _ in range(n):
+                out = call()
+                sync()
+            ctx.send({"ev": "wall", "mark": "end", "batch": "model", "rep": rep, "n": n})
+        ctx.send({"ev": "wall", "mark": "round_end", "round": rnd, "synced_median_ms": synced_median_ms})
+        if rnd + 1 == max_rounds or not ctx.wait_go():
+            break
     return out
 
 
