@@ -284,16 +284,22 @@ def prespawn(name: str, warm, bodies: dict, *, cut_network: bool = True, extra_e
     return child
 
 
-def spare_alive(child: Child) -> bool:
-    """False if an idle spare has died (and reaps it)."""
+def _exited(child: Child) -> bool:
+    """Reaps the child if it has exited (also when the catch-all reaper got it
+    first), recording its status; False while it runs."""
     try:
         pid, status = os.waitpid(child.pid, os.WNOHANG)
     except ChildProcessError:
         pid, status = child.pid, _REAPED.pop(child.pid, 0)
     if pid == child.pid:
         child.exit_status = status
-        return False
-    return True
+        return True
+    return False
+
+
+def spare_alive(child: Child) -> bool:
+    """False if an idle spare has died (and reaps it)."""
+    return not _exited(child)
 
 
 def release_spare(child: Child) -> None:
@@ -302,14 +308,7 @@ def release_spare(child: Child) -> None:
     other children may be running."""
     _SPARES.discard(child.pid)
     if child.exit_status is None:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.kill(child.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        _kill(child)
         try:
             _, child.exit_status = os.waitpid(child.pid, 0)
         except ChildProcessError:
@@ -495,12 +494,7 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
                     continue
         else:
             time.sleep(wait)
-        try:
-            pid, status = os.waitpid(child.pid, os.WNOHANG)
-        except ChildProcessError:
-            pid, status = child.pid, _REAPED.pop(child.pid, 0)
-        if pid == child.pid:
-            child.exit_status = status
+        if _exited(child):
             break
     finish(child, protect)
     return child
@@ -560,18 +554,20 @@ def wait_event(child: Child, name: str, timeout_s: float) -> bool:
         child._buf += data
 
 
+def _kill(child: Child) -> None:
+    """SIGKILL to the child's process group and to the child itself."""
+    for kill, target in ((os.killpg, child.pid), (os.kill, child.pid)):
+        try:
+            kill(target, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def finish(child: Child, protect: frozenset = frozenset()) -> None:
     """Kills the child (if alive) and every other descendant of this process
     outside the protected subtrees, then reaps."""
     if child.exit_status is None:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.kill(child.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        _kill(child)
     statuses = kill_descendants(protect)
     if child.exit_status is None:
         if child.pid in statuses:

@@ -58,12 +58,7 @@ class Launcher:
         """A child of `role` running children.BODIES[body](job): the idle spare
         when there is a live one, else a process forked now. Its deadline
         starts here."""
-        child = self.ready.pop(role, None)
-        if child is not None and not isolation.spare_alive(child):
-            self.stats["died_idle"] += 1
-            isolation.release_spare(child)
-            isolation.cleanup_dir(child.dir)
-            child = None
+        child = self._live(self.ready.pop(role, None))
         if child is None:
             self.stats["forked_on_demand"] += 1
             child = self._fork(role, ahead=False)
@@ -73,18 +68,21 @@ class Launcher:
         isolation.hand_over(child, body, job, payload_fd, cpu_seconds)
         return child
 
+    def _live(self, child: isolation.Child | None) -> isolation.Child | None:
+        """child if it is a live spare; a dead one is reaped and forgotten."""
+        if child is not None and not isolation.spare_alive(child):
+            self.stats["died_idle"] += 1
+            isolation.release_spare(child)
+            isolation.cleanup_dir(child.dir)
+            return None
+        return child
+
     def refill(self) -> None:
         """Forks a spare for every role that has no live one (no-op when spares are off)."""
         if not self.keep_spares:
             return
         for role in ROLES:
-            child = self.ready.get(role)
-            if child is not None and not isolation.spare_alive(child):
-                self.stats["died_idle"] += 1
-                isolation.release_spare(child)
-                isolation.cleanup_dir(child.dir)
-                child = None
-            if child is None:
+            if self._live(self.ready.get(role)) is None:
                 self.ready[role] = self._fork(role, ahead=True)
 
     def close(self) -> None:

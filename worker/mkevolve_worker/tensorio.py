@@ -114,8 +114,9 @@ def save(path: str, obj, meta: dict | None = None) -> None:
     os.replace(tmp, path)
 
 
-def _read_untrusted(path: str, max_bytes: int) -> bytearray:
-    """Reads a regular file without following links or blocking on FIFOs."""
+def _open_regular(path: str, max_bytes: int):
+    """(fd, stat) of a regular file opened without following links or blocking
+    on FIFOs, at most max_bytes long; FormatError otherwise."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -129,6 +130,16 @@ def _read_untrusted(path: str, max_bytes: int) -> bytearray:
             raise FormatError(f"{os.path.basename(path)} is not a regular file")
         if st.st_size > max_bytes:
             raise FormatError(f"{os.path.basename(path)} is {st.st_size} bytes, more than the {max_bytes} allowed")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def _read_untrusted(path: str, max_bytes: int) -> bytearray:
+    """Reads a regular file without following links or blocking on FIFOs."""
+    fd, st = _open_regular(path, max_bytes)
+    try:
         buf = bytearray(st.st_size)
         view = memoryview(buf)
         got = 0
@@ -174,20 +185,9 @@ def sealed_copy(path: str, max_bytes: int = 1 << 40) -> int:
     inputs to every child that needs them (isolation.hand_over). Where memfd
     is missing, an unlinked private temp file stands in (reachable only
     through the descriptor). The format is checked by whoever loads it."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        src = os.open(path, flags)
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        raise FormatError(f"{os.path.basename(path)}: cannot open ({e.strerror})") from None
+    src, st = _open_regular(path, max_bytes)
     fd = -1
     try:
-        st = os.fstat(src)
-        if not stat.S_ISREG(st.st_mode):
-            raise FormatError(f"{os.path.basename(path)} is not a regular file")
-        if st.st_size > max_bytes:
-            raise FormatError(f"{os.path.basename(path)} is {st.st_size} bytes, more than the {max_bytes} allowed")
         try:
             fd = os.memfd_create("mk-tensors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             sealed = True
