@@ -125,6 +125,11 @@ if "$PY" -c 'import torch' 2>/dev/null; then
   if [[ $(grep -c '"status"' "$T/out") -ne 2 ]]; then fail "one JSON line per kernel"; else pass "one JSON line per kernel"; fi
   expect "cpu eval cached" 0 "cached" -- "$BIN" eval --problem problem.py --kernel good.py --python "$PY" \
     --test-cpu-unsafe --allow-pytorch --no-perf --timeout 120
+  # Candidates run in processes the server forked and warmed beforehand, unless --no-prestart.
+  expect "cpu eval prestarted" 0 '"prestarted":true' -- "$BIN" eval --problem problem.py --kernel good.py \
+    --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache --json --timeout 120
+  expect "cpu eval --no-prestart" 0 '"prestarted":false' -- "$BIN" eval --problem problem.py --kernel good.py \
+    --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache --json --no-prestart --timeout 120
 else
   echo "skip CPU evals: $PY has no torch"
 fi
