@@ -214,3 +214,55 @@ def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_serve
     r = s.eval(prob, scan, **opts)
     assert r["status"] == "incorrect", ("a candidate read an earlier eval's expected output from the memory "
                                         f"it inherited: {r}")
+
+
+def test_a_waiting_candidate_cannot_swap_the_expected_outputs(fresh_server, tmp_path):
+    """With timing on, the candidate waits alive while reference #2 hands its
+    expected outputs over. A thread of the candidate rewrites every tensor
+    file it can find in the reference's directory with zeros, the outputs it
+    returns itself. The outputs travel as a sealed descriptor, so it finds none."""
+    swapper = _write(tmp_path / "swapper.py", """
+        import os
+        import threading
+        import time
+        import torch
+        import torch.nn as nn
+        from mkevolve_worker import tensorio
+
+        def zero(o):
+            if isinstance(o, torch.Tensor):
+                return torch.zeros_like(o)
+            if isinstance(o, dict):
+                return {k: zero(v) for k, v in o.items()}
+            if isinstance(o, (list, tuple)):
+                return type(o)(zero(x) for x in o)
+            return o
+
+        def swap_forever():
+            base = os.path.dirname(os.getcwd())
+            t_end = time.monotonic() + 60
+            while time.monotonic() < t_end:
+                for d in os.listdir(base):
+                    if not d.startswith("ref"):
+                        continue
+                    for name in os.listdir(os.path.join(base, d)) if os.path.isdir(os.path.join(base, d)) else []:
+                        p = os.path.join(base, d, name)
+                        if name.endswith((".mkt", ".part")):
+                            try:
+                                obj, meta = tensorio.load(p)
+                                obj["out"] = zero(obj["out"])
+                                tensorio.save(p, obj, meta)
+                            except Exception:
+                                pass
+                time.sleep(0.0005)
+
+        threading.Thread(target=swap_forever, daemon=True).start()
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                return torch.zeros_like(a + b)
+        """)
+    s = fresh_server()
+    for _ in range(3):
+        r = s.eval(problem("add"), swapper, perf=True, perf_trials=3, warmup=1)
+        assert r["status"] == "incorrect" and r["kind"] == "mismatch", r

@@ -164,7 +164,13 @@ def reference_body(ctx, job: dict) -> int:
         ctx.send({"ev": "expected_ready"})
         if not ctx.wait_go():
             return 0
-    tensorio.save(os.path.join(ctx.dir, "expected.mkt"), {"out": expected, "mutated": mutated})
+    # Sealed and handed over by descriptor: a candidate waiting beside us could
+    # rewrite a file in our directory before the server read it.
+    fd = tensorio.save_sealed({"out": expected, "mutated": mutated})
+    try:
+        ctx.send_fd(fd)
+    finally:
+        os.close(fd)
     return 0
 
 

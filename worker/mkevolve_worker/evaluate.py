@@ -473,11 +473,20 @@ class Evaluator:
         ref2 = state["ref2"]
         ref2.go()
         keep = frozenset({child.pid} | ({state["prof"].pid} if state.get("prof") is not None else set()))
-        self._collect_reference(ref2, {"problem": problem}, opts["timeout_s"], protect=keep)
+        # The expected outputs come as a sealed in-memory file over ref2's own
+        # socket, never by path: the waiting candidate can write to files.
+        fd = isolation.receive_fd(ref2, opts["timeout_s"])
         try:
-            expected, _ = tensorio.load(ref2.path("expected.mkt"))
-        except (OSError, tensorio.FormatError) as e:
-            raise ProblemError(f"{problem}: the reference wrote no usable result ({e})") from None
+            self._collect_reference(ref2, {"problem": problem}, opts["timeout_s"], protect=keep)
+            if fd is None:
+                raise ProblemError(f"{problem}: the reference handed over no expected outputs")
+            try:
+                expected, _ = tensorio.load_fd(fd)
+            except (OSError, tensorio.FormatError) as e:
+                raise ProblemError(f"{problem}: the reference handed over no usable result ({e})") from None
+        finally:
+            if fd is not None:
+                os.close(fd)
         state["expected"] = expected
         self.progress("compare")
         try:

@@ -171,6 +171,14 @@ class ChildContext:
         except OSError:
             pass
 
+    def send_fd(self, fd: int) -> None:
+        """Hands the server a descriptor over the control socket (spares only)."""
+        sock = socket.socket(fileno=os.dup(self.ctl_fd))
+        try:
+            socket.send_fds(sock, [b"F"], [fd])
+        finally:
+            sock.close()
+
     def wait_go(self) -> bool:
         """Blocks until the server says go ("g"); False on anything else or EOF."""
         try:
@@ -339,6 +347,25 @@ def hand_over(child: Child, body: str, job: dict, payload_fd: int | None = None,
             child.ctl_sock.sendall(data[sent:])
     except OSError:
         pass  # the spare died: supervise() finds it exited and reports how
+
+
+def receive_fd(child: Child, timeout_s: float) -> int | None:
+    """A descriptor the child sent with ChildContext.send_fd(), or None when it
+    closed its end or sent none within timeout_s."""
+    if child.ctl_sock is None:
+        return None
+    child.ctl_sock.settimeout(max(0.01, timeout_s))
+    try:
+        data, fds, _, _ = socket.recv_fds(child.ctl_sock, 1, 4)
+    except OSError:  # socket.timeout included
+        return None
+    for extra in fds[1:]:
+        os.close(extra)
+    if not data or not fds:
+        if fds:
+            os.close(fds[0])
+        return None
+    return fds[0]
 
 
 def _recv_exact(sock, n: int, first: bytes) -> bytes:

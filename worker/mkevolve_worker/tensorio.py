@@ -88,7 +88,7 @@ def _as_bytes(t):
     return flat.numpy().data
 
 
-def save(path: str, obj, meta: dict | None = None) -> None:
+def _write(f, obj, meta: dict | None) -> None:
     blobs: list = []
     tensors: list = []
     tree = _encode(obj, blobs, tensors)
@@ -103,15 +103,48 @@ def save(path: str, obj, meta: dict | None = None) -> None:
     start = len(MAGIC) + 8 + len(header)
     pad = (-start) % ALIGN
     header += b" " * pad
+    f.write(MAGIC)
+    f.write(struct.pack("<Q", len(header)))
+    f.write(header)
+    for b, d in zip(blobs, datas):
+        f.write(d)
+        f.write(b"\0" * ((-b["nbytes"]) % ALIGN))
+
+
+def save(path: str, obj, meta: dict | None = None) -> None:
     tmp = path + ".part"
     with open(tmp, "wb") as f:
-        f.write(MAGIC)
-        f.write(struct.pack("<Q", len(header)))
-        f.write(header)
-        for b, d in zip(blobs, datas):
-            f.write(d)
-            f.write(b"\0" * ((-b["nbytes"]) % ALIGN))
+        _write(f, obj, meta)
     os.replace(tmp, path)
+
+
+def _new_memfd() -> int:
+    try:
+        return os.memfd_create("mk-tensors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except (AttributeError, OSError) as e:
+        raise OSError(f"memfd_create is not available ({e}); the worker hands tensors between processes "
+                      f"only through sealed in-memory files (Linux 3.17 or newer)") from None
+
+
+def _seal(fd: int) -> None:
+    import fcntl
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+
+
+def save_sealed(obj, meta: dict | None = None) -> int:
+    """Writes obj into an anonymous in-memory file, seals it (no writes, no
+    growth, no shrinking, for anyone) and returns its descriptor: how a
+    trusted child hands results to the server where no other process can
+    change them on the way (a file by path could be swapped)."""
+    fd = _new_memfd()
+    try:
+        with os.fdopen(os.dup(fd), "wb") as f:
+            _write(f, obj, meta)
+        _seal(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _open_regular(path: str, max_bytes: int):
@@ -182,28 +215,19 @@ def sealed_copy(path: str, max_bytes: int = 1 << 40) -> int:
     """Copies a tensor file into an anonymous in-memory file that nobody can
     change any more (memfd sealed against writes, growth and shrinking) and
     returns its descriptor: the server hands one such copy of a problem's
-    inputs to every child that needs them (isolation.hand_over). Where memfd
-    is missing, an unlinked private temp file stands in (reachable only
-    through the descriptor). The format is checked by whoever loads it."""
+    inputs to every child that needs them (isolation.hand_over). The format
+    is checked by whoever loads it."""
     src, st = _open_regular(path, max_bytes)
     fd = -1
     try:
-        try:
-            fd = os.memfd_create("mk-tensors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-            sealed = True
-        except (AttributeError, OSError):
-            fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
-            sealed = False
+        fd = _new_memfd()
         done = 0
         while done < st.st_size:
             n = os.sendfile(fd, src, done, st.st_size - done)
             if n <= 0:
                 raise FormatError(f"{os.path.basename(path)}: short read")
             done += n
-        if sealed:
-            import fcntl
-            fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
-                        fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        _seal(fd)
         return fd
     except BaseException:
         if fd >= 0:
