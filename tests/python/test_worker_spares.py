@@ -266,3 +266,39 @@ def test_a_waiting_candidate_cannot_swap_the_expected_outputs(fresh_server, tmp_
     for _ in range(3):
         r = s.eval(problem("add"), swapper, perf=True, perf_trials=3, warmup=1)
         assert r["status"] == "incorrect" and r["kind"] == "mismatch", r
+
+
+def test_modules_planted_in_the_servers_directory_never_run(fresh_server, tmp_path):
+    """Children are forked from the server and import after forking what the
+    server had not imported. A candidate plants modules with the names of
+    such standard modules in the server's working directory (first on
+    sys.path under `python -m`); no later process may run them."""
+    marker = tmp_path / "planted-ran.txt"
+    (tmp_path / "k").mkdir()  # the candidate's own folder is on its sys.path, and only on its
+    planter = _write(tmp_path / "k" / "planter.py", f"""
+        import os
+        import sys
+        import torch
+        import torch.nn as nn
+
+        NAMES = ["resource", "mmap", "fcntl", "traceback", "hashlib", "random", "runpy", "zz_probe"]
+        CODE = "open({str(marker)!r}, 'a').write(__name__ + '\\\\n')\\n"
+        for d in [{str(tmp_path)!r}] + [p for p in sys.path if p in ('', '.')]:
+            for name in NAMES:
+                with open(os.path.join(d or '.', name + '.py'), 'w') as f:
+                    f.write(CODE)
+        with open({str(tmp_path / "seen-path.txt")!r}, 'w') as f:
+            f.write('\\n'.join(sys.path))
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                return a + b
+        """)
+    s = fresh_server()  # its working directory is tmp_path
+    assert s.eval(problem("add"), planter)["status"] == "correct"
+    seen = (tmp_path / "seen-path.txt").read_text().splitlines()
+    assert str(tmp_path) not in seen and "" not in seen, seen
+    for prob in ("add", "relu_rand", "softmax_wide"):  # new problems: reference #1 runs too
+        r = s.eval(problem(prob), cand({"add": "add_ok", "relu_rand": "relu_ok", "softmax_wide": "softmax_ok"}[prob]))
+        assert r["status"] == "correct", r
+    assert not marker.exists(), marker.read_text()

@@ -132,6 +132,8 @@ def _gpu_info() -> int:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    from .serve import drop_cwd_from_path
+    drop_cwd_from_path()
     if args.cmd == "serve":
         from .serve import main as serve_main
         return serve_main(args.test_mode, spares=not args.no_spares)

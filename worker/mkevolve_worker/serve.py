@@ -42,7 +42,30 @@ def preimport() -> dict:
             pass
     except Exception as e:  # noqa: BLE001
         info["triton_error"] = f"{type(e).__name__}: {e}"
+    _import_before_forking(info["triton"] is not None)
     return info
+
+
+def _import_before_forking(triton_ok: bool) -> None:
+    """Every module a child may need is imported here, in the trusted server:
+    a child imports nothing more from disk before its work (the problem or
+    the candidate) runs. The files could have been rewritten by then: every
+    candidate runs as the same user."""
+    import fcntl, hashlib, mmap, random, resource, traceback  # noqa: F401,E401
+    from . import (children, correctness, decompose_check, errors, evaluate, gpulock, loader,  # noqa: F401
+                   runtime_check, spares, static_check, tensorio, timing)
+    if triton_ok:
+        try:
+            from . import warm_kernel  # noqa: F401
+        except Exception:  # noqa: BLE001 - a candidate process reports it when warming up
+            pass
+
+
+def drop_cwd_from_path() -> None:
+    """`python -m` puts the working directory first on sys.path; every child
+    inherits it, and candidates can write there. Nothing is imported from it."""
+    here = os.path.realpath(os.getcwd())
+    sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) != here]
 
 
 class Server:
