@@ -302,3 +302,105 @@ def test_modules_planted_in_the_servers_directory_never_run(fresh_server, tmp_pa
         r = s.eval(problem(prob), cand({"add": "add_ok", "relu_rand": "relu_ok", "softmax_wide": "softmax_ok"}[prob]))
         assert r["status"] == "correct", r
     assert not marker.exists(), marker.read_text()
+
+
+def test_stopped_spares_are_continued_and_get_a_fresh_directory(fresh_server, tmp_path):
+    """A candidate stops the idle spares (SIGSTOP) and litters their
+    directories; the next candidate still runs in one of them, correctly."""
+    vandal = _write(tmp_path / "vandal.py", """
+        import os
+        import signal
+        import torch
+        import torch.nn as nn
+
+        def vandalize():
+            me = os.getpid()
+            parent = os.getppid()
+            for name in os.listdir("/proc"):
+                if not name.isdigit() or int(name) == me:
+                    continue
+                try:
+                    with open(f"/proc/{name}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    cwd = os.readlink(f"/proc/{name}/cwd")
+                except OSError:
+                    continue
+                if int(fields[1]) != parent:
+                    continue
+                try:
+                    os.makedirs(os.path.join(cwd, "expected.mkt.part"), exist_ok=True)
+                    os.makedirs(os.path.join(cwd, "inputs.mkt.part"), exist_ok=True)
+                    os.makedirs(os.path.join(cwd, "candidate.mkt.part"), exist_ok=True)
+                except OSError:
+                    pass
+                os.kill(int(name), signal.SIGSTOP)
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                vandalize()
+                return a + b
+        """)
+    s = fresh_server()
+    assert s.eval(problem("add"), cand("add_ok"))["status"] == "correct"
+    assert s.eval(problem("add"), vandal)["status"] == "correct"
+    stopped = [p for p in _children(s.proc.pid) if open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] == "T"]
+    assert stopped, "the vandal stopped no spare: the test proves nothing"
+    for prob, k in (("add", "add_ok"), ("relu_rand", "relu_ok")):
+        r = s.eval(problem(prob), cand(k), timeout_s=20)
+        assert r["status"] == "correct" and r["checks"]["isolation"]["prestarted"] is True, r
+
+
+def test_made_up_wall_clock_events_do_not_stall_the_server(fresh_server, tmp_path):
+    """During its timed phase a candidate writes hundreds of made-up
+    wall-clock events and ends of round to its event pipe; the verdict still
+    comes (the bound on answers is test_worker_units'
+    test_wall_rounds_are_answered_once_in_order_and_at_most_four_times)."""
+    forger = _write(tmp_path / "forger.py", """
+        import json
+        import os
+        import stat
+        import time
+        import torch
+        import torch.nn as nn
+
+        CALLS = [0]
+
+        def forge():
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    if stat.S_ISFIFO(os.fstat(int(fd)).st_mode) and os.fstat(int(fd)).st_mode & 0o200:
+                        pass
+                except OSError:
+                    continue
+                try:
+                    target = os.readlink(f"/proc/self/fd/{fd}")
+                except OSError:
+                    continue
+                if not target.startswith("pipe:"):
+                    continue
+                def send(*evs):
+                    os.write(int(fd), ("\\n".join(json.dumps(x) for x in evs) + "\\n").encode())
+                try:
+                    # Rounds whose model batch is slow next to a claimed 1 ns median: each fails.
+                    for i in range(300):
+                        send({"ev": "wall", "mark": "begin", "batch": "null", "rep": i, "n": 10},
+                             {"ev": "wall", "mark": "end", "batch": "null", "rep": i, "n": 10},
+                             {"ev": "wall", "mark": "begin", "batch": "model", "rep": i, "n": 10})
+                        time.sleep(0.002)
+                        send({"ev": "wall", "mark": "end", "batch": "model", "rep": i, "n": 10},
+                             {"ev": "wall", "mark": "round_end", "round": i % 3, "synced_median_ms": 1e-6})
+                except OSError:
+                    pass
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                CALLS[0] += 1
+                if CALLS[0] == 7:  # the first call after the six trials: the timed phase
+                    forge()
+                return a + b
+        """)
+    s = fresh_server()
+    t0 = time.monotonic()
+    r = s.eval(problem("add"), forger, perf=True, perf_trials=5, warmup=0, timeout_s=3)
+    assert r["type"] == "result", r
+    assert time.monotonic() - t0 < 60, r

@@ -332,6 +332,30 @@ def test_wall_batches_markers_round_trip():
     assert timing.wall_clock_verdict(ctx.events, 1.0)["repeats"] == timing.WALL_MAX_ROUNDS * timing.WALL_REPEATS
 
 
+def _round_end(rnd, sm=0.45):
+    return {"ev": "wall", "mark": "round_end", "round": rnd, "synced_median_ms": sm}
+
+
+def test_wall_rounds_are_answered_once_in_order_and_at_most_four_times():
+    slow = _reps([20 * 1.4e-3] * 12)  # every repeat fails against a 0.45 ms median
+    r = timing.WallRounds()
+    answers = [r.answer(slow, _round_end(0)), r.answer(slow, _round_end(0)), r.answer(slow, _round_end(2)),
+               r.answer(slow, _round_end(1)), r.answer(slow, _round_end(2)), r.answer(slow, _round_end(3)),
+               r.answer(slow, _round_end(3)), r.answer(slow, _round_end(4))]
+    assert answers == ["go", None, None, "go", "go", "stop", None, None]
+    assert r.rounds == timing.WALL_MAX_ROUNDS
+    # Hundreds of made-up ends of round get at most WALL_MAX_ROUNDS answers (and sleeps).
+    r = timing.WallRounds()
+    got = [r.answer(slow, _round_end(i % 3, 1e-6)) for i in range(300)]
+    assert sum(a is not None for a in got) <= timing.WALL_MAX_ROUNDS
+    # A passing round stops at once; a bad median or a bool round is no reason to go on.
+    fast = _reps([20 * 0.46e-3] * 3)
+    assert timing.WallRounds().answer(fast, _round_end(0)) == "stop"
+    assert timing.WallRounds().answer(slow, _round_end(0, sm=True)) == "stop"
+    assert timing.WallRounds().answer(slow, _round_end(0, sm=-1)) == "stop"
+    assert timing.WallRounds().answer(slow, _round_end(False)) is None
+
+
 def test_wall_clock_a_contended_round_is_not_a_cheat_but_every_round_slow_is():
     # 0.45 ms kernel. Round 1: every repeat 3x slower (another process's burst);
     # round 2 clean: the fastest repeat decides. Hidden work: slow in every round.

@@ -39,7 +39,7 @@ import signal
 import time
 from collections import OrderedDict
 
-from . import children, errors, gpulock, isolation, loader, spares, tensorio
+from . import children, errors, gpulock, isolation, loader, spares, tensorio, timing
 from . import correctness as C
 
 
@@ -351,16 +351,16 @@ class Evaluator:
             elif ev.get("ev") == "wall" and ev.get("mark") == "round_end" and state.get("gate") == "timing":
                 # Another round of wall-clock batches only while the check fails:
                 # other processes' work can inflate one round; work the events
-                # miss inflates every round. The final verdict (_finish) takes
-                # every round and the synced times from timing.json.
-                from .timing import WALL_MAX_ROUNDS, wall_clock_verdict
-                rnd, sm = ev.get("round"), ev.get("synced_median_ms")
-                w = (wall_clock_verdict(child.events, float(sm))
-                     if isinstance(sm, (int, float)) and not isinstance(sm, bool) and sm > 0 else None)
-                if w is not None and not w["ok"] and isinstance(rnd, int) and 0 <= rnd < WALL_MAX_ROUNDS - 1:
-                    time.sleep(0.05 * (rnd + 1))  # let a burst of other work pass; the deadline is paused
+                # miss inflates every round. The server counts the rounds and
+                # answers each once, in order (anything else is ignored), so a
+                # child cannot buy time with made-up events. The final verdict
+                # (_finish) takes every round and the synced times from timing.json.
+                rounds = state.setdefault("wall_rounds", timing.WallRounds())
+                answer = rounds.answer(child.events, ev)
+                if answer == "go":
+                    time.sleep(0.05 * rounds.rounds)  # let a burst of other work pass; the deadline is paused
                     child.go()
-                else:
+                elif answer == "stop":
                     child.stop()
             elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not lock.held:
                 if prof is not None:
@@ -371,8 +371,10 @@ class Evaluator:
                     res.checks["profile_lock"] = state["runtime"].pop("lock", None)
                     phase_s.append(["profile collected", round(time.monotonic() - child.started, 3)])
                 # One timed phase per GPU at a time (gpulock.py); the wait does
-                # not count against the deadline.
+                # not count against the deadline. Nor do the next candidate's
+                # processes still warming up (spares.py) run beside it.
                 self.progress("waiting for the GPU")
+                res.checks["spares_warm_wait_s"] = round(self.launcher.wait_warm(opts["timeout_s"]), 3)
                 res.checks["timing_lock"] = lock.acquire(opts["timeout_s"])
                 phase_s.append(["timing lock taken", round(time.monotonic() - child.started, 3)])
                 self.progress("timing")
@@ -587,7 +589,7 @@ class Evaluator:
         if device == "cuda" and opts["wall_check"]:
             w = wall_clock_verdict(cand.events, synced_median)
             if w is not None:
-                w["rounds"] = sum(1 for ev in cand.events if ev.get("ev") == "wall" and ev.get("mark") == "round_end")
+                w["rounds"] = state["wall_rounds"].rounds if "wall_rounds" in state else 0  # counted by the server
             res.checks["wall_clock"] = w if w is not None else {"ok": False, "missing": True}
             if w is None:
                 problems.append(("timing_mismatch", "integrity: the wall-clock cross-check did not complete"))
@@ -617,6 +619,7 @@ class Evaluator:
 
         def on_event(ch, ev):
             if ev.get("ev") == "timing_ready" and not lock.held and not lock_rec:
+                self.launcher.wait_warm(opts["timeout_s"])
                 lock_rec.update(lock.acquire(max(opts["timeout_s"], 60) * 2))
                 ch.go()
         child = isolation.spawn("base", lambda ctx: children.baseline_body(ctx, job), cut_network=False)

@@ -212,6 +212,9 @@ class Child:
         return os.path.join(self.dir, "stderr.txt")
 
     def go(self) -> None:
+        """Lets a waiting child go on; one that another process stopped
+        (SIGSTOP: every candidate runs as the same user) is continued first."""
+        _kill(self, signal.SIGCONT)
         try:
             os.write(self.ctl_fd, b"g")
         except OSError:
@@ -331,12 +334,19 @@ def release_spare(child: Child) -> None:
 
 
 def hand_over(child: Child, body: str, job: dict, payload_fd: int | None = None,
-              cpu_seconds: float | None = None) -> None:
+              cpu_seconds: float | None = None, new_dir: bool = True) -> None:
     """Gives a spare its work: the body's name, its job (JSON) and, where the
     job carries tensors, a descriptor of a sealed tensor file (tensorio) whose
     top-level keys are merged into the job. The child's deadline counts from
-    here."""
-    msg = json.dumps({"body": body, "job": job, "cpu_seconds": cpu_seconds}).encode()
+    here. With new_dir (a spare that sat idle) it also gets a new private
+    directory, made now: anything a candidate left in the old one stays
+    behind (and a spare someone stopped with SIGSTOP is continued)."""
+    old_dir = None
+    if new_dir:
+        _kill(child, signal.SIGCONT)
+        old_dir, child.dir = child.dir, tempfile.mkdtemp(prefix=f"{child.name}-", dir=base_tmp())
+    msg = json.dumps({"body": body, "job": job, "cpu_seconds": cpu_seconds,
+                      "dir": child.dir if new_dir else None}).encode()
     data = struct.pack("<Q", len(msg)) + msg
     fds = [payload_fd] if payload_fd is not None else []
     _SPARES.discard(child.pid)
@@ -347,6 +357,8 @@ def hand_over(child: Child, body: str, job: dict, payload_fd: int | None = None,
             child.ctl_sock.sendall(data[sent:])
     except OSError:
         pass  # the spare died: supervise() finds it exited and reports how
+    if old_dir is not None:
+        cleanup_dir(old_dir)
 
 
 def receive_fd(child: Child, timeout_s: float) -> int | None:
@@ -398,12 +410,13 @@ def _spare_main(ctx: "ChildContext", warm, bodies: dict) -> int:
     finally:
         sock.close()
     _set_cpu_limit(header.get("cpu_seconds"), already_used=True)
-    # Whatever the warm-up printed is not the body's output.
-    for fd in (1, 2):
-        try:
-            os.ftruncate(fd, 0)
-        except OSError:
-            pass
+    if header.get("dir"):
+        # The directory made at hand-over; what the warm-up printed stays behind.
+        ctx.dir = header["dir"]
+        os.chdir(ctx.dir)
+        os.environ["HOME"] = os.environ["TMPDIR"] = ctx.dir
+        tempfile.tempdir = None
+        _open_output_files(ctx.dir)
     job = header["job"]
     if fds:
         from . import tensorio
@@ -413,6 +426,16 @@ def _spare_main(ctx: "ChildContext", warm, bodies: dict) -> int:
             os.close(fds[0])
         job.update(obj)
     return bodies[header["body"]](ctx, job)
+
+
+def _open_output_files(d: str) -> None:
+    """stdout and stderr of the calling child: files in its directory d."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for fd, name in ((1, "stdout.txt"), (2, "stderr.txt")):
+        f = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(f, fd)
+        os.close(f)
 
 
 def _fork(name: str, run, *, cut_network: bool, extra_env: dict | None, socket_ctl: bool) -> Child:
@@ -439,11 +462,7 @@ def _fork(name: str, run, *, cut_network: bool, extra_env: dict | None, socket_c
             os.chdir(d)
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-            out = os.open(os.path.join(d, "stdout.txt"), flags, 0o600)
-            err = os.open(os.path.join(d, "stderr.txt"), flags, 0o600)
-            os.dup2(out, 1)
-            os.dup2(err, 2)
+            _open_output_files(d)
             os.close(ev_r)
             os.close(ctl_w)
             _close_fds_except({0, 1, 2, ev_w, ctl_r})
@@ -581,11 +600,11 @@ def wait_event(child: Child, name: str, timeout_s: float) -> bool:
         child._buf += data
 
 
-def _kill(child: Child) -> None:
-    """SIGKILL to the child's process group and to the child itself."""
-    for kill, target in ((os.killpg, child.pid), (os.kill, child.pid)):
+def _kill(child: Child, sig: int = signal.SIGKILL) -> None:
+    """A signal (SIGKILL) to the child's process group and to the child itself."""
+    for kill in (os.killpg, os.kill):
         try:
-            kill(target, signal.SIGKILL)
+            kill(child.pid, sig)
         except OSError:
             pass
 

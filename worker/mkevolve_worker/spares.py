@@ -26,6 +26,7 @@ server's memory from before any expected output of that evaluation exists
 from __future__ import annotations
 
 import os
+import time
 
 from . import children, isolation
 
@@ -65,7 +66,7 @@ class Launcher:
         else:
             self.stats["prestarted"] += 1
             child.prestarted = True
-        isolation.hand_over(child, body, job, payload_fd, cpu_seconds)
+        isolation.hand_over(child, body, job, payload_fd, cpu_seconds, new_dir=child.prestarted)
         return child
 
     def _live(self, child: isolation.Child | None) -> isolation.Child | None:
@@ -84,6 +85,16 @@ class Launcher:
         for role in ROLES:
             if self._live(self.ready.get(role)) is None:
                 self.ready[role] = self._fork(role, ahead=True)
+
+    def wait_warm(self, timeout_s: float) -> float:
+        """Waits until every idle spare has finished warming up (their CUDA,
+        Triton and CUPTI start-up must not overlap a timed phase); returns
+        the seconds waited."""
+        t0 = time.monotonic()
+        for child in self.ready.values():
+            if not any(ev.get("ev") == "warm" for ev in child.events):
+                isolation.wait_event(child, "warm", max(0.0, timeout_s - (time.monotonic() - t0)))
+        return time.monotonic() - t0
 
     def close(self) -> None:
         for child in self.ready.values():

@@ -199,6 +199,32 @@ def wall_batches(ctx, call, n: int, repeats: int = WALL_REPEATS, sync=None, prob
     return out
 
 
+class WallRounds:
+    """The server's side of the rounds of wall-clock batches. It counts the
+    rounds itself and answers each once, in order: "go" (another round)
+    while the check fails and rounds are left, else "stop". An end of round
+    out of order, repeated or after the last answer gets None (no answer):
+    made-up events cannot buy a child time. The median is the child's word
+    here; the verdict itself takes it from timing.json."""
+
+    def __init__(self):
+        self.rounds = 0
+        self.done = False
+
+    def answer(self, events: list[dict], ev: dict) -> str | None:
+        if self.done or ev.get("round") != self.rounds or isinstance(ev.get("round"), bool):
+            return None
+        self.rounds += 1
+        sm = ev.get("synced_median_ms")
+        more = False
+        if self.rounds < WALL_MAX_ROUNDS and isinstance(sm, (int, float)) and not isinstance(sm, bool) and sm > 0:
+            w = wall_clock_verdict(events, float(sm))
+            more = w is not None and not w["ok"]
+        if not more:
+            self.done = True
+        return "go" if more else "stop"
+
+
 def wall_clock_verdict(events: list[dict], event_median_ms: float) -> dict | None:
     """The server's check of a child's wall-clock batches (timestamps are ours).
 
