@@ -141,19 +141,21 @@ def test_the_inputs_handed_over_are_sealed(tmp_path):
 MARKER = 1234.5678  # float32 bytes that appear nowhere but in the expected outputs
 
 
-def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_server, tmp_path):
-    """The reference's output is a 64 KiB block of one float (below glibc's
-    mmap threshold, so it lives in the server's heap after being compared).
-    A later candidate scans its own memory, inherited from the server, for
-    that block and returns it if found. The server wipes what it compared and
-    what it frees, so the scan must come back empty."""
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_server, tmp_path, dtype):
+    """The reference's output is a block of one value (64 KiB in float32,
+    below glibc's mmap threshold, so it lives in the server's heap after
+    being compared; in float16 the comparison's float32 copy does). A later
+    candidate scans its own memory, inherited from the server, for such a
+    block and returns it if found. The server zeroes what it compared and
+    glibc wipes what it frees, so the scan must come back empty."""
     prob = _write(tmp_path / "marker.py", f"""
         import torch
         import torch.nn as nn
 
         class Model(nn.Module):
             def forward(self, x):
-                return torch.full_like(x, {MARKER})
+                return torch.full_like(x, {MARKER}).to(torch.{dtype})
 
         def get_inputs():
             return [torch.randn(128, 128)]
@@ -161,13 +163,13 @@ def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_serve
         def get_init_inputs():
             return []
         """)
-    zeros = _write(tmp_path / "zeros.py", """
+    zeros = _write(tmp_path / "zeros.py", f"""
         import torch
         import torch.nn as nn
 
         class ModelNew(nn.Module):
             def forward(self, x):
-                return torch.zeros_like(x)
+                return torch.zeros_like(x).to(torch.{dtype})
         """)
     scan = _write(tmp_path / "scan.py", """
         import struct
@@ -198,13 +200,19 @@ def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_serve
                             v = struct.unpack("<f", word)[0]
                             if v == v and 1000.0 < abs(v) < 2000.0:
                                 return v
+                        half = data[off:off + 2]
+                        if data[off:off + 256] == half * 128:
+                            v = struct.unpack("<e", half)[0]
+                            if v == v and 1000.0 < abs(v) < 2000.0:
+                                return v
             return None
 
         class ModelNew(nn.Module):
             def forward(self, x):
                 v = find_marker()
-                return torch.full_like(x, v) if v is not None else torch.zeros_like(x)
-        """)
+                out = torch.full_like(x, v) if v is not None else torch.zeros_like(x)
+                return out.to(torch.float16) if x.dtype == torch.float32 and DTYPE == "float16" else out
+        """.replace("DTYPE", repr(dtype)))
     s = fresh_server()
     opts = dict(trials=2, alt_dist_trials=0, candidate_first_trials=0)
     assert s.eval(prob, zeros, **opts)["status"] == "incorrect"

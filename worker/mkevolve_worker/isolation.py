@@ -451,7 +451,13 @@ def _fork(name: str, run, *, cut_network: bool, extra_env: dict | None, socket_c
     parent = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (ev_r, ev_w, ctl_r, ctl_w):
+            os.close(fd)
+        cleanup_dir(d)
+        raise
     if pid == 0:  # child
         code = 70
         try:

@@ -166,10 +166,14 @@ def main(test_mode: bool, spares: bool = True) -> int:
     chan = Channel.claim_stdio()
     isolation.become_supervisor()
     isolation.wipe_freed_memory(True)
+    server = None
     try:
-        return Server(chan, test_mode, spares).run()
+        server = Server(chan, test_mode, spares)
+        return server.run()
     except BrokenPipeError:
         return 0
     finally:
+        if server is not None and server.evaluator is not None:
+            server.evaluator.close()
         isolation.kill_descendants(spares_too=True)
         isolation.cleanup_dir(isolation.base_tmp())
