@@ -436,3 +436,22 @@ def test_wait_event_returns_false_when_the_child_exits_without_it():
         assert child.exit_code() == 0
     finally:
         isolation.cleanup_dir(child.dir)
+
+
+def test_a_spare_handed_over_at_once_still_runs(tmp_path):
+    """A spare may get its work before it has even started (taken right after
+    it was forked): its new directory must not cost it its old one."""
+    from mkevolve_worker import isolation
+
+    def body(ctx, job):
+        with open(os.path.join(ctx.dir, "out.txt"), "w") as f:
+            f.write(str(job["x"]))
+        return 0
+    for i in range(30):
+        child = isolation.prespawn("spare-test", lambda ctx: {}, {"b": body}, cut_network=False)
+        isolation.hand_over(child, "b", {"x": i}, new_dir=True)
+        isolation.supervise(child, 30)
+        assert child.exit_code() == 0, child.tail()
+        with open(child.path("out.txt")) as f:
+            assert f.read() == str(i)
+        isolation.cleanup_dir(child.dir)

@@ -341,10 +341,11 @@ def hand_over(child: Child, body: str, job: dict, payload_fd: int | None = None,
     here. With new_dir (a spare that sat idle) it also gets a new private
     directory, made now: anything a candidate left in the old one stays
     behind (and a spare someone stopped with SIGSTOP is continued)."""
-    old_dir = None
     if new_dir:
         _kill(child, signal.SIGCONT)
-        old_dir, child.dir = child.dir, tempfile.mkdtemp(prefix=f"{child.name}-", dir=base_tmp())
+        # The child removes the old one once it has moved (it may not even
+        # have opened its output files there yet).
+        child.dir = tempfile.mkdtemp(prefix=f"{child.name}-", dir=base_tmp())
     msg = json.dumps({"body": body, "job": job, "cpu_seconds": cpu_seconds,
                       "dir": child.dir if new_dir else None}).encode()
     data = struct.pack("<Q", len(msg)) + msg
@@ -357,8 +358,6 @@ def hand_over(child: Child, body: str, job: dict, payload_fd: int | None = None,
             child.ctl_sock.sendall(data[sent:])
     except OSError:
         pass  # the spare died: supervise() finds it exited and reports how
-    if old_dir is not None:
-        cleanup_dir(old_dir)
 
 
 def receive_fd(child: Child, timeout_s: float) -> int | None:
@@ -411,12 +410,14 @@ def _spare_main(ctx: "ChildContext", warm, bodies: dict) -> int:
         sock.close()
     _set_cpu_limit(header.get("cpu_seconds"), already_used=True)
     if header.get("dir"):
-        # The directory made at hand-over; what the warm-up printed stays behind.
-        ctx.dir = header["dir"]
+        # The directory made at hand-over; the old one, with what the warm-up
+        # printed and anything left there while we sat idle, goes.
+        old, ctx.dir = ctx.dir, header["dir"]
         os.chdir(ctx.dir)
         os.environ["HOME"] = os.environ["TMPDIR"] = ctx.dir
         tempfile.tempdir = None
         _open_output_files(ctx.dir)
+        cleanup_dir(old)
     job = header["job"]
     if fds:
         from . import tensorio
