@@ -64,7 +64,6 @@ def _eval(args) -> int:
         return EXIT_MISSING
     from .evaluate import Evaluator, ProblemError, RequestError
     isolation.become_supervisor()
-    isolation.wipe_freed_memory(True)
     opts = {k: v for k, v in {
         "trials": args.trials, "candidate_first_trials": args.candidate_first_trials,
         "alt_dist_trials": args.alt_dist_trials, "atol": args.atol, "rtol": args.rtol, "seed": args.seed,

@@ -206,24 +206,24 @@ def warm_candidate(ctx) -> dict:
     return info
 
 
-def warm_profiling(ctx) -> dict:
-    """The profiling process's warm-up: the candidate's, plus an empty profiler
-    session (CUPTI's start-up, seconds, paid before the candidate arrives)."""
-    info = warm_candidate(ctx)
+def _with_profiler(info: dict) -> dict:
+    """Adds an empty profiler session (CUPTI's start-up, seconds) where CUDA is up."""
     if info["cuda"]:
         from . import runtime_check
         runtime_check.warm_profiler()
     return info
+
+
+def warm_profiling(ctx) -> dict:
+    """The profiling process's warm-up: the candidate's, plus the profiler's,
+    paid before the candidate arrives."""
+    return _with_profiler(warm_candidate(ctx))
 
 
 def warm_profiler_only(ctx) -> dict:
     """A profiling process forked on demand: CUDA and the empty profiler
     session only (the profile needs it; Triton warms up on the candidate)."""
-    info = {"cuda": _warm_cuda()}
-    if info["cuda"]:
-        from . import runtime_check
-        runtime_check.warm_profiler()
-    return info
+    return _with_profiler({"cuda": _warm_cuda()})
 
 
 def candidate_body(ctx, job: dict) -> int:

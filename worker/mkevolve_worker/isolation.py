@@ -56,11 +56,13 @@ def prctl(option: int, arg: int) -> bool:
 
 
 def become_supervisor() -> dict:
-    """Makes this process a child subreaper and non-dumpable (so same-uid
-    children cannot read its memory or descriptors through /proc)."""
+    """Makes this process a child subreaper, non-dumpable (so same-uid
+    children cannot read its memory or descriptors through /proc) and one
+    whose freed memory is wiped (wipe_freed_memory)."""
     return {
         "subreaper": prctl(PR_SET_CHILD_SUBREAPER, 1),
         "nondumpable": prctl(PR_SET_DUMPABLE, 0),
+        "wipes_freed_memory": wipe_freed_memory(True),
     }
 
 

@@ -165,7 +165,6 @@ class Server:
 def main(test_mode: bool, spares: bool = True) -> int:
     chan = Channel.claim_stdio()
     isolation.become_supervisor()
-    isolation.wipe_freed_memory(True)
     server = None
     try:
         server = Server(chan, test_mode, spares)
