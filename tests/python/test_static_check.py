@@ -88,7 +88,13 @@ def test_cheat_fixture_reports_exactly_the_expected_lines(entry):
 
 @pytest.mark.parametrize("entry", CHEATS, ids=_ids(CHEATS))
 def test_swap_policy_drops_only_torch_compute(entry):
-    expected = {e for e in _expected(entry) if e[2] != "torch-compute"}
+    # The policy lets PyTorch compute pass, and so a forward with no Triton
+    # launch of its own (the expectation on a `def forward` line).
+    def forward_line(e):
+        lines = open(os.path.join(FIXTURES, e[0])).read().splitlines()
+        return 0 < e[1] <= len(lines) and "def forward" in lines[e[1] - 1]
+    expected = {e for e in _expected(entry) if e[2] != "torch-compute" and
+                not (e[2] == "no-triton-launch" and forward_line(e))}
     assert _actual(check_file(entry, allow_pytorch=True)) == expected
 
 
@@ -394,7 +400,10 @@ def test_function_stored_in_init_runs_later_so_its_body_is_data_path():
     ''') == [(3, "torch-compute")]
 
 
-def test_allow_pytorch_permits_torch_but_still_requires_a_launch():
+def test_allow_pytorch_permits_a_pure_pytorch_model_new():
+    """Swap's policy: a PyTorch implementation may pass (the verdict marks it),
+    so it needs no Triton launch; `class ModelNew(Model)` (Swap's fallback, and
+    a reference checked as its own candidate) passes too."""
     body = '''
         import torch.nn.functional as F
 
@@ -403,7 +412,17 @@ def test_allow_pytorch_permits_torch_but_still_requires_a_launch():
                 return F.relu(x) @ x
     '''
     assert run(body) == [(5, "no-triton-launch"), (6, "torch-compute")]
-    assert run(body, allow_pytorch=True) == [(5, "no-triton-launch")]
+    assert run(body, allow_pytorch=True) == []
+    subclass = '''
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.relu(x)
+
+        class ModelNew(Model):
+            pass
+    '''
+    assert run(subclass, allow_pytorch=True) == []
+    assert "no-triton-launch" in [rule for _, rule in run(subclass)]
 
 
 def test_allow_pytorch_keeps_tf32_and_compile_rules():

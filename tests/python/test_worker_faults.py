@@ -247,3 +247,35 @@ def test_candidate_that_kills_the_server_dies_with_it(tmp_path):
         assert not _alive(pid), "the candidate outlived the server"
     finally:
         client.close()
+
+
+def test_a_reference_killed_mid_run_is_no_verdict_not_the_candidates_fault(worker_server, tmp_path):
+    """The reference's process is SIGKILLed while it draws the second trial (as
+    the kernel's out-of-memory killer would): the eval has no verdict, with a
+    message that says so, and the honest candidate is never charged."""
+    prob = _write(tmp_path / "dies.py", """
+        import os, signal
+        import torch
+        import torch.nn as nn
+
+        CALLS = [0]
+
+        class Model(nn.Module):
+            def forward(self, a, b):
+                return a + b
+
+        def get_inputs():
+            CALLS[0] += 1
+            if CALLS[0] == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return [torch.randn(16, 32), torch.randn(16, 32)]
+
+        def get_init_inputs():
+            return []
+        """)
+    r = worker_server.eval(str(prob), cand("add_ok"))
+    assert r["status"] == "no_verdict" and r["kind"] == "reference_failed", r
+    assert r.get("retryable") is True, r
+    assert "SIGKILL" in r["message"] and "dies.py" in r["message"], r["message"]
+    assert worker_server.request("ping")[0]["ok"] is True
+    assert worker_server.eval(problem("add"), cand("add_ok"))["status"] == "correct"

@@ -49,10 +49,10 @@ def test_eval_sends_progress_then_one_result(worker_server):
     assert msg["type"] == "result" and msg["status"] == "correct"
     phases = [p["phase"] for p in progress]
     assert phases == ["reference", "candidate", "reference", "compare"], phases
-    # The same problem and options again: the inputs are reused, so no first reference child.
+    # The same problem and options again: the same phases (each eval streams its own trials).
     msg, progress = worker_server.request("eval", problem=problem("add"), kernel=cand("add_ok"), options=opts)
     assert msg["status"] == "correct"
-    assert [p["phase"] for p in progress] == ["candidate", "reference", "compare"], progress
+    assert [p["phase"] for p in progress] == ["reference", "candidate", "reference", "compare"], progress
 
 
 def test_missing_files_and_bad_options_are_errors(worker_server):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from . import correctness as C
 from . import errors, loader, tensorio
@@ -73,16 +74,38 @@ def _fail(ctx, exc: BaseException, where: str, files: list[str], default_kind: s
 # ---------------------------------------------------------------------------
 
 
+def _send_sealed(ctx, obj, meta: dict | None = None) -> None:
+    """Hands the server obj as a sealed in-memory tensor file (send_fd)."""
+    fd = tensorio.save_sealed(obj, meta)
+    try:
+        ctx.send_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def device_peak(device: str) -> int | None:
+    """Bytes the caching allocator of this process reserved at most on the GPU."""
+    if device != "cuda":
+        return None
+    import torch
+    try:
+        return int(torch.cuda.max_memory_reserved())
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def reference_body(ctx, job: dict) -> int:
-    """Phase 1 (before the candidate): generate every trial's inputs; run the
-    model only to vet the problem (first trial of each config) and the
-    alternate-distribution trials (skipped where the reference raises or is
-    not finite). No expected output leaves this child.
-    Phase 2 (started beside the candidate): compute the expected outputs of
-    job["trials"] from the inputs inherited from the server, then, with
-    job["hold"], wait for the server's go (given once the candidate has handed
-    over its outputs) before writing them.
-    job: problem, opts, device, phase, timing_trial (1); trials, inputs, init, hold (2)."""
+    """Streams every trial of the plan, one at a time: draws the trial's
+    inputs (seeded, on CPU) and hands them to the server as a sealed
+    in-memory file, computes the expected output, draws the next trial's
+    inputs (the candidate is busy with this one meanwhile), says
+    "expected" and, once the server, holding the candidate's output for
+    this trial, says go, hands the expected output over the same way.
+    Alternate-distribution trials on which the reference raises or is not
+    finite are reported as skipped instead. So at most one trial's expected
+    output and two trials' inputs exist at a time, and no expected value
+    leaves this process before the candidate's output for it is fixed.
+    job: problem, opts, device, perf (plan the timing trial too)."""
     import torch
     _restore_threads()
     C.disable_tf32()
@@ -95,82 +118,90 @@ def reference_body(ctx, job: dict) -> int:
         return write_error(ctx, "problem_error", "loading the problem failed: "
                            + errors.trimmed_traceback(e, [job["problem"]]), "load")
     # The problem's code is in memory: the server starts the candidate only now.
-    ctx.send({"ev": "loaded"})
-    phase = job["phase"]
-    if phase == 1:
-        plan = C.plan_trials(len(configs), opts)
-        if job.get("timing_trial"):
-            plan.append(job["timing_trial"])
-        first = {c: next(t["id"] for t in plan if t["config"] == c and not t["alt"]) for c in range(len(configs))}
-        run = [t for t in plan if t["alt"] or t["id"] == first[t["config"]]]
-    else:
-        plan = job["trials"]
-        run = plan
-    inputs: dict = dict(job.get("inputs") or {})
-    init: list = list(job.get("init") or [])
-    expected: dict = {}
-    mutated: dict = {}
-    alt_skipped: dict = {}
+    ctx.send({"ev": "loaded", "n_configs": len(configs)})
+    plan = C.plan_trials(len(configs), opts) + ([C.timing_inputs_trial(opts)] if job.get("perf") else [])
+    init: dict = {}
     where = "load"
-    try:
-        for c, cfg in enumerate(configs):
-            mine = [t for t in plan if t["config"] == c]
-            if phase == 1:
-                where = f"get_init_inputs() of config {c}"
-                C.seed_all(opts["seed"])
-                init.append(list(cfg["get_init_inputs"]()))
-                for t in mine:
-                    where = f"get_inputs() of config {c}"
-                    inputs[t["id"]] = C.generate_inputs(cfg, t)
-            todo = [t for t in run if t["config"] == c]
-            if not todo:
-                continue
-            where = f"Model(*get_init_inputs()) of config {c}"
+
+    def draw(t):
+        """Draws trial t's inputs, hands them over, and returns them mapped
+        twice: a copy-on-write view to compute with and a pristine one."""
+        c = t["config"]
+        if c not in init:
             C.seed_all(opts["seed"])
-            model = mod.Model(*init[c]).to(device)
-            for t in todo:
-                where = f"Model.forward on trial {t['id']}"
-                xs = C.to_device(inputs[t["id"]], device)
-                try:
-                    C.seed_all(t["seed"] + 1)
-                    with torch.no_grad():
-                        out = model(*xs)
-                    _sync(device)
-                except Exception as e:  # noqa: BLE001
-                    if t["alt"]:
-                        alt_skipped[t["id"]] = f"the reference raised on these inputs: {type(e).__name__}"
-                        continue
+            init[c] = list(configs[c]["get_init_inputs"]())
+        xs = C.generate_inputs(configs[c], t)
+        fd = tensorio.save_sealed({"init": init[c], "inputs": xs})
+        del xs
+        try:
+            ctx.send_fd(fd)
+            work, _ = tensorio.load_fd(fd)
+            pristine, _ = tensorio.load_fd(fd)
+        finally:
+            os.close(fd)
+        return work["inputs"], pristine["inputs"]
+
+    models: dict = {}
+    t_ref = 0.0
+    try:
+        where = f"get_inputs() of config {plan[0]['config']}"
+        pending = draw(plan[0])
+        for i, t in enumerate(plan):
+            c = t["config"]
+            xs_cpu, orig = pending
+            if c not in models:
+                where = f"Model(*get_init_inputs()) of config {c}"
+                for k in [k for k in models if k != 0]:
+                    del models[k]  # config 0's model is kept for the timing trial
+                C.seed_all(opts["seed"])
+                models[c] = mod.Model(*init[c]).to(device)
+            where = f"Model.forward on trial {t['id']}"
+            skip = None
+            out = None
+            xs = C.to_device(xs_cpu, device) if device != "cpu" else xs_cpu
+            t0 = time.monotonic()
+            try:
+                C.seed_all(t["seed"] + 1)
+                with torch.no_grad():
+                    out = models[c](*xs)
+                _sync(device)
+            except Exception as e:  # noqa: BLE001
+                if not t["alt"]:
                     raise
-                out = C.to_cpu_tree(out)
-                if t["alt"] and not C.is_finite_tree(out):
-                    alt_skipped[t["id"]] = "the reference output is not finite on signed-normal inputs"
+                skip = f"the reference raised on these inputs: {type(e).__name__}"
+            t_ref = max(t_ref, time.monotonic() - t0)
+            if skip is None and t["alt"] and not C.is_finite_tree(out):
+                skip = "the reference output is not finite on signed-normal inputs"
+            mutated = [] if skip else [isinstance(x, torch.Tensor) and not C.same_values(x, o)
+                                       for x, o in zip(xs, orig)]
+            del xs, xs_cpu, orig
+            # Sealed at once (it leaves this process only after the go), so
+            # that one copy of it exists while the next trial is drawn.
+            exp_fd = None
+            if skip is None:
+                where = f"sealing the expected output of trial {t['id']}"
+                exp_fd = tensorio.save_sealed({"out": out, "mutated": mutated})
+            del out
+            pending = None
+            try:
+                if i + 1 < len(plan):
+                    where = f"get_inputs() of config {plan[i + 1]['config']}"
+                    pending = draw(plan[i + 1])
+                if skip is not None:
+                    ctx.send({"ev": "expected", "id": t["id"], "skip": skip})
                     continue
-                if phase == 1:
-                    continue  # vetting only: nothing is handed over before the candidate has run
-                expected[t["id"]] = out
-                mutated[t["id"]] = [isinstance(x, torch.Tensor) and not C.tensors_equal(x.detach().to("cpu"), o)
-                                    for x, o in zip(xs, inputs[t["id"]])]
-            del model
+                ctx.send({"ev": "expected", "id": t["id"], "ref_s": round(t_ref, 4),
+                          "device_peak": device_peak(device)})
+                if not ctx.wait_go():
+                    return 0
+                ctx.send_fd(exp_fd)
+            finally:
+                if exp_fd is not None:
+                    os.close(exp_fd)
     except BaseException as e:  # noqa: BLE001
         return write_error(ctx, "problem_error", f"the reference failed in {where}: "
                            + errors.trimmed_traceback(e, [job["problem"]]), where)
-    if phase == 1:
-        tensorio.save(os.path.join(ctx.dir, "inputs.mkt"), {"init": init, "inputs": inputs},
-                      meta={"n_configs": len(configs), "alt_skipped": alt_skipped})
-        return 0
-    if job.get("hold"):
-        # Computed while the candidate runs; nothing leaves this process until
-        # the server, holding the candidate's outputs, says go.
-        ctx.send({"ev": "expected_ready"})
-        if not ctx.wait_go():
-            return 0
-    # Sealed and handed over by descriptor: a candidate waiting beside us could
-    # rewrite a file in our directory before the server read it.
-    fd = tensorio.save_sealed({"out": expected, "mutated": mutated})
-    try:
-        ctx.send_fd(fd)
-    finally:
-        os.close(fd)
+    ctx.send({"ev": "mem", "device_peak": device_peak(device)})
     return 0
 
 
@@ -226,8 +257,46 @@ def warm_profiler_only(ctx) -> dict:
     return _with_profiler({"cuda": _warm_cuda()})
 
 
+def _limit_device_memory(job: dict) -> None:
+    """A candidate's processes may reserve at most opts.device_mem_limit_bytes
+    on the GPU (0: no limit): a runaway allocation is then this candidate's
+    own out-of-memory error, not its neighbours'."""
+    limit = int(job["opts"].get("device_mem_limit_bytes") or 0)
+    if limit <= 0 or job["device"] != "cuda":
+        return
+    import torch
+    try:
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, max(0.01, limit / total)))
+    except Exception:  # noqa: BLE001 - no limit is better than no evaluation
+        pass
+
+
+def _load_message_fds(fds: list[int]) -> list:
+    """The tensor files the server sent with a message, loaded (mapped)."""
+    out = []
+    try:
+        for fd in fds:
+            obj, _ = tensorio.load_fd(fd)
+            out.append(obj)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return out
+
+
+def _close_all(fds) -> None:
+    for fd in fds:
+        os.close(fd)
+
+
 def candidate_body(ctx, job: dict) -> int:
-    """job: kernel, opts, device, trials, inputs, init, perf (bool)."""
+    """Runs the trials the server streams to it, one at a time: each message
+    brings a trial and a sealed file with its inputs (and the constructor
+    arguments of its config); the output goes back as a sealed in-memory
+    file, with which inputs forward changed. Inputs of the trials marked
+    "keep", and those of the last timed call ("last"), stay on the device for
+    the timed phase. job: kernel, opts, device, perf, extra_warmup."""
     import torch
     _restore_threads()
     C.disable_tf32()
@@ -236,6 +305,7 @@ def candidate_body(ctx, job: dict) -> int:
     kernel = job["kernel"]
     files = loader.candidate_files(kernel)
     ctx.send({"ev": "isolation", "network": ctx.network})
+    _limit_device_memory(job)
     ctx.send({"ev": "phase", "phase": "importing the candidate"})
     try:
         mod = loader.import_candidate(kernel)
@@ -246,50 +316,82 @@ def candidate_body(ctx, job: dict) -> int:
         return write_error(ctx, "missing_model_new",
                            f"{os.path.basename(kernel)} defines no class ModelNew (the candidate must define "
                            f"class ModelNew(torch.nn.Module) with the same constructor arguments as Model)", "import")
-    outputs: dict = {}
-    post: dict = {}
-    devices: dict = {}
-    keep = None
-    trials = job["trials"]
-    n_configs = len(job["init"])
-    for c in range(n_configs):
-        mine = [t for t in trials if t["config"] == c]
-        if not mine and c != 0:
-            continue
-        where = f"constructing ModelNew (config {c})"
-        ctx.send({"ev": "phase", "phase": where})
+    models: dict = {}
+    pool: list = []
+    last = None
+    ctx.send({"ev": "phase", "phase": "waiting for inputs"})
+    while True:
+        msg, fds = ctx.recv_msg()
+        op = (msg or {}).get("op")
+        if op == "done":
+            _close_all(fds)
+            break
+        if op not in ("trial", "last") or len(fds) != 1 or not isinstance(msg.get("trial"), dict):
+            _close_all(fds)
+            return 0  # the server is done with us (or the channel is gone)
+        t = msg["trial"]
+        msg_fd_dup = os.dup(fds[0]) if job["device"] == "cpu" and op == "trial" else None
         try:
-            C.seed_all(opts["seed"])
-            model = mod.ModelNew(*job["init"][c]).to(device)
-        except BaseException as e:  # noqa: BLE001
-            return _fail(ctx, e, where, files, default_kind="construct_error")
-        for t in mine:
-            where = f"running forward (trial {t['id']})"
+            obj = _load_message_fds(fds)[0]
+        except (OSError, tensorio.FormatError) as e:
+            return write_error(ctx, "malformed_result", f"the inputs could not be read ({e})", "inputs")
+        if op == "last":
+            last = C.to_device(obj["inputs"], device)
+            del obj
+            continue
+        c = t["config"]
+        if c not in models:
+            where = f"constructing ModelNew (config {c})"
             ctx.send({"ev": "phase", "phase": where})
-            xs = C.to_device(job["inputs"][t["id"]], device)
+            for k in [k for k in models if k != 0]:
+                del models[k]  # config 0's model is kept for the timed phase
             try:
-                C.seed_all(t["seed"] + 1)
-                with torch.no_grad():
-                    out = model(*xs)
-                _sync(device)
-                devices[t["id"]] = C.tree_devices(out)
-                outputs[t["id"]] = C.to_cpu_tree(out)
-                post[t["id"]] = [x.detach().to("cpu") if isinstance(x, torch.Tensor) else None for x in xs]
+                C.seed_all(opts["seed"])
+                models[c] = mod.ModelNew(*obj["init"]).to(device)
             except BaseException as e:  # noqa: BLE001
-                return _fail(ctx, e, where, files)
-        if c == 0:
-            keep = model
+                return _fail(ctx, e, where, files, default_kind="construct_error")
+        where = f"running forward (trial {t['id']})"
+        ctx.send({"ev": "phase", "phase": where})
+        orig = obj["inputs"]
+        if device == "cpu":
+            # Test mode: compute on a copy-on-write mapping of the sealed file
+            # and check mutation against a second one (no private copy).
+            xs = orig
+            try:
+                orig = _load_message_fds([msg_fd_dup])[0]["inputs"]
+            except (OSError, tensorio.FormatError) as e:
+                return write_error(ctx, "malformed_result", f"the inputs could not be read ({e})", "inputs")
         else:
-            del model
-    try:
-        tensorio.save(os.path.join(ctx.dir, "candidate.mkt"), {"out": outputs, "post": post},
-                      meta={"devices": devices, "files": files})
-    except BaseException as e:  # noqa: BLE001
-        return write_error(ctx, "malformed_result", f"the output cannot be handed over: {e}", "saving outputs")
-    ctx.send({"ev": "correctness_ready"})
+            xs = C.to_device(orig, device)
+        try:
+            C.seed_all(t["seed"] + 1)
+            with torch.no_grad():
+                out = models[c](*xs)
+            _sync(device)
+            devices = C.tree_devices(out)
+            mutated = [isinstance(x, torch.Tensor) and not C.same_values(x, o) for x, o in zip(xs, orig)]
+        except BaseException as e:  # noqa: BLE001
+            return _fail(ctx, e, where, files)
+        del xs
+        try:
+            out_fd = tensorio.save_sealed({"out": out}, meta={"devices": devices, "mutated": mutated, "files": files})
+        except BaseException as e:  # noqa: BLE001
+            return write_error(ctx, "malformed_result", f"the output cannot be handed over: {e}", "saving outputs")
+        del out
+        try:
+            ctx.send_fd(out_fd)
+        finally:
+            os.close(out_fd)
+        if msg.get("keep"):
+            pool.append(C.to_device(orig, device))  # the original values, for refilling the timed calls
+        del orig, obj
+        ctx.send({"ev": "output", "id": t["id"]})
+    ctx.send({"ev": "correctness_ready", "device_peak": device_peak(device)})
     if not job["perf"] or not ctx.wait_go():
         return 0
-    return _perf(ctx, job, keep, files)
+    if not pool or last is None or 0 not in models:
+        return write_error(ctx, "malformed_result", "the server sent no inputs for the timed calls", "timing")
+    return _perf(ctx, job, models[0], files, pool, last)
 
 
 def _warmup(job: dict) -> int:
@@ -298,33 +400,24 @@ def _warmup(job: dict) -> int:
     return job["opts"]["warmup"] + int(job.get("extra_warmup", 0))
 
 
-def profiled_calls(job: dict) -> int:
-    """Forward calls the profiling process makes: config 0's trials, then as
-    many as the timed process makes (warm-up, timed, synced). The server
-    judges the profile against this count, not against what the child says."""
+def profiled_calls(job: dict, n_pool: int) -> int:
+    """Forward calls the profiling process makes: one per input set of the
+    timing pool, then as many as the timed process makes (warm-up, timed,
+    synced). The server judges the profile against this count, not against
+    what the child says."""
     from .timing import SYNCED_TRIALS
-    n_trials = sum(1 for t in job["trials"] if t["config"] == 0)
-    return n_trials + _warmup(job) + job["opts"]["perf_trials"] + SYNCED_TRIALS
+    return n_pool + _warmup(job) + job["opts"]["perf_trials"] + SYNCED_TRIALS
 
 
-def _timed_inputs(job: dict, device: str):
-    """What every timed (and every profiled) call reads: the trials' inputs of
-    config 0 to refill from, the seeded inputs of the last call, and the
-    buffers the calls are made with. Returns (refill, buffers)."""
-    from . import timing
-    normal = [t for t in job["trials"] if t["config"] == 0 and not t["alt"]]
-    pool = [C.to_device(job["inputs"][t["id"]], device) for t in normal]
-    last = C.to_device(job["inputs"]["last"], device)
-    bufs = C.to_device(job["inputs"][normal[0]["id"]], device)
-    return timing.make_refill(bufs, pool, last), bufs
-
-
-def _perf(ctx, job: dict, model, files: list[str]) -> int:
+def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list) -> int:
     import torch
     from . import timing
     device = job["device"]
     opts = job["opts"]
-    refill, bufs = _timed_inputs(job, device)
+    # The buffers every timed call reads, refilled in place before each call
+    # from the pool (and, for the last call, with its own seeded inputs).
+    bufs = C.to_device(pool[0], device)
+    refill = timing.make_refill(bufs, pool, last)
 
     def call():
         with torch.no_grad():
@@ -372,12 +465,14 @@ def _perf(ctx, job: dict, model, files: list[str]) -> int:
 def profile_body(ctx, job: dict) -> int:
     """The runtime profile, in a second process of the same candidate started
     beside the first (same job, same isolation). Its warm-up (warm_profiling)
-    already paid CUPTI's start-up. It imports the candidate and profiles
-    every forward call it makes: config 0's trials and
-    as many further calls as the timed process makes, inputs refilled between
-    them. A candidate that computes honestly only on the calls it expects to
-    be profiled has to tell the two processes apart. Writes runtime.json; its
-    outputs are not compared (the other process's are)."""
+    already paid CUPTI's start-up. It imports the candidate, then waits for
+    the inputs of the timed calls (the server sends them once correctness is
+    settled: the timing pool's sets, then the last call's) and profiles every
+    forward call it makes: one per pool set, then as many as the timed
+    process makes, inputs refilled between them. A candidate that computes
+    honestly only on the calls it expects to be profiled has to tell the two
+    processes apart. Writes runtime.json; its outputs are not compared (the
+    other process's are)."""
     import torch
     from . import runtime_check
     _restore_threads()
@@ -386,17 +481,26 @@ def profile_body(ctx, job: dict) -> int:
     opts = job["opts"]
     kernel = job["kernel"]
     files = loader.candidate_files(kernel)
+    _limit_device_memory(job)
     where = "importing the candidate"
     ctx.send({"ev": "phase", "phase": where})
     try:
         mod = loader.import_candidate(kernel)
+        where = "waiting for the inputs of the timed calls"
+        msg, fds = ctx.recv_msg()
+        if (msg or {}).get("op") != "pool" or len(fds) < 2:
+            _close_all(fds)
+            return 0  # the candidate failed: nothing to profile
+        sets = _load_message_fds(fds)
+        n_more = int(msg.get("n_more", 0))
         where = "constructing ModelNew (config 0)"
         C.seed_all(opts["seed"])
-        model = mod.ModelNew(*job["init"][0]).to(device)
-        mine = [t for t in job["trials"] if t["config"] == 0]
-        xs = [C.to_device(job["inputs"][t["id"]], device) for t in mine]
-        refill, bufs = _timed_inputs(job, device)
-        n_more = profiled_calls(job) - len(mine)
+        model = mod.ModelNew(*sets[0]["init"]).to(device)
+        pool = [C.to_device(s["inputs"], device) for s in sets[:-1]]
+        last = C.to_device(sets[-1]["inputs"], device)
+        del sets
+        bufs = C.to_device(pool[0], device)
+        refill = timing_refill(bufs, pool, last)
         out_nbytes = [0]
         # The burst of calls waits for the server: it runs only when no
         # candidate on this GPU is being timed (gpulock.py, shared).
@@ -406,8 +510,7 @@ def profile_body(ctx, job: dict) -> int:
 
         def run():
             with torch.no_grad():
-                for t, x in zip(mine, xs):
-                    C.seed_all(t["seed"] + 1)
+                for x in pool:
                     model(*x)
                 for i in range(n_more):
                     refill(i, i == n_more - 1)
@@ -422,9 +525,15 @@ def profile_body(ctx, job: dict) -> int:
             acts = []
     except BaseException as e:  # noqa: BLE001
         return _fail(ctx, e, where, loader.loaded_own_files(kernel) or files)
-    write_json(os.path.join(ctx.dir, "runtime.json"), {"activities": acts, "output_nbytes": out_nbytes[0]})
+    write_json(os.path.join(ctx.dir, "runtime.json"), {"activities": acts, "output_nbytes": out_nbytes[0],
+                                                       "device_peak": device_peak(device)})
     ctx.send({"ev": "phase", "phase": "profiled"})
     return 0
+
+
+def timing_refill(bufs, pool, last):
+    from . import timing
+    return timing.make_refill(bufs, pool, last)
 
 
 def baseline_body(ctx, job: dict) -> int:
@@ -444,7 +553,11 @@ def baseline_body(ctx, job: dict) -> int:
         C.seed_all(opts["seed"])
         init = list(cfg["get_init_inputs"]())
         trials = [t for t in C.plan_trials(1, opts) if not t["alt"]]
-        pool_cpu = [C.generate_inputs(cfg, t) for t in trials]
+        pool_cpu = [C.generate_inputs(cfg, trials[0])]
+        # As for candidates (evaluate._POOL_BYTES): several input sets to refill
+        # from when they are small, one when a set is large.
+        k = max(1, min(len(trials), (1 << 30) // max(1, C.tree_nbytes(pool_cpu[0]))))
+        pool_cpu += [C.generate_inputs(cfg, t) for t in trials[1:k]]
         last_cpu = C.generate_inputs(cfg, C.timing_inputs_trial(opts))
         C.seed_all(opts["seed"])
         model = mod.Model(*init).to(device)
@@ -454,6 +567,8 @@ def baseline_body(ctx, job: dict) -> int:
     pool = [C.to_device(x, device) for x in pool_cpu]
     last = C.to_device(last_cpu, device)
     bufs = C.to_device(pool_cpu[0], device)
+    if device != "cpu":
+        del pool_cpu, last_cpu  # on the device now
     refill = timing.make_refill(bufs, pool, last)
     result: dict = {"torch": torch.__version__, "tf32": False, "warmup": opts["warmup"],
                     "perf_trials": opts["perf_trials"]}
@@ -506,6 +621,36 @@ def baseline_body(ctx, job: dict) -> int:
             result["compile"] = None
             result["compile_error"] = errors.shorten(f"{type(e).__name__}: {e}", 1500)
     write_json(os.path.join(ctx.dir, "baseline.json"), result)
+    return 0
+
+
+def footprint_body(ctx, job: dict) -> int:
+    """Sizes of one call's inputs, outputs and parameters of every config, on
+    the meta device (nothing is allocated); "unknown" where the problem does
+    not run there (data-dependent shapes, or a PyTorch without device contexts)."""
+    import torch
+    res: dict = {"method": "meta", "input_bytes": 0, "output_bytes": 0, "param_bytes": 0}
+    try:
+        mod = loader.load_problem(job["problem"])
+        configs = loader.problem_configs(mod)
+        if not hasattr(torch.device("meta"), "__enter__"):
+            raise RuntimeError(f"torch {torch.__version__} has no device context manager")
+        with torch.device("meta"):
+            for cfg in configs:
+                C.seed_all(0)
+                init = list(cfg["get_init_inputs"]())
+                xs = list(cfg["get_inputs"]())
+                model = mod.Model(*init)
+                with torch.no_grad():
+                    out = model(*xs)
+                res["input_bytes"] = max(res["input_bytes"], C.tree_nbytes(xs))
+                res["output_bytes"] = max(res["output_bytes"], C.tree_nbytes(out))
+                res["param_bytes"] = max(res["param_bytes"], sum(p.numel() * p.element_size()
+                                                                  for p in list(model.parameters())
+                                                                  + list(model.buffers())))
+    except BaseException as e:  # noqa: BLE001
+        res = {"method": "unknown", "error": errors.shorten(f"{type(e).__name__}: {e}", 300)}
+    write_json(os.path.join(ctx.dir, "footprint.json"), res)
     return 0
 
 

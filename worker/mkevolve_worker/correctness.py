@@ -40,6 +40,9 @@ DEFAULTS = {
                             # 3.3 s on an H200, overlaps the first process's compile and trials); turning it
                             # off leaves the static layer alone against foreign kernels
     "static_check": True,   # false is honoured only in --test-mode (to exercise the runtime layers alone)
+    "host_mem_limit_bytes": 0,    # a candidate process over this much private host memory is killed (oom); 0: none
+    "device_mem_limit_bytes": 0,  # a candidate process may reserve at most this much on the GPU; 0: none
+    "reference_timeout_s": 0.0,   # each step of the reference's own deadline; 0: max(timeout_s, 600)
     "timing": "device",     # "device": GPU time (the host's launch hidden behind a short device-side spin);
                             # "synced": each call launched onto an idle GPU, host latency included
                             # (KernelBench's way). Both are recorded; this one is the speed.
@@ -143,8 +146,14 @@ def alternate_distribution(inputs, seed: int):
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
             cpu = x.detach().to("cpu")
-            finite = cpu[torch.isfinite(cpu)] if cpu.numel() else cpu
-            scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
+            if cpu.numel() == 0:
+                scale = 1.0
+            elif _all_finite(cpu):  # the usual case: no boolean-indexed copy of a large input
+                lo, hi = torch.aminmax(cpu.reshape(-1))
+                scale = max(1.0, abs(float(lo)), abs(float(hi)))
+            else:
+                finite = cpu[torch.isfinite(cpu)]
+                scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
             y = torch.randn(cpu.shape, generator=g, dtype=torch.float32) * scale
             out.append(y.to(dtype=x.dtype))
         else:
@@ -210,6 +219,26 @@ def tensors_equal(a, b) -> bool:
         both_nan = torch.isnan(a) & torch.isnan(b)
         return bool(((a == b) | both_nan).all())
     return bool(torch.equal(a, b))
+
+
+_SLICE = 1 << 24   # elements compared at a time: no whole-output temporaries
+
+
+def same_values(x, orig) -> bool:
+    """Whether tensor x (on any device) still holds exactly orig's values (a
+    CPU tensor), NaN equal to NaN; compared slice by slice, so no whole copy
+    of x comes to the host."""
+    import torch
+    if not isinstance(x, torch.Tensor) or not isinstance(orig, torch.Tensor):
+        return x == orig
+    if x.shape != orig.shape or x.dtype != orig.dtype:
+        return False
+    a = x.detach().reshape(-1)
+    b = orig.reshape(-1)
+    for i in range(0, a.numel(), _SLICE):
+        if not tensors_equal(a[i:i + _SLICE].to("cpu"), b[i:i + _SLICE]):
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------
@@ -283,80 +312,111 @@ def compare_tensor(exp, got, opts: dict, path: str = "") -> dict:
                     "max_abs_err": float((got.double() - exp.double()).abs().max())}
         return res
     # Compare in float32 (float64 for float64 outputs): a float32 subtraction
-    # errs by at most one ulp, far below any tolerance we accept. No boolean
-    # indexing and no float64 copies: outputs can have hundreds of millions of
-    # elements and the server compares on one CPU thread.
+    # errs by at most one ulp, far below any tolerance we accept. The work
+    # goes slice by slice (_SLICE elements): outputs can have billions of
+    # elements, and no temporary as large as the output is ever made.
     cdt = torch.float64 if exp.dtype in (torch.float64, torch.complex128) else torch.float32
-    e = exp.reshape(-1)
-    g = got.reshape(-1)
+    e_all = exp.reshape(-1)
+    g_all = got.reshape(-1)
     if exp.dtype.is_complex:
-        e = torch.view_as_real(e).reshape(-1)
-        g = torch.view_as_real(g).reshape(-1)
-    e = e.to(cdt)
-    g = g.to(cdt)
+        e_all = torch.view_as_real(e_all).reshape(-1)
+        g_all = torch.view_as_real(g_all).reshape(-1)
+    n = e_all.numel()
 
     def at(i: int):
         # Index into the original tensor (complex outputs are compared as real pairs).
         j = i // 2 if exp.dtype.is_complex else i
         return _index(j, exp.shape)
 
-    all_e_fin = _all_finite(e)
-    all_g_fin = _all_finite(g)
-    e_fin = torch.isfinite(e) if not (all_e_fin and all_g_fin) else None
-    if not all_g_fin:
-        g_fin = torch.isfinite(g)
-        bad_nf = e_fin & ~g_fin
-        if bool(bad_nf.any()):
-            i = int(bad_nf.nonzero()[0])
-            n = int(bad_nf.sum())
-            return {"ok": False, "kind": "nan",
-                    "message": f"{name} has {_fmt(g[i].item())} at index {at(i)} where {_fmt(e[i].item())} "
-                               f"was expected ({n} of {e.numel()} elements are NaN/Inf)",
-                    "max_abs_err": math.inf}
-    if not all_e_fin:
-        # Where the reference itself is non-finite, demand the same value; then
-        # compare the rest with those positions zeroed in both.
-        same = (torch.isnan(e) & torch.isnan(g)) | (e == g)
-        wrong = ~e_fin & ~same
-        if bool(wrong.any()):
-            i = int(wrong.nonzero()[0])
-            return {"ok": False, "kind": "mismatch",
-                    "message": f"{name} differs at index {at(i)}: got {_fmt(g[i].item())}, "
-                               f"expected {_fmt(e[i].item())}", "max_abs_err": math.inf}
-        zero = torch.zeros((), dtype=cdt)
-        e = torch.where(e_fin, e, zero)
-        g = torch.where(e_fin, g, zero)
-        if not bool(e_fin.any()):
-            return res
-    del e_fin
-    diff = (g - e).abs_()
-    max_abs = float(diff.max())
-    res["max_abs_err"] = max_abs
-    e_abs = e.abs()
-    e_max_abs = float(e_abs.max())
-    # A constant where the reference varies well beyond rounding noise.
-    if g.numel() > 1:
-        g_min, g_max = float(g.min()), float(g.max())
-        e_min, e_max = float(e.min()), float(e.max())
-        if g_min == g_max and (e_max - e_min) > 1e-3 * e_max_abs:
-            return {"ok": False, "kind": "mismatch",
-                    "message": f"{name} is constant (every element is {_fmt(g_min)}) but the expected output "
-                               f"varies from {_fmt(e_min)} to {_fmt(e_max)}",
-                    "max_abs_err": max_abs}
-    tol = e_abs.mul_(opts["rtol"]).add_(opts["atol"])
-    bad = diff > tol
-    if bool(bad.any()):
-        i = int(bad.nonzero()[0]) if bad.numel() < (1 << 31) else int(torch.argmax(bad.to(torch.uint8)))
+    nan_first = nf_first = bad_first = None
+    nan_count = bad_count = 0
+    any_e_fin = False
+    max_abs = e_max_abs = 0.0
+    g_min = e_min = math.inf
+    g_max = e_max = -math.inf
+    sq_e = sq_d = 0.0
+    zero = torch.zeros((), dtype=cdt)
+    for a in range(0, n, _SLICE):
+        e = e_all[a:a + _SLICE].to(cdt)
+        g = g_all[a:a + _SLICE].to(cdt)
+        fin_e, fin_g = _all_finite(e), _all_finite(g)
+        if fin_e and fin_g:
+            any_e_fin = True
+        else:
+            e_fin = torch.isfinite(e)
+            if not fin_g:
+                bad_nf = e_fin & ~torch.isfinite(g)
+                k = int(bad_nf.sum())
+                if k:
+                    nan_count += k
+                    if nan_first is None:
+                        i = int(bad_nf.nonzero()[0])
+                        nan_first = (a + i, g[i].item(), e[i].item())
+            if nan_first is not None:
+                continue  # failing already: only the count goes on
+            if not fin_e:
+                # Where the reference itself is non-finite, demand the same value;
+                # then compare the rest with those positions zeroed in both.
+                wrong = ~e_fin & ~((torch.isnan(e) & torch.isnan(g)) | (e == g))
+                if bool(wrong.any()) and nf_first is None:
+                    i = int(wrong.nonzero()[0])
+                    nf_first = (a + i, g[i].item(), e[i].item())
+                e = torch.where(e_fin, e, zero)
+                g = torch.where(e_fin, g, zero)
+            any_e_fin = any_e_fin or bool(e_fin.any())
+            del e_fin
+        if nan_first is not None or nf_first is not None:
+            continue
+        diff = (g - e).abs_()
+        m = float(diff.max())
+        max_abs = max(max_abs, m)
+        e_abs = e.abs()
+        em = float(e_abs.max())
+        e_max_abs = max(e_max_abs, em)
+        g_min, g_max = min(g_min, float(g.min())), max(g_max, float(g.max()))
+        e_min, e_max = min(e_min, float(e.min())), max(e_max, float(e.max()))
+        sq_e += _norm(e, em) ** 2
+        sq_d += _norm(diff, m) ** 2
+        tol = e_abs.mul_(opts["rtol"]).add_(opts["atol"])
+        bad = diff > tol
+        k = int(bad.sum())
+        if k:
+            bad_count += k
+            if bad_first is None:
+                i = int(torch.argmax(bad.to(torch.uint8)))
+                bad_first = (a + i, g[i].item(), e[i].item(), diff[i].item(), tol[i].item())
+        del diff, e_abs, tol, bad, e, g
+    if nan_first is not None:
+        i, gv, ev = nan_first
+        return {"ok": False, "kind": "nan",
+                "message": f"{name} has {_fmt(gv)} at index {at(i)} where {_fmt(ev)} "
+                           f"was expected ({nan_count} of {n} elements are NaN/Inf)",
+                "max_abs_err": math.inf}
+    if nf_first is not None:
+        i, gv, ev = nf_first
         return {"ok": False, "kind": "mismatch",
-                "message": f"{name} differs at index {at(i)}: got {_fmt(g[i].item())}, expected "
-                           f"{_fmt(e[i].item())} (|diff| {diff[i].item():.3g} > atol+rtol*|expected| "
-                           f"{tol[i].item():.3g}); {int(bad.sum())} of {e.numel()} elements differ, "
+                "message": f"{name} differs at index {at(i)}: got {_fmt(gv)}, expected {_fmt(ev)}",
+                "max_abs_err": math.inf}
+    if not any_e_fin:
+        return res
+    res["max_abs_err"] = max_abs
+    # A constant where the reference varies well beyond rounding noise.
+    if n > 1 and g_min == g_max and (e_max - e_min) > 1e-3 * e_max_abs:
+        return {"ok": False, "kind": "mismatch",
+                "message": f"{name} is constant (every element is {_fmt(g_min)}) but the expected output "
+                           f"varies from {_fmt(e_min)} to {_fmt(e_max)}",
+                "max_abs_err": max_abs}
+    if bad_first is not None:
+        i, gv, ev, dv, tv = bad_first
+        return {"ok": False, "kind": "mismatch",
+                "message": f"{name} differs at index {at(i)}: got {_fmt(gv)}, expected "
+                           f"{_fmt(ev)} (|diff| {dv:.3g} > atol+rtol*|expected| "
+                           f"{tv:.3g}); {bad_count} of {n} elements differ, "
                            f"max_abs_err {max_abs:.3g}",
                 "max_abs_err": max_abs}
-    del bad, tol
-    norm_e = _norm(e, e_max_abs)
+    norm_e = math.sqrt(sq_e)
     if norm_e > 0:
-        rel = _norm(diff, max_abs) / norm_e
+        rel = math.sqrt(sq_d) / norm_e
         res["rel_err"] = rel
         if rel > opts["scale_tol"]:
             return {"ok": False, "kind": "mismatch",
@@ -429,28 +489,32 @@ def is_finite_tree(obj) -> bool:
     return True
 
 
-def is_constant_tree(obj) -> bool:
-    """True when every tensor in obj holds a single repeated value."""
+def _tensors_in(obj, out: list) -> list:
     import torch
-    ts = []
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            _tensors_in(x, out)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            _tensors_in(x, out)
+    return out
 
-    def walk(o):
-        if isinstance(o, torch.Tensor):
-            ts.append(o)
-        elif isinstance(o, (list, tuple)):
-            for x in o:
-                walk(x)
-        elif isinstance(o, dict):
-            for x in o.values():
-                walk(x)
-    walk(obj)
+
+def is_constant_tree(obj) -> bool:
+    """True when every tensor in obj holds a single repeated value. (No
+    recursive closure here: its reference cycle would keep the tensors, and
+    the mappings under them, alive until the garbage collector ran.)"""
+    ts = _tensors_in(obj, [])
     if not ts:
         return False
     for t in ts:
         if t.numel() > 1:
             f = t.reshape(-1)
-            if not bool((f == f[0]).all()):
-                return False
+            for a in range(0, f.numel(), _SLICE):
+                if not bool((f[a:a + _SLICE] == f[0]).all()):
+                    return False
     return True
 
 

@@ -19,6 +19,8 @@ COMPILE_ERROR = "compile_error"
 RUNTIME_ERROR = "runtime_error"
 TIMEOUT = "timeout"
 CRASHED = "crashed"
+# The harness failed (the reference side), not the candidate: no verdict on it.
+NO_VERDICT = "no_verdict"
 
 # Fine-grained kinds and the status each one implies.
 STATUS_OF_KIND = {
@@ -57,6 +59,8 @@ STATUS_OF_KIND = {
     "stale_output": CHEATING,
     "timing_mismatch": CHEATING,
     "problem_tampered": CHEATING,   # the problem's files changed while the candidate ran
+    # Not the candidate's doing: the server's own side failed.
+    "reference_failed": NO_VERDICT,
 }
 
 KINDS = frozenset(STATUS_OF_KIND)

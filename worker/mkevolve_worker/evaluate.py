@@ -1,33 +1,30 @@
 """The trusted side of an evaluation (runs in the server or the one-shot CLI).
 
-Order of one eval:
+Order of one eval (docs/ARCHITECTURE.md has the whole story):
  1. syntax and static checks on the candidate's files (no code runs);
- 2. reference child #1 (problem file only): every trial's inputs; it runs the
-    model only to vet the problem and to drop alternate-distribution trials
-    where the reference raises or is not finite; no output leaves it;
- 3. reference child #2 (problem file only), started before the candidate and
-    beside it: loads the problem, computes every expected output and holds
-    them in its own (non-dumpable) process;
- 4. candidate child (candidate files only; inputs from the sealed copy of
-    reference #1's file, mapped copy-on-write): every trial; writes its
-    outputs; waits. Only then does reference child #2 write the expected
-    outputs, so every trial is "candidate first" and no expected value is
-    anywhere the candidate's process can read while it computes (its own
-    memory holds none: it was forked from the server before this eval's
-    expected outputs existed, and the server wipes what it frees, so earlier
-    evals' outputs are not left in its heap either);
- 5. beside it, a second process of the same candidate (profile_body)
-    profiles every forward call it makes: the trials and as many more as the
-    timed process makes (runtime_check.py);
-Children 2-5 are usually pre-started spares (spares.py): forked and warmed
-(CUDA, Triton, the profiler) before the candidate arrived, used once.
- 6. the server compares (CPU torch) and either kills the candidate (wrong) or,
-    once the profiling process has finished, lets it time itself under the
-    GPU's timing lock;
- 7. after the candidate and every descendant are dead, the server judges the
+ 2. the reference child (problem file only) loads the problem before any
+    candidate code runs, then streams the trials: for each it draws the
+    inputs (seeded), hands them over as a sealed in-memory file, computes and
+    seals the expected output, draws the next trial's inputs, and hands the
+    expected output over only once the server holds the candidate's output
+    for that trial ("candidate first", trial by trial);
+ 3. the candidate child (candidate files only; pre-started and warmed) gets
+    each trial's sealed inputs from the server, runs the trial and hands back
+    a sealed output; the server compares it (CPU torch, slice by slice) and
+    either kills the candidate or sends the next trial;
+ 4. beside it, a second process of the same candidate (profile_body) gets the
+    timed calls' inputs once every trial passed, and profiles every forward
+    call it makes (runtime_check.py);
+ 5. once the profiling process has finished, the candidate times itself under
+    the GPU's timing lock;
+ 6. after the candidate and every descendant are dead, the server judges the
     profile, the wall-clock cross-check and the output of the last timed call.
-Nothing the candidate process does can reach the verdict: it only ever hands
-over tensors and timings through files and a pipe.
+At most a trial or two of data exists at a time; footprint.Sampler measures
+the peak (checks.footprint), which the pool admits evaluations by. A failure
+of the reference side without an error of the problem's own is no verdict on
+the candidate (status no_verdict). Nothing the candidate process does can
+reach the verdict: it only ever hands over tensors and timings through sealed
+files and a pipe.
 """
 
 from __future__ import annotations
@@ -37,9 +34,8 @@ import os
 import random
 import signal
 import time
-from collections import OrderedDict
 
-from . import children, errors, gpulock, isolation, loader, spares, tensorio, timing
+from . import children, errors, footprint, gpulock, isolation, loader, spares, tensorio, timing
 from . import correctness as C
 
 
@@ -49,6 +45,12 @@ class RequestError(Exception):
 
 class ProblemError(Exception):
     """The reference problem itself failed: answered as a protocol error."""
+
+
+class HarnessError(ProblemError):
+    """The reference's process died, stalled past its deadline or broke the
+    protocol, without an error of the problem's own: the evaluation has no
+    verdict (status no_verdict), which the pool retries."""
 
 
 MAX_JSON = 64 << 20
@@ -75,8 +77,8 @@ def _first_line(text: str) -> str:
 
 
 _RNG = random.SystemRandom()
-_INPUTS_CACHE_ENTRIES = 4             # problems whose trial inputs a server keeps
-_INPUTS_CACHE_MAX_BYTES = 1 << 30      # larger input sets are drawn afresh each time
+_POOL_BYTES = 1 << 30           # input sets the timed calls refill from: all normal trials' up to this size
+CUDA_CONTEXT_BYTES = 600 << 20  # device memory a process's CUDA context takes (counted per CUDA process)
 
 
 def _sources_digest(problem: str) -> str | None:
@@ -96,23 +98,9 @@ def _sources_digest(problem: str) -> str | None:
     return h.hexdigest()
 
 
-def _inputs_key(problem: str, opts: dict, device: str, timing_trial) -> str | None:
-    """What reference child #1's output depends on: the problem's sources, the
-    options and the device. None when the sources cannot be read (then nothing
-    is cached)."""
-    import hashlib
-    src = _sources_digest(problem)
-    if src is None:
-        return None
-    extra = json.dumps({"opts": opts, "device": device, "timing_trial": timing_trial}, sort_keys=True, default=str)
-    return hashlib.sha256((src + extra).encode()).hexdigest()
-
-
 class Evaluator:
     def __init__(self, test_mode: bool = False, progress=None, keep_spares: bool = False):
         self.test_mode = test_mode
-        # key -> (inputs, meta, fd of their sealed tensor file)
-        self._inputs_cache: OrderedDict = OrderedDict()
         self.launcher = spares.Launcher(keep_spares)
         self.progress = progress or (lambda phase: None)
         self._gpu = None
@@ -187,33 +175,9 @@ class Evaluator:
             raise RequestError(f"{what} file {path}: no such file")
         return os.path.abspath(path)
 
-    def _run_reference(self, job: dict, timeout_s: float, protect=frozenset()):
-        child = self.launcher.start("ref", "reference", job)
-        self.launcher.refill()
-        return self._collect_reference(child, job, timeout_s, protect)
-
     def close(self) -> None:
-        """Kills the spares and closes the cached inputs."""
+        """Kills the spares."""
         self.launcher.close()
-        while self._inputs_cache:
-            os.close(self._inputs_cache.popitem()[1][2])
-
-    def _collect_reference(self, child, job: dict, timeout_s: float, protect=frozenset()):
-        """Waits for a reference child to exit; ProblemError if it failed."""
-        isolation.supervise(child, timeout_s, protect=protect)
-        err = _read_json(child.path("error.json"))
-        if child.timed_out:
-            isolation.cleanup_dir(child.dir)
-            raise ProblemError(f"{job['problem']}: the reference took more than {timeout_s:g} s")
-        if err or child.exit_code() != 0:
-            msg = (err or {}).get("message") if isinstance(err, dict) else None
-            if not msg:
-                sig = child.term_signal()
-                msg = (f"died of {errors.describe_signal(sig)}" if sig else f"exited with status {child.exit_code()}")
-                msg += ": " + child.tail()[-800:]
-            isolation.cleanup_dir(child.dir)
-            raise ProblemError(f"{job['problem']}: {errors.redact_env_secrets(str(msg))}")
-        return child
 
     # -- eval --
 
@@ -258,159 +222,326 @@ class Evaluator:
             return res.fail("static_violation", "static check: " + "; ".join(reasons[:5]), t_start, reasons)
 
         perf = bool(opts["perf"]) and opts["perf_trials"] > 0
-        timing_trial = C.timing_inputs_trial(opts) if perf else None
-        # Reference child #1 only draws the inputs and vets the problem: its
-        # result depends on nothing but the problem's sources, the options and
-        # the device, so the next candidate for the same problem reuses it.
-        key = _inputs_key(problem, opts, device, timing_trial)
-        hit = self._inputs_cache.get(key) if key else None
-        own_fd = None  # a sealed inputs file not kept in the cache: closed after this eval
-        if hit is not None:
-            self._inputs_cache.move_to_end(key)
-            inputs_obj, meta, inputs_fd = hit
-            res.checks["reference_inputs"] = "reused from an earlier eval of the same problem"
-        else:
-            self.progress("reference")
-            job1 = {"problem": problem, "opts": opts, "device": device, "phase": 1, "timing_trial": timing_trial}
-            ref1 = self._run_reference(job1, opts["timeout_s"])
-            try:
-                # One sealed copy: the server maps it, and so does every child
-                # that needs the inputs; nobody can change it any more.
-                inputs_fd = tensorio.sealed_copy(ref1.path("inputs.mkt"))
-                try:
-                    inputs_obj, meta = tensorio.load_fd(inputs_fd)
-                except BaseException:
-                    os.close(inputs_fd)
-                    raise
-            except (OSError, tensorio.FormatError) as e:
-                raise ProblemError(f"{problem}: the reference wrote no usable inputs ({e})") from None
-            finally:
-                isolation.cleanup_dir(ref1.dir)
-            res.checks["reference_inputs"] = "drawn by reference child #1"
-            if key and C.tree_nbytes(inputs_obj) <= _INPUTS_CACHE_MAX_BYTES:
-                self._inputs_cache[key] = (inputs_obj, meta, inputs_fd)
-                while len(self._inputs_cache) > _INPUTS_CACHE_ENTRIES:
-                    os.close(self._inputs_cache.popitem(last=False)[1][2])
-            else:
-                own_fd = inputs_fd
+        sampler = footprint.Sampler()
         try:
-            return self._evaluate_candidate(res, problem, kernel, opts, device, perf, inputs_obj, meta, inputs_fd,
-                                            t_start)
-        finally:
-            if own_fd is not None:
-                os.close(own_fd)
+            with sampler:
+                out = self._evaluate_candidate(res, problem, kernel, opts, device, perf, t_start, sampler)
+        except HarnessError as e:
+            # The reference side failed, not the candidate: no verdict (the
+            # pool retries it, and a search never charges it to the candidate).
+            out = res.no_verdict("reference_failed", str(e), t_start)
+        fp = res.checks.setdefault("footprint", {})
+        roles = dict(res.checks.pop("_roles", {}))
+        roles[os.getpid()] = "server"
+        by_role: dict = {"sealed files held by the server": sampler.peak_held}
+        for pid, n in sampler.peak_by_pid.items():
+            role = roles.get(pid, "idle spares and other processes")
+            by_role[role] = by_role.get(role, 0) + n
+        fp.update(host_peak_bytes=sampler.peak_bytes, host_samples=sampler.samples, host_peak_by_process=by_role,
+                  host_source="/proc Pss_Anon+Pss_Shmem of the server's process tree, sampled every 100 ms, "
+                              "plus sealed files it held (footprint.py)")
+        return out
 
-    def _evaluate_candidate(self, res, problem, kernel, opts, device, perf, inputs_obj, meta, inputs_fd, t_start):
-        n_configs = int(meta.get("n_configs", 1))
-        skipped = meta.get("alt_skipped") or {}
-        plan = [t for t in C.plan_trials(n_configs, opts) if t["id"] not in skipped]
-        inputs = inputs_obj["inputs"]
-        init = inputs_obj["init"]
-        res.checks["correctness"] = {
-            "configs": n_configs, "trials_per_config": opts["trials"],
-            "candidate_first_trials": opts["candidate_first_trials"], "alt_dist_trials": opts["alt_dist_trials"],
-            "alt_skipped": skipped, "atol": opts["atol"], "rtol": opts["rtol"], "scale_tol": opts["scale_tol"],
-            "tf32": False, "trials_run": len(plan),
-            "order": "expected outputs come out of their own process only after the candidate handed over its outputs",
-        }
-        # What the candidate's processes get: this (JSON) and the sealed inputs file.
-        job = {"kernel": kernel, "opts": opts, "device": device, "trials": plan, "perf": perf}
-        state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected": None}
+    def _ref_timeout(self, opts: dict) -> float:
+        """Each step of the reference's own deadline (draw, compute, hand over):
+        the pool derives it from the reference's measured time; never shorter
+        than the candidate's."""
+        return max(opts["timeout_s"], float(opts.get("reference_timeout_s") or 0) or 600.0)
+
+    def _ref_step(self, ref2, what: str, timeout_s: float, protect=frozenset()) -> dict:
+        """The reference's next "expected" event; ProblemError when it failed.
+        A reference that another process stopped (SIGSTOP: every candidate
+        runs as the same user) is continued first."""
+        isolation._kill(ref2, signal.SIGCONT)
+        if isolation.wait_event(ref2, "expected", timeout_s):
+            return [e for e in ref2.events if e.get("ev") == "expected"][-1]
+        self._reference_failed(ref2, what, timeout_s, protect)
+        raise AssertionError("unreachable")
+
+    def _ref_fd(self, ref2, what: str, timeout_s: float, protect=frozenset()) -> int:
+        isolation._kill(ref2, signal.SIGCONT)
+        fd = isolation.receive_fd(ref2, timeout_s)
+        if fd is None:
+            self._reference_failed(ref2, what, timeout_s, protect)
+        return fd
+
+    def _reference_failed(self, ref2, what: str, timeout_s: float, protect=frozenset()):
+        """Raises ProblemError saying how the reference failed while `what`."""
+        end = time.monotonic() + 2.0
+        while ref2.exit_status is None and not isolation._exited(ref2) and time.monotonic() < end:
+            time.sleep(0.02)
+        running = ref2.exit_status is None
+        isolation.finish(ref2, protect)
+        err = _read_json(ref2.path("error.json"))
+        if isinstance(err, dict) and err.get("message"):
+            raise ProblemError(f"{ref2.job_problem}: {errors.redact_env_secrets(str(err['message']))}")
+        if running:
+            raise HarnessError(f"{ref2.job_problem}: the reference took more than {timeout_s:g} s {what}")
+        sig = ref2.term_signal()
+        why = (f"died of {errors.describe_signal(sig)}" if sig is not None
+               else f"exited with status {ref2.exit_code()}")
+        if sig == signal.SIGKILL:
+            why += " (possibly the kernel's out-of-memory killer)"
+        raise HarnessError(f"{ref2.job_problem}: the reference {why} {what}: "
+                           + errors.redact_env_secrets(ref2.tail()[-800:]))
+
+    def _evaluate_candidate(self, res, problem, kernel, opts, device, perf, t_start, sampler):
+        ref_timeout = self._ref_timeout(opts)
+        state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected_last": None,
+                 "alt_skipped": {}, "trials_run": 0, "worst": {"max_abs_err": 0.0, "rel_err": 0.0},
+                 "warnings": [], "constant": [], "devices": {}, "files": [], "held": [], "pool_fds": [],
+                 "last_fd": None, "device_peaks": {}, "ref_s": 0.0, "input_bytes": 0, "output_bytes": 0}
         phase_s: list = []  # [phase, seconds since the candidate was forked]; for diagnosing slow evals
-
-        def on_event(child, ev):
-            if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str):
-                state["phase"] = ev["phase"][:200]
-                if len(phase_s) < 64:
-                    phase_s.append([state["phase"], round(ev["_t"] - child.started, 3)])
-            elif ev.get("ev") == "isolation" and ev.get("network") in ("none", "shared"):
-                res.checks["isolation"]["network"] = ev["network"]
-            elif ev.get("ev") == "correctness_ready" and state["verdict"] is None:
-                try:
-                    if _sources_digest(problem) != sources_before:
-                        # A candidate that rewrites the problem's files is cheating,
-                        # whatever it hoped to gain.
-                        state["verdict"] = {"ok": False, "kind": "problem_tampered",
-                                            "message": "the problem's source files changed while the candidate ran"}
-                    else:
-                        state["verdict"] = self._judge_correctness(child, problem, opts, device, plan, inputs,
-                                                                   init, perf, state)
-                except ProblemError as e:
-                    state["error"] = e
-                phase_s.append(["compared", round(time.monotonic() - child.started, 3)])
-                if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
-                    state["phase"] = "waiting for its profile"
-                    state["gate"] = "profiling"
-                    child.go()
-                else:
-                    state["killed"] = True
-                    try:
-                        os.killpg(child.pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-            elif ev.get("ev") == "wall" and ev.get("mark") == "round_end" and state.get("gate") == "timing":
-                # Another round of wall-clock batches only while the check fails:
-                # other processes' work can inflate one round; work the events
-                # miss inflates every round. The server counts the rounds and
-                # answers each once, in order (anything else is ignored), so a
-                # child cannot buy time with made-up events. The final verdict
-                # (_finish) takes every round and the synced times from timing.json.
-                rounds = state.setdefault("wall_rounds", timing.WallRounds())
-                answer = rounds.answer(child.events, ev)
-                if answer == "go":
-                    time.sleep(0.05 * rounds.rounds)  # let a burst of other work pass; the deadline is paused
-                    child.go()
-                elif answer == "stop":
-                    child.stop()
-            elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not lock.held:
-                if prof is not None:
-                    # The profiling process must be done: nothing else of this
-                    # candidate may run on the GPU while it is timed.
-                    self.progress("profiling")
-                    state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid}))
-                    res.checks["profile_lock"] = state["runtime"].pop("lock", None)
-                    phase_s.append(["profile collected", round(time.monotonic() - child.started, 3)])
-                # One timed phase per GPU at a time (gpulock.py); the wait does
-                # not count against the deadline. Nor do the next candidate's
-                # processes still warming up (spares.py) run beside it.
-                self.progress("waiting for the GPU")
-                res.checks["spares_warm_wait_s"] = round(self.launcher.wait_warm(opts["timeout_s"]), 3)
-                res.checks["timing_lock"] = lock.acquire(opts["timeout_s"])
-                phase_s.append(["timing lock taken", round(time.monotonic() - child.started, 3)])
-                self.progress("timing")
-                state["phase"] = "timing"
-                state["gate"] = "timing"
-                child.go()
-
         sources_before = _sources_digest(problem)
-        # Reference child #2 computes every expected output beside the
-        # candidate and holds them; it writes them only after the candidate
-        # has handed over its outputs (on_event -> _judge_correctness).
-        job2 = {"problem": problem, "opts": opts, "device": device, "phase": 2, "hold": True,
-                "trials": list(plan) + ([C.timing_inputs_trial(opts)] if perf else [])}
-        ref2 = self.launcher.start("ref", "reference", job2, inputs_fd)
-        state["ref2"] = ref2
-        # It loads the problem's code before any candidate code runs (a
-        # candidate that rewrote the files could otherwise set its own expected
-        # outputs). A child that fails to load reports it when collected.
-        isolation.wait_event(ref2, "loaded", opts["timeout_s"])
-        job["extra_warmup"] = state["extra_warmup"] = _RNG.randint(0, 15)
-        state["profiled_calls"] = children.profiled_calls(job)
-        self.progress("candidate")
-        cand = self.launcher.start("cand", "candidate", job, inputs_fd, cpu_seconds=opts["timeout_s"])
-        # The runtime profile runs in a second process of the same candidate,
-        # beside this one (children.profile_body).
-        prof = None
-        if perf and opts["profile"]:
-            prof = self.launcher.start("prof", "profile", job, inputs_fd, cpu_seconds=opts["timeout_s"])
-        state["prof"] = prof
-        # The next candidate's processes warm up while this one runs.
-        self.launcher.refill()
-        res.checks["isolation"] = {"pid": cand.pid, "network": "unknown", "cwd": "private temp dir",
-                                   "env": "scrubbed", "prestarted": cand.prestarted}
-        res.checks["phases_s"] = phase_s
+        # The reference streams the trials (children.reference_body): it loads
+        # the problem before any candidate code runs (a candidate that rewrote
+        # the files could otherwise set its own expected outputs), then draws
+        # each trial's inputs and computes its expected output.
+        self.progress("reference")
+        job2 = {"problem": problem, "opts": opts, "device": device, "perf": perf}
+        ref2 = self.launcher.start("ref", "reference", job2)
+        ref2.job_problem = problem
+        cand = prof = None
         lock = gpulock.TimingLock()
         try:
+            if not isolation.wait_event(ref2, "loaded", ref_timeout):
+                self._reference_failed(ref2, "loading the problem", ref_timeout)
+            loaded = [e for e in ref2.events if e.get("ev") == "loaded"][-1]
+            n_configs = int(loaded.get("n_configs") or 1)
+            plan = C.plan_trials(n_configs, opts)
+            ref_plan = plan + ([C.timing_inputs_trial(opts)] if perf else [])
+            first_fd = self._ref_fd(ref2, "drawing the first trial's inputs", ref_timeout)
+            state["held"].append(first_fd)
+            state["input_bytes"] = os.fstat(first_fd).st_size
+            # The timed calls refill their input buffers from a pool of the
+            # trials' own input sets: every normal trial of config 0 when they
+            # are small, only the first when one set is large (each set stays
+            # on the GPU through the timed phase).
+            normal0 = [t["id"] for t in plan if t["config"] == 0 and not t["alt"]]
+            k = max(1, min(len(normal0), _POOL_BYTES // max(1, state["input_bytes"]))) if perf else 0
+            keep = set(normal0[:k])
+            job = {"kernel": kernel, "opts": opts, "device": device, "perf": perf,
+                   "extra_warmup": _RNG.randint(0, 15)}
+            state["extra_warmup"] = job["extra_warmup"]
+            state["profiled_calls"] = children.profiled_calls(job, k)
+            self.progress("candidate")
+            cand = self.launcher.start("cand", "candidate", job, cpu_seconds=opts["timeout_s"])
+            sampler.watch(cand.pid, int(opts.get("host_mem_limit_bytes") or 0))
+            # The runtime profile runs in a second process of the same candidate,
+            # beside this one (children.profile_body).
+            if perf and opts["profile"]:
+                prof = self.launcher.start("prof", "profile", job, cpu_seconds=opts["timeout_s"])
+                sampler.watch(prof.pid, int(opts.get("host_mem_limit_bytes") or 0))
+            state["prof"] = prof
+            res.checks["_roles"] = {ref2.pid: "reference", cand.pid: "candidate",
+                                    **({prof.pid: "profiling"} if prof is not None else {})}
+            # The next candidate's processes warm up while this one runs.
+            self.launcher.refill()
+            res.checks["isolation"] = {"pid": cand.pid, "network": "unknown", "cwd": "private temp dir",
+                                       "env": "scrubbed", "prestarted": cand.prestarted}
+            res.checks["phases_s"] = phase_s
+            trial_no = {"i": 0}
+
+            def held_bytes():
+                n = 0
+                for fd in state["held"] + state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] else []):
+                    try:
+                        n += os.fstat(fd).st_size
+                    except OSError:
+                        pass
+                sampler.held_bytes = n
+
+            def send_trial(i: int, fd: int) -> None:
+                t = plan[i]
+                isolation.send_msg(cand, {"op": "trial", "trial": t, "keep": t["id"] in keep}, [fd])
+                if t["id"] in keep:
+                    state["pool_fds"].append(fd)
+                else:
+                    os.close(fd)
+                state["held"].remove(fd)
+                held_bytes()
+
+            def kill_candidate():
+                state["killed"] = True
+                for ch in (cand, prof):
+                    if ch is not None:
+                        try:
+                            os.killpg(ch.pid, signal.SIGKILL)
+                        except OSError:
+                            pass
+
+            def on_trial_output(child, ev):
+                i = trial_no["i"]
+                t = plan[i]
+                if ev.get("id") != t["id"]:
+                    state["verdict"] = {"ok": False, "kind": "malformed_result",
+                                        "message": f"the candidate reported trial {ev.get('id')!r}, expected "
+                                                   f"{t['id']}"}
+                    return kill_candidate()
+                out_fd = isolation.receive_fd(cand, 10.0)
+                if out_fd is None or not tensorio.is_sealed(out_fd):
+                    if out_fd is not None:
+                        os.close(out_fd)
+                    state["verdict"] = {"ok": False, "kind": "malformed_result",
+                                        "message": f"the candidate handed over no sealed output for trial {t['id']}"}
+                    return kill_candidate()
+                try:
+                    cand_obj, cmeta = tensorio.load_fd(out_fd)
+                    if not isinstance(cand_obj, dict) or "out" not in cand_obj:
+                        raise tensorio.FormatError("missing outputs")
+                except (OSError, tensorio.FormatError) as e:
+                    state["verdict"] = {"ok": False, "kind": "malformed_result",
+                                        "message": f"the candidate's output could not be read ({e})"}
+                    return kill_candidate()
+                finally:
+                    os.close(out_fd)
+                state["output_bytes"] = max(state["output_bytes"], C.tree_nbytes(cand_obj["out"]))
+                if isinstance(cmeta.get("files"), list):
+                    state["files"] = cmeta["files"]
+                # Only now, with the candidate's output for this trial fixed,
+                # does the reference hand its expected output over (it draws
+                # the next trial's inputs first).
+                keep_pids = frozenset({cand.pid} | ({prof.pid} if prof is not None else set()))
+                if i == 0:
+                    self.progress("reference")
+                rev = self._ref_step(ref2, f"on trial {t['id']}", ref_timeout, keep_pids)
+                next_fd = None
+                if i + 1 < len(ref_plan):
+                    next_fd = self._ref_fd(ref2, f"drawing the inputs of trial {ref_plan[i + 1]['id']}",
+                                           ref_timeout, keep_pids)
+                    state["held"].append(next_fd)
+                    held_bytes()
+                if isinstance(rev.get("ref_s"), (int, float)):
+                    state["ref_s"] = max(state["ref_s"], float(rev["ref_s"]))
+                if isinstance(rev.get("device_peak"), int):
+                    state["device_peaks"]["ref"] = max(state["device_peaks"].get("ref", 0), rev["device_peak"])
+                if rev.get("skip"):
+                    state["alt_skipped"][t["id"]] = str(rev["skip"])[:300]
+                else:
+                    ref2.go()
+                    exp_fd = self._ref_fd(ref2, f"handing over trial {t['id']}", ref_timeout, keep_pids)
+                    try:
+                        expected, _ = tensorio.load_fd(exp_fd)
+                    except (OSError, tensorio.FormatError) as e:
+                        raise ProblemError(f"{problem}: the reference handed over no usable result ({e})") from None
+                    finally:
+                        os.close(exp_fd)
+                    if i == 0:
+                        self.progress("compare")
+                    r = verdict_for_trial(t, expected, cand_obj, cmeta, device, opts)
+                    state["trials_run"] += 1
+                    if r.get("constant") is not None:
+                        state["constant"].append(r["constant"])
+                    del expected, cand_obj
+                    if not r["ok"]:
+                        state["verdict"] = r
+                        if next_fd is not None:
+                            state["held"].remove(next_fd)
+                            os.close(next_fd)
+                        return kill_candidate()
+                    for key in ("max_abs_err", "rel_err"):
+                        state["worst"][key] = max(state["worst"][key], r.get(key, 0.0) or 0.0)
+                trial_no["i"] = i + 1
+                if i + 1 < len(plan):
+                    return send_trial(i + 1, next_fd)
+                # Every trial passed. The last timed call's inputs (drawn
+                # last) go to the candidate; its expected output stays here
+                # for the check after the timed calls.
+                if next_fd is not None:
+                    rev = self._ref_step(ref2, "on the timing trial", ref_timeout, keep_pids)
+                    ref2.go()
+                    exp_fd = self._ref_fd(ref2, "handing over the timing trial", ref_timeout, keep_pids)
+                    try:
+                        state["expected_last"] = tensorio.load_fd(exp_fd)[0]["out"]
+                    except (OSError, tensorio.FormatError, KeyError, TypeError) as e:
+                        raise ProblemError(f"{problem}: the reference handed over no usable result ({e})") from None
+                    finally:
+                        os.close(exp_fd)
+                    state["held"].remove(next_fd)
+                    state["last_fd"] = next_fd
+                    isolation.send_msg(cand, {"op": "last", "trial": ref_plan[-1]}, [next_fd])
+                isolation.send_msg(cand, {"op": "done"})
+                normal = [c for c in state["constant"] if c is not None]
+                warnings = []
+                if normal and all(normal):
+                    warnings.append("the reference output is constant on every trial, so correctness cannot tell "
+                                    "a no-op kernel from a real one")
+                state["verdict"] = {"ok": True, **state["worst"], "warnings": warnings}
+                if prof is not None and state["last_fd"] is not None:
+                    # The profiling process gets the timed calls' inputs now.
+                    n_pool = len(state["pool_fds"])
+                    isolation.send_msg(prof, {"op": "pool", "n_more": state["profiled_calls"] - n_pool},
+                                       state["pool_fds"] + [state["last_fd"]])
+                for fd in state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] is not None else []):
+                    os.close(fd)
+                state["pool_fds"], state["last_fd"] = [], None
+                held_bytes()
+                phase_s.append(["compared", round(time.monotonic() - cand.started, 3)])
+
+            def on_event(child, ev):
+                if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str):
+                    state["phase"] = ev["phase"][:200]
+                    if len(phase_s) < 64:
+                        phase_s.append([state["phase"], round(ev["_t"] - child.started, 3)])
+                elif ev.get("ev") == "isolation" and ev.get("network") in ("none", "shared"):
+                    res.checks["isolation"]["network"] = ev["network"]
+                elif ev.get("ev") == "output" and state["verdict"] is None and state["error"] is None:
+                    try:
+                        if _sources_digest(problem) != sources_before:
+                            # A candidate that rewrites the problem's files is cheating,
+                            # whatever it hoped to gain.
+                            state["verdict"] = {"ok": False, "kind": "problem_tampered",
+                                                "message": "the problem's source files changed while the "
+                                                           "candidate ran"}
+                            return kill_candidate()
+                        on_trial_output(child, ev)
+                    except ProblemError as e:
+                        state["error"] = e
+                        kill_candidate()
+                elif ev.get("ev") == "correctness_ready":
+                    if isinstance(ev.get("device_peak"), int):
+                        state["device_peaks"]["cand"] = ev["device_peak"]
+                    if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
+                        state["phase"] = "waiting for its profile"
+                        state["gate"] = "profiling"
+                        child.go()
+                    elif not (state["verdict"] is not None and state["verdict"]["ok"] and not perf):
+                        kill_candidate()
+                elif ev.get("ev") == "wall" and ev.get("mark") == "round_end" and state.get("gate") == "timing":
+                    # Another round of wall-clock batches only while the check fails:
+                    # other processes' work can inflate one round; work the events
+                    # miss inflates every round. The server counts the rounds and
+                    # answers each once, in order (anything else is ignored), so a
+                    # child cannot buy time with made-up events. The final verdict
+                    # (_finish) takes every round and the synced times from timing.json.
+                    rounds = state.setdefault("wall_rounds", timing.WallRounds())
+                    answer = rounds.answer(child.events, ev)
+                    if answer == "go":
+                        time.sleep(0.05 * rounds.rounds)  # let a burst of other work pass; the deadline is paused
+                        child.go()
+                    elif answer == "stop":
+                        child.stop()
+                elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not lock.held:
+                    if prof is not None:
+                        # The profiling process must be done: nothing else of this
+                        # candidate may run on the GPU while it is timed.
+                        self.progress("profiling")
+                        state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid}))
+                        res.checks["profile_lock"] = state["runtime"].pop("lock", None)
+                        phase_s.append(["profile collected", round(time.monotonic() - child.started, 3)])
+                    # One timed phase per GPU at a time (gpulock.py); the wait does
+                    # not count against the deadline. Nor do the next candidate's
+                    # processes still warming up (spares.py) run beside it.
+                    self.progress("waiting for the GPU")
+                    res.checks["spares_warm_wait_s"] = round(self.launcher.wait_warm(opts["timeout_s"]), 3)
+                    res.checks["timing_lock"] = lock.acquire(opts["timeout_s"])
+                    phase_s.append(["timing lock taken", round(time.monotonic() - child.started, 3)])
+                    self.progress("timing")
+                    state["phase"] = "timing"
+                    state["gate"] = "timing"
+                    child.go()
+
+            send_trial(0, first_fd)
             try:
                 isolation.supervise(cand, opts["timeout_s"], on_event)
             except BaseException:
@@ -422,16 +553,55 @@ class Evaluator:
             res.checks["isolation"]["warm"] = _warm_record(cand)
             if state["error"] is not None:
                 raise state["error"]
-            return self._finish(res, cand, state, kernel, opts, device, perf, t_start)
+            if state["verdict"] is None and trial_no["i"] < len(plan) and not state["killed"]:
+                # The candidate failed before handing over trial i's output.
+                # Its failure is its own only if the reference gets through
+                # the same trial (a broken problem is never charged to it).
+                keep_pids = frozenset({cand.pid})
+                self._ref_step(ref2, f"on trial {plan[trial_no['i']]['id']}", ref_timeout, keep_pids)
+            res.checks["correctness"] = {
+                "configs": n_configs, "trials_per_config": opts["trials"],
+                "candidate_first_trials": opts["candidate_first_trials"], "alt_dist_trials": opts["alt_dist_trials"],
+                "alt_skipped": state["alt_skipped"], "atol": opts["atol"], "rtol": opts["rtol"],
+                "scale_tol": opts["scale_tol"], "tf32": False, "trials_run": state["trials_run"],
+                "order": "trials streamed one at a time; each trial's expected output comes out of its own "
+                         "process only after the candidate handed over its output for that trial",
+            }
+            return self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler)
         finally:
-            C.wipe_tree(state.get("expected"))
-            state["expected"] = None
+            state["expected_last"] = None
+            for fd in state["held"] + state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] else []):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            sampler.held_bytes = 0
             for other in (ref2, prof):  # still running when the candidate failed early
                 if other is not None:
                     if other.exit_status is None:
                         isolation.finish(other)
+            self._record_footprint(res, state, ref2, prof)
+            for other in (ref2, prof, cand):
+                if other is not None:
                     isolation.cleanup_dir(other.dir)
-            isolation.cleanup_dir(cand.dir)
+
+    def _record_footprint(self, res, state, ref2, prof) -> None:
+        peaks = dict(state["device_peaks"])
+        for ev in ref2.events:
+            if ev.get("ev") == "mem" and isinstance(ev.get("device_peak"), int):
+                peaks["ref"] = max(peaks.get("ref", 0), ev["device_peak"])
+        if prof is not None:
+            rt = _read_json(prof.path("runtime.json"))
+            if isinstance(rt, dict) and isinstance(rt.get("device_peak"), int):
+                peaks["prof"] = rt["device_peak"]
+        n_cuda = (1 + (1 if "cand" in peaks else 0) + (1 if prof is not None else 0)) if peaks else 0
+        res.checks["footprint"] = {
+            "input_bytes": state["input_bytes"], "output_bytes": state["output_bytes"],
+            "device_peak_bytes": (sum(peaks.values()) + n_cuda * CUDA_CONTEXT_BYTES) if peaks else None,
+            "device_peaks": peaks, "device_source": "torch.cuda.max_memory_reserved() of each process (as it "
+                                                    "reports it) plus a CUDA context each",
+            "reference_s": round(state["ref_s"], 4),
+        }
 
     def _collect_profile(self, prof, opts: dict, protect: frozenset) -> dict:
         """Lets the profiling process run its burst of profiled calls (under the
@@ -458,46 +628,14 @@ class Evaluator:
         return {"ok": False, "kind": kind, "message": "in the second, profiled process of the candidate: " + message,
                 "stderr": prof.tail()}
 
-    def _judge_correctness(self, child, problem, opts, device, plan, inputs, init, perf, state) -> dict:
-        try:
-            cand_obj, cmeta = tensorio.load(child.path("candidate.mkt"), max_bytes=1 << 38)
-            os.unlink(child.path("candidate.mkt"))
-            if not isinstance(cand_obj, dict) or not isinstance(cand_obj.get("out"), dict):
-                raise tensorio.FormatError("missing outputs")
-        except (OSError, tensorio.FormatError) as e:
-            return {"ok": False, "kind": "malformed_result",
-                    "message": f"the candidate's output could not be read ({e})"}
-        state["files"] = cmeta.get("files") if isinstance(cmeta.get("files"), list) else []
-        state["devices"] = cmeta.get("devices") if isinstance(cmeta.get("devices"), dict) else {}
-        # Only now, with the candidate's outputs in our hands, does any expected
-        # output leave reference child #2 (the candidate waits, its outputs fixed).
-        self.progress("reference")
-        ref2 = state["ref2"]
-        ref2.go()
-        keep = frozenset({child.pid} | ({state["prof"].pid} if state.get("prof") is not None else set()))
-        # The expected outputs come as a sealed in-memory file over ref2's own
-        # socket, never by path: the waiting candidate can write to files.
-        fd = isolation.receive_fd(ref2, opts["timeout_s"])
-        try:
-            self._collect_reference(ref2, {"problem": problem}, opts["timeout_s"], protect=keep)
-            if fd is None:
-                raise ProblemError(f"{problem}: the reference handed over no expected outputs")
-            try:
-                expected, _ = tensorio.load_fd(fd)
-            except (OSError, tensorio.FormatError) as e:
-                raise ProblemError(f"{problem}: the reference handed over no usable result ({e})") from None
-        finally:
-            if fd is not None:
-                os.close(fd)
-        state["expected"] = expected
-        self.progress("compare")
-        try:
-            return verdict_for_trials(plan, expected, cand_obj, state["devices"], inputs, device, opts)
-        finally:
-            C.wipe_tree(cand_obj)  # a correct candidate's outputs are the expected ones
-
-    def _finish(self, res, cand, state, kernel, opts, device, perf, t_start) -> dict:
+    def _finish(self, res, cand, state, kernel, opts, device, perf, t_start, sampler) -> dict:
         verdict = state["verdict"]
+        for ch, which in ((cand, "candidate"), (state.get("prof"), "profiled")):
+            if ch is not None and ch.pid in sampler.over:
+                limit = int(opts.get("host_mem_limit_bytes") or 0)
+                return res.fail("oom", f"the {which} process of the candidate used {sampler.over[ch.pid] / 2**30:.2f} "
+                                f"GiB of host memory, over its limit of {limit / 2**30:.2f} GiB, and was killed; "
+                                f"keep host-side allocations small (the work belongs on the GPU)", t_start)
         if verdict is None:
             kind, message = _failure_of(cand, state["phase"], opts["timeout_s"])
             return res.fail(kind, message, t_start, stderr=cand.tail())
@@ -570,7 +708,7 @@ class Evaluator:
             timed, _ = tensorio.load(cand.path("timed.mkt"), max_bytes=1 << 38)
         except (OSError, tensorio.FormatError) as e:
             return res.fail("malformed_result", f"the candidate's timed output could not be read ({e})", t_start)
-        exp_last = (state["expected"] or {}).get("out", {}).get("last")
+        exp_last = state.get("expected_last")
         stale = {"checked": exp_last is not None}
         if exp_last is not None:
             for key, label in (("timed_last", "the last timed call"), ("wall_last", "the last wall-clock call")):
@@ -603,6 +741,26 @@ class Evaluator:
         if problems:
             return res.fail(problems[0][0], problems[0][1], t_start, [p[1] for p in problems])
         return res.ok(t_start)
+
+    # -- footprint --
+
+    def footprint_estimate(self, problem, timeout_s: float = 120) -> dict:
+        """Bytes of one call's inputs, outputs and parameters, found without
+        allocating them: the problem runs on PyTorch's meta device in a
+        forked child. {"method": "meta", ...} or {"method": "unknown", "error"}.
+        The pool admits a problem's first evaluation by this estimate and
+        every later one by the footprint measured (checks.footprint)."""
+        problem = self._file(problem, "problem")
+        child = isolation.spawn("fp", lambda ctx: children.footprint_body(ctx, {"problem": problem}),
+                                cpu_seconds=timeout_s)
+        try:
+            isolation.supervise(child, timeout_s)
+            out = _read_json(child.path("footprint.json"))
+            if not isinstance(out, dict):
+                return {"method": "unknown", "error": "the probe died: " + _first_line(child.tail() or "no output")}
+            return out
+        finally:
+            isolation.cleanup_dir(child.dir)
 
     # -- baselines --
 
@@ -726,7 +884,7 @@ def _failure_of(child, phase: str, timeout_s: float) -> tuple[str, str]:
     # The error file comes from the candidate's process, so it can only ever
     # describe a failure; one claiming anything else is ignored.
     if isinstance(err, dict) and isinstance(err.get("message"), str) and err.get("kind") in errors.KINDS and \
-            errors.status_of(err["kind"]) not in (errors.CORRECT, errors.INCORRECT, errors.CHEATING):
+            errors.status_of(err["kind"]) not in (errors.CORRECT, errors.INCORRECT, errors.CHEATING, errors.NO_VERDICT):
         return err["kind"], errors.shorten(err["message"])
     sig = child.term_signal()
     if sig is not None:
@@ -749,48 +907,31 @@ def _trial_context(t: dict) -> str:
     return f" [trial {t['id']}: config {t['config']}, {what}, seed {t['seed']}]"
 
 
-def verdict_for_trials(plan, expected, cand_obj, devices, inputs, device, opts) -> dict:
-    import torch
-    out = cand_obj["out"]
-    post = cand_obj.get("post") if isinstance(cand_obj.get("post"), dict) else {}
-    worst_abs, worst_rel = 0.0, 0.0
-    warnings = []
-    for t in plan:
-        tid = t["id"]
-        if tid not in expected["out"]:
-            continue  # alt trial skipped by the reference
-        if tid not in out:
-            return {"ok": False, "kind": "malformed_result", "message": f"the candidate handed over no output for {tid}"}
-        if device == "cuda":
-            devs = devices.get(tid) or []
-            if any(d != "cuda" for d in devs):
-                return {"ok": False, "kind": "wrong_device",
-                        "message": "the output is not a CUDA tensor; compute it on the GPU with your Triton kernels"
-                                   + _trial_context(t), "max_abs_err": None}
-        r = C.compare_tree(expected["out"][tid], out[tid], opts)
-        if not r["ok"]:
-            r["message"] = r["message"] + _trial_context(t)
-            r.setdefault("max_abs_err", None)
-            return r
-        worst_abs = max(worst_abs, r.get("max_abs_err", 0.0) or 0.0)
-        worst_rel = max(worst_rel, r.get("rel_err", 0.0) or 0.0)
-        ref_mut = expected["mutated"].get(tid) or []
-        cand_post = post.get(tid) or []
-        for j, orig in enumerate(inputs[tid]):
-            if not isinstance(orig, torch.Tensor) or j >= len(cand_post):
-                continue
-            if j < len(ref_mut) and ref_mut[j]:
-                continue
-            if not C.tensors_equal(cand_post[j], orig):
-                return {"ok": False, "kind": "input_mutation",
-                        "message": f"forward modified its input #{j} in place; the reference leaves it unchanged, "
-                                   f"so write results to a new tensor" + _trial_context(t),
-                        "max_abs_err": worst_abs}
-    normal = [expected["out"][t["id"]] for t in plan if not t["alt"] and t["id"] in expected["out"]]
-    if normal and all(C.is_constant_tree(o) for o in normal):
-        warnings.append("the reference output is constant on every trial, so correctness cannot tell a no-op "
-                        "kernel from a real one")
-    return {"ok": True, "max_abs_err": worst_abs, "rel_err": worst_rel, "warnings": warnings}
+def verdict_for_trial(t: dict, expected: dict, cand_obj: dict, cmeta: dict, device: str, opts: dict) -> dict:
+    """One trial's verdict: the candidate's output against the reference's,
+    on the right device, and its inputs left alone where the reference
+    leaves them alone. "constant" says whether the reference output was
+    constant (normal trials only; None for alternate ones)."""
+    devices = cmeta.get("devices") if isinstance(cmeta.get("devices"), list) else []
+    if device == "cuda" and any(d != "cuda" for d in devices):
+        return {"ok": False, "kind": "wrong_device",
+                "message": "the output is not a CUDA tensor; compute it on the GPU with your Triton kernels"
+                           + _trial_context(t), "max_abs_err": None}
+    r = C.compare_tree(expected["out"], cand_obj["out"], opts)
+    if not r["ok"]:
+        r["message"] = r["message"] + _trial_context(t)
+        r.setdefault("max_abs_err", None)
+        return r
+    ref_mut = expected.get("mutated") or []
+    cand_mut = cmeta.get("mutated") if isinstance(cmeta.get("mutated"), list) else []
+    for j, changed in enumerate(cand_mut):
+        if changed is True and not (j < len(ref_mut) and ref_mut[j]):
+            return {"ok": False, "kind": "input_mutation",
+                    "message": f"forward modified its input #{j} in place; the reference leaves it unchanged, "
+                               f"so write results to a new tensor" + _trial_context(t),
+                    "max_abs_err": r.get("max_abs_err")}
+    r["constant"] = None if t["alt"] else C.is_constant_tree(expected["out"])
+    return r
 
 
 class _Result:
@@ -815,6 +956,15 @@ class _Result:
             out["stderr_tail"] = errors.redact_env_secrets(stderr[-1500:])
         if out["status"] != errors.CORRECT:
             out["runtime_ms"] = None
+        return out
+
+    def no_verdict(self, kind: str, message: str, t_start: float) -> dict:
+        """The harness, not the candidate, failed (the reference side): no
+        verdict on the candidate. The pool retries it; a search never charges it."""
+        out = self._base(t_start)
+        message = errors.redact_env_secrets(errors.shorten(message))
+        out.update(status="no_verdict", kind=kind, message=message, reasons=[f"{kind}: {_first_line(message)}"],
+                   runtime_ms=None, retryable=True)
         return out
 
     def ok(self, t_start: float) -> dict:

@@ -181,6 +181,25 @@ class ChildContext:
         finally:
             sock.close()
 
+    def recv_msg(self) -> tuple[dict | None, list[int]]:
+        """The next message the server sent with send_msg(): (object, descriptors);
+        (None, []) when the server closed the channel or sent something else."""
+        sock = socket.socket(fileno=os.dup(self.ctl_fd))
+        fds: list[int] = []
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 8, MAX_MSG_FDS)
+            if not data:
+                return None, fds
+            (n,) = struct.unpack("<Q", _recv_exact(sock, 8, data))
+            if n > (16 << 20):
+                return None, fds
+            obj = json.loads(_recv_exact(sock, n, b""))
+            return (obj if isinstance(obj, dict) else None), fds
+        except (OSError, EOFError, ValueError):
+            return None, fds
+        finally:
+            sock.close()
+
     def wait_go(self) -> bool:
         """Blocks until the server says go ("g"); False on anything else or EOF."""
         try:
@@ -360,6 +379,28 @@ def hand_over(child: Child, body: str, job: dict, payload_fd: int | None = None,
             child.ctl_sock.sendall(data[sent:])
     except OSError:
         pass  # the spare died: supervise() finds it exited and reports how
+
+
+MAX_MSG_FDS = 16
+
+
+def send_msg(child: Child, obj: dict, fds=()) -> bool:
+    """Sends a child (one with a control socket) a JSON message and, with it,
+    descriptors (SCM_RIGHTS); the child reads it with ChildContext.recv_msg().
+    False when the child is gone."""
+    if child.ctl_sock is None:
+        return False
+    msg = json.dumps(obj).encode()
+    data = struct.pack("<Q", len(msg)) + msg
+    _kill(child, signal.SIGCONT)  # a child another process stopped still gets its work
+    try:
+        child.ctl_sock.settimeout(None)
+        sent = socket.send_fds(child.ctl_sock, [data], list(fds)[:MAX_MSG_FDS])
+        if sent < len(data):
+            child.ctl_sock.sendall(data[sent:])
+        return True
+    except OSError:
+        return False
 
 
 def receive_fd(child: Child, timeout_s: float) -> int | None:

@@ -142,9 +142,9 @@ class Server:
             if not isinstance(kernel, str):
                 raise RequestError("check needs a kernel path")
             return Evaluator(self.test_mode).check(kernel, bool(req.get("allow_pytorch", False)))
-        if op not in ("eval", "baseline", "gpu_info", "verify_decomposition"):
+        if op not in ("eval", "baseline", "gpu_info", "verify_decomposition", "footprint"):
             raise RequestError(f"unknown op {op!r} (known: ping, gpu_info, check, eval, baseline, "
-                               f"verify_decomposition, shutdown)")
+                               f"verify_decomposition, footprint, shutdown)")
         if self.evaluator is None:
             raise RequestError(self.info["error"])
         ev = self.evaluator
@@ -156,6 +156,8 @@ class Server:
                 return ev.evaluate(req.get("problem"), req.get("kernel"), req.get("options"))
             if op == "baseline":
                 return ev.baseline(req.get("problem"), req.get("options"))
+            if op == "footprint":
+                return ev.footprint_estimate(req.get("problem"))
             return ev.verify_decomposition(req.get("problem"), req.get("decomposed"), req.get("subproblems_dir"),
                                            req.get("options"))
         finally:

@@ -1013,7 +1013,10 @@ class Project:
                             f"class {c.name} has no forward method")
                 continue
             reach = self.reachable_from(fwd.key)
-            if not any(self.launches.get(k) for k in reach):
+            # Under the PyTorch policy (Swap, and a reference checked as its own
+            # candidate) a PyTorch forward may pass, marked uses_pytorch: it
+            # needs no Triton launch (it still needs a forward, from a candidate file).
+            if not self.allow_pytorch and not any(self.launches.get(k) for k in reach):
                 self.report(c.file, fwd.node.lineno, "no-triton-launch",
                             f"{c.name}.forward never launches a @triton.jit kernel defined in the "
                             "candidate (expected kernel[grid](...) in forward or a helper it calls)")

@@ -72,12 +72,16 @@ def _encode(obj, blobs: list, tensors: list, depth: int = 0):
     raise FormatError(f"cannot hand over a value of type {type(obj).__name__}")
 
 
-def _as_bytes(t):
-    """A CPU uint8 view of tensor t's contiguous data (no pickle, no numpy dtype limits)."""
+_CHUNK_BYTES = 64 << 20   # tensors are written in slices this large: no whole extra copy in memory
+
+
+def _flat_bytes(t):
+    """A flat uint8 view of tensor t's data on its own device (a contiguous
+    copy only for a non-contiguous tensor)."""
     torch = _torch()
-    t = t.detach().to("cpu").contiguous()
-    if t.numel() == 0:
-        return b""
+    t = t.detach()
+    if not t.is_contiguous():
+        t = t.contiguous()
     flat = t.reshape(-1)
     if flat.dtype == torch.bool:
         flat = flat.to(torch.uint8)
@@ -85,18 +89,34 @@ def _as_bytes(t):
         flat = torch.view_as_real(flat).reshape(-1)
     if flat.dtype != torch.uint8:
         flat = flat.view(torch.uint8)
-    return flat.numpy().data
+    return flat
+
+
+def _nbytes(t) -> int:
+    return t.numel() * t.element_size()
+
+
+def _write_tensor(f, t) -> None:
+    """Writes t's bytes; a device tensor comes over in slices of _CHUNK_BYTES,
+    so writing an output never holds a second whole copy of it on the host."""
+    if t.numel() == 0:
+        return
+    flat = _flat_bytes(t)
+    if flat.device.type == "cpu":
+        f.write(flat.numpy().data)
+        return
+    n = flat.numel()
+    for a in range(0, n, _CHUNK_BYTES):
+        f.write(flat[a:a + _CHUNK_BYTES].to("cpu").numpy().data)
 
 
 def _write(f, obj, meta: dict | None) -> None:
     blobs: list = []
     tensors: list = []
     tree = _encode(obj, blobs, tensors)
-    datas = [_as_bytes(t) for t in tensors]
-    # Header length depends on offsets; compute with a fixed-width placeholder pass.
     offset = 0
-    for b, d in zip(blobs, datas):
-        b["nbytes"] = len(d) if isinstance(d, bytes) else d.nbytes
+    for b, t in zip(blobs, tensors):
+        b["nbytes"] = _nbytes(t)
         b["offset"] = offset
         offset += (b["nbytes"] + ALIGN - 1) // ALIGN * ALIGN
     header = json.dumps({"tree": tree, "blobs": blobs, "meta": meta or {}}).encode()
@@ -106,8 +126,8 @@ def _write(f, obj, meta: dict | None) -> None:
     f.write(MAGIC)
     f.write(struct.pack("<Q", len(header)))
     f.write(header)
-    for b, d in zip(blobs, datas):
-        f.write(d)
+    for b, t in zip(blobs, tensors):
+        _write_tensor(f, t)
         f.write(b"\0" * ((-b["nbytes"]) % ALIGN))
 
 
@@ -237,6 +257,17 @@ def sealed_copy(path: str, max_bytes: int = 1 << 40) -> int:
         os.close(src)
 
 
+def is_sealed(fd: int) -> bool:
+    """True when fd is a memfd that nobody can write, grow or shrink any more
+    (what the server demands of a file an untrusted child hands it)."""
+    import fcntl
+    want = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK
+    try:
+        return (fcntl.fcntl(fd, fcntl.F_GET_SEALS) & want) == want
+    except OSError:
+        return False
+
+
 def load_fd(fd: int):
     """(obj, meta) from a tensor file open at fd, mapped copy-on-write: the
     tensors share the file's pages until written, and writes stay private."""
@@ -296,32 +327,35 @@ def loads(buf: bytearray):
             t = t.reshape(shape)
         tensors.append(t)
 
-    def decode(node, depth=0):
-        if depth > 64 or not isinstance(node, dict):
-            raise FormatError("bad tree node")
-        if "t" in node:
-            i = node["t"]
-            if not isinstance(i, int) or not 0 <= i < len(tensors):
-                raise FormatError("bad tensor reference")
-            return tensors[i]
-        if "none" in node:
-            return None
-        if "v" in node:
-            if node.get("float"):
-                return float(node["v"])
-            v = node["v"]
-            if not isinstance(v, (int, float, str, bool)):
-                raise FormatError("bad scalar")
-            return v
-        if "tuple" in node:
-            return tuple(decode(x, depth + 1) for x in node["tuple"])
-        if "list" in node:
-            return [decode(x, depth + 1) for x in node["list"]]
-        if "dict" in node:
-            return {str(k): decode(v, depth + 1) for k, v in node["dict"]}
-        raise FormatError("unknown tree node")
-
-    obj = decode(header.get("tree"))
+    # A module-level function, not a closure: a recursive closure is a reference
+    # cycle that would keep every tensor (and the mapping under it) alive until
+    # the garbage collector ran.
+    obj = _decode(header.get("tree"), tensors)
     meta = header.get("meta") if isinstance(header.get("meta"), dict) else {}
     return obj, meta
 
+
+def _decode(node, tensors: list, depth: int = 0):
+    if depth > 64 or not isinstance(node, dict):
+        raise FormatError("bad tree node")
+    if "t" in node:
+        i = node["t"]
+        if not isinstance(i, int) or not 0 <= i < len(tensors):
+            raise FormatError("bad tensor reference")
+        return tensors[i]
+    if "none" in node:
+        return None
+    if "v" in node:
+        if node.get("float"):
+            return float(node["v"])
+        v = node["v"]
+        if not isinstance(v, (int, float, str, bool)):
+            raise FormatError("bad scalar")
+        return v
+    if "tuple" in node:
+        return tuple(_decode(x, tensors, depth + 1) for x in node["tuple"])
+    if "list" in node:
+        return [_decode(x, tensors, depth + 1) for x in node["list"]]
+    if "dict" in node:
+        return {str(k): _decode(v, tensors, depth + 1) for k, v in node["dict"]}
+    raise FormatError("unknown tree node")

@@ -1,0 +1,185 @@
+"""What one evaluation holds in memory, measured while it runs.
+
+The server samples its own process tree (itself, the children of the
+evaluation and the idle spares) every 100 ms from /proc: each process's
+proportional share of its anonymous and shared-memory pages (Pss_Anon +
+Pss_Shmem in smaps_rollup, so a page that several processes map, such as a
+sealed inputs file or the heap a child inherited from the server, counts
+once in the sum), plus the sealed in-memory files the server holds without
+mapping them. The peak is reported with the verdict (checks.footprint); the
+C++ pool keeps it per problem and machine and admits evaluations by it
+(docs/EVAL.md). Where smaps_rollup is missing, RssAnon + RssShmem is summed
+instead, which counts shared pages once per process (too high).
+
+The same thread enforces a host memory limit on the candidate's processes:
+one whose private memory (RssAnon) passes its limit is killed, and its
+verdict is its own runtime_error/oom, never an out-of-memory kill of a
+neighbour by the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+PAGE_KB = 1024
+
+
+def _status_kb(pid: int, fields=("RssAnon", "RssShmem")) -> dict:
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                k, _, v = line.partition(b":")
+                name = k.decode()
+                if name in fields:
+                    out[name] = int(v.split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def _pss_bytes(pid: int) -> int | None:
+    """Pss_Anon + Pss_Shmem of pid in bytes; None without smaps_rollup."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    total, seen = 0, 0
+    for line in data.split(b"\n"):
+        if line.startswith(b"Pss_Anon:") or line.startswith(b"Pss_Shmem:"):
+            try:
+                total += int(line.split()[1]) * 1024
+                seen += 1
+            except (ValueError, IndexError):
+                pass
+    return total if seen == 2 else None
+
+
+def process_bytes(pid: int) -> int:
+    """What one process of the tree adds to the footprint (see the module docstring)."""
+    pss = _pss_bytes(pid)
+    if pss is not None:
+        return pss
+    kb = _status_kb(pid)
+    return (kb.get("RssAnon", 0) + kb.get("RssShmem", 0)) * 1024
+
+
+def _children_of() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return kids
+    for n in names:
+        if not n.isdigit():
+            continue
+        try:
+            with open(f"/proc/{n}/stat", "rb") as f:
+                data = f.read()
+            ppid = int(data[data.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(n))
+    return kids
+
+
+def tree_pids(root: int) -> list[int]:
+    kids = _children_of()
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+class Sampler:
+    """Peak host memory of the server's process tree during one evaluation."""
+
+    def __init__(self, interval_s: float = 0.1):
+        self.interval_s = interval_s
+        self.peak_bytes = 0
+        self.peak_by_pid: dict[int, int] = {}   # each process's share at the peak
+        self.samples = 0
+        self.held_bytes = 0            # sealed files the server holds unmapped (set by the evaluation)
+        self.peak_held = 0
+        self._limits: dict[int, int] = {}   # pid -> private-memory limit (bytes)
+        self.over: dict[int, int] = {}      # pid -> private bytes when it was killed
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = None
+
+    def watch(self, pid: int, limit_bytes: int) -> None:
+        """Kills pid's process group once pid's private memory passes limit_bytes (0: no limit)."""
+        if limit_bytes > 0:
+            with self._lock:
+                self._limits[pid] = int(limit_bytes)
+
+    def sample(self) -> int:
+        total = 0
+        pids = tree_pids(os.getpid())
+        by_pid = {}
+        for p in pids:
+            by_pid[p] = process_bytes(p)
+            total += by_pid[p]
+        with self._lock:
+            limits = dict(self._limits)
+        for pid, limit in limits.items():
+            # The candidate's process and everything it started.
+            priv = sum(_status_kb(p, ("RssAnon",)).get("RssAnon", 0) * 1024 for p in pids if p == pid or
+                       _is_descendant(p, pid))
+            if priv > limit and pid not in self.over:
+                self.over[pid] = priv
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        total += self.held_bytes
+        self.samples += 1
+        if total > self.peak_bytes:
+            self.peak_bytes = total
+            self.peak_by_pid = by_pid
+            self.peak_held = self.held_bytes
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.sample()
+            except Exception:  # noqa: BLE001 - measuring must never break an evaluation
+                pass
+
+    def __enter__(self) -> "Sampler":
+        self.sample()
+        self._thread = threading.Thread(target=self._run, name="mk-footprint", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        try:
+            self.sample()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _is_descendant(pid: int, root: int) -> bool:
+    seen = 0
+    p = pid
+    while p > 1 and seen < 64:
+        try:
+            with open(f"/proc/{p}/stat", "rb") as f:
+                data = f.read()
+            p = int(data[data.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if p == root:
+            return True
+        seen += 1
+    return False
