@@ -82,6 +82,7 @@ json result_json(const fs::path& problem, const fs::path& kernel, const EvalResu
   if (r.raw.is_object()) {
     if (r.raw.contains("checks")) j["checks"] = r.raw["checks"];
     if (r.raw.contains("baseline_error")) j["baseline_error"] = r.raw["baseline_error"];
+    if (r.raw.contains("harness_retries")) j["harness_retries"] = r.raw["harness_retries"];
   }
   return j;
 }
@@ -271,7 +272,10 @@ int run(int argc, char** argv) {
   app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)");
   app.add_option("--cache-dir", cache_dir, "verdict cache directory (default: ~/.cache/mkevolve/results)");
   app.add_flag("--no-cache", no_cache, "evaluate again even when a cached verdict exists (and store none)");
-  app.add_option("--slots-per-gpu", slots, "candidates evaluated at once per GPU")->capture_default_str();
+  app.add_option("--slots-per-gpu", slots,
+                 "candidates evaluated at once per GPU at most, or auto (memory admission decides how many run)")
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}))
+      ->capture_default_str();
   app.add_flag("--no-prestart", no_prestart, method::kNoPrestartHelp);
   // Test-only: torch-only candidates on the CPU through the worker's test mode.
   // Never a real measurement; hidden from --help on purpose.
@@ -296,7 +300,7 @@ int run(int argc, char** argv) {
   opts.allow_pytorch = allow_pytorch;
   opts.test_cpu = test_cpu;
   if (opts.trials < 1 || opts.perf_trials < 1 || opts.warmup < 0 || opts.timeout_s <= 0 || opts.atol < 0 ||
-      opts.rtol < 0 || slots < 1) {
+      opts.rtol < 0 || slots < 0) {
     std::fprintf(stderr, "mkevolve eval: --trials, --perf-trials, --timeout and --slots-per-gpu must be positive; "
                          "--warmup, --atol and --rtol not negative\n");
     return kExitUsage;
@@ -374,12 +378,13 @@ int run(int argc, char** argv) {
 
   bool env_problem = false, all_correct = true;
   for (const auto& r : results) {
-    env_problem |= r.kind == "environment";
+    // A problem too large for this machine is the machine's limit (exit 3), not a verdict.
+    env_problem |= r.kind == "environment" || r.kind == "too_large";
     all_correct &= r.correct();
   }
   if (env_problem) {
     for (const auto& r : results)
-      if (r.kind == "environment") {
+      if (r.kind == "environment" || r.kind == "too_large") {
         std::fprintf(stderr, "mkevolve eval: %s\n", r.feedback.c_str());
         break;
       }

@@ -32,7 +32,10 @@ void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge) {
   app.add_option("--config", f.config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)");
   app.add_option("--python", f.python, "the worker's Python (default: $MKEVOLVE_PYTHON, config 'python', python3)");
   app.add_option("--gpu", f.gpu, "use only this visible GPU (index); default: all visible GPUs");
-  app.add_option("--slots-per-gpu", f.slots_per_gpu, "candidates evaluated at once per GPU")->capture_default_str();
+  app.add_option("--slots-per-gpu", f.slots_per_gpu,
+                 "candidates evaluated at once per GPU at most, or auto (memory admission decides how many run)")
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}))
+      ->capture_default_str();
   app.add_flag("--no-prestart", f.no_prestart, kNoPrestartHelp);
   // CI only: the worker's CPU test mode (torch-only candidates, no timing that
   // means anything). Hidden from --help on purpose.
@@ -176,7 +179,7 @@ int setup_pool(const std::string& cmd, const EnvFlags& flags, const fs::path& ev
   }
   eval::PoolOptions po;
   po.python = *python;
-  po.slots_per_gpu = std::max(1, flags.slots_per_gpu);
+  po.slots_per_gpu = std::max(0, flags.slots_per_gpu);
   po.prestart = !flags.no_prestart;
   po.only_gpu = flags.gpu;
   po.cache_dir = eval_cache;

@@ -10,7 +10,7 @@ constexpr struct {
     {Status::kCorrect, "correct"},         {Status::kIncorrect, "incorrect"},
     {Status::kCheating, "cheating"},       {Status::kCompileError, "compile_error"},
     {Status::kRuntimeError, "runtime_error"}, {Status::kTimeout, "timeout"},
-    {Status::kCrashed, "crashed"},
+    {Status::kCrashed, "crashed"},         {Status::kNoVerdict, "no_verdict"},
 };
 }  // namespace
 

@@ -14,7 +14,10 @@
 namespace mk::eval {
 
 /// Coarse outcome, as printed by `mkevolve eval --json`.
-enum class Status { kCorrect, kIncorrect, kCheating, kCompileError, kRuntimeError, kTimeout, kCrashed };
+/// kNoVerdict: the harness (the reference side, or memory on the machine), not
+/// the candidate, failed even after retries: no verdict on the candidate, no
+/// reward, never fed back to an LLM as the candidate's failure.
+enum class Status { kCorrect, kIncorrect, kCheating, kCompileError, kRuntimeError, kTimeout, kCrashed, kNoVerdict };
 const char* to_string(Status s);
 std::optional<Status> status_from_string(const std::string& s);
 

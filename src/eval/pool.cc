@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "eval/proc.h"
 #include "eval/protocol.h"
 #include "eval/sources.h"
@@ -111,7 +113,15 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
                    " GPU(s) visible"};
     pool->gpus_ = {pool->gpus_[static_cast<size_t>(o.only_gpu)]};
   }
-  if (o.slots_per_gpu < 1) return Error{"slots per GPU must be at least 1"};
+  if (o.slots_per_gpu < 0) return Error{"slots per GPU must be at least 1 (or 0 for auto)"};
+  if (o.slots_per_gpu == 0) {
+    // auto: as many as the CPUs can feed (an evaluation keeps about 3 cores
+    // busy: reference, candidate, profiling), at most 8; memory admission
+    // decides how many of them really run at once.
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    size_t gpus = std::max<size_t>(1, pool->gpus_.size());
+    o.slots_per_gpu = static_cast<int>(std::clamp<size_t>(cores / 3 / gpus, 1, 8));
+  }
   if (o.work_dir.empty()) {
     try {
       pool->own_work_dir_ = std::make_unique<TempDir>("mkevolve-pool");
@@ -158,6 +168,16 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   if (!o.cache_dir.empty()) pool->results_.emplace(absolute_path(o.cache_dir));
   if (o.cache_baselines)
     pool->baselines_.emplace(o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir));
+  // Footprints live beside the baselines (kept per problem and machine).
+  pool->footprints_.emplace((o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir)) /
+                            "footprints");
+  {
+    double avail = o.host_capacity_bytes > 0 ? o.host_capacity_bytes : host_memory_available();
+    double headroom = o.host_headroom_bytes > 0 ? o.host_headroom_bytes : std::max(2.0 * (1 << 30), 0.05 * avail);
+    if (o.host_capacity_bytes > 0) headroom = o.host_headroom_bytes;
+    double cap = avail > 0 ? std::max(avail - headroom, 1.0 * (1 << 30)) : 1e18;
+    pool->admission_ = std::make_unique<Admission>(cap);
+  }
 
   auto add_slot = [&](int gpu, const std::string& name, const std::string& device, const std::string& uuid) {
     auto s = std::make_unique<Slot>();
@@ -179,7 +199,9 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   };
   for (const auto& g : pool->gpus_)
     for (int k = 0; k < o.slots_per_gpu; ++k) add_slot(g.index, g.name, g.device, g.uuid);
-  if (pool->gpus_.empty()) add_slot(-1, "cpu", "", "");
+  // Without a GPU (check, and test mode's CPU evaluations) the slots share the host.
+  if (pool->gpus_.empty())
+    for (int k = 0; k < o.slots_per_gpu; ++k) add_slot(-1, "cpu", "", "");
   for (auto& s : pool->slots_) {
     Slot* raw = s.get();
     s->thread = std::thread([p = pool.get(), raw] { p->slot_loop(*raw); });
@@ -197,6 +219,7 @@ WorkerPool::~WorkerPool() {
     pending.swap(queue_);
   }
   cv_.notify_all();
+  if (admission_) admission_->wake();
   for (auto& job : pending) job.cancel("the evaluator shut down before this request ran");
   for (auto& s : slots_) {
     std::lock_guard lock(s->server_mu);
@@ -468,6 +491,140 @@ void WorkerPool::deliver(const std::string& flight, const Promise& leader, EvalR
   leader->set_value(std::move(r));
 }
 
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double num_at(const json& j, const char* a, const char* b) {
+  if (!j.is_object() || !j.contains(a) || !j[a].is_object()) return 0;
+  const json& o = j[a];
+  return o.contains(b) && o[b].is_number() ? o[b].get<double>() : 0;
+}
+
+/// What an eval's measured footprint says, from checks.footprint.
+std::optional<Footprint> measured_footprint(const json& raw) {
+  if (!raw.is_object() || !raw.contains("checks")) return std::nullopt;
+  const json& c = raw["checks"];
+  Footprint f;
+  f.host_bytes = num_at(c, "footprint", "host_peak_bytes");
+  f.device_bytes = num_at(c, "footprint", "device_peak_bytes");
+  f.input_bytes = num_at(c, "footprint", "input_bytes");
+  f.output_bytes = num_at(c, "footprint", "output_bytes");
+  f.reference_s = num_at(c, "footprint", "reference_s");
+  f.measured = true;
+  // Only an evaluation that got through its trials saw the whole footprint.
+  if (f.host_bytes <= 0 || f.output_bytes <= 0) return std::nullopt;
+  return f;
+}
+
+bool harness_failure(const EvalResult& r) {
+  if (r.status == Status::kNoVerdict) return r.kind != "too_large";
+  // A server that died, or a candidate process killed by someone else's signal
+  // (the kernel's out-of-memory killer): run it again, alone, before blaming it.
+  return r.status == Status::kCrashed && (r.kind == "server_died" || r.kind == "killed");
+}
+}  // namespace
+
+std::optional<Footprint> WorkerPool::footprint_for(Slot& slot, const EvalRequest& req, const std::string& fkey) {
+  if (auto f = footprints_->get(fkey)) return f;
+  if (auto st = ensure_server(slot); !st) return std::nullopt;
+  // The first evaluation of this problem here: estimate from the sizes the
+  // worker finds on the meta device (nothing allocated).
+  json msg{{"op", "footprint"}, {"problem", req.problem.string()}};
+  Server::Reply rep = call(slot, std::move(msg), opts_.info_timeout_s);
+  if (rep.outcome != Server::Outcome::kAnswered || rep.message.value("type", "") != "result" ||
+      rep.message.value("method", "") != "meta")
+    return std::nullopt;
+  Footprint f;
+  f.input_bytes = rep.message.value("input_bytes", 0.0);
+  f.output_bytes = rep.message.value("output_bytes", 0.0);
+  double params = rep.message.value("param_bytes", 0.0);
+  double io = f.input_bytes + f.output_bytes;
+  // The streamed evaluation holds a few copies of one call's data (docs/EVAL.md):
+  // room for four on the host, plus the processes themselves; on the GPU the
+  // reference and candidate each hold a call's data and parameters, plus the
+  // timed calls' input pool.
+  f.host_bytes = 4 * io + 3 * kGiB;
+  f.device_bytes = 4 * io + 3 * params + 3 * 0.6 * kGiB;
+  f.measured = false;
+  footprints_->put(fkey, f);
+  return f;
+}
+
+EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::string& problem_hash,
+                                 const std::string& key, const std::optional<Footprint>& fp, bool exclusive) {
+  if (auto st = ensure_server(slot); !st) return pool_failure(Status::kCrashed, "environment", st.error());
+  json options = options_to_json(req.options);
+  double host = fp ? fp->host_bytes * (fp->measured ? 1.15 : 1.0) : 0;
+  double dev = fp ? fp->device_bytes * (fp->measured ? 1.15 : 1.0) : 0;
+  if (fp) {
+    // A candidate may hold what its whole evaluation was admitted with, and no
+    // less than 8 GiB; past that its own allocation fails, not a neighbour.
+    options["host_mem_limit_bytes"] = static_cast<long long>(std::max(host, 8 * kGiB));
+    if (dev > 0) options["device_mem_limit_bytes"] = static_cast<long long>(std::max(dev, 8 * kGiB));
+    if (fp->reference_s > 0)
+      options["reference_timeout_s"] = std::max(req.options.timeout_s, 10 * fp->reference_s + 60);
+  }
+  std::optional<Admission::Ticket> ticket;
+  if (opts_.memory_admission) {
+    ticket = admission_->acquire(slot.gpu, host, dev, exclusive || !fp, [this] {
+      std::lock_guard lock(mu_);
+      return stopping_;
+    });
+    if (!ticket) return pool_failure(Status::kCrashed, "shutdown", "the evaluator shut down before this candidate ran");
+  }
+  json msg{{"op", "eval"}, {"problem", req.problem.string()}, {"kernel", req.kernel.string()}, {"options", options}};
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.evals;
+  }
+  double deadline = opts_.deadline_factor * req.options.timeout_s + opts_.grace_s;
+  if (fp && fp->reference_s > 0) deadline += 10 * (10 * fp->reference_s + 60);
+  Server::Reply rep = call(slot, std::move(msg), deadline);
+  if (ticket) admission_->release(*ticket);
+  bool stopping;
+  {
+    std::lock_guard lock(mu_);
+    stopping = stopping_;
+  }
+  EvalResult r;
+  switch (rep.outcome) {
+    case Server::Outcome::kAnswered:
+      r = parse_eval_result(rep.message);
+      break;
+    case Server::Outcome::kTimeout:
+      r = pool_failure(Status::kTimeout, "hang",
+                       "no verdict within " + fmt_seconds(deadline) + " s (the candidate's deadline is " +
+                           fmt_seconds(req.options.timeout_s) +
+                           " s): the evaluation server stopped answering and was killed with everything it "
+                           "started; make sure every kernel launch terminates (loop bounds, grid size, no spin-waits)");
+      break;
+    case Server::Outcome::kDied:
+      if (stopping) {
+        r = pool_failure(Status::kCrashed, "shutdown", "the evaluator shut down while this candidate ran");
+      } else {
+        r = pool_failure(Status::kCrashed, "server_died",
+                         "the evaluation server died while running this candidate (" + clip_tail(rep.detail, 700) +
+                             "); candidate code must not kill, signal or exit its parent process");
+      }
+      break;
+    case Server::Outcome::kProtocolError:
+      r = pool_failure(Status::kCrashed, "protocol_error",
+                       "the evaluation server broke the protocol: " + clip_tail(rep.detail, 700) +
+                           " (candidate code must not write to the server's protocol channel)");
+      break;
+  }
+  if (ticket) {
+    if (!r.raw.is_object()) r.raw = json::object();
+    if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
+    json adm = ticket->to_json();
+    adm["footprint"] = fp ? (fp->measured ? "measured" : "estimated") : "unknown: run alone";
+    r.raw["checks"]["admission"] = adm;
+  }
+  (void)problem_hash;
+  (void)key;
+  return r;
+}
+
 EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
   if (slot.gpu < 0 && !req.options.test_cpu)
     return pool_failure(Status::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
@@ -486,51 +643,109 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
       return std::move(*hit);
     }
   }
-  json msg{{"op", "eval"},
-           {"problem", req.problem.string()},
-           {"kernel", req.kernel.string()},
-           {"options", options_to_json(req.options)}};
-  {
-    std::lock_guard lock(mu_);
-    ++stats_.evals;
+  // The footprint of one evaluation of this problem on this machine.
+  Hasher fh;
+  fh.update(*ph).update(id.gpu_model).update(id.torch).update(id.worker).update(req.options.test_cpu ? "cpu" : "gpu");
+  std::string fkey = fh.hex();
+  std::optional<Footprint> fp = opts_.memory_admission ? footprint_for(slot, req, fkey) : std::nullopt;
+  if (slot.gpu >= 0 && opts_.memory_admission && !admission_->device_capacity(slot.gpu)) {
+    if (auto st = ensure_server(slot); st) {
+      auto rep = call(slot, json{{"op", "gpu_info"}}, opts_.info_timeout_s);
+      if (rep.outcome == Server::Outcome::kAnswered && rep.message.contains("gpus") && rep.message["gpus"].is_array() &&
+          !rep.message["gpus"].empty()) {
+        double total = rep.message["gpus"][0].value("memory_bytes", 0.0);
+        // Idle pre-started processes hold a CUDA context each (three per slot).
+        double idle = opts_.prestart ? 3 * 0.6 * kGiB * opts_.slots_per_gpu : 0;
+        if (total > 0) admission_->set_device_capacity(slot.gpu, std::max(total * 0.95 - idle - 2 * kGiB, kGiB));
+      }
+    }
   }
-  double deadline = opts_.deadline_factor * req.options.timeout_s + opts_.grace_s;
-  Server::Reply rep = call(slot, std::move(msg), deadline);
+  // One call's inputs and outputs must fit at all: nothing can evaluate a
+  // problem bigger than the machine, so say so before any candidate is charged.
+  if (fp && opts_.memory_admission) {
+    double need_host = fp->input_bytes + fp->output_bytes;
+    auto dcap = admission_->device_capacity(slot.gpu);
+    std::string what;
+    if (need_host > admission_->host_capacity())
+      what = fmt::format("{:.1f} GiB of host memory (one call's inputs and outputs) but {:.1f} GiB is available",
+                         need_host / kGiB, admission_->host_capacity() / kGiB);
+    else if (slot.gpu >= 0 && dcap && need_host > *dcap)
+      what = fmt::format("{:.1f} GiB of GPU memory (one call's inputs and outputs) but GPU {} has {:.1f} GiB",
+                         need_host / kGiB, slot.gpu, *dcap / kGiB);
+    if (!what.empty()) {
+      EvalResult r = pool_failure(Status::kNoVerdict, "too_large",
+                                  req.problem.string() + ": one evaluation of this problem needs " + what);
+      r.gpu = slot.gpu;
+      return r;
+    }
+  }
+  // No footprint yet: one evaluation of this problem runs alone and measures
+  // it; the others of the same problem wait for that, then use the measurement.
+  std::shared_ptr<std::promise<void>> measuring;
+  if (opts_.memory_admission && !fp) {
+    std::shared_future<void> first;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = measuring_.find(fkey); it != measuring_.end()) {
+        first = it->second;
+      } else {
+        measuring = std::make_shared<std::promise<void>>();
+        measuring_[fkey] = measuring->get_future().share();
+      }
+    }
+    if (first.valid()) {
+      first.wait();
+      fp = footprints_->get(fkey);
+    }
+  }
+  struct Done {
+    WorkerPool* pool;
+    std::shared_ptr<std::promise<void>> p;
+    std::string key;
+    ~Done() {
+      if (!p) return;
+      {
+        std::lock_guard lock(pool->mu_);
+        pool->measuring_.erase(key);
+      }
+      p->set_value();
+    }
+  } done{this, measuring, fkey};
+  EvalResult r;
+  int attempt = 0;
+  for (;; ++attempt) {
+    r = eval_once(slot, req, *ph, key, fp, /*exclusive=*/attempt > 0);
+    if (auto m = measured_footprint(r.raw)) {
+      footprints_->put(fkey, *m);
+      fp = footprints_->get(fkey);
+    }
+    bool stopping;
+    {
+      std::lock_guard lock(mu_);
+      stopping = stopping_;
+    }
+    // A reference-side failure is retried up to harness_retries times; a dead
+    // server or a killed candidate once (alone: if it happens again with
+    // nothing beside it, it is the candidate's doing).
+    int allowed = r.status == Status::kNoVerdict ? opts_.harness_retries : std::min(1, opts_.harness_retries);
+    if (stopping || !harness_failure(r) || attempt >= allowed) break;
+    std::lock_guard lock(mu_);
+    ++stats_.retries;
+  }
+  if (attempt > 0) {
+    if (!r.raw.is_object()) r.raw = json::object();
+    r.raw["harness_retries"] = attempt;
+  }
+  if (r.status == Status::kNoVerdict) {
+    std::lock_guard lock(mu_);
+    ++stats_.no_verdicts;
+  }
+  bool cacheable = r.kind != "protocol_error" && r.kind != "worker_error" && r.kind != "shutdown" &&
+                   r.status != Status::kNoVerdict && !(r.kind == "killed" && attempt == 0);
   bool stopping;
   {
     std::lock_guard lock(mu_);
     stopping = stopping_;
-  }
-  EvalResult r;
-  bool cacheable = true;
-  switch (rep.outcome) {
-    case Server::Outcome::kAnswered:
-      r = parse_eval_result(rep.message);
-      cacheable = r.kind != "protocol_error" && r.kind != "worker_error";
-      break;
-    case Server::Outcome::kTimeout:
-      r = pool_failure(Status::kTimeout, "hang",
-                       "no verdict within " + fmt_seconds(deadline) + " s (the candidate's deadline is " +
-                           fmt_seconds(req.options.timeout_s) +
-                           " s): the evaluation server stopped answering and was killed with everything it "
-                           "started; make sure every kernel launch terminates (loop bounds, grid size, no spin-waits)");
-      break;
-    case Server::Outcome::kDied:
-      if (stopping) {
-        r = pool_failure(Status::kCrashed, "shutdown", "the evaluator shut down while this candidate ran");
-        cacheable = false;
-      } else {
-        r = pool_failure(Status::kCrashed, "server_died",
-                         "the evaluation server died while running this candidate (" + clip_tail(rep.detail, 700) +
-                             "); candidate code must not kill, signal or exit its parent process");
-      }
-      break;
-    case Server::Outcome::kProtocolError:
-      r = pool_failure(Status::kCrashed, "protocol_error",
-                       "the evaluation server broke the protocol: " + clip_tail(rep.detail, 700) +
-                           " (candidate code must not write to the server's protocol channel)");
-      cacheable = false;
-      break;
   }
   r.gpu = slot.gpu;
   if (req.options.measure_perf && !stopping && r.kind != "environment") add_baselines(slot, req, *ph, r);

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "eval/admission.h"
 #include "eval/cache.h"
 #include "eval/evaluator.h"
 #include "eval/gpus.h"
@@ -36,7 +37,20 @@ struct PoolOptions {
   std::vector<std::string> worker_command;
   std::filesystem::path worker_dir;        ///< PYTHONPATH for the worker; empty = install_root()/worker
   bool test_mode = false;                  ///< start servers with --test-mode (allows test_cpu evals)
-  int slots_per_gpu = 1;                   ///< concurrent candidates per GPU
+  /// Concurrent candidates per GPU at most (0: auto, the most the CPUs allow);
+  /// memory admission (below) decides how many really run at once.
+  int slots_per_gpu = 1;
+  /// Start an evaluation only when its measured (or estimated) footprint fits
+  /// in the host's and its GPU's free memory beside those running (admission.h).
+  bool memory_admission = true;
+  /// Host memory kept free; 0: max(2 GiB, 5% of what is available at start).
+  double host_headroom_bytes = 0;
+  /// The host memory admission may hand out; 0: what /proc/meminfo (or a cgroup
+  /// limit) says is available at start, less the headroom. Tests set it.
+  double host_capacity_bytes = 0;
+  /// Retries of an evaluation whose failure was the harness's (the reference
+  /// side: status no_verdict; a server that died), each alone on its GPU.
+  int harness_retries = 2;
   /// Each server keeps a candidate's processes forked and warmed (CUDA, Triton,
   /// the profiler) before the candidate arrives; false starts them on demand
   /// (less GPU memory held: a CUDA context per idle process).
@@ -98,6 +112,8 @@ class WorkerPool final : public Evaluator {
     long baseline_runs = 0;    ///< baseline ops sent
     long restarts = 0;         ///< servers killed after a timeout, death or protocol error
     long starts = 0;           ///< servers started
+    long retries = 0;          ///< evaluations run again after a harness failure
+    long no_verdicts = 0;      ///< evaluations still without a verdict after their retries
   };
   Stats stats() const;
 
@@ -116,6 +132,9 @@ class WorkerPool final : public Evaluator {
   Server::Reply call(Slot& slot, nlohmann::json req, double timeout_s);
   void drop_server(Slot& slot);
   EvalResult run_eval(Slot& slot, const EvalRequest& req);
+  EvalResult eval_once(Slot& slot, const EvalRequest& req, const std::string& problem_hash,
+                       const std::string& key, const std::optional<Footprint>& fp, bool exclusive);
+  std::optional<Footprint> footprint_for(Slot& slot, const EvalRequest& req, const std::string& fkey);
   void add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r);
   EvalIdentity identity_for(const Slot& slot) const;
   std::optional<EvalIdentity> identity_for_gpu(int gpu) const;
@@ -130,6 +149,11 @@ class WorkerPool final : public Evaluator {
   std::string worker_hash_;
   std::optional<ResultCache> results_;
   std::optional<BaselineCache> baselines_;
+  std::unique_ptr<Admission> admission_;
+  /// Problems (footprint keys) whose first evaluation, the one that measures
+  /// the footprint, is running: the others of the same problem wait for it.
+  std::map<std::string, std::shared_future<void>> measuring_;
+  std::optional<FootprintCache> footprints_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

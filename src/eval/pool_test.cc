@@ -160,7 +160,67 @@ TEST_F(PoolTest, ServerThatExitsOrIsKilledIsCrashedAndReplaced) {
   EXPECT_NE(k.feedback.find("signal 9"), std::string::npos) << k.feedback;
   EvalResult next = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
   EXPECT_EQ(next.status, Status::kCorrect) << next.feedback;
-  EXPECT_EQ(pool->stats().restarts, 2);
+  // Each death is tried once more, alone, before it is the candidate's.
+  EXPECT_EQ(pool->stats().restarts, 4);
+  EXPECT_EQ(pool->stats().retries, 2);
+}
+
+TEST_F(PoolTest, ANoVerdictIsRetriedAndNeverCached) {
+  auto pool = make(options());
+  auto k = kernel("ref_dies", "# FAKE: no_verdict\n");
+  EvalResult r = pool->evaluate(request(k));
+  EXPECT_EQ(r.status, Status::kNoVerdict);
+  EXPECT_EQ(r.kind, "reference_failed");
+  EXPECT_EQ(pool->stats().retries, 2);
+  EXPECT_EQ(pool->stats().no_verdicts, 1);
+  EXPECT_EQ(logged("eval"), 3);
+  EXPECT_EQ(r.raw.value("harness_retries", 0), 2);
+  // Asked again: not answered from the verdict cache.
+  EvalResult again = pool->evaluate(request(k));
+  EXPECT_EQ(again.status, Status::kNoVerdict);
+  EXPECT_EQ(logged("eval"), 6);
+}
+
+TEST_F(PoolTest, EvaluationsRunTogetherOnlyAsFarAsTheirFootprintsFit) {
+  auto o = options();
+  o.slots_per_gpu = 4;
+  o.cache_dir.clear();
+  o.host_capacity_bytes = 10.0 * (1 << 30);  // admission may hand out 10 GiB
+  auto pool = make(o);
+  auto count = dir.path() / "running";
+  // The first evaluation has no footprint yet (the fake's probe says unknown):
+  // it runs alone and measures 4 GiB; from then on 4 GiB x 1.15 fits twice in 10.
+  auto k = kernel("big", "# FAKE: footprint 4\n# FAKE: concurrency " + count.string() + "\n# FAKE: correct\n");
+  std::vector<std::future<EvalResult>> futs;
+  for (int i = 0; i < 8; ++i) futs.push_back(pool->submit(request(k)));
+  int measured = 0, alone = 0;
+  for (auto& f : futs) {
+    EvalResult r = f.get();
+    EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
+    const json& adm = r.raw["checks"]["admission"];
+    measured += adm.value("footprint", "") == "measured";
+    alone += adm.value("exclusive", false);
+  }
+  std::ifstream in(count.string() + ".max");
+  int most = 0;
+  in >> most;
+  EXPECT_EQ(most, 2) << "at most two 4.6 GiB evaluations fit in 10 GiB, and four slots would allow four";
+  EXPECT_GE(alone, 1);
+  EXPECT_GE(measured, 1);
+  EXPECT_EQ(measured + alone, 8);
+}
+
+TEST_F(PoolTest, AProblemTooLargeForTheMachineFailsBeforeAnyEvaluation) {
+  auto o = options();
+  o.host_capacity_bytes = 10.0 * (1 << 30);
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "12,4";  // one call: 12 GiB in, 4 GiB out
+  auto pool = make(o);
+  EvalResult r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  EXPECT_EQ(r.status, Status::kNoVerdict);
+  EXPECT_EQ(r.kind, "too_large");
+  EXPECT_NE(r.feedback.find("16.0 GiB of host memory"), std::string::npos) << r.feedback;
+  EXPECT_NE(r.feedback.find("problem.py"), std::string::npos) << r.feedback;
+  EXPECT_EQ(logged("eval"), 0);
 }
 
 TEST_F(PoolTest, ProtocolViolationsAreCrashedNeverFatal) {
@@ -329,8 +389,10 @@ TEST_F(PoolTest, ConcurrentSubmitsFromManyThreadsAllResolve) {
       crashed += r.status == Status::kCrashed;
     }
   EXPECT_EQ(correct + incorrect + crashed, kThreads * kPer);
-  EXPECT_EQ(pool->stats().evals, kThreads * kPer);
-  EXPECT_EQ(pool->stats().restarts, crashed);
+  // A server that dies is given one more try, alone, before the candidate is blamed.
+  EXPECT_EQ(pool->stats().evals, kThreads * kPer + crashed);
+  EXPECT_EQ(pool->stats().retries, crashed);
+  EXPECT_EQ(pool->stats().restarts, 2 * crashed);
   EXPECT_EQ(logged("baseline"), 1);  // one measurement shared by every slot
 }
 

@@ -1,0 +1,165 @@
+#include "eval/admission.h"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "util/fs.h"
+
+namespace mk::eval {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json Footprint::to_json() const {
+  return json{{"host_bytes", host_bytes},     {"device_bytes", device_bytes}, {"input_bytes", input_bytes},
+              {"output_bytes", output_bytes}, {"reference_s", reference_s},   {"measured", measured},
+              {"version", 1}};
+}
+
+std::optional<Footprint> Footprint::from_json(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  Footprint f;
+  auto num = [&](const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0; };
+  f.host_bytes = num("host_bytes");
+  f.device_bytes = num("device_bytes");
+  f.input_bytes = num("input_bytes");
+  f.output_bytes = num("output_bytes");
+  f.reference_s = num("reference_s");
+  f.measured = j.value("measured", false);
+  if (f.host_bytes <= 0) return std::nullopt;
+  return f;
+}
+
+std::optional<Footprint> FootprintCache::get(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  std::ifstream in(dir_ / (key + ".json"));
+  if (!in) return std::nullopt;
+  try {
+    return Footprint::from_json(json::parse(in));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+void FootprintCache::put(const std::string& key, const Footprint& f) {
+  std::lock_guard lock(mu_);
+  Footprint out = f;
+  {
+    std::ifstream in(dir_ / (key + ".json"));
+    if (in) {
+      try {
+        if (auto old = Footprint::from_json(json::parse(in)); old && old->measured && f.measured) {
+          out.host_bytes = std::max(out.host_bytes, old->host_bytes);
+          out.device_bytes = std::max(out.device_bytes, old->device_bytes);
+          out.reference_s = std::max(out.reference_s, old->reference_s);
+        }
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  (void)write_file_atomic(dir_ / (key + ".json"), out.to_json().dump(2) + "\n");  // a full disk costs a re-measure
+}
+
+double host_memory_available() {
+  double avail = 0;
+  std::ifstream mi("/proc/meminfo");
+  std::string line;
+  while (std::getline(mi, line)) {
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream ss(line.substr(13));
+      double kb = 0;
+      ss >> kb;
+      avail = kb * 1024;
+    }
+  }
+  // A cgroup v2 limit (containers, Slurm jobs) may be lower than what the host has free.
+  std::ifstream lim("/sys/fs/cgroup/memory.max"), cur("/sys/fs/cgroup/memory.current");
+  std::string l, c;
+  if (lim >> l && cur >> c && l != "max") {
+    try {
+      double room = std::stod(l) - std::stod(c);
+      if (room > 0 && (avail <= 0 || room < avail)) avail = room;
+    } catch (const std::exception&) {
+    }
+  }
+  return avail;
+}
+
+json Admission::Ticket::to_json() const {
+  return json{{"host_reserved_bytes", host}, {"device_reserved_bytes", device}, {"ran_alone", alone},
+              {"exclusive", exclusive},      {"waited_s", waited_s}};
+}
+
+void Admission::set_device_capacity(int gpu, double bytes) {
+  std::lock_guard lock(mu_);
+  dev_cap_[gpu] = bytes;
+}
+
+std::optional<double> Admission::device_capacity(int gpu) const {
+  std::lock_guard lock(mu_);
+  auto it = dev_cap_.find(gpu);
+  if (it == dev_cap_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Admission::fits(const Ticket& t) const {
+  if (exclusive_running_ > 0) return false;
+  if (t.exclusive) return running_ == 0;
+  if (host_used_ + t.host > host_cap_) return false;
+  if (t.gpu >= 0) {
+    auto cap = dev_cap_.find(t.gpu);
+    auto used = dev_used_.find(t.gpu);
+    double u = used == dev_used_.end() ? 0 : used->second;
+    if (cap != dev_cap_.end() && u + t.device > cap->second) return false;
+  }
+  return true;
+}
+
+std::optional<Admission::Ticket> Admission::acquire(int gpu, double host, double device, bool exclusive,
+                                                    const std::function<bool()>& stop) {
+  Ticket t;
+  t.gpu = gpu;
+  t.host = host;
+  t.device = device;
+  t.exclusive = exclusive;
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (stop && stop()) return std::nullopt;
+    if (fits(t)) break;
+    if (running_ == 0) {  // too large even for an idle machine: it runs alone
+      t.alone = true;
+      break;
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(500));
+  }
+  host_used_ += t.host;
+  if (gpu >= 0) dev_used_[gpu] += t.device;
+  ++running_;
+  if (t.exclusive || t.alone) ++exclusive_running_;
+  t.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return t;
+}
+
+void Admission::release(const Ticket& t) {
+  {
+    std::lock_guard lock(mu_);
+    host_used_ -= t.host;
+    if (t.gpu >= 0) dev_used_[t.gpu] -= t.device;
+    --running_;
+    if (t.exclusive || t.alone) --exclusive_running_;
+  }
+  cv_.notify_all();
+}
+
+void Admission::wake() { cv_.notify_all(); }
+
+int Admission::running() const {
+  std::lock_guard lock(mu_);
+  return running_;
+}
+
+}  // namespace mk::eval
