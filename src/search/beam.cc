@@ -8,6 +8,9 @@
 #include "run/events.h"
 #include "search/internal.h"
 #include "search/search.h"
+
+#include <chrono>
+#include <thread>
 #include "util/fs.h"
 
 namespace mk::search {
@@ -236,6 +239,7 @@ int progress_rank(const Candidate& c) {
     case eval::Status::kCrashed: return 3;
     case eval::Status::kCompileError: return 2;
     case eval::Status::kCheating: return 1;
+    case eval::Status::kNoVerdict: return 0;
   }
   return 0;
 }
@@ -323,8 +327,19 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
     req.options.allow_pytorch = task.allow_pytorch;
     req.task = task.task;
     c.result = detail::evaluate(ctx, req);
+    // No verdict: the harness failed (the pool already retried it). Try again
+    // later; it is never this candidate's failure.
+    double wait = ctx.opts.no_verdict_wait_s;
+    for (int k = 0; k < 3 && c.result.status == eval::Status::kNoVerdict && c.result.kind != "too_large"; ++k) {
+      for (double waited = 0; waited < wait && !ctx.should_stop(); waited += 0.1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (ctx.should_stop()) break;
+      c.result = detail::evaluate(ctx, req);
+      wait *= 3;
+    }
   }
   c.evaluated = true;
+  c.no_verdict = c.result.status == eval::Status::kNoVerdict;
 
   if (ctx.judge && c.result.correct()) {
     auto jc = agents::judge_prompt(*ctx.prompts, task.problem_source, c.source);
@@ -445,7 +460,24 @@ BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState be
     auto children = run_jobs(ctx, task, jobs, iteration, sink);
     remaining -= static_cast<int>(jobs.size());
     beam.calls += static_cast<int>(jobs.size());
-    for (auto& c : children) beam.members.push_back(std::move(c));
+    // Candidates without a verdict stay out of the beam (no reward of 0, no
+    // debug prompt) and their calls are given back to the budget, as long as
+    // the round got some verdict: a harness that answers nothing stops the run.
+    int no_verdict = 0;
+    std::string why;
+    for (const auto& c : children)
+      if (c.no_verdict) {
+        ++no_verdict;
+        why = c.result.feedback;
+      }
+    if (no_verdict > 0 && no_verdict == static_cast<int>(children.size())) {
+      ctx.set_fatal(fmt::format("no evaluation of {} gave a verdict (the evaluator failed, not the candidates): {}",
+                                task.task, why));
+      break;
+    }
+    remaining += no_verdict;
+    for (auto& c : children)
+      if (!c.no_verdict) beam.members.push_back(std::move(c));
     std::stable_sort(beam.members.begin(), beam.members.end(), better);
     if (static_cast<int>(beam.members.size()) > width) beam.members.resize(width);
   }

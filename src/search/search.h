@@ -42,6 +42,10 @@ struct SearchOptions {
   /// (OpenAI-compatible reasoning_effort; a thinking budget for Claude).
   std::string reasoning_effort;
   eval::EvalOptions eval;
+  /// A candidate whose evaluation had no verdict (the harness failed, and the
+  /// pool's own retries did too) is evaluated again after this many seconds,
+  /// then 3x and 9x as long; not part of config.json (it changes no decision).
+  double no_verdict_wait_s = 10;
   /// The budget of the baselines: the same total number of kernel calls.
   int total_budget() const { return iterations * calls_per_iter; }
 };
@@ -105,6 +109,9 @@ struct Candidate {
   std::string raw_reply;               ///< kept to re-ask after a parse error
   agents::Conversation conversation;   ///< what was sent
   bool evaluated = false;
+  /// Evaluated, but the harness gave no verdict (eval::Status::kNoVerdict):
+  /// never in a beam, never shown to an LLM as a failure, its call refunded.
+  bool no_verdict = false;
   eval::EvalResult result;
   double reward = 0;                   ///< speedup vs torch.compile; 0 unless correct
   bool correct() const { return evaluated && result.correct(); }

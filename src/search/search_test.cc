@@ -157,6 +157,51 @@ TEST(Beam, DebugForFailingOptimizeForPassing) {
   EXPECT_EQ(b.members[0].agent, "optimize");
 }
 
+TEST(Beam, ANoVerdictNeverReachesTheLlmAndCostsNoBudget) {
+  Harness h;
+  h.ctx.opts.no_verdict_wait_s = 0.01;
+  // Sample 0's evaluation never gets a verdict (the harness fails each time);
+  // every other kernel is correct.
+  h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+    return kernel_reply(r.sample == 0 ? "no_verdict" : "correct speedup=1.2");
+  });
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 8, 1, &h.sink);
+  // Eight calls that produced a verdict, plus the one given back.
+  EXPECT_EQ(h.llm.requests().size(), 9u);
+  EXPECT_EQ(b.calls, 9);
+  EXPECT_EQ(h.llm.count("debug"), 0);
+  for (const auto& r : h.llm.requests())
+    for (const auto& m : r.messages) EXPECT_EQ(m.content.find("no_verdict"), std::string::npos) << m.content;
+  for (const auto& m : b.members) EXPECT_NE(m.sample, 0) << "a candidate without a verdict is in the beam";
+  // Evaluated four times in all: once, then three more tries later.
+  int tries = 0;
+  for (const auto& r : h.ev.requests()) tries += r.kernel.stem().string() == "tiny-s0";
+  EXPECT_EQ(tries, 4);
+  EXPECT_TRUE(h.ctx.fatal_message().empty());
+}
+
+TEST(Beam, ANoVerdictIsEvaluatedAgainLater) {
+  Harness h;
+  h.ctx.opts.no_verdict_wait_s = 0.01;
+  h.llm.on("generate", kernel_reply("no_verdict_then_correct"));
+  h.llm.on("optimize", kernel_reply("incorrect"));
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 4, 1, &h.sink);
+  ASSERT_EQ(b.members.size(), 4u);
+  for (const auto& m : b.members) EXPECT_TRUE(m.correct()) << m.result.feedback;
+  EXPECT_EQ(h.ev.requests().size(), 8u);  // each kernel twice
+}
+
+TEST(Beam, ARoundWithoutAnyVerdictStopsTheSearch) {
+  Harness h;
+  h.ctx.opts.no_verdict_wait_s = 0.01;
+  h.llm.on("*", kernel_reply("no_verdict"));
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 16, 1, &h.sink);
+  EXPECT_EQ(h.llm.requests().size(), 4u);  // the first round only
+  EXPECT_TRUE(b.members.empty());
+  ASSERT_FALSE(h.ctx.fatal_message().empty());
+  EXPECT_NE(h.ctx.fatal_message().find("no evaluation of tiny gave a verdict"), std::string::npos);
+}
+
 TEST(Beam, ParseErrorIsReaskedAndCountsAgainstTheBudget) {
   Harness h;
   h.llm.on_contains("generate", "could not be used", kernel_reply("correct speedup=1.1"));

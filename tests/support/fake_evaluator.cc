@@ -115,7 +115,22 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
     }
   } else {
     auto src = read_file(req.kernel);
-    r = judge_source(src ? *src : "", req.options.allow_pytorch);
+    int n;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      n = seen_[req.kernel.string()]++;
+    }
+    if (src && src->find("# FAKE: no_verdict_then_correct") != std::string::npos) {
+      if (n == 0) {
+        r.status = eval::Status::kNoVerdict;
+        r.kind = "reference_failed";
+        r.feedback = "fake evaluator: the reference died";
+      } else {
+        r = make_correct(1.0, 1.0 / 1.1);
+      }
+    } else {
+      r = judge_source(src ? *src : "", req.options.allow_pytorch);
+    }
   }
   return ready(std::move(r));
 }

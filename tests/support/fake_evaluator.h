@@ -3,7 +3,8 @@
 //
 //   # FAKE: correct speedup=1.3 [base=2.0]   correct; torch.compile takes base ms (default 1),
 //                                            the kernel base/speedup ms
-//   # FAKE: incorrect | compile_error | runtime_error | cheating | timeout | crashed
+//   # FAKE: incorrect | compile_error | runtime_error | cheating | timeout | crashed | no_verdict
+//   # FAKE: no_verdict_then_correct          no verdict the first time this file is evaluated, then correct
 //   # FAKE-E2E: incorrect                    anywhere in a package: the composition fails
 //   # FAKE: invalid-decomposition            in a decomposition: verification fails
 //
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -40,6 +42,7 @@ class FakeEvaluator : public eval::Evaluator {
   mutable std::mutex mu_;
   std::vector<eval::EvalRequest> requests_;
   std::vector<eval::DecompositionRequest> decomp_;
+  std::map<std::string, int> seen_;  ///< evaluations per kernel path
 };
 
 }  // namespace mk::testing
