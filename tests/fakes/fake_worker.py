@@ -25,9 +25,15 @@ Per request, `eval` reads directives from the kernel file, lines of the form
                         clean: without the pool's MKEVOLVE_WORKER_TOKEN)
   env                   put the server's environment in the result ("env")
   unlocked              timed without the GPU timing lock (checks.timing_lock.held false)
+  no_verdict            the reference side failed: status no_verdict, kind reference_failed
+  footprint <GiB>       report a measured footprint of that many GiB of host memory
+  concurrency <path>    count this eval in <path> (under flock) while it runs, for
+                        0.3 s, and keep the most seen at once in <path>.max
 Every request is logged, one line "op kernel-or-problem", to MKEVOLVE_WORKER_FAKE_LOG
 if set. `baseline` answers eager 4.0 ms and compile 2.0 ms (or what
-MKEVOLVE_WORKER_FAKE_BASELINE says: "fail", "hang", "unlocked").
+MKEVOLVE_WORKER_FAKE_BASELINE says: "fail", "hang", "unlocked"). `footprint` answers
+what MKEVOLVE_WORKER_FAKE_FOOTPRINT says: "unknown" (default), or "IN_GiB,OUT_GiB"
+(a meta-device estimate of one call's inputs and outputs).
 """
 import json
 import os
@@ -156,7 +162,47 @@ def do_eval(req):
             result["cwd"] = os.getcwd()
         elif action == "unlocked":
             result["checks"]["timing_lock"] = {"held": False, "waited_s": 300.0, "error": "busy"}
+        elif action == "no_verdict":
+            result.update(status="no_verdict", kind="reference_failed", runtime_ms=None,
+                          message="problem.py: the reference died of signal 9 (SIGKILL) on trial c0t1",
+                          reasons=["reference_failed: the reference died"])
+        elif action == "footprint":
+            gib = float(args[0]) * (1 << 30)
+            result["checks"]["footprint"] = {"host_peak_bytes": gib, "output_bytes": 1024, "input_bytes": 1024}
+        elif action == "concurrency":
+            count_concurrency(args[0])
     send(result)
+
+
+def count_concurrency(path):
+    import fcntl
+
+    def bump(delta):
+        with open(path + ".lock", "a") as lk:
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            try:
+                now = int(open(path).read() or 0) if os.path.exists(path) else 0
+                now += delta
+                open(path, "w").write(str(now))
+                most = int(open(path + ".max").read() or 0) if os.path.exists(path + ".max") else 0
+                if now > most:
+                    open(path + ".max", "w").write(str(now))
+            finally:
+                fcntl.flock(lk, fcntl.LOCK_UN)
+    bump(1)
+    time.sleep(0.3)
+    bump(-1)
+
+
+def do_footprint(req):
+    log("footprint", req.get("problem", ""))
+    mode = os.environ.get("MKEVOLVE_WORKER_FAKE_FOOTPRINT", "unknown")
+    if mode == "unknown":
+        send({"id": req["id"], "type": "result", "method": "unknown", "error": "no meta device here"})
+        return
+    i, o = (float(x) * (1 << 30) for x in mode.split(","))
+    send({"id": req["id"], "type": "result", "method": "meta", "input_bytes": i, "output_bytes": o,
+          "param_bytes": 0})
 
 
 def do_baseline(req):
@@ -187,6 +233,8 @@ def main():
             do_eval(req)
         elif op == "baseline":
             do_baseline(req)
+        elif op == "footprint":
+            do_footprint(req)
         elif op == "ping":
             log("ping", "")
             send({"id": rid, "type": "result", "ok": True})
