@@ -19,6 +19,16 @@
 #             the fixture LLM examples/sessions/gpu_fixture.py, then bench-report
 #   probe     scripts/probe_eval_costs.py: profiler start-up and timing of two
 #             example kernels in fresh processes, several ways (diagnostics)
+#   kbsweep   every KernelBench level 1-3 problem's own reference as its candidate
+#             (`class ModelNew(Model)` under --allow-pytorch), one `mkevolve eval
+#             --batch --no-perf` at the automatic concurrency (scripts/kernelbench_sweep.py;
+#             KernelBench from $MKEVOLVE_KB, default .kb/, brought with fetch, never committed;
+#             GPU_SUITE_KB_LEVELS, GPU_SUITE_KB_ARGS, GPU_SUITE_KB_LIMIT seconds)
+#   kbtiming  the same for every fifth problem, timed with baselines (speedup vs eager near 1)
+#   kblarge   honest Triton kernels for KernelBench level1/19_ReLU (6.4 GB input) and
+#             level1/23_Softmax at --slots-per-gpu 4, twice each (GPU_SUITE_KBLARGE_REPEAT)
+#   neighbours  a spinning-kernel candidate among eight honest example kernels at
+#             --slots-per-gpu 4: it is timeout/hang, the eight stay correct
 #   concurrency  issue 4's target: a default 160-call `mkevolve run` of
 #             07_attention_block (3 subproblems) with the fixture LLM answering
 #             after 20 s; wall time against the 8-minute target
@@ -113,7 +123,8 @@ note "$("$PY" -c 'import sys, torch, triton; print("python", sys.version.split()
 
 # --- build -------------------------------------------------------------------
 BIN=${MKEVOLVE_BIN:-}
-if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency; then
+if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency ||
+  want kbsweep || want kbtiming || want kblarge || want neighbours; then
   t0=$SECONDS
   rc=0
   if [ -z "$BIN" ]; then
@@ -338,6 +349,81 @@ if ev:
 PYEOF
   head -n 1 "$OUTDIR/concurrency.txt" >>"$SUMMARY"
   stage_result concurrency $rc $((SECONDS - t0))
+fi
+
+# --- KernelBench at its real sizes ---------------------------------------------
+KB=${MKEVOLVE_KB:-$ROOT/.kb}
+KB_OUT=${OUT:-$OUTDIR}   # streamed straight into $OUT: a call stopped at its limit keeps what it measured
+kb_stage() {  # name tag args...: one kernelbench_sweep.py run
+  local name=$1 tag=$2; shift 2
+  t0=$SECONDS
+  if [ ! -d "$KB/KernelBench/level1" ]; then
+    note "$name: no KernelBench at $KB (set MKEVOLVE_KB)"; stage_result "$name" 1 0; return
+  fi
+  stage_timeout "${GPU_SUITE_KB_LIMIT:-540}" "$PY" scripts/kernelbench_sweep.py --kb "$KB" --out "$KB_OUT" --tag "$tag" \
+    --bin "$BIN" --python "$PY" "$@" ${GPU_SUITE_KB_ARGS:-} 2>&1 | tee "$OUTDIR/$tag.txt"
+  rc=${PIPESTATUS[0]}
+  tail -n 2 "$OUTDIR/$tag.txt" >>"$SUMMARY"
+  stage_result "$name" "$rc" $((SECONDS - t0))
+}
+if want kbsweep && have_bin kbsweep; then
+  kb_stage kbsweep kb-sweep --levels "${GPU_SUITE_KB_LEVELS:-1,2,3}"
+fi
+if want kbtiming && have_bin kbtiming; then
+  kb_stage kbtiming kb-timing --levels "${GPU_SUITE_KB_LEVELS:-1,2,3}" --every 5 --perf
+fi
+if want kblarge && have_bin kblarge; then
+  t0=$SECONDS
+  L1=$KB/KernelBench/level1
+  {
+    for i in $(seq "${GPU_SUITE_KBLARGE_REPEAT:-2}"); do
+      echo "$L1/19_ReLU.py $ROOT/examples/kernels/01_relu__triton.py"
+      echo "$L1/23_Softmax.py $ROOT/examples/kernels/02_softmax_wide__online.py"
+    done
+  } >"$OUTDIR/kblarge.txt"
+  # Twice each pair: --no-cache, so the second is a second evaluation, not a cache hit.
+  stage_timeout "${GPU_SUITE_KBLARGE_LIMIT:-540}" "$BIN" eval --batch "$OUTDIR/kblarge.txt" --json --no-cache --slots-per-gpu 4 \
+    >"$KB_OUT/kb-large.jsonl" 2>"$OUTDIR/kblarge.err"
+  rc=$?
+  "$PY" - "$KB_OUT/kb-large.jsonl" <<'PYEOF' | tee -a "$SUMMARY"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+for r in rows:
+    fp = (r.get("checks") or {}).get("footprint") or {}
+    print(f"kblarge {r['problem'].rsplit('/', 1)[-1]}: {r['status']} {r.get('kind', '')} "
+          f"{(r.get('runtime_ms') or {}).get('median', '-')} ms, vs eager {r['speedup']['eager']:.3f}; "
+          f"peak host {fp.get('host_peak_bytes', 0) / 1e9:.1f} GB, device {(fp.get('device_peak_bytes') or 0) / 1e9:.1f} GB; "
+          f"{(r.get('message') or '')[:160] if r['status'] != 'correct' else ''}")
+print(f"kblarge: {sum(r['status'] == 'correct' for r in rows)} of {len(rows)} correct")
+PYEOF
+  stage_result kblarge $rc $((SECONDS - t0))
+fi
+if want neighbours && have_bin neighbours; then
+  t0=$SECONDS
+  K=$ROOT/examples/kernels
+  P=$ROOT/examples/problems
+  {
+    echo "$P/01_relu.py $K/01_relu__kernel_hang.py"
+    for pair in 01_relu:01_relu__triton 02_softmax_wide:02_softmax_wide__online 03_linear_gelu:03_linear_gelu__tiled \
+      04_conv_relu_bias:04_conv_relu_bias__implicit_gemm 05_layernorm_residual:05_layernorm_residual__rowwise \
+      06_mlp3:06_mlp3__three_launches 07_attention_block:07_attention_block__flash \
+      09_linear_gelu_multi:09_linear_gelu_multi__tiled; do
+      echo "$P/${pair%%:*}.py $K/${pair##*:}.py"
+    done
+  } >"$OUTDIR/neighbours.txt"
+  stage_timeout "${GPU_SUITE_NEIGHBOURS_LIMIT:-540}" "$BIN" eval --batch "$OUTDIR/neighbours.txt" --json --no-cache --slots-per-gpu 4 --timeout 60 \
+    >"$KB_OUT/neighbours.jsonl" 2>"$OUTDIR/neighbours.err"
+  rc=$?
+  "$PY" - "$KB_OUT/neighbours.jsonl" <<'PYEOF' | tee -a "$SUMMARY"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+hang = [r for r in rows if "kernel_hang" in r["kernel"]]
+honest = [r for r in rows if "kernel_hang" not in r["kernel"]]
+print(f"neighbours: spinning kernel {[(r['status'], r['kind']) for r in hang]}; "
+      f"{sum(r['status'] == 'correct' for r in honest)} of {len(honest)} honest correct "
+      + str([(r['kernel'].rsplit('/', 1)[-1], r['status'], r['kind']) for r in honest if r['status'] != 'correct']))
+PYEOF
+  stage_result neighbours $rc $((SECONDS - t0))
 fi
 
 finish
