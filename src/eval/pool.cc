@@ -516,6 +516,14 @@ std::optional<Footprint> measured_footprint(const json& raw) {
   return f;
 }
 
+/// A problem's footprint is kept per problem sources and machine (GPU model,
+/// torch, worker sources, CPU test mode or not).
+std::string footprint_key(const std::string& problem_hash, const EvalIdentity& id, bool test_cpu) {
+  Hasher fh;
+  fh.update(problem_hash).update(id.gpu_model).update(id.torch).update(id.worker).update(test_cpu ? "cpu" : "gpu");
+  return fh.hex();
+}
+
 bool harness_failure(const EvalResult& r) {
   if (r.status == Status::kNoVerdict) return r.kind != "too_large";
   // A server that died, or a candidate process killed by someone else's signal
@@ -644,9 +652,7 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
     }
   }
   // The footprint of one evaluation of this problem on this machine.
-  Hasher fh;
-  fh.update(*ph).update(id.gpu_model).update(id.torch).update(id.worker).update(req.options.test_cpu ? "cpu" : "gpu");
-  std::string fkey = fh.hex();
+  std::string fkey = footprint_key(*ph, id, req.options.test_cpu);
   std::optional<Footprint> fp = opts_.memory_admission ? footprint_for(slot, req, fkey) : std::nullopt;
   if (slot.gpu >= 0 && opts_.memory_admission && !admission_->device_capacity(slot.gpu)) {
     if (auto st = ensure_server(slot); st) {
@@ -804,7 +810,21 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
       }
       EvalOptions bo = req.options;
       json msg{{"op", "baseline"}, {"problem", req.problem.string()}, {"options", options_to_json(bo)}};
-      auto rep = call(slot, std::move(msg), opts_.baseline_timeout_s);
+      // The baseline process holds the problem's timing inputs on the host and
+      // the GPU like an evaluation does: it is admitted by the same footprint
+      // (alone while that is unknown).
+      std::optional<Admission::Ticket> ticket;
+      if (opts_.memory_admission) {
+        auto fp = footprints_->get(footprint_key(problem_hash, id, req.options.test_cpu));
+        ticket = admission_->acquire(slot.gpu, fp ? fp->host_bytes : 0, fp ? fp->device_bytes : 0, !fp, [this] {
+          std::lock_guard lock(mu_);
+          return stopping_;
+        });
+      }
+      auto rep = ticket || !opts_.memory_admission
+                     ? call(slot, std::move(msg), opts_.baseline_timeout_s)
+                     : Server::Reply{Server::Outcome::kDied, {}, "the evaluator shut down"};
+      if (ticket) admission_->release(*ticket);
       if (rep.outcome == Server::Outcome::kAnswered)
         got = parse_baseline(rep.message);
       else
