@@ -102,6 +102,8 @@ Result<Resumed> open_for_resume(const fs::path& dir) {
   r.opts = *opts;
   r.llm = cfg.value("llm", "");
   r.judge = cfg.value("judge", "");
+  r.base_url = cfg.value("base_url", "");
+  r.config_path = cfg.value("config", "");
   r.test_cpu = cfg.value("test_cpu", false);
   r.problem_id = cfg.value("problem_id", "");
   auto p = problem::Problem::load(r.dir->root() / "problem.py");
@@ -139,6 +141,8 @@ Result<std::unique_ptr<run::RunDir>> create_run(const fs::path& out, const NewRu
                            {"problem_hash", problem.hash},
                            {"llm", n.llm},
                            {"judge", n.judge},
+                           {"base_url", n.base_url},
+                           {"config", n.config_path},
                            {"test_cpu", n.test_cpu},
                            {"options", search::to_json(opts)}};
   if (!n.problem_id.empty()) config["problem_id"] = n.problem_id;

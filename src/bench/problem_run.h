@@ -87,6 +87,8 @@ struct Resumed {
   problem::Problem problem;
   search::SearchOptions opts;
   std::string llm, judge;
+  std::string base_url;     ///< the --base-url the run was started with ("" = none)
+  std::string config_path;  ///< the config file it read (absolute; "" = none)
   bool test_cpu = false;
   std::string problem_id;  ///< config's "problem_id" (bench runs), else ""
 };
@@ -105,6 +107,9 @@ struct NewRun {
   std::string cmd;  ///< run, evolve, bench
   fs::path problem_file;
   std::string llm, judge;
+  /// Where the LLM calls go, recorded so that a resume goes to the same place
+  /// (never a secret: the URL and the config file's path).
+  std::string base_url, config_path;
   bool test_cpu = false;
   std::string problem_id;  ///< stored for bench runs; empty for lone runs
 };

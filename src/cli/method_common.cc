@@ -26,7 +26,9 @@ void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge) {
     app.add_option("--judge", f.judge,
                    "LLM cheat judge (a provider spec): reviews candidates that passed every programmatic check "
                    "before they may enter a beam; its tokens are counted");
-  app.add_option("--base-url", f.base_url, "endpoint override for HTTP providers");
+  app.add_option("--base-url", f.base_url, "endpoint override for HTTP providers (recorded in the run: a resume uses it)");
+  app.add_flag("--allow-llm-change", f.allow_llm_change,
+               "with --resume: allow another --llm, --judge, --base-url or --config than the run started with");
   app.add_option("--llm-concurrency", f.llm_concurrency, "LLM requests in flight per provider (default: config, else 8)");
   app.add_option("--record", f.record, "also append every LLM call to FILE in the replay format");
   app.add_option("--config", f.config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)");
@@ -271,6 +273,30 @@ int run_in_directory(RunRequest req) {
       say(r.error());
       return kExitUsage;
     }
+    // A resume talks to the LLM the run started with: the same spec, endpoint
+    // and config file, unless a flag says the change is meant.
+    struct Same {
+      const char* flag;
+      std::string* now;
+      std::string then;
+    };
+    for (Same s : {Same{"--llm", &req.env.llm, r->llm}, Same{"--judge", &req.env.judge, r->judge},
+                   Same{"--base-url", &req.env.base_url, r->base_url},
+                   Same{"--config", &req.env.config_path, r->config_path}}) {
+      if (s.now->empty()) {
+        *s.now = s.then;
+        continue;
+      }
+      std::string now = *s.now;
+      if (std::string(s.flag) == "--config") now = fs::absolute(now).string();
+      if (now != s.then && !req.env.allow_llm_change) {
+        say(fmt::format("{}: the run was started with {} {}; this resume asks for {} {}. Leave {} out to continue "
+                        "with the same one, or pass --allow-llm-change if the change is meant",
+                        req.out.string(), s.flag, s.then.empty() ? "(none)" : "'" + s.then + "'", s.flag,
+                        "'" + *s.now + "'", s.flag));
+        return kExitUsage;
+      }
+    }
     if (auto end = bench::finished_run_end(r->dir->events(), r->dir->root())) {
       // Re-running a finished search would only replay it from the caches and
       // write solution/ again, undoing any `mkevolve swap` made since.
@@ -289,8 +315,6 @@ int run_in_directory(RunRequest req) {
     }
     rd = std::move(r->dir);
     req.opts = r->opts;
-    if (req.env.llm.empty()) req.env.llm = r->llm;
-    if (req.env.judge.empty()) req.env.judge = r->judge;
     if (r->test_cpu) req.env.test_cpu = true;
     problem = std::move(r->problem);
     problem_id = r->problem_id;
@@ -335,6 +359,8 @@ int run_in_directory(RunRequest req) {
     n.problem_file = req.problem_file;
     n.llm = req.env.llm.empty() ? env->llm->spec() : req.env.llm;
     n.judge = req.env.judge;
+    n.base_url = req.env.base_url;
+    if (!env->config->path().empty()) n.config_path = fs::absolute(env->config->path()).string();
     n.test_cpu = req.env.test_cpu;
     run::Versions v;
     v.mkevolve = MKEVOLVE_VERSION;

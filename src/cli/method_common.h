@@ -34,6 +34,7 @@ struct EnvFlags {
   int gpu = -1;
   int slots_per_gpu = 1;
   bool no_prestart = false;  ///< start each candidate's processes on demand (PoolOptions::prestart)
+  bool allow_llm_change = false;  ///< a resume may use another --llm, --judge, --base-url or --config
   bool test_cpu = false;  ///< hidden: the worker's CPU test mode (CI end-to-end tests only)
 };
 

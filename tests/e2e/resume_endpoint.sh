@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# A resume goes to the LLM endpoint the run started with (issue 14, finding 1):
+# the run directory records --base-url and the config file read (never a
+# secret); `--resume DIR` uses them, and a resume that names another --llm,
+# --base-url or --config is refused (exit 2) unless --allow-llm-change says the
+# change is meant. Driven by the hand-written fixture session (replay:) in CPU
+# test mode.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
+[[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
+if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+
+PROBLEM=$REPO/examples/sessions/mlp_small.py
+SESSION=$REPO/examples/sessions/mlp_small_cpu.jsonl
+SMALL=(--python "$PY" --test-cpu-unsafe -q --iterations 2 --calls-per-iter 4
+       --refine-every 3 --decompose-workers 1 --trials 2 --perf-trials 2 --warmup 1 --timeout 120)
+printf '[llm]\nmax_retries = 1\n' >mk.toml
+"$BIN" run "$PROBLEM" --llm "replay:$SESSION" --base-url http://127.0.0.1:9/v1 --config mk.toml --out r "${SMALL[@]}" \
+  >run.out 2>&1
+code=$?
+if [[ $code -le 1 ]]; then pass "fixture run (exit $code)"; else fail "fixture run: exit $code"; tail -20 run.out; fi
+if "$PY" - r/config.json "$T/mk.toml" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c.get("base_url") == "http://127.0.0.1:9/v1", c
+assert c.get("config") == sys.argv[2], (c.get("config"), sys.argv[2])
+PY
+then pass "config.json records the endpoint and the config file"
+else fail "config.json lacks the endpoint or the config file"; cat r/config.json; fi
+expect "another --base-url is refused" 2 "started with --base-url 'http://127.0.0.1:9/v1'; this resume asks for --base-url 'http://127.0.0.1:10/v1'" -- \
+  "$BIN" run --resume r --base-url http://127.0.0.1:10/v1 "${SMALL[@]}"
+expect "another --llm is refused" 2 "started with --llm 'replay:.*'; this resume asks for --llm 'replay:other.jsonl'" -- \
+  "$BIN" run --resume r --llm replay:other.jsonl "${SMALL[@]}"
+printf '[llm]\nmax_retries = 2\n' >other.toml
+expect "another --config is refused" 2 "started with --config '.*mk.toml'" -- \
+  "$BIN" run --resume r --config other.toml "${SMALL[@]}"
+expect "a plain resume uses what was recorded" "$code" "already finished" -- "$BIN" run --resume r "${SMALL[@]}"
+expect "the same values again are accepted" "$code" "already finished" -- \
+  "$BIN" run --resume r --base-url http://127.0.0.1:9/v1 --config mk.toml "${SMALL[@]}"
+expect "--allow-llm-change accepts a change" "$code" "already finished" -- \
+  "$BIN" run --resume r --base-url http://127.0.0.1:10/v1 --allow-llm-change "${SMALL[@]}"
+if [[ $fails -ne 0 ]]; then echo "$fails e2e check(s) failed"; exit 1; fi
+echo "all resume-endpoint e2e checks passed"
