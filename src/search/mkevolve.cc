@@ -283,7 +283,9 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
                                   fmt::format("t{}", t));
       cur.correct = cur.e2e.correct();
       cur.speedup = cur.correct ? cur.e2e.speedup_compile : 0;
-      last.attempted = true;
+      // No verdict (the harness failed, not the composition) is no evidence
+      // of a local/global disagreement: it never triggers TotalFuse.
+      last.attempted = cur.e2e.status != eval::Status::kNoVerdict;
       last.e2e_correct = cur.correct;
       const auto& raw = cur.e2e.raw;
       if (raw.is_object() && raw.contains("subkernel_runtime_ms") && raw["subkernel_runtime_ms"].is_object()) {

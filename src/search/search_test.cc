@@ -482,6 +482,17 @@ TEST(MKEvolve, LocalGlobalDisagreementTriggersTotalFuse) {
   EXPECT_EQ(h.kernel_calls(), 160);
 }
 
+TEST(MKEvolve, ACompositionWithoutAVerdictNeverTriggersTotalFuse) {
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: no_verdict"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  auto res = run_method(h.ctx, h.problem);
+  for (const auto& t : h.sink.of_type("topology")) EXPECT_NE(t.value("reason", ""), "total_fuse") << t.dump();
+  EXPECT_FALSE(res.best.topology.monolithic);
+  EXPECT_FALSE(res.best.correct);
+}
+
 TEST(MKEvolve, FuseOnlyWhenAskedAndNothingFails) {
   Harness h;
   h.ctx.opts.fuse = true;

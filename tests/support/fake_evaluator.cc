@@ -85,13 +85,14 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
       if (e.path().extension() == ".py" && e.path().filename() != "__init__.py") files.push_back(e.path());
     std::sort(files.begin(), files.end());
     double base = 0, kernel = 0;
-    bool ok = !files.empty(), e2e_fail = false, pytorch = false;
+    bool ok = !files.empty(), e2e_fail = false, e2e_no_verdict = false, pytorch = false;
     nlohmann::json per = nlohmann::json::object();
     std::string why;
     for (const auto& f : files) {
       auto src = read_file(f);
       std::string s = src ? *src : "";
       if (s.find("# FAKE-E2E: incorrect") != std::string::npos) e2e_fail = true;
+      if (s.find("# FAKE-E2E: no_verdict") != std::string::npos) e2e_no_verdict = true;
       auto sub = judge_source(s, req.options.allow_pytorch);
       if (!sub.correct()) {
         ok = false;
@@ -103,7 +104,11 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
       kernel += sub.runtime.median_ms;
       per[f.stem().string()] = sub.runtime.median_ms;
     }
-    if (ok && !e2e_fail) {
+    if (ok && e2e_no_verdict) {
+      r.status = eval::Status::kNoVerdict;
+      r.kind = "reference_failed";
+      r.feedback = "fake evaluator: the reference died";
+    } else if (ok && !e2e_fail) {
       r = make_correct(base, kernel);
       r.uses_pytorch = pytorch;
       r.raw = {{"subkernel_runtime_ms", per}};

@@ -6,6 +6,7 @@
 //   # FAKE: incorrect | compile_error | runtime_error | cheating | timeout | crashed | no_verdict
 //   # FAKE: no_verdict_then_correct          no verdict the first time this file is evaluated, then correct
 //   # FAKE-E2E: incorrect                    anywhere in a package: the composition fails
+//   # FAKE-E2E: no_verdict                   anywhere in a package: the composition gets no verdict
 //   # FAKE: invalid-decomposition            in a decomposition: verification fails
 //
 // A package (kernel = .../solution/decomposed_solution.py) is judged from its
