@@ -558,8 +558,13 @@ std::optional<Footprint> WorkerPool::footprint_for(Slot& slot, const EvalRequest
   return f;
 }
 
-EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::string& problem_hash,
-                                 const std::string& key, const std::optional<Footprint>& fp, bool exclusive) {
+bool WorkerPool::stopping() const {
+  std::lock_guard lock(mu_);
+  return stopping_;
+}
+
+EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::optional<Footprint>& fp,
+                                 bool exclusive) {
   if (auto st = ensure_server(slot); !st) return pool_failure(Status::kCrashed, "environment", st.error());
   json options = options_to_json(req.options);
   double host = fp ? fp->host_bytes * (fp->measured ? 1.15 : 1.0) : 0;
@@ -574,10 +579,7 @@ EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::
   }
   std::optional<Admission::Ticket> ticket;
   if (opts_.memory_admission) {
-    ticket = admission_->acquire(slot.gpu, host, dev, exclusive || !fp, [this] {
-      std::lock_guard lock(mu_);
-      return stopping_;
-    });
+    ticket = admission_->acquire(slot.gpu, host, dev, exclusive || !fp, [this] { return stopping(); });
     if (!ticket) return pool_failure(Status::kCrashed, "shutdown", "the evaluator shut down before this candidate ran");
   }
   json msg{{"op", "eval"}, {"problem", req.problem.string()}, {"kernel", req.kernel.string()}, {"options", options}};
@@ -589,11 +591,6 @@ EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::
   if (fp && fp->reference_s > 0) deadline += 10 * (10 * fp->reference_s + 60);
   Server::Reply rep = call(slot, std::move(msg), deadline);
   if (ticket) admission_->release(*ticket);
-  bool stopping;
-  {
-    std::lock_guard lock(mu_);
-    stopping = stopping_;
-  }
   EvalResult r;
   switch (rep.outcome) {
     case Server::Outcome::kAnswered:
@@ -607,7 +604,7 @@ EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::
                            "started; make sure every kernel launch terminates (loop bounds, grid size, no spin-waits)");
       break;
     case Server::Outcome::kDied:
-      if (stopping) {
+      if (stopping()) {
         r = pool_failure(Status::kCrashed, "shutdown", "the evaluator shut down while this candidate ran");
       } else {
         r = pool_failure(Status::kCrashed, "server_died",
@@ -628,8 +625,6 @@ EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::
     adm["footprint"] = fp ? (fp->measured ? "measured" : "estimated") : "unknown: run alone";
     r.raw["checks"]["admission"] = adm;
   }
-  (void)problem_hash;
-  (void)key;
   return r;
 }
 
@@ -720,21 +715,16 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
   EvalResult r;
   int attempt = 0;
   for (;; ++attempt) {
-    r = eval_once(slot, req, *ph, key, fp, /*exclusive=*/attempt > 0);
+    r = eval_once(slot, req, fp, /*exclusive=*/attempt > 0);
     if (auto m = measured_footprint(r.raw)) {
       footprints_->put(fkey, *m);
       fp = footprints_->get(fkey);
-    }
-    bool stopping;
-    {
-      std::lock_guard lock(mu_);
-      stopping = stopping_;
     }
     // A reference-side failure is retried up to harness_retries times; a dead
     // server or a killed candidate once (alone: if it happens again with
     // nothing beside it, it is the candidate's doing).
     int allowed = r.status == Status::kNoVerdict ? opts_.harness_retries : std::min(1, opts_.harness_retries);
-    if (stopping || !harness_failure(r) || attempt >= allowed) break;
+    if (stopping() || !harness_failure(r) || attempt >= allowed) break;
     std::lock_guard lock(mu_);
     ++stats_.retries;
   }
@@ -748,13 +738,8 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
   }
   bool cacheable = r.kind != "protocol_error" && r.kind != "worker_error" && r.kind != "shutdown" &&
                    r.status != Status::kNoVerdict && !(r.kind == "killed" && attempt == 0);
-  bool stopping;
-  {
-    std::lock_guard lock(mu_);
-    stopping = stopping_;
-  }
   r.gpu = slot.gpu;
-  if (req.options.measure_perf && !stopping && r.kind != "environment") add_baselines(slot, req, *ph, r);
+  if (req.options.measure_perf && !stopping() && r.kind != "environment") add_baselines(slot, req, *ph, r);
   if (r.correct() && r.runtime.valid && r.runtime.median_ms > 0) {
     if (r.eager.valid) r.speedup_eager = r.eager.median_ms / r.runtime.median_ms;
     if (r.compiled.valid) r.speedup_compile = r.compiled.median_ms / r.runtime.median_ms;
@@ -816,10 +801,8 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
       std::optional<Admission::Ticket> ticket;
       if (opts_.memory_admission) {
         auto fp = footprints_->get(footprint_key(problem_hash, id, req.options.test_cpu));
-        ticket = admission_->acquire(slot.gpu, fp ? fp->host_bytes : 0, fp ? fp->device_bytes : 0, !fp, [this] {
-          std::lock_guard lock(mu_);
-          return stopping_;
-        });
+        ticket = admission_->acquire(slot.gpu, fp ? fp->host_bytes : 0, fp ? fp->device_bytes : 0, !fp,
+                                     [this] { return stopping(); });
       }
       auto rep = ticket || !opts_.memory_admission
                      ? call(slot, std::move(msg), opts_.baseline_timeout_s)

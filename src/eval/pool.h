@@ -132,8 +132,8 @@ class WorkerPool final : public Evaluator {
   Server::Reply call(Slot& slot, nlohmann::json req, double timeout_s);
   void drop_server(Slot& slot);
   EvalResult run_eval(Slot& slot, const EvalRequest& req);
-  EvalResult eval_once(Slot& slot, const EvalRequest& req, const std::string& problem_hash,
-                       const std::string& key, const std::optional<Footprint>& fp, bool exclusive);
+  EvalResult eval_once(Slot& slot, const EvalRequest& req, const std::optional<Footprint>& fp, bool exclusive);
+  bool stopping() const;  ///< the pool is shutting down (takes mu_)
   std::optional<Footprint> footprint_for(Slot& slot, const EvalRequest& req, const std::string& fkey);
   void add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r);
   EvalIdentity identity_for(const Slot& slot) const;

@@ -74,15 +74,6 @@ def _fail(ctx, exc: BaseException, where: str, files: list[str], default_kind: s
 # ---------------------------------------------------------------------------
 
 
-def _send_sealed(ctx, obj, meta: dict | None = None) -> None:
-    """Hands the server obj as a sealed in-memory tensor file (send_fd)."""
-    fd = tensorio.save_sealed(obj, meta)
-    try:
-        ctx.send_fd(fd)
-    finally:
-        os.close(fd)
-
-
 def device_peak(device: str) -> int | None:
     """Bytes the caching allocator of this process reserved at most on the GPU."""
     if device != "cuda":
@@ -272,22 +263,17 @@ def _limit_device_memory(job: dict) -> None:
         pass
 
 
-def _load_message_fds(fds: list[int]) -> list:
-    """The tensor files the server sent with a message, loaded (mapped)."""
-    out = []
-    try:
-        for fd in fds:
-            obj, _ = tensorio.load_fd(fd)
-            out.append(obj)
-    finally:
-        for fd in fds:
-            os.close(fd)
-    return out
-
-
 def _close_all(fds) -> None:
     for fd in fds:
         os.close(fd)
+
+
+def _load_message_fds(fds: list[int]) -> list:
+    """The tensor files the server sent with a message, loaded (mapped)."""
+    try:
+        return [tensorio.load_fd(fd)[0] for fd in fds]
+    finally:
+        _close_all(fds)
 
 
 def candidate_body(ctx, job: dict) -> int:
@@ -330,9 +316,15 @@ def candidate_body(ctx, job: dict) -> int:
             _close_all(fds)
             return 0  # the server is done with us (or the channel is gone)
         t = msg["trial"]
-        msg_fd_dup = os.dup(fds[0]) if job["device"] == "cpu" and op == "trial" else None
+        # Test mode computes on a copy-on-write mapping of the sealed file and
+        # checks mutation against a second one (no private copy).
+        twice = device == "cpu" and op == "trial"
         try:
-            obj = _load_message_fds(fds)[0]
+            try:
+                obj = tensorio.load_fd(fds[0])[0]
+                pristine = tensorio.load_fd(fds[0])[0]["inputs"] if twice else None
+            finally:
+                _close_all(fds)
         except (OSError, tensorio.FormatError) as e:
             return write_error(ctx, "malformed_result", f"the inputs could not be read ({e})", "inputs")
         if op == "last":
@@ -353,14 +345,8 @@ def candidate_body(ctx, job: dict) -> int:
         where = f"running forward (trial {t['id']})"
         ctx.send({"ev": "phase", "phase": where})
         orig = obj["inputs"]
-        if device == "cpu":
-            # Test mode: compute on a copy-on-write mapping of the sealed file
-            # and check mutation against a second one (no private copy).
-            xs = orig
-            try:
-                orig = _load_message_fds([msg_fd_dup])[0]["inputs"]
-            except (OSError, tensorio.FormatError) as e:
-                return write_error(ctx, "malformed_result", f"the inputs could not be read ({e})", "inputs")
+        if pristine is not None:
+            xs, orig = orig, pristine
         else:
             xs = C.to_device(orig, device)
         try:
@@ -384,7 +370,7 @@ def candidate_body(ctx, job: dict) -> int:
             os.close(out_fd)
         if msg.get("keep"):
             pool.append(C.to_device(orig, device))  # the original values, for refilling the timed calls
-        del orig, obj
+        del orig, obj, pristine
         ctx.send({"ev": "output", "id": t["id"]})
     ctx.send({"ev": "correctness_ready", "device_peak": device_peak(device)})
     if not job["perf"] or not ctx.wait_go():
@@ -474,7 +460,7 @@ def profile_body(ctx, job: dict) -> int:
     processes apart. Writes runtime.json; its outputs are not compared (the
     other process's are)."""
     import torch
-    from . import runtime_check
+    from . import runtime_check, timing
     _restore_threads()
     C.disable_tf32()
     device = job["device"]
@@ -500,7 +486,7 @@ def profile_body(ctx, job: dict) -> int:
         last = C.to_device(sets[-1]["inputs"], device)
         del sets
         bufs = C.to_device(pool[0], device)
-        refill = timing_refill(bufs, pool, last)
+        refill = timing.make_refill(bufs, pool, last)
         out_nbytes = [0]
         # The burst of calls waits for the server: it runs only when no
         # candidate on this GPU is being timed (gpulock.py, shared).
@@ -531,11 +517,6 @@ def profile_body(ctx, job: dict) -> int:
     return 0
 
 
-def timing_refill(bufs, pool, last):
-    from . import timing
-    return timing.make_refill(bufs, pool, last)
-
-
 def baseline_body(ctx, job: dict) -> int:
     """Times eager and torch.compile (inductor, default mode) like a candidate."""
     # Private compile caches: nothing a candidate wrote can slow the baseline down.
@@ -554,9 +535,9 @@ def baseline_body(ctx, job: dict) -> int:
         init = list(cfg["get_init_inputs"]())
         trials = [t for t in C.plan_trials(1, opts) if not t["alt"]]
         pool_cpu = [C.generate_inputs(cfg, trials[0])]
-        # As for candidates (evaluate._POOL_BYTES): several input sets to refill
-        # from when they are small, one when a set is large.
-        k = max(1, min(len(trials), (1 << 30) // max(1, C.tree_nbytes(pool_cpu[0]))))
+        # As for candidates: several input sets to refill from when they are
+        # small, one when a set is large.
+        k = timing.pool_size(len(trials), C.tree_nbytes(pool_cpu[0]))
         pool_cpu += [C.generate_inputs(cfg, t) for t in trials[1:k]]
         last_cpu = C.generate_inputs(cfg, C.timing_inputs_trial(opts))
         C.seed_all(opts["seed"])

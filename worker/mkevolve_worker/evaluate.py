@@ -77,7 +77,6 @@ def _first_line(text: str) -> str:
 
 
 _RNG = random.SystemRandom()
-_POOL_BYTES = 1 << 30           # input sets the timed calls refill from: all normal trials' up to this size
 CUDA_CONTEXT_BYTES = 600 << 20  # device memory a process's CUDA context takes (counted per CUDA process)
 
 
@@ -231,13 +230,8 @@ class Evaluator:
             # pool retries it, and a search never charges it to the candidate).
             out = res.no_verdict("reference_failed", str(e), t_start)
         fp = res.checks.setdefault("footprint", {})
-        roles = dict(res.checks.pop("_roles", {}))
-        roles[os.getpid()] = "server"
-        by_role: dict = {"sealed files held by the server": sampler.peak_held}
-        for pid, n in sampler.peak_by_pid.items():
-            role = roles.get(pid, "idle spares and other processes")
-            by_role[role] = by_role.get(role, 0) + n
-        fp.update(host_peak_bytes=sampler.peak_bytes, host_samples=sampler.samples, host_peak_by_process=by_role,
+        fp.update(host_peak_bytes=sampler.peak_bytes, host_samples=sampler.samples,
+                  host_peak_by_process=sampler.peak_by_role(),
                   host_source="/proc Pss_Anon+Pss_Shmem of the server's process tree, sampled every 100 ms, "
                               "plus sealed files it held (footprint.py)")
         return out
@@ -265,6 +259,21 @@ class Evaluator:
             self._reference_failed(ref2, what, timeout_s, protect)
         return fd
 
+    def _take_expected(self, ref2, what: str, timeout_s: float, protect=frozenset()):
+        """Says go to the reference, which has said "expected", and maps the
+        sealed expected output it hands over; ProblemError when it fails."""
+        ref2.go()
+        fd = self._ref_fd(ref2, what, timeout_s, protect)
+        try:
+            obj, _ = tensorio.load_fd(fd)
+            if not isinstance(obj, dict) or "out" not in obj:
+                raise tensorio.FormatError("no outputs in it")
+            return obj
+        except (OSError, tensorio.FormatError) as e:
+            raise ProblemError(f"{ref2.job_problem}: the reference handed over no usable result ({e})") from None
+        finally:
+            os.close(fd)
+
     def _reference_failed(self, ref2, what: str, timeout_s: float, protect=frozenset()):
         """Raises ProblemError saying how the reference failed while `what`."""
         end = time.monotonic() + 2.0
@@ -289,7 +298,7 @@ class Evaluator:
         ref_timeout = self._ref_timeout(opts)
         state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected_last": None,
                  "alt_skipped": {}, "trials_run": 0, "worst": {"max_abs_err": 0.0, "rel_err": 0.0},
-                 "warnings": [], "constant": [], "devices": {}, "files": [], "held": [], "pool_fds": [],
+                 "constant": [], "files": [], "held": [], "pool_fds": [],
                  "last_fd": None, "device_peaks": {}, "ref_s": 0.0, "input_bytes": 0, "output_bytes": 0}
         phase_s: list = []  # [phase, seconds since the candidate was forked]; for diagnosing slow evals
         sources_before = _sources_digest(problem)
@@ -318,7 +327,7 @@ class Evaluator:
             # are small, only the first when one set is large (each set stays
             # on the GPU through the timed phase).
             normal0 = [t["id"] for t in plan if t["config"] == 0 and not t["alt"]]
-            k = max(1, min(len(normal0), _POOL_BYTES // max(1, state["input_bytes"]))) if perf else 0
+            k = timing.pool_size(len(normal0), state["input_bytes"]) if perf else 0
             keep = set(normal0[:k])
             job = {"kernel": kernel, "opts": opts, "device": device, "perf": perf,
                    "extra_warmup": _RNG.randint(0, 15)}
@@ -333,8 +342,8 @@ class Evaluator:
                 prof = self.launcher.start("prof", "profile", job, cpu_seconds=opts["timeout_s"])
                 sampler.watch(prof.pid, int(opts.get("host_mem_limit_bytes") or 0))
             state["prof"] = prof
-            res.checks["_roles"] = {ref2.pid: "reference", cand.pid: "candidate",
-                                    **({prof.pid: "profiling"} if prof is not None else {})}
+            sampler.roles.update({ref2.pid: "reference", cand.pid: "candidate",
+                                  **({prof.pid: "profiling"} if prof is not None else {})})
             # The next candidate's processes warm up while this one runs.
             self.launcher.refill()
             res.checks["isolation"] = {"pid": cand.pid, "network": "unknown", "cwd": "private temp dir",
@@ -344,7 +353,7 @@ class Evaluator:
 
             def held_bytes():
                 n = 0
-                for fd in state["held"] + state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] else []):
+                for fd in _held_fds(state):
                     try:
                         n += os.fstat(fd).st_size
                     except OSError:
@@ -418,14 +427,7 @@ class Evaluator:
                 if rev.get("skip"):
                     state["alt_skipped"][t["id"]] = str(rev["skip"])[:300]
                 else:
-                    ref2.go()
-                    exp_fd = self._ref_fd(ref2, f"handing over trial {t['id']}", ref_timeout, keep_pids)
-                    try:
-                        expected, _ = tensorio.load_fd(exp_fd)
-                    except (OSError, tensorio.FormatError) as e:
-                        raise ProblemError(f"{problem}: the reference handed over no usable result ({e})") from None
-                    finally:
-                        os.close(exp_fd)
+                    expected = self._take_expected(ref2, f"handing over trial {t['id']}", ref_timeout, keep_pids)
                     if i == 0:
                         self.progress("compare")
                     r = verdict_for_trial(t, expected, cand_obj, cmeta, device, opts)
@@ -448,15 +450,9 @@ class Evaluator:
                 # last) go to the candidate; its expected output stays here
                 # for the check after the timed calls.
                 if next_fd is not None:
-                    rev = self._ref_step(ref2, "on the timing trial", ref_timeout, keep_pids)
-                    ref2.go()
-                    exp_fd = self._ref_fd(ref2, "handing over the timing trial", ref_timeout, keep_pids)
-                    try:
-                        state["expected_last"] = tensorio.load_fd(exp_fd)[0]["out"]
-                    except (OSError, tensorio.FormatError, KeyError, TypeError) as e:
-                        raise ProblemError(f"{problem}: the reference handed over no usable result ({e})") from None
-                    finally:
-                        os.close(exp_fd)
+                    self._ref_step(ref2, "on the timing trial", ref_timeout, keep_pids)
+                    state["expected_last"] = self._take_expected(ref2, "handing over the timing trial", ref_timeout,
+                                                                 keep_pids)["out"]
                     state["held"].remove(next_fd)
                     state["last_fd"] = next_fd
                     isolation.send_msg(cand, {"op": "last", "trial": ref_plan[-1]}, [next_fd])
@@ -570,7 +566,7 @@ class Evaluator:
             return self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler)
         finally:
             state["expected_last"] = None
-            for fd in state["held"] + state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] else []):
+            for fd in _held_fds(state):
                 try:
                     os.close(fd)
                 except OSError:
@@ -846,6 +842,11 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------
+
+
+def _held_fds(state: dict) -> list[int]:
+    """The sealed inputs files the server holds during an evaluation."""
+    return state["held"] + state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] is not None else [])
 
 
 def _warm_record(child) -> dict | None:

@@ -104,6 +104,7 @@ class Sampler:
         self.interval_s = interval_s
         self.peak_bytes = 0
         self.peak_by_pid: dict[int, int] = {}   # each process's share at the peak
+        self.roles: dict[int, str] = {os.getpid(): "server"}  # what peak_by_role calls each process
         self.samples = 0
         self.held_bytes = 0            # sealed files the server holds unmapped (set by the evaluation)
         self.peak_held = 0
@@ -118,6 +119,15 @@ class Sampler:
         if limit_bytes > 0:
             with self._lock:
                 self._limits[pid] = int(limit_bytes)
+
+    def peak_by_role(self) -> dict[str, int]:
+        """The peak, split by the role of each process (roles; the rest are
+        idle spares) and the sealed files held."""
+        out = {"sealed files held by the server": self.peak_held}
+        for pid, n in self.peak_by_pid.items():
+            role = self.roles.get(pid, "idle spares and other processes")
+            out[role] = out.get(role, 0) + n
+        return out
 
     def sample(self) -> int:
         total = 0

@@ -58,6 +58,15 @@ def l2_flush_buffer(device):
     return torch.empty(nbytes // 4, dtype=torch.int32, device=device), nbytes
 
 
+POOL_BYTES = 1 << 30   # the input sets the timed calls refill from stay on the GPU: at most this much of them
+
+
+def pool_size(n_sets: int, set_bytes: int) -> int:
+    """How many input sets the timed calls refill from: all n_sets while they
+    fit in POOL_BYTES, fewer (at least one) when one set is large."""
+    return max(1, min(n_sets, POOL_BYTES // max(1, set_bytes)))
+
+
 def make_refill(buffers: list, pool: list[list], last: list):
     """refill(i, is_last): copies pool[i % len(pool)] (or last) into the input buffers in place."""
     import torch
