@@ -179,3 +179,35 @@ def _report(client) -> None:
     if out:
         with open(os.path.join(out, "worker_server_stderr.txt"), "w") as f:
             f.write(client.stderr())
+
+
+def test_device_side_comparison_and_draws():
+    """The reference compares on its GPU against a candidate output mapped on
+    the host, and draws inputs on the GPU: the same verdicts as on the CPU."""
+    import torch
+    sys.path.insert(0, os.path.join(REPO, "worker"))
+    from mkevolve_worker import correctness as C
+    opts = C.normalize_options({})
+    torch.manual_seed(0)
+    e = torch.randn(3000, 7, device="cuda")
+    assert C.compare_tree(e, e.cpu(), opts)["ok"]
+    g = e.cpu().clone()
+    g[1234, 3] += 1.0
+    r = C.compare_tree(e, g, opts)
+    assert r["kind"] == "mismatch" and "(1234, 3)" in r["message"], r
+    g = e.cpu().clone()
+    g[5, 5] = float("nan")
+    assert C.compare_tree(e, g, opts)["kind"] == "nan"
+    assert not C.compare_tree(e, torch.zeros_like(g), opts)["ok"]
+    i = torch.arange(100, device="cuda")
+    assert C.compare_tree(i, i.cpu(), opts)["ok"]
+    j = i.cpu().clone()
+    j[42] = 0
+    r = C.compare_tree(i, j, opts)
+    assert r["kind"] == "mismatch" and "(42,)" in r["message"], r
+    cfg = {"get_inputs": lambda: [torch.rand(64, 64), torch.randint(0, 5, (8,))]}
+    xs = C.generate_inputs(cfg, {"seed": 3, "alt": False}, "cuda")
+    assert all(x.device.type == "cuda" for x in xs)
+    ys = C.generate_inputs(cfg, {"seed": 3, "alt": True}, "cuda")
+    assert ys[0].device.type == "cuda" and float(ys[0].min()) < 0 and torch.equal(ys[1], xs[1])
+    assert C.same_values(xs[0], xs[0].cpu()) and not C.same_values(xs[0], ys[0].cpu())

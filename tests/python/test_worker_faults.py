@@ -279,3 +279,30 @@ def test_a_reference_killed_mid_run_is_no_verdict_not_the_candidates_fault(worke
     assert "SIGKILL" in r["message"] and "dies.py" in r["message"], r["message"]
     assert worker_server.request("ping")[0]["ok"] is True
     assert worker_server.eval(problem("add"), cand("add_ok"))["status"] == "correct"
+
+
+def test_a_candidate_that_fails_before_a_slow_reference_is_its_own_failure(worker_server, tmp_path):
+    """The candidate raises on its first trial while the reference still
+    computes that trial (3 s): finishing the candidate must not kill the
+    reference, whose finishing the same trial is what shows the failure is
+    the candidate's. Without that, a fast-failing kernel on a large problem
+    came back "no verdict"."""
+    prob = _write(tmp_path / "slow.py", """
+        import time
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, a, b):
+                time.sleep(3)
+                return a + b
+
+        def get_inputs():
+            return [torch.randn(16, 32), torch.randn(16, 32)]
+
+        def get_init_inputs():
+            return []
+        """)
+    r = worker_server.eval(str(prob), cand("raises"), perf=False, trials=1, alt_dist_trials=0)
+    assert r["status"] == "runtime_error" and r["kind"] == "runtime_error", r
+    assert "block size must divide 32" in r["message"], r["message"]

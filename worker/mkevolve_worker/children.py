@@ -85,17 +85,50 @@ def device_peak(device: str) -> int | None:
         return None
 
 
+def _on_device(xs, device: str) -> list:
+    """xs with every tensor on `device` (moved only where it is elsewhere)."""
+    import torch
+    return [x.to(device) if isinstance(x, torch.Tensor) and x.device.type != device else x for x in xs]
+
+
+def _compare_handed(ctx, expected, fds: list[int], keys, opts: dict) -> dict:
+    """Compares the candidate's output, handed over by the server as a
+    sealed file (fds[0]), with the expected output held here, on this
+    process's device: {key: result} for each key of the file's object. A
+    failure of the comparison itself is the harness's ("error")."""
+    try:
+        if len(fds) != 1:
+            raise tensorio.FormatError(f"{len(fds)} files handed over, expected 1")
+        got, _ = tensorio.load_fd(fds[0])
+    except (OSError, tensorio.FormatError) as e:
+        return {"error": f"the candidate's output could not be mapped here ({e})"}
+    finally:
+        _close_all(fds)
+    try:
+        out = {}
+        for k in keys:
+            if isinstance(got, dict) and k in got and not (k == "wall_last" and got[k] is None):
+                out[k] = C.compare_tree(expected, got[k], opts)
+        return {"results": out}
+    except Exception as e:  # noqa: BLE001 - e.g. out of device memory while comparing
+        return {"error": f"comparing failed: {type(e).__name__}: {errors.shorten(str(e), 300)}"}
+    finally:
+        del got
+
+
 def reference_body(ctx, job: dict) -> int:
     """Streams every trial of the plan, one at a time: draws the trial's
-    inputs (seeded, on CPU) and hands them to the server as a sealed
-    in-memory file, computes the expected output, draws the next trial's
-    inputs (the candidate is busy with this one meanwhile), says
-    "expected" and, once the server, holding the candidate's output for
-    this trial, says go, hands the expected output over the same way.
-    Alternate-distribution trials on which the reference raises or is not
-    finite are reported as skipped instead. So at most one trial's expected
-    output and two trials' inputs exist at a time, and no expected value
-    leaves this process before the candidate's output for it is fixed.
+    inputs (seeded, on its device where the problem allows) and hands them
+    to the server as a sealed in-memory file, computes the expected output
+    and keeps it here, draws the next trial's inputs (the candidate is busy
+    with this one meanwhile), says "expected", and then compares the
+    candidate's output for this trial, which the server hands over sealed,
+    with it, on the device, and reports the result ("compared"). The expected
+    output never leaves this process. Alternate-distribution trials on which
+    the reference raises or is not finite are reported as skipped instead.
+    So at most one trial's expected output and two trials' inputs exist at a
+    time. The timing trial's expected output is kept until the server hands
+    over the candidate's timed outputs (op "compare_last").
     job: problem, opts, device, perf (plan the timing trial too)."""
     import torch
     _restore_threads()
@@ -115,22 +148,24 @@ def reference_body(ctx, job: dict) -> int:
     where = "load"
 
     def draw(t):
-        """Draws trial t's inputs, hands them over, and returns them mapped
-        twice: a copy-on-write view to compute with and a pristine one."""
+        """Draws trial t's inputs, hands them over, and returns them with a
+        pristine view (the sealed file, mapped) to check mutation against.
+        In test mode the work copy is a copy-on-write mapping of the file too."""
         c = t["config"]
         if c not in init:
             C.seed_all(opts["seed"])
             init[c] = list(configs[c]["get_init_inputs"]())
-        xs = C.generate_inputs(configs[c], t)
+        xs = C.generate_inputs(configs[c], t, device)
         fd = tensorio.save_sealed({"init": init[c], "inputs": xs})
-        del xs
         try:
             ctx.send_fd(fd)
-            work, _ = tensorio.load_fd(fd)
             pristine, _ = tensorio.load_fd(fd)
+            if device == "cpu":
+                del xs
+                xs = tensorio.load_fd(fd)[0]["inputs"]
         finally:
             os.close(fd)
-        return work["inputs"], pristine["inputs"]
+        return xs, pristine["inputs"]
 
     models: dict = {}
     t_ref = 0.0
@@ -139,7 +174,7 @@ def reference_body(ctx, job: dict) -> int:
         pending = draw(plan[0])
         for i, t in enumerate(plan):
             c = t["config"]
-            xs_cpu, orig = pending
+            xs, orig = pending
             if c not in models:
                 where = f"Model(*get_init_inputs()) of config {c}"
                 for k in [k for k in models if k != 0]:
@@ -149,7 +184,7 @@ def reference_body(ctx, job: dict) -> int:
             where = f"Model.forward on trial {t['id']}"
             skip = None
             out = None
-            xs = C.to_device(xs_cpu, device) if device != "cpu" else xs_cpu
+            xs = _on_device(xs, device)
             t0 = time.monotonic()
             try:
                 C.seed_all(t["seed"] + 1)
@@ -165,30 +200,38 @@ def reference_body(ctx, job: dict) -> int:
                 skip = "the reference output is not finite on signed-normal inputs"
             mutated = [] if skip else [isinstance(x, torch.Tensor) and not C.same_values(x, o)
                                        for x, o in zip(xs, orig)]
-            del xs, xs_cpu, orig
-            # Sealed at once (it leaves this process only after the go), so
-            # that one copy of it exists while the next trial is drawn.
-            exp_fd = None
-            if skip is None:
-                where = f"sealing the expected output of trial {t['id']}"
-                exp_fd = tensorio.save_sealed({"out": out, "mutated": mutated})
-            del out
+            constant = None if (skip or t["alt"] or t["id"] == "last") else C.is_constant_tree(out)
+            del xs, orig
+            if skip is not None:
+                out = None
             pending = None
-            try:
-                if i + 1 < len(plan):
-                    where = f"get_inputs() of config {plan[i + 1]['config']}"
-                    pending = draw(plan[i + 1])
-                if skip is not None:
-                    ctx.send({"ev": "expected", "id": t["id"], "skip": skip})
-                    continue
-                ctx.send({"ev": "expected", "id": t["id"], "ref_s": round(t_ref, 4),
-                          "device_peak": device_peak(device)})
-                if not ctx.wait_go():
-                    return 0
-                ctx.send_fd(exp_fd)
-            finally:
-                if exp_fd is not None:
-                    os.close(exp_fd)
+            if i + 1 < len(plan):
+                where = f"get_inputs() of config {plan[i + 1]['config']}"
+                pending = draw(plan[i + 1])
+            if skip is not None:
+                ctx.send({"ev": "expected", "id": t["id"], "skip": skip})
+                continue
+            ctx.send({"ev": "expected", "id": t["id"], "ref_s": round(t_ref, 4),
+                      "device_peak": device_peak(device)})
+            last = t["id"] == "last"
+            if last and device == "cuda":
+                torch.cuda.empty_cache()  # idle through the candidate's timed calls: hold only what is kept
+            msg, fds = ctx.recv_msg()
+            op = (msg or {}).get("op")
+            if op != ("compare_last" if last else "compare") or msg.get("id") != t["id"]:
+                _close_all(fds)
+                return 0  # the server is done with us
+            where = f"comparing the candidate's output of trial {t['id']}"
+            r = _compare_handed(ctx, out, fds, ("timed_last", "wall_last") if last else ("out",), opts)
+            del out
+            if "results" in r and not last:
+                res = r.pop("results").get("out")
+                if res is None:
+                    r = {"error": "the handed-over file holds no output"}
+                else:
+                    res.update(ref_mutated=mutated, constant=constant)
+                    r["result"] = res
+            ctx.send({"ev": "compared", "id": t["id"], **r})
     except BaseException as e:  # noqa: BLE001
         return write_error(ctx, "problem_error", f"the reference failed in {where}: "
                            + errors.trimmed_traceback(e, [job["problem"]]), where)
@@ -534,22 +577,19 @@ def baseline_body(ctx, job: dict) -> int:
         C.seed_all(opts["seed"])
         init = list(cfg["get_init_inputs"]())
         trials = [t for t in C.plan_trials(1, opts) if not t["alt"]]
-        pool_cpu = [C.generate_inputs(cfg, trials[0])]
+        # Drawn on the device (where the problem allows), as the reference draws.
+        pool = [C.generate_inputs(cfg, trials[0], device)]
         # As for candidates: several input sets to refill from when they are
         # small, one when a set is large.
-        k = timing.pool_size(len(trials), C.tree_nbytes(pool_cpu[0]))
-        pool_cpu += [C.generate_inputs(cfg, t) for t in trials[1:k]]
-        last_cpu = C.generate_inputs(cfg, C.timing_inputs_trial(opts))
+        k = timing.pool_size(len(trials), C.tree_nbytes(pool[0]))
+        pool += [C.generate_inputs(cfg, t, device) for t in trials[1:k]]
+        last = C.generate_inputs(cfg, C.timing_inputs_trial(opts), device)
         C.seed_all(opts["seed"])
         model = mod.Model(*init).to(device)
     except BaseException as e:  # noqa: BLE001
         return write_error(ctx, "problem_error", "loading the problem failed: "
                            + errors.trimmed_traceback(e, [job["problem"]]), "load")
-    pool = [C.to_device(x, device) for x in pool_cpu]
-    last = C.to_device(last_cpu, device)
-    bufs = C.to_device(pool_cpu[0], device)
-    if device != "cpu":
-        del pool_cpu, last_cpu  # on the device now
+    bufs = C.to_device(pool[0], device)  # the buffers every call reads, refilled in place
     refill = timing.make_refill(bufs, pool, last)
     result: dict = {"torch": torch.__version__, "tf32": False, "warmup": opts["warmup"],
                     "perf_trials": opts["perf_trials"]}

@@ -12,8 +12,8 @@ fresh random inputs, allclose with atol/rtol) and stricter:
 - every configuration of get_input_configs() is checked;
 - in-place mutation of an input the reference leaves alone is rejected.
 
-plan_trials() and the compare functions run in the server; generate_inputs()
-runs in the reference child. torch is imported lazily.
+plan_trials() runs in the server; generate_inputs() and the compare
+functions run in the reference child, on its device. torch is imported lazily.
 """
 
 from __future__ import annotations
@@ -138,35 +138,54 @@ def disable_tf32() -> None:
 
 
 def alternate_distribution(inputs, seed: int):
-    """Same shapes and dtypes; floating tensors drawn from a scaled signed
-    normal instead (integer and bool inputs keep their values)."""
+    """Same shapes, dtypes and devices; floating tensors drawn from a scaled
+    signed normal instead (integer and bool inputs keep their values). On
+    the GPU the draw stays there (no host copy of a large input)."""
     import torch
-    g = torch.Generator().manual_seed(seed)
+    gens: dict = {}
     out = []
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
-            cpu = x.detach().to("cpu")
-            if cpu.numel() == 0:
+            x = x.detach()
+            if x.numel() == 0:
                 scale = 1.0
-            elif _all_finite(cpu):  # the usual case: no boolean-indexed copy of a large input
-                lo, hi = torch.aminmax(cpu.reshape(-1))
+            elif _all_finite(x):  # the usual case: no boolean-indexed copy of a large input
+                lo, hi = torch.aminmax(x.reshape(-1))
                 scale = max(1.0, abs(float(lo)), abs(float(hi)))
             else:
-                finite = cpu[torch.isfinite(cpu)]
+                finite = x[torch.isfinite(x)]
                 scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
-            y = torch.randn(cpu.shape, generator=g, dtype=torch.float32) * scale
+            dev = x.device
+            if dev not in gens:
+                gens[dev] = torch.Generator(device=dev).manual_seed(seed)
+            y = torch.randn(x.shape, generator=gens[dev], dtype=torch.float32, device=dev).mul_(scale)
             out.append(y.to(dtype=x.dtype))
         else:
             out.append(x)
     return out
 
 
-def generate_inputs(cfg: dict, trial: dict):
-    """Inputs of one trial, on CPU."""
+def _draw(cfg: dict, device: str, seed: int) -> list:
+    """get_inputs(), its factory calls pointed at `device` where that works
+    (a multi-GB torch.rand draws in milliseconds on a GPU, in seconds on one
+    CPU thread); on the CPU when the problem's code does not run that way."""
+    import torch
+    if device != "cpu" and hasattr(torch.device(device), "__enter__"):
+        try:
+            with torch.device(device):
+                return list(cfg["get_inputs"]())
+        except Exception:  # noqa: BLE001 - e.g. numpy round trips: draw on the CPU instead
+            seed_all(seed)
+    return list(cfg["get_inputs"]())
+
+
+def generate_inputs(cfg: dict, trial: dict, device: str = "cpu"):
+    """Inputs of one trial, seeded by the trial, on `device` (drawn there
+    where the problem allows it, else drawn on the CPU and moved)."""
     import torch
     seed_all(trial["seed"])
-    inputs = list(cfg["get_inputs"]())
-    inputs = [x.detach().to("cpu") if isinstance(x, torch.Tensor) else x for x in inputs]
+    inputs = _draw(cfg, device, trial["seed"])
+    inputs = [x.detach().to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
     if trial["alt"]:
         inputs = alternate_distribution(inputs, trial["seed"] + 1)
     return inputs
@@ -226,8 +245,8 @@ _SLICE = 1 << 24   # elements compared at a time: no whole-output temporaries
 
 def same_values(x, orig) -> bool:
     """Whether tensor x (on any device) still holds exactly orig's values (a
-    CPU tensor), NaN equal to NaN; compared slice by slice, so no whole copy
-    of x comes to the host."""
+    CPU tensor), NaN equal to NaN; compared slice by slice on x's device, so
+    no whole copy of either is made."""
     import torch
     if not isinstance(x, torch.Tensor) or not isinstance(orig, torch.Tensor):
         return x == orig
@@ -236,13 +255,14 @@ def same_values(x, orig) -> bool:
     a = x.detach().reshape(-1)
     b = orig.reshape(-1)
     for i in range(0, a.numel(), _SLICE):
-        if not tensors_equal(a[i:i + _SLICE].to("cpu"), b[i:i + _SLICE]):
+        if not tensors_equal(a[i:i + _SLICE], b[i:i + _SLICE].to(a.device)):
             return False
     return True
 
 
 # ---------------------------------------------------------------------------
-# The trusted comparison (server)
+# The trusted comparison (in the reference's process, on its device: the
+# expected output never leaves it; the candidate's comes in sealed)
 
 
 def _fmt(v) -> str:
@@ -302,14 +322,26 @@ def compare_tensor(exp, got, opts: dict, path: str = "") -> dict:
                            f"expected {str(exp.dtype).replace('torch.', '')} (dtypes must match exactly)"}
     if exp.numel() == 0:
         return res
+    dev = exp.device  # got may live elsewhere (the candidate's output, mapped on the host)
     if not (exp.dtype.is_floating_point or exp.dtype.is_complex):
-        neq = (got != exp).reshape(-1)
-        if bool(neq.any()):
-            i = int(neq.nonzero()[0])
+        e_all, g_all = exp.reshape(-1), got.reshape(-1)
+        first, count, worst = None, 0, 0.0
+        for a in range(0, e_all.numel(), _SLICE):
+            e, g = e_all[a:a + _SLICE], g_all[a:a + _SLICE].to(dev)
+            neq = g != e
+            k = int(neq.sum())
+            if k:
+                count += k
+                worst = max(worst, float((g.double() - e.double()).abs().max()))
+                if first is None:
+                    i = int(neq.nonzero()[0])
+                    first = (a + i, g[i].item(), e[i].item())
+        if first is not None:
+            i, gv, ev = first
             return {"ok": False, "kind": "mismatch",
-                    "message": f"{name} differs at index {_index(i, exp.shape)}: got {got.reshape(-1)[i].item()}, "
-                               f"expected {exp.reshape(-1)[i].item()} ({int(neq.sum())} of {exp.numel()} elements differ)",
-                    "max_abs_err": float((got.double() - exp.double()).abs().max())}
+                    "message": f"{name} differs at index {_index(i, exp.shape)}: got {gv}, expected {ev} "
+                               f"({count} of {exp.numel()} elements differ)",
+                    "max_abs_err": worst}
         return res
     # Compare in float32 (float64 for float64 outputs): a float32 subtraction
     # errs by at most one ulp, far below any tolerance we accept. The work
@@ -335,10 +367,10 @@ def compare_tensor(exp, got, opts: dict, path: str = "") -> dict:
     g_min = e_min = math.inf
     g_max = e_max = -math.inf
     sq_e = sq_d = 0.0
-    zero = torch.zeros((), dtype=cdt)
+    zero = torch.zeros((), dtype=cdt, device=dev)
     for a in range(0, n, _SLICE):
         e = e_all[a:a + _SLICE].to(cdt)
-        g = g_all[a:a + _SLICE].to(cdt)
+        g = g_all[a:a + _SLICE].to(device=dev, dtype=cdt)
         fin_e, fin_g = _all_finite(e), _all_finite(g)
         if fin_e and fin_g:
             any_e_fin = True

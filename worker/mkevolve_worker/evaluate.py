@@ -259,20 +259,30 @@ class Evaluator:
             self._reference_failed(ref2, what, timeout_s, protect)
         return fd
 
-    def _take_expected(self, ref2, what: str, timeout_s: float, protect=frozenset()):
-        """Says go to the reference, which has said "expected", and maps the
-        sealed expected output it hands over; ProblemError when it fails."""
-        ref2.go()
-        fd = self._ref_fd(ref2, what, timeout_s, protect)
-        try:
-            obj, _ = tensorio.load_fd(fd)
-            if not isinstance(obj, dict) or "out" not in obj:
-                raise tensorio.FormatError("no outputs in it")
-            return obj
-        except (OSError, tensorio.FormatError) as e:
-            raise ProblemError(f"{ref2.job_problem}: the reference handed over no usable result ({e})") from None
-        finally:
-            os.close(fd)
+    def _ref_compare(self, ref2, op: str, tid: str, fd: int, what: str, timeout_s: float,
+                     protect=frozenset()) -> dict:
+        """Hands the reference the candidate's sealed output (fd) for trial
+        tid and returns what its comparison said: the event's "result" (op
+        "compare") or "results" (op "compare_last"). A reference that cannot
+        compare is a harness failure (HarnessError), never the candidate's."""
+        n_before = sum(1 for e in ref2.events if e.get("ev") == "compared")
+        if not isolation.send_msg(ref2, {"op": op, "id": tid}, [fd]):
+            self._reference_failed(ref2, what, timeout_s, protect)
+        isolation._kill(ref2, signal.SIGCONT)
+        if not isolation.wait_event(ref2, "compared", timeout_s):
+            self._reference_failed(ref2, what, timeout_s, protect)
+        evs = [e for e in ref2.events if e.get("ev") == "compared"]
+        ev = evs[-1]
+        if len(evs) != n_before + 1 or ev.get("id") != tid:
+            raise HarnessError(f"{ref2.job_problem}: the reference answered out of turn {what}")
+        if ev.get("error"):
+            raise HarnessError(f"{ref2.job_problem}: the reference could not compare {what}: "
+                               f"{str(ev['error'])[:500]}")
+        key = "results" if op == "compare_last" else "result"
+        out = ev.get(key)
+        if not isinstance(out, dict) or (key == "result" and not isinstance(out.get("ok"), bool)):
+            raise HarnessError(f"{ref2.job_problem}: the reference sent a malformed comparison {what}")
+        return out
 
     def _reference_failed(self, ref2, what: str, timeout_s: float, protect=frozenset()):
         """Raises ProblemError saying how the reference failed while `what`."""
@@ -296,7 +306,7 @@ class Evaluator:
 
     def _evaluate_candidate(self, res, problem, kernel, opts, device, perf, t_start, sampler):
         ref_timeout = self._ref_timeout(opts)
-        state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "expected_last": None,
+        state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "ref_last": False,
                  "alt_skipped": {}, "trials_run": 0, "worst": {"max_abs_err": 0.0, "rel_err": 0.0},
                  "constant": [], "files": [], "held": [], "pool_fds": [],
                  "last_fd": None, "device_peaks": {}, "ref_s": 0.0, "input_bytes": 0, "output_bytes": 0}
@@ -395,21 +405,28 @@ class Evaluator:
                                         "message": f"the candidate handed over no sealed output for trial {t['id']}"}
                     return kill_candidate()
                 try:
+                    return check_trial(i, t, out_fd)
+                finally:
+                    os.close(out_fd)
+
+            def check_trial(i: int, t: dict, out_fd: int):
+                # The file is read here only to check its form and size (it is
+                # mapped, not copied); the reference compares its values.
+                try:
                     cand_obj, cmeta = tensorio.load_fd(out_fd)
                     if not isinstance(cand_obj, dict) or "out" not in cand_obj:
                         raise tensorio.FormatError("missing outputs")
+                    state["output_bytes"] = max(state["output_bytes"], C.tree_nbytes(cand_obj["out"]))
                 except (OSError, tensorio.FormatError) as e:
                     state["verdict"] = {"ok": False, "kind": "malformed_result",
                                         "message": f"the candidate's output could not be read ({e})"}
                     return kill_candidate()
-                finally:
-                    os.close(out_fd)
-                state["output_bytes"] = max(state["output_bytes"], C.tree_nbytes(cand_obj["out"]))
+                del cand_obj
                 if isinstance(cmeta.get("files"), list):
                     state["files"] = cmeta["files"]
                 # Only now, with the candidate's output for this trial fixed,
-                # does the reference hand its expected output over (it draws
-                # the next trial's inputs first).
+                # is it compared, in the reference's process (which drew the
+                # next trial's inputs meanwhile).
                 keep_pids = frozenset({cand.pid} | ({prof.pid} if prof is not None else set()))
                 if i == 0:
                     self.progress("reference")
@@ -427,14 +444,16 @@ class Evaluator:
                 if rev.get("skip"):
                     state["alt_skipped"][t["id"]] = str(rev["skip"])[:300]
                 else:
-                    expected = self._take_expected(ref2, f"handing over trial {t['id']}", ref_timeout, keep_pids)
-                    if i == 0:
-                        self.progress("compare")
-                    r = verdict_for_trial(t, expected, cand_obj, cmeta, device, opts)
+                    r = wrong_device(t, cmeta, device)
+                    if r is None:
+                        if i == 0:
+                            self.progress("compare")
+                        r = verdict_for_trial(t, self._ref_compare(ref2, "compare", t["id"], out_fd,
+                                                                   f"on trial {t['id']}", ref_timeout, keep_pids),
+                                              cmeta)
                     state["trials_run"] += 1
                     if r.get("constant") is not None:
                         state["constant"].append(r["constant"])
-                    del expected, cand_obj
                     if not r["ok"]:
                         state["verdict"] = r
                         if next_fd is not None:
@@ -447,12 +466,11 @@ class Evaluator:
                 if i + 1 < len(plan):
                     return send_trial(i + 1, next_fd)
                 # Every trial passed. The last timed call's inputs (drawn
-                # last) go to the candidate; its expected output stays here
-                # for the check after the timed calls.
+                # last) go to the candidate; the reference keeps its expected
+                # output for the check after the timed calls.
                 if next_fd is not None:
                     self._ref_step(ref2, "on the timing trial", ref_timeout, keep_pids)
-                    state["expected_last"] = self._take_expected(ref2, "handing over the timing trial", ref_timeout,
-                                                                 keep_pids)["out"]
+                    state["ref_last"] = True
                     state["held"].remove(next_fd)
                     state["last_fd"] = next_fd
                     isolation.send_msg(cand, {"op": "last", "trial": ref_plan[-1]}, [next_fd])
@@ -522,7 +540,7 @@ class Evaluator:
                         # The profiling process must be done: nothing else of this
                         # candidate may run on the GPU while it is timed.
                         self.progress("profiling")
-                        state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid}))
+                        state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid, ref2.pid}))
                         res.checks["profile_lock"] = state["runtime"].pop("lock", None)
                         phase_s.append(["profile collected", round(time.monotonic() - child.started, 3)])
                     # One timed phase per GPU at a time (gpulock.py); the wait does
@@ -539,7 +557,10 @@ class Evaluator:
 
             send_trial(0, first_fd)
             try:
-                isolation.supervise(cand, opts["timeout_s"], on_event)
+                # The reference lives on when the candidate is done: it
+                # compares the timed output, or shows that a trial the
+                # candidate failed on is sound.
+                isolation.supervise(cand, opts["timeout_s"], on_event, protect=frozenset({ref2.pid}))
             except BaseException:
                 isolation.finish(cand)  # never leave the candidate running once the lock is gone
                 raise
@@ -563,9 +584,8 @@ class Evaluator:
                 "order": "trials streamed one at a time; each trial's expected output comes out of its own "
                          "process only after the candidate handed over its output for that trial",
             }
-            return self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler)
+            return self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2)
         finally:
-            state["expected_last"] = None
             for fd in _held_fds(state):
                 try:
                     os.close(fd)
@@ -624,7 +644,7 @@ class Evaluator:
         return {"ok": False, "kind": kind, "message": "in the second, profiled process of the candidate: " + message,
                 "stderr": prof.tail()}
 
-    def _finish(self, res, cand, state, kernel, opts, device, perf, t_start, sampler) -> dict:
+    def _finish(self, res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2) -> dict:
         verdict = state["verdict"]
         for ch, which in ((cand, "candidate"), (state.get("prof"), "profiled")):
             if ch is not None and ch.pid in sampler.over:
@@ -699,26 +719,39 @@ class Evaluator:
                 problems += [(j["kind"], r) for r in j["reasons"]]
         else:
             res.checks["runtime"] = {"skipped": "test_cpu: no CUDA profile"}
-        # Output of the last timed call (and of the wall batch) on known inputs.
+        # Output of the last timed call (and of the wall batch) on known
+        # inputs, compared by the reference, which kept its expected output.
         try:
-            timed, _ = tensorio.load(cand.path("timed.mkt"), max_bytes=1 << 38)
+            tfd = tensorio.open_regular(cand.path("timed.mkt"), max_bytes=1 << 38)
         except (OSError, tensorio.FormatError) as e:
             return res.fail("malformed_result", f"the candidate's timed output could not be read ({e})", t_start)
-        exp_last = state.get("expected_last")
-        stale = {"checked": exp_last is not None}
-        if exp_last is not None:
-            for key, label in (("timed_last", "the last timed call"), ("wall_last", "the last wall-clock call")):
-                if key == "wall_last" and timed.get(key) is None:
-                    continue
-                r = C.compare_tree(exp_last, timed.get(key), opts)
-                if not r["ok"]:
-                    stale["ok"] = False
-                    problems.append(("stale_output",
-                                     f"integrity: the output of {label} is wrong after fresh values were written "
-                                     f"into the same input buffers ({r['message']}); results must not be cached "
-                                     f"or reused between calls"))
-                    break
-            stale.setdefault("ok", True)
+        try:
+            try:
+                timed, _ = tensorio.load_fd(tfd)  # its form only: mapped, not read
+                if not isinstance(timed, dict) or "timed_last" not in timed:
+                    raise tensorio.FormatError("no timed_last in it")
+                del timed
+            except (OSError, tensorio.FormatError) as e:
+                return res.fail("malformed_result", f"the candidate's timed output could not be read ({e})",
+                                t_start)
+            stale = {"checked": bool(state["ref_last"])}
+            if state["ref_last"]:
+                results = self._ref_compare(ref2, "compare_last", "last", tfd, "on the timed calls' output",
+                                            self._ref_timeout(opts))
+                for key, label in (("timed_last", "the last timed call"), ("wall_last", "the last wall-clock call")):
+                    r = results.get(key)
+                    if isinstance(r, dict) and not r.get("ok"):
+                        stale["ok"] = False
+                        problems.append(("stale_output",
+                                         f"integrity: the output of {label} is wrong after fresh values were "
+                                         f"written into the same input buffers ({r.get('message')}); results must "
+                                         f"not be cached or reused between calls"))
+                        break
+                if "timed_last" not in results:
+                    raise HarnessError(f"{ref2.job_problem}: the reference did not compare the timed output")
+                stale.setdefault("ok", True)
+        finally:
+            os.close(tfd)
         res.checks["timed_output"] = stale
         if device == "cuda" and opts["wall_check"]:
             w = wall_clock_verdict(cand.events, synced_median)
@@ -908,22 +941,29 @@ def _trial_context(t: dict) -> str:
     return f" [trial {t['id']}: config {t['config']}, {what}, seed {t['seed']}]"
 
 
-def verdict_for_trial(t: dict, expected: dict, cand_obj: dict, cmeta: dict, device: str, opts: dict) -> dict:
-    """One trial's verdict: the candidate's output against the reference's,
-    on the right device, and its inputs left alone where the reference
-    leaves them alone. "constant" says whether the reference output was
-    constant (normal trials only; None for alternate ones)."""
+def wrong_device(t: dict, cmeta: dict, device: str) -> dict | None:
+    """The verdict for an output that is not on the GPU in a GPU evaluation."""
     devices = cmeta.get("devices") if isinstance(cmeta.get("devices"), list) else []
     if device == "cuda" and any(d != "cuda" for d in devices):
         return {"ok": False, "kind": "wrong_device",
                 "message": "the output is not a CUDA tensor; compute it on the GPU with your Triton kernels"
                            + _trial_context(t), "max_abs_err": None}
-    r = C.compare_tree(expected["out"], cand_obj["out"], opts)
+    return None
+
+
+def verdict_for_trial(t: dict, r: dict, cmeta: dict) -> dict:
+    """One trial's verdict from the reference's comparison r (its
+    children.reference_body result: compare_tree's, plus "ref_mutated", the
+    inputs its own forward changed, and "constant", whether its output was
+    constant; None on alternate trials): the values, and the inputs left
+    alone where the reference leaves them alone."""
+    r = dict(r)
+    ref_mut = r.pop("ref_mutated", None) or []
     if not r["ok"]:
-        r["message"] = r["message"] + _trial_context(t)
+        r["message"] = str(r.get("message", "wrong output")) + _trial_context(t)
         r.setdefault("max_abs_err", None)
+        r.pop("constant", None)
         return r
-    ref_mut = expected.get("mutated") or []
     cand_mut = cmeta.get("mutated") if isinstance(cmeta.get("mutated"), list) else []
     for j, changed in enumerate(cand_mut):
         if changed is True and not (j < len(ref_mut) and ref_mut[j]):
@@ -931,7 +971,8 @@ def verdict_for_trial(t: dict, expected: dict, cand_obj: dict, cmeta: dict, devi
                     "message": f"forward modified its input #{j} in place; the reference leaves it unchanged, "
                                f"so write results to a new tensor" + _trial_context(t),
                     "max_abs_err": r.get("max_abs_err")}
-    r["constant"] = None if t["alt"] else C.is_constant_tree(expected["out"])
+    if t["alt"]:
+        r["constant"] = None
     return r
 
 

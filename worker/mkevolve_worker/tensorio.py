@@ -189,6 +189,12 @@ def _open_regular(path: str, max_bytes: int):
     return fd, st
 
 
+def open_regular(path: str, max_bytes: int) -> int:
+    """A read-only descriptor of the regular file at path (no links followed,
+    no FIFOs), at most max_bytes long: for mapping it with load_fd()."""
+    return _open_regular(path, max_bytes)[0]
+
+
 def _read_untrusted(path: str, max_bytes: int) -> bytearray:
     """Reads a regular file without following links or blocking on FIFOs."""
     fd, st = _open_regular(path, max_bytes)
