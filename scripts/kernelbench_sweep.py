@@ -141,7 +141,7 @@ def main() -> int:
     import tempfile
     pairs = write_candidates(items, tempfile.mkdtemp(prefix="kb-sweep-"))
     name = lambda ext: os.path.join(a.out, a.tag + ext)  # noqa: E731
-    cmd = [a.bin, "eval", "--batch", pairs, "--json", "--allow-pytorch", "--slots-per-gpu", a.slots,
+    cmd = [a.bin, "eval", "--batch", pairs, "--json", "--stream", "--allow-pytorch", "--slots-per-gpu", a.slots,
            "--trials", str(a.trials), "--timeout", str(a.timeout), "--python", a.python]
     if not a.perf:
         cmd.append("--no-perf")

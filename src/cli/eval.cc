@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/args.h"
@@ -252,7 +255,8 @@ int run(int argc, char** argv) {
                argv[0]};
   std::string problem, batch, python, config_path, cache_dir;
   std::vector<std::string> kernels;
-  bool as_json = false, no_perf = false, no_cache = false, test_cpu = false, allow_pytorch = false, no_prestart = false;
+  bool as_json = false, no_perf = false, no_cache = false, test_cpu = false, allow_pytorch = false, no_prestart = false,
+       stream = false;
   int gpu = -1, slots = 1;
   eval::EvalOptions opts;
   auto* problem_opt = app.add_option("--problem", problem, "problem file (Model, get_inputs, get_init_inputs)");
@@ -264,6 +268,9 @@ int run(int argc, char** argv) {
                                    "file of 'PROBLEM KERNEL' lines (paths relative to the file; '#' comments): all "
                                    "pairs go through one worker pool, after the --problem/--kernel pairs");
   app.add_flag("--json", as_json, "one JSON object per kernel, one per line");
+  app.add_flag("--stream", stream,
+               "with --json: print each verdict as soon as it is in, in any order, with its 0-based "
+               "\"index\" in the input (default: in input order)");
   app.add_option("--gpu", gpu, "use only this visible GPU (index)");
   method::add_eval_flags(app, opts);
   app.add_flag("--no-perf", no_perf, "correctness and cheat checks only, no timing");
@@ -364,14 +371,32 @@ int run(int argc, char** argv) {
     req.task = p.problem.stem().string();
     futs.push_back((*pool)->submit(std::move(req)));
   }
-  std::vector<EvalResult> results;
-  for (size_t i = 0; i < futs.size(); ++i) {
-    results.push_back(futs[i].get());
-    if (as_json) {
-      std::printf("%s\n", result_json(pairs[i].problem, pairs[i].kernel, results.back())
-                              .dump(-1, ' ', false, json::error_handler_t::replace)
-                              .c_str());
-      std::fflush(stdout);
+  auto print_json = [&](size_t i, const EvalResult& r, bool with_index) {
+    json j = result_json(pairs[i].problem, pairs[i].kernel, r);
+    if (with_index) j["index"] = i;
+    std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    std::fflush(stdout);
+  };
+  std::vector<EvalResult> results(futs.size());
+  if (as_json && stream) {
+    // As they come: a long problem does not hold back the verdicts after it.
+    std::vector<bool> done(futs.size(), false);
+    for (size_t left = futs.size(); left > 0;) {
+      bool any = false;
+      for (size_t i = 0; i < futs.size(); ++i) {
+        if (done[i] || futs[i].wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+        results[i] = futs[i].get();
+        done[i] = true;
+        --left;
+        any = true;
+        print_json(i, results[i], true);
+      }
+      if (!any && left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  } else {
+    for (size_t i = 0; i < futs.size(); ++i) {
+      results[i] = futs[i].get();
+      if (as_json) print_json(i, results[i], false);
     }
   }
   if (!as_json) print_table(pairs, results, (*pool)->hello(), opts, (*pool)->isolation());

@@ -135,6 +135,20 @@ check_lines "each pair's problem, kernel and status, in input order" \
   "probs/addone.py kernels/addone_raises.py runtime_error" \
   "probs/addone.py pkg/decomposed_solution.py correct"
 
+# --stream: every verdict once, each with its index in the input, whatever the order.
+expect "batch --stream" 1 '"index":' -- "$BIN" eval --json --stream --no-cache --batch batch/pairs.txt "${cpu[@]}"
+if "$PY" - "$T/out" "$T/batch.json" <<'PY'; then pass "--stream: same verdicts, each with its input index"; else
+import json, sys
+got = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+want = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+ok = sorted(g["index"] for g in got) == list(range(len(want)))
+for g in got:
+    w = want[g["index"]]
+    ok &= (g["problem"], g["kernel"], g["status"]) == (w["problem"], w["kernel"], w["status"])
+sys.exit(0 if ok else 1)
+PY
+  fail "--stream lines do not match the in-order ones"; cat "$T/out"; fi
+
 # --problem/--kernel pairs come first, then the batch file's.
 printf '../probs/addone.py ../kernels/addone_good.py\n' >batch/one.txt
 expect "flags and batch together" 0 "" -- "$BIN" eval --json --problem probs/relu2.py --kernel kernels/relu2_good.py \
