@@ -211,3 +211,7 @@ def test_device_side_comparison_and_draws():
     ys = C.generate_inputs(cfg, {"seed": 3, "alt": True}, "cuda")
     assert ys[0].device.type == "cuda" and float(ys[0].min()) < 0 and torch.equal(ys[1], xs[1])
     assert C.same_values(xs[0], xs[0].cpu()) and not C.same_values(xs[0], ys[0].cpu())
+    f = C.fingerprint(xs[0])
+    assert f == C.fingerprint(xs[0].clone())
+    xs[0][3, 3] += 1
+    assert C.fingerprint(xs[0]) != f

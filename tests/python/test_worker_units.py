@@ -455,3 +455,20 @@ def test_a_spare_handed_over_at_once_still_runs(tmp_path):
         with open(child.path("out.txt")) as f:
             assert f.read() == str(i)
         isolation.cleanup_dir(child.dir)
+
+
+def test_fingerprint_sees_any_change_of_bits():
+    import torch
+    x = torch.randn(1000, 3)
+    f = C.fingerprint(x)
+    assert f == C.fingerprint(x.clone())
+    for change in (lambda y: y.__setitem__((500, 1), y[500, 1] + 1e-7),
+                   lambda y: y.__setitem__((0, 0), float("nan")),
+                   lambda y: y.copy_(y.flip(0))):
+        y = x.clone()
+        change(y)
+        assert C.fingerprint(y) != f
+    b = torch.tensor([True, False, True])
+    assert C.fingerprint(b) != C.fingerprint(torch.tensor([True, True, False]))
+    assert C.fingerprint(torch.zeros(3, dtype=torch.int8)) != C.fingerprint(torch.zeros(3, dtype=torch.uint8))
+    assert C.fingerprint(3) is None

@@ -91,6 +91,15 @@ def _on_device(xs, device: str) -> list:
     return [x.to(device) if isinstance(x, torch.Tensor) and x.device.type != device else x for x in xs]
 
 
+def _mutated(xs, orig, before) -> list[bool]:
+    """Which inputs forward changed: against fingerprints taken before it
+    (before, on the GPU) or the pristine mapping (orig, in test mode)."""
+    import torch
+    if before is not None:
+        return [isinstance(x, torch.Tensor) and C.fingerprint(x) != b for x, b in zip(xs, before)]
+    return [isinstance(x, torch.Tensor) and not C.same_values(x, o) for x, o in zip(xs, orig)]
+
+
 def _compare_handed(ctx, expected, fds: list[int], keys, opts: dict) -> dict:
     """Compares the candidate's output, handed over by the server as a
     sealed file (fds[0]), with the expected output held here, on this
@@ -185,6 +194,9 @@ def reference_body(ctx, job: dict) -> int:
             skip = None
             out = None
             xs = _on_device(xs, device)
+            # On the GPU, mutation is judged by fingerprints taken here (no
+            # pristine copy crosses the bus); in test mode against the mapping.
+            before = [C.fingerprint(x) for x in xs] if device != "cpu" else None
             t0 = time.monotonic()
             try:
                 C.seed_all(t["seed"] + 1)
@@ -198,8 +210,7 @@ def reference_body(ctx, job: dict) -> int:
             t_ref = max(t_ref, time.monotonic() - t0)
             if skip is None and t["alt"] and not C.is_finite_tree(out):
                 skip = "the reference output is not finite on signed-normal inputs"
-            mutated = [] if skip else [isinstance(x, torch.Tensor) and not C.same_values(x, o)
-                                       for x, o in zip(xs, orig)]
+            mutated = [] if skip else _mutated(xs, orig, before)
             constant = None if (skip or t["alt"] or t["id"] == "last") else C.is_constant_tree(out)
             del xs, orig
             if skip is not None:
@@ -388,17 +399,24 @@ def candidate_body(ctx, job: dict) -> int:
         where = f"running forward (trial {t['id']})"
         ctx.send({"ev": "phase", "phase": where})
         orig = obj["inputs"]
+        kept = None
+        before = None
         if pristine is not None:
             xs, orig = orig, pristine
         else:
             xs = C.to_device(orig, device)
+            del orig, obj
+            orig = None
+            before = [C.fingerprint(x) for x in xs]
+            if msg.get("keep"):  # the original values, for refilling the timed calls
+                kept = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
         try:
             C.seed_all(t["seed"] + 1)
             with torch.no_grad():
                 out = models[c](*xs)
             _sync(device)
             devices = C.tree_devices(out)
-            mutated = [isinstance(x, torch.Tensor) and not C.same_values(x, o) for x, o in zip(xs, orig)]
+            mutated = _mutated(xs, orig, before)
         except BaseException as e:  # noqa: BLE001
             return _fail(ctx, e, where, files)
         del xs
@@ -412,8 +430,9 @@ def candidate_body(ctx, job: dict) -> int:
         finally:
             os.close(out_fd)
         if msg.get("keep"):
-            pool.append(C.to_device(orig, device))  # the original values, for refilling the timed calls
-        del orig, obj, pristine
+            pool.append(kept if kept is not None else C.to_device(orig, device))
+        del orig, pristine, kept
+        obj = None
         ctx.send({"ev": "output", "id": t["id"]})
     ctx.send({"ev": "correctness_ready", "device_peak": device_peak(device)})
     if not job["perf"] or not ctx.wait_go():

@@ -260,6 +260,35 @@ def same_values(x, orig) -> bool:
     return True
 
 
+def fingerprint(x):
+    """Two position-weighted sums of tensor x's raw bits, computed on x's own
+    device slice by slice: equal before and after a call means the call left
+    x alone (NaN payloads included), without keeping a pristine copy or
+    moving x to the host. None for a non-tensor."""
+    import torch
+    if not isinstance(x, torch.Tensor):
+        return None
+    t = x.detach()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    flat = t.reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    elif flat.dtype.is_complex:
+        flat = torch.view_as_real(flat).reshape(-1)
+    flat = flat.view(torch.uint8)
+    words = flat.view(torch.int32) if flat.numel() % 4 == 0 else flat
+    s1 = s2 = 0
+    n = words.numel()
+    for a in range(0, n, _SLICE):
+        w = words[a:a + _SLICE].to(torch.int64)
+        pos = torch.arange(a, a + w.numel(), device=w.device, dtype=torch.int64).remainder_(65521).add_(1)
+        s1 += int(w.sum())
+        s2 += int(w.mul_(pos).sum())
+        del w, pos
+    return (tuple(x.shape), str(x.dtype), n, s1, s2)
+
+
 # ---------------------------------------------------------------------------
 # The trusted comparison (in the reference's process, on its device: the
 # expected output never leaves it; the candidate's comes in sealed)
