@@ -528,7 +528,11 @@ bool harness_failure(const EvalResult& r) {
   if (r.status == Status::kNoVerdict) return r.kind != "too_large";
   // A server that died, or a candidate process killed by someone else's signal
   // (the kernel's out-of-memory killer): run it again, alone, before blaming it.
-  return r.status == Status::kCrashed && (r.kind == "server_died" || r.kind == "killed");
+  // So is a candidate that ran out of the memory its evaluation was given:
+  // the limits come from a footprint (an estimate, or a measurement of other
+  // candidates) and must never be what fails an honest kernel, so the retry
+  // runs alone with the whole machine's memory (eval_once).
+  return (r.status == Status::kCrashed && (r.kind == "server_died" || r.kind == "killed")) || r.kind == "oom";
 }
 }  // namespace
 
@@ -551,7 +555,9 @@ std::optional<Footprint> WorkerPool::footprint_for(Slot& slot, const EvalRequest
   // room for four on the host, plus the processes themselves; on the GPU the
   // reference and candidate each hold a call's data and parameters, plus the
   // timed calls' input pool.
-  f.host_bytes = 4 * io + 3 * kGiB;
+  // Every process builds the model on the host before moving it (the
+  // reference and the candidate at once).
+  f.host_bytes = 4 * io + 2 * params + 3 * kGiB;
   f.device_bytes = 4 * io + 3 * params + 3 * 0.6 * kGiB;
   f.measured = false;
   footprints_->put(fkey, f);
@@ -572,8 +578,19 @@ EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::
   if (fp) {
     // A candidate may hold what its whole evaluation was admitted with, and no
     // less than 8 GiB; past that its own allocation fails, not a neighbour.
-    options["host_mem_limit_bytes"] = static_cast<long long>(std::max(host, 8 * kGiB));
-    if (dev > 0) options["device_mem_limit_bytes"] = static_cast<long long>(std::max(dev, 8 * kGiB));
+    // An estimate knows nothing of forward's intermediates, so then the GPU
+    // limit is at least half the GPU. Alone (a retry), the limits are the
+    // machine's: nothing beside it needs protecting, and an honest kernel that
+    // outgrew a footprint is not failed by it.
+    double host_limit = std::max(host, 8 * kGiB), dev_limit = dev > 0 ? std::max(dev, 8 * kGiB) : 0;
+    auto dcap = admission_->device_capacity(slot.gpu);
+    if (!fp->measured && dev_limit > 0 && dcap) dev_limit = std::max(dev_limit, 0.5 * *dcap);
+    if (exclusive) {
+      host_limit = std::max(host_limit, admission_->host_capacity());
+      dev_limit = 0;
+    }
+    options["host_mem_limit_bytes"] = static_cast<long long>(host_limit);
+    if (dev_limit > 0) options["device_mem_limit_bytes"] = static_cast<long long>(dev_limit);
     if (fp->reference_s > 0)
       options["reference_timeout_s"] = std::max(req.options.timeout_s, 10 * fp->reference_s + 60);
   }

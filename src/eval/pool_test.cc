@@ -210,6 +210,25 @@ TEST_F(PoolTest, EvaluationsRunTogetherOnlyAsFarAsTheirFootprintsFit) {
   EXPECT_EQ(measured + alone, 8);
 }
 
+TEST_F(PoolTest, AnOutOfMemoryVerdictUnderAFootprintLimitIsRetriedAloneWithTheMachinesMemory) {
+  auto o = options();
+  o.cache_dir.clear();
+  o.host_capacity_bytes = 100.0 * (1 << 30);
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "1,1";  // estimate: 4 x 2 + 3 = 11 GiB, so an 11 GiB limit
+  auto pool = make(o);
+  // Needs 20 GiB (its parameters, say): over the estimate's limit, within the machine.
+  EvalResult r = pool->evaluate(request(kernel("wide", "# FAKE: oom_over 20\n# FAKE: correct\n")));
+  EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
+  EXPECT_EQ(r.raw.value("harness_retries", 0), 1);
+  EXPECT_EQ(logged("eval"), 2);
+  // More than the whole machine: out of memory alone too, so it is the kernel's.
+  EvalResult big = pool->evaluate(request(kernel("runaway", "# FAKE: oom_over 1000\n# FAKE: correct\n")));
+  EXPECT_EQ(big.status, Status::kRuntimeError) << big.feedback;
+  EXPECT_EQ(big.kind, "oom");
+  EXPECT_EQ(big.raw.value("harness_retries", 0), 1);
+  EXPECT_EQ(logged("eval"), 4);
+}
+
 TEST_F(PoolTest, AProblemTooLargeForTheMachineFailsBeforeAnyEvaluation) {
   auto o = options();
   o.host_capacity_bytes = 10.0 * (1 << 30);

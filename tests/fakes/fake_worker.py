@@ -27,6 +27,8 @@ Per request, `eval` reads directives from the kernel file, lines of the form
   unlocked              timed without the GPU timing lock (checks.timing_lock.held false)
   no_verdict            the reference side failed: status no_verdict, kind reference_failed
   footprint <GiB>       report a measured footprint of that many GiB of host memory
+  oom_over <GiB>        runtime_error/oom unless the request's host_mem_limit_bytes
+                        allows that many GiB (a kernel that needs that much host memory)
   concurrency <path>    count this eval in <path> (under flock) while it runs, for
                         0.3 s, and keep the most seen at once in <path>.max
 Every request is logged, one line "op kernel-or-problem", to MKEVOLVE_WORKER_FAKE_LOG
@@ -169,6 +171,14 @@ def do_eval(req):
         elif action == "footprint":
             gib = float(args[0]) * (1 << 30)
             result["checks"]["footprint"] = {"host_peak_bytes": gib, "output_bytes": 1024, "input_bytes": 1024}
+        elif action == "oom_over":
+            limit = float((req.get("options") or {}).get("host_mem_limit_bytes") or 0)
+            if 0 < limit < float(args[0]) * (1 << 30):
+                result.update(status="runtime_error", kind="oom", runtime_ms=None,
+                              message=f"the candidate process of the candidate used more than its limit of "
+                                      f"{limit / (1 << 30):.2f} GiB of host memory, and was killed",
+                              reasons=["oom: over its host memory limit"])
+                break
         elif action == "concurrency":
             count_concurrency(args[0])
     send(result)
