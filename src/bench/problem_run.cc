@@ -1,6 +1,7 @@
 #include "bench/problem_run.h"
 
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -19,7 +20,7 @@ RunSink::RunSink(run::RunDir* dir, report::StatusLine* status, std::vector<nlohm
     : dir_(dir), status_(status) {
   for (auto& e : already_logged) {
     std::string t = e.value("type", "");
-    if (t == "resume" || t == "run_end") continue;
+    if (t == "resume" || t == "run_end" || t == "preflight") continue;  // not the search's own
     replay_.push_back(std::move(e));
   }
   replaying_ = !replay_.empty();
@@ -179,11 +180,29 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   status.message(fmt::format("{} {} on {} with {}; run directory {}", pr.resumed ? "resuming" : "starting",
                              opts.method, pr.problem.name, shared.llm->spec(), rd->root().string()));
 
+  // Pre-flight, before any LLM call is paid for: the problem loads and its
+  // reference runs once where it will be evaluated.
+  std::string preflight_error;
+  if (shared.evaluator && !pr.problem.path.empty() && out.sink_error.empty()) {
+    status.message("checking the problem: loading it and running its reference once");
+    auto t0 = std::chrono::steady_clock::now();
+    mk::Status st = shared.evaluator->check_problem(pr.problem.path, opts.eval.test_cpu);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!st) preflight_error = st.error();
+    if (auto w = rd->log_event(run::events::preflight("problem", st.ok(), std::round(secs * 1000) / 1000,
+                                                      st.ok() ? "" : preflight_error));
+        !w)
+      out.sink_error = w.error();
+  }
+
   RunSink sink(rd, &status, prior);
   std::atomic<bool> stop{false};
   search::Accounting acct;
   agents::Gate gate(64);
-  if (out.sink_error.empty()) {
+  if (!preflight_error.empty()) {
+    out.res.status = "problem_error";
+    out.res.error = preflight_error;
+  } else if (out.sink_error.empty()) {
     StopWatcher watcher(&stop, &sink, pr.cancel);
     search::SearchContext ctx;
     ctx.llm = shared.llm;
@@ -230,7 +249,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     info.error = "the run directory could not be written: " + out.sink_error;
   } else if (out.res.status == "interrupted" || stop.load()) {
     info.status = "interrupted";
-  } else if (out.res.status == "error") {
+  } else if (out.res.status == "error" || out.res.status == "problem_error") {
     info.status = "failed";
     info.error = out.res.error;
   } else if (!out.solution_error.empty()) {

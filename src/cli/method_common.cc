@@ -413,6 +413,13 @@ int run_in_directory(RunRequest req) {
     std::printf("interrupted; continue with:\n  %s\n", rd->resume_command().c_str());
     return kExitInterrupted;
   }
+  if (res.status == "problem_error") {
+    // Found before any LLM call: nothing was paid for.
+    say(res.error);
+    say(fmt::format("no LLM call was made; fix the problem file and start a new run ({} records the check)",
+                    rd->root().string()));
+    return kExitUsage;
+  }
   if (res.status == "error") {
     say(res.error);
     std::printf("the run stopped early; after fixing the cause, continue with:\n  %s\n", rd->resume_command().c_str());

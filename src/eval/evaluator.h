@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/result.h"
+
 namespace mk::eval {
 
 /// Coarse outcome, as printed by `mkevolve eval --json`.
@@ -100,6 +102,13 @@ class Evaluator {
   virtual std::future<DecompositionResult> verify_decomposition(DecompositionRequest req) = 0;
   /// Facts about the GPU the prompts should state (name, SMs, memory, ...), queried.
   virtual nlohmann::json hardware_info() = 0;
+  /// Pre-flight, before any LLM call: the problem loads and its reference runs.
+  /// The default (evaluators without a worker) accepts every problem.
+  virtual mk::Status check_problem(const std::filesystem::path& problem, bool test_cpu) {
+    (void)problem;
+    (void)test_cpu;
+    return {};
+  }
   EvalResult evaluate(EvalRequest req) { return submit(std::move(req)).get(); }
 };
 

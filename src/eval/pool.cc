@@ -645,6 +645,67 @@ EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::
   return r;
 }
 
+std::string WorkerPool::too_large(Slot& slot, const std::optional<Footprint>& fp) {
+  if (!fp || !opts_.memory_admission) return {};
+  if (slot.gpu >= 0 && !admission_->device_capacity(slot.gpu)) {
+    if (auto st = ensure_server(slot); st) {
+      auto rep = call(slot, json{{"op", "gpu_info"}}, opts_.info_timeout_s);
+      if (rep.outcome == Server::Outcome::kAnswered && rep.message.contains("gpus") && rep.message["gpus"].is_array() &&
+          !rep.message["gpus"].empty()) {
+        double total = rep.message["gpus"][0].value("memory_bytes", 0.0);
+        // Idle pre-started processes hold a CUDA context each (three per slot).
+        double idle = opts_.prestart ? 3 * 0.6 * kGiB * opts_.slots_per_gpu : 0;
+        if (total > 0) admission_->set_device_capacity(slot.gpu, std::max(total * 0.95 - idle - 2 * kGiB, kGiB));
+      }
+    }
+  }
+  double need = fp->input_bytes + fp->output_bytes;
+  auto dcap = admission_->device_capacity(slot.gpu);
+  if (need > admission_->host_capacity())
+    return fmt::format("{:.1f} GiB of host memory (one call's inputs and outputs) but {:.1f} GiB is available",
+                       need / kGiB, admission_->host_capacity() / kGiB);
+  if (slot.gpu >= 0 && dcap && need > *dcap)
+    return fmt::format("{:.1f} GiB of GPU memory (one call's inputs and outputs) but GPU {} has {:.1f} GiB",
+                       need / kGiB, slot.gpu, *dcap / kGiB);
+  return {};
+}
+
+mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu) {
+  auto promise = std::make_shared<std::promise<mk::Status>>();
+  auto fut = promise->get_future();
+  fs::path p = absolute_path(problem);
+  Job job;
+  job.run = [this, promise, p, test_cpu](Slot& slot) {
+    if (slot.gpu < 0 && !test_cpu)
+      return promise->set_value(Error{"no CUDA GPU visible: the problem check needs a GPU"});
+    auto ph = hash_sources(p);
+    if (!ph) return promise->set_value(Error{ph.error()});
+    if (auto st = ensure_server(slot); !st) return promise->set_value(Error{st.error()});
+    EvalRequest req;
+    req.problem = p;
+    req.options.test_cpu = test_cpu;
+    std::optional<Footprint> fp =
+        opts_.memory_admission ? footprint_for(slot, req, footprint_key(*ph, identity_for(slot), test_cpu))
+                               : std::nullopt;
+    if (std::string what = too_large(slot, fp); !what.empty())
+      return promise->set_value(Error{p.string() + ": one evaluation of this problem needs " + what});
+    json msg{{"op", "problem_check"}, {"problem", p.string()}, {"options", {{"test_cpu", test_cpu}}}};
+    auto rep = call(slot, std::move(msg), opts_.deadline_factor * 600 + opts_.grace_s);
+    if (rep.outcome != Server::Outcome::kAnswered)
+      return promise->set_value(Error{"the evaluation server failed while checking " + p.string() + ": " +
+                                      clip_tail(rep.detail, 500)});
+    const json& m = rep.message;
+    std::string text = m.contains("message") && m["message"].is_string() ? m["message"].get<std::string>() : "";
+    if (m.value("type", "") == "error")
+      return promise->set_value(Error{"checking " + p.string() + " failed: " + text});
+    if (!m.value("ok", false)) return promise->set_value(Error{text.empty() ? p.string() + ": the check failed" : text});
+    promise->set_value(mk::Status{});
+  };
+  job.cancel = [promise](const std::string& why) { promise->set_value(Error{why}); };
+  enqueue(std::move(job));
+  return fut.get();
+}
+
 EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
   if (slot.gpu < 0 && !req.options.test_cpu)
     return pool_failure(Status::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
@@ -666,36 +727,13 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
   // The footprint of one evaluation of this problem on this machine.
   std::string fkey = footprint_key(*ph, id, req.options.test_cpu);
   std::optional<Footprint> fp = opts_.memory_admission ? footprint_for(slot, req, fkey) : std::nullopt;
-  if (slot.gpu >= 0 && opts_.memory_admission && !admission_->device_capacity(slot.gpu)) {
-    if (auto st = ensure_server(slot); st) {
-      auto rep = call(slot, json{{"op", "gpu_info"}}, opts_.info_timeout_s);
-      if (rep.outcome == Server::Outcome::kAnswered && rep.message.contains("gpus") && rep.message["gpus"].is_array() &&
-          !rep.message["gpus"].empty()) {
-        double total = rep.message["gpus"][0].value("memory_bytes", 0.0);
-        // Idle pre-started processes hold a CUDA context each (three per slot).
-        double idle = opts_.prestart ? 3 * 0.6 * kGiB * opts_.slots_per_gpu : 0;
-        if (total > 0) admission_->set_device_capacity(slot.gpu, std::max(total * 0.95 - idle - 2 * kGiB, kGiB));
-      }
-    }
-  }
   // One call's inputs and outputs must fit at all: nothing can evaluate a
   // problem bigger than the machine, so say so before any candidate is charged.
-  if (fp && opts_.memory_admission) {
-    double need_host = fp->input_bytes + fp->output_bytes;
-    auto dcap = admission_->device_capacity(slot.gpu);
-    std::string what;
-    if (need_host > admission_->host_capacity())
-      what = fmt::format("{:.1f} GiB of host memory (one call's inputs and outputs) but {:.1f} GiB is available",
-                         need_host / kGiB, admission_->host_capacity() / kGiB);
-    else if (slot.gpu >= 0 && dcap && need_host > *dcap)
-      what = fmt::format("{:.1f} GiB of GPU memory (one call's inputs and outputs) but GPU {} has {:.1f} GiB",
-                         need_host / kGiB, slot.gpu, *dcap / kGiB);
-    if (!what.empty()) {
-      EvalResult r = pool_failure(Status::kNoVerdict, "too_large",
-                                  req.problem.string() + ": one evaluation of this problem needs " + what);
-      r.gpu = slot.gpu;
-      return r;
-    }
+  if (std::string what = too_large(slot, fp); !what.empty()) {
+    EvalResult r = pool_failure(Status::kNoVerdict, "too_large",
+                                req.problem.string() + ": one evaluation of this problem needs " + what);
+    r.gpu = slot.gpu;
+    return r;
   }
   // No footprint yet: one evaluation of this problem runs alone and measures
   // it; the others of the same problem wait for that, then use the measurement.

@@ -89,6 +89,10 @@ class WorkerPool final : public Evaluator {
   std::future<EvalResult> submit(EvalRequest req) override;
   std::future<DecompositionResult> verify_decomposition(DecompositionRequest req) override;
   nlohmann::json hardware_info() override;
+  /// Pre-flight: the problem fits this machine (its meta-device footprint),
+  /// loads, and its reference runs once on the device that will evaluate.
+  /// The error names the file and what is wrong.
+  mk::Status check_problem(const std::filesystem::path& problem, bool test_cpu) override;
 
   /// Starts one server (if none runs) and checks its hello: the environment
   /// errors (no interpreter, no torch, no Triton, wrong protocol) show up here.
@@ -135,6 +139,8 @@ class WorkerPool final : public Evaluator {
   EvalResult eval_once(Slot& slot, const EvalRequest& req, const std::optional<Footprint>& fp, bool exclusive);
   bool stopping() const;  ///< the pool is shutting down (takes mu_)
   std::optional<Footprint> footprint_for(Slot& slot, const EvalRequest& req, const std::string& fkey);
+  /// Why one call of a problem with footprint fp cannot fit here ("" when it can).
+  std::string too_large(Slot& slot, const std::optional<Footprint>& fp);
   void add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r);
   EvalIdentity identity_for(const Slot& slot) const;
   std::optional<EvalIdentity> identity_for_gpu(int gpu) const;

@@ -242,6 +242,26 @@ TEST_F(PoolTest, AProblemTooLargeForTheMachineFailsBeforeAnyEvaluation) {
   EXPECT_EQ(logged("eval"), 0);
 }
 
+TEST_F(PoolTest, ThePreflightCheckRefusesAProblemTooLargeBeforeRunningIt) {
+  auto o = options();
+  o.host_capacity_bytes = 10.0 * (1 << 30);
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "12,4";  // one call: 12 GiB in, 4 GiB out
+  auto pool = make(o);
+  mk::Status st = pool->check_problem(problem(), true);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().find("problem.py: one evaluation of this problem needs 16.0 GiB of host memory"),
+            std::string::npos)
+      << st.error();
+  EXPECT_EQ(logged("problem_check"), 0);
+}
+
+TEST_F(PoolTest, ThePreflightCheckAsksTheWorkerWhenTheProblemFits) {
+  auto pool = make(options());
+  mk::Status st = pool->check_problem(problem(), true);
+  EXPECT_TRUE(st.ok()) << st.error();
+  EXPECT_EQ(logged("problem_check"), 1);
+}
+
 TEST_F(PoolTest, ProtocolViolationsAreCrashedNeverFatal) {
   auto pool = make(options());
   EvalResult g = pool->evaluate(request(kernel("garbage", "# FAKE: garbage\n")));

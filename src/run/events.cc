@@ -15,6 +15,10 @@ nlohmann::json resume(int64_t events_before, const std::vector<std::string>& not
   return {{"type", kResume}, {"events_before", events_before}, {"notices", notices}};
 }
 
+nlohmann::json preflight(const std::string& what, bool ok, double seconds, const std::string& message) {
+  return {{"type", kPreflight}, {"what", what}, {"ok", ok}, {"seconds", seconds}, {"message", message}};
+}
+
 nlohmann::json llm_call(const LlmCall& c) {
   nlohmann::json j = {{"type", kLlmCall},
                       {"agent", c.agent},

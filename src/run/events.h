@@ -27,6 +27,7 @@ inline constexpr const char* kBest = "best";
 inline constexpr const char* kSwap = "swap";
 inline constexpr const char* kPostfuse = "postfuse";
 inline constexpr const char* kRunEnd = "run_end";
+inline constexpr const char* kPreflight = "preflight";
 
 /// run_start: the search begins. settings holds T, L, budget_per_iter,
 /// beam_width and any other knob worth seeing in the report; budgets, when set,
@@ -35,6 +36,10 @@ nlohmann::json run_start(const std::string& method, const std::string& problem, 
 
 /// resume: a run was reopened; events_before is how many events it had.
 nlohmann::json resume(int64_t events_before, const std::vector<std::string>& notices);
+
+/// preflight: a check made before the first paid LLM call. what: "problem"
+/// (it loads and its reference runs) or "endpoint" (the LLM answers).
+nlohmann::json preflight(const std::string& what, bool ok, double seconds, const std::string& message);
 
 /// Token counts of one LLM call (mirrors llm::Usage without depending on llm/).
 struct TokenUsage {

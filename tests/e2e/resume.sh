@@ -58,7 +58,7 @@ events = [json.loads(line) for line in open(sys.argv[1] + "/events.jsonl")]
 # when resumed: only the last run_end is the result.
 last_end = max((i for i, e in enumerate(events) if e["type"] == "run_end"), default=-1)
 for i, e in enumerate(events):
-    if e["type"] == "resume" or (e["type"] == "run_end" and i != last_end):
+    if e["type"] in ("resume", "preflight") or (e["type"] == "run_end" and i != last_end):
         continue
     print(json.dumps({k: e[k] for k in keys if k in e}, sort_keys=True))
 PY

@@ -109,8 +109,9 @@ except TrainedWeightsError as e:
 PY
 ) >"$T/tw" 2>&1; then pass "from_trained copies a trained model's weights (outputs match, mode kept, mismatch named)"
 else fail "from_trained"; sed 's/^/     | /' "$T/tw" | tail -15; fi
-first=$(head -1 r1/events.jsonl); last=$(tail -1 r1/events.jsonl)
-[[ $first == *'"type":"run_start"'* ]] && pass "log starts with run_start" || fail "log starts with run_start"
+first=$(head -1 r1/events.jsonl); second=$(sed -n 2p r1/events.jsonl); last=$(tail -1 r1/events.jsonl)
+[[ $first == *'"type":"preflight"'* && $first == *'"ok":true'* && $second == *'"type":"run_start"'* ]] &&
+  pass "log starts with a passed preflight record, then run_start" || fail "log starts with preflight, run_start"
 [[ $last == *'"type":"run_end"'* && $last == *'"status":"finished"'* && $last == *'"result":"ok"'* ]] && pass "log ends with run_end finished (ok)" || fail "log end: $last"
 calls=$(grep -c '"type":"llm_call"' r1/events.jsonl)
 kernel_calls=$(grep '"type":"llm_call"' r1/events.jsonl | grep -cE '"agent":"(generate|debug|optimize)"')
@@ -146,7 +147,7 @@ shape() {
 import json, sys
 for line in open(sys.argv[1] + "/events.jsonl"):
     e = json.loads(line)
-    if e["type"] in ("resume", "run_end"):
+    if e["type"] in ("resume", "run_end", "preflight"):
         continue
     print(e["type"], e.get("agent"), e.get("task"), e.get("candidate"), e.get("iteration"), e.get("status"))
 PY

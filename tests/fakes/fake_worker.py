@@ -245,6 +245,9 @@ def main():
             do_baseline(req)
         elif op == "footprint":
             do_footprint(req)
+        elif op == "problem_check":
+            log("problem_check", req.get("problem", ""))
+            send({"id": req["id"], "type": "result", "ok": True, "message": "fake: the problem is sound"})
         elif op == "ping":
             log("ping", "")
             send({"id": rid, "type": "result", "ok": True})

@@ -694,6 +694,75 @@ def footprint_body(ctx, job: dict) -> int:
     return 0
 
 
+def _describe_tree(obj) -> str:
+    ts = C._tensors_in(obj, [])
+    return ", ".join(f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}" for t in ts[:4]) + \
+        (f" and {len(ts) - 4} more" if len(ts) > 4 else "")
+
+
+def problem_check_body(ctx, job: dict) -> int:
+    """The pre-flight check of a problem: loads it, checks what
+    get_init_inputs() and get_inputs() return, builds Model and runs forward
+    once on the device that will evaluate, as an evaluation would (seeded,
+    inputs drawn there). Writes problem_check.json: {"ok", "message",
+    "output", "seconds"}; "message" names the file and what is wrong."""
+    import torch
+    _restore_threads()
+    C.disable_tf32()
+    device = job["device"]
+    path = job["problem"]
+    name = os.path.basename(path)
+    t0 = time.monotonic()
+    where = "loading it"
+
+    def fail(msg: str) -> int:
+        write_json(os.path.join(ctx.dir, "problem_check.json"),
+                   {"ok": False, "message": f"{path}: {msg}", "seconds": round(time.monotonic() - t0, 3)})
+        return 0
+    try:
+        mod = loader.load_problem(path)
+        configs = loader.problem_configs(mod)
+        descs = []
+        for c, cfg in enumerate(configs):
+            label = f" (input configuration {c})" if len(configs) > 1 else ""
+            where = f"calling get_init_inputs(){label}"
+            C.seed_all(0)
+            init = cfg["get_init_inputs"]()
+            if not isinstance(init, (list, tuple)):
+                return fail(f"get_init_inputs(){label} returned a {type(init).__name__}; it must return a list of "
+                            f"Model's constructor arguments")
+            where = f"calling get_inputs(){label}"
+            xs = cfg["get_inputs"]()
+            if not isinstance(xs, (list, tuple)):
+                return fail(f"get_inputs(){label} returned a {type(xs).__name__}; it must return a list of "
+                            f"forward's arguments")
+            if not any(isinstance(x, torch.Tensor) for x in xs):
+                return fail(f"get_inputs(){label} returned no tensor ({[type(x).__name__ for x in xs]}); forward "
+                            f"needs at least one tensor input")
+            if c > 0:
+                continue  # forward runs once, on the first configuration
+            del xs
+            xs = C.generate_inputs(cfg, {"seed": 42, "alt": False}, device)
+            where = f"building Model(*get_init_inputs()){label}"
+            C.seed_all(42)
+            model = mod.Model(*init).to(device)
+            where = f"running Model.forward once on the {'GPU' if device == 'cuda' else 'CPU'}{label}"
+            with torch.no_grad():
+                out = model(*xs)
+            _sync(device)
+            if not C._tensors_in(out, []):
+                return fail(f"Model.forward returned {type(out).__name__} and no tensor; it must return a tensor "
+                            f"(or a tuple of tensors)")
+            descs.append(_describe_tree(out))
+            del out, xs, model
+    except BaseException as e:  # noqa: BLE001
+        return fail(f"the problem failed while {where}: " + errors.trimmed_traceback(e, [path]))
+    write_json(os.path.join(ctx.dir, "problem_check.json"),
+               {"ok": True, "message": f"{name}: loads, and its reference runs ({'; '.join(descs)})",
+                "output": descs, "configs": len(configs), "seconds": round(time.monotonic() - t0, 3)})
+    return 0
+
+
 def gpu_probe_body(ctx, job: dict) -> int:
     import torch
     info: dict = {"gpus": [], "cuda_version": getattr(torch.version, "cuda", None)}

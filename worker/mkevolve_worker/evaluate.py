@@ -793,6 +793,40 @@ class Evaluator:
 
     # -- baselines --
 
+    def problem_check(self, problem, options=None) -> dict:
+        """Pre-flight: loads the problem and runs its reference once, in a
+        forked child on the device that will evaluate (children.problem_check_body).
+        {"ok": bool, "message", ...}; never raises for the problem's own faults."""
+        opts = self._options(options)
+        try:
+            problem = self._file(problem, "problem")
+        except RequestError as e:
+            return {"ok": False, "message": str(e)}
+        device = self._device(opts)
+        timeout = self._ref_timeout(opts)
+        child = isolation.spawn("pc", lambda ctx: children.problem_check_body(ctx, {"problem": problem,
+                                                                                  "device": device}),
+                                cpu_seconds=timeout)
+        try:
+            isolation.supervise(child, timeout)
+            out = _read_json(child.path("problem_check.json"))
+            if isinstance(out, dict) and isinstance(out.get("ok"), bool):
+                out["message"] = errors.redact_env_secrets(errors.shorten(str(out.get("message", ""))))
+                out["device"] = device
+                return out
+            if child.timed_out:
+                why = f"did not load and run its reference within {timeout:g} s"
+            else:
+                sig = child.term_signal()
+                why = (f"killed the check's process ({errors.describe_signal(sig)})" if sig is not None
+                       else f"ended the check's process with status {child.exit_code()}")
+                tail = errors.redact_env_secrets(child.tail()[-600:]).strip()
+                if tail:
+                    why += f": {tail}"
+            return {"ok": False, "message": f"{problem}: the problem {why}", "device": device}
+        finally:
+            isolation.cleanup_dir(child.dir)
+
     def baseline(self, problem, options=None) -> dict:
         opts = self._options(options)
         problem = self._file(problem, "problem")
