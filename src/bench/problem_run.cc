@@ -195,6 +195,24 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
       out.sink_error = w.error();
   }
 
+  // Then the LLM endpoints: one free request each (the models list), so that a
+  // dead endpoint or a refused key stops the run here, not after minutes of
+  // failed calls. A resume only warns: its replies may all be cached.
+  std::string endpoint_error;
+  if (preflight_error.empty() && out.sink_error.empty()) {
+    for (const auto* p : {&shared.llm, &shared.judge}) {
+      if (!*p || !endpoint_error.empty()) continue;
+      auto t0 = std::chrono::steady_clock::now();
+      std::optional<llm::LlmError> e = (*p)->probe();
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!e) continue;
+      std::string msg = (*p)->spec() + ": " + e->message;
+      (void)rd->log_event(run::events::preflight("endpoint", false, std::round(secs * 1000) / 1000, msg));
+      if (pr.resumed) status.message("warning: " + msg + " (resuming anyway: cached replies need no endpoint)");
+      else endpoint_error = msg;
+    }
+  }
+
   RunSink sink(rd, &status, prior);
   std::atomic<bool> stop{false};
   search::Accounting acct;
@@ -202,6 +220,9 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   if (!preflight_error.empty()) {
     out.res.status = "problem_error";
     out.res.error = preflight_error;
+  } else if (!endpoint_error.empty()) {
+    out.res.status = "endpoint_error";
+    out.res.error = endpoint_error;
   } else if (out.sink_error.empty()) {
     StopWatcher watcher(&stop, &sink, pr.cancel);
     search::SearchContext ctx;
@@ -249,7 +270,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     info.error = "the run directory could not be written: " + out.sink_error;
   } else if (out.res.status == "interrupted" || stop.load()) {
     info.status = "interrupted";
-  } else if (out.res.status == "error" || out.res.status == "problem_error") {
+  } else if (out.res.status == "error" || out.res.status == "problem_error" || out.res.status == "endpoint_error") {
     info.status = "failed";
     info.error = out.res.error;
   } else if (!out.solution_error.empty()) {

@@ -420,6 +420,12 @@ int run_in_directory(RunRequest req) {
                     rd->root().string()));
     return kExitUsage;
   }
+  if (res.status == "endpoint_error") {
+    say(res.error);
+    say(fmt::format("no LLM call was made; fix the endpoint or the key, then start again (or resume with --resume {})",
+                    rd->root().string()));
+    return kExitEnvironment;
+  }
   if (res.status == "error") {
     say(res.error);
     std::printf("the run stopped early; after fixing the cause, continue with:\n  %s\n", rd->resume_command().c_str());

@@ -99,6 +99,16 @@ class AnthropicBackend : public Provider {
     return http_exchange(http_, h, who_, [&](const std::string& b) { return parse(b, req); });
   }
 
+  std::optional<LlmError> probe() override {
+    HttpRequest h;
+    h.url = o_.base_url + "/v1/models";
+    h.connect_timeout_s = o_.connect_timeout_s;
+    h.cancelled = o_.cancelled;
+    h.headers.emplace_back("anthropic-version", o_.anthropic_version);
+    if (!o_.api_key.empty()) h.headers.emplace_back("x-api-key", o_.api_key);
+    return probe_endpoint(http_, std::move(h), who_);
+  }
+
  private:
   BackendOptions o_;
   EndpointInfo who_;

@@ -60,4 +60,9 @@ std::vector<std::pair<std::string, std::string>> mkevolve_headers(const Request&
 Reply http_exchange(HttpClient& http, const HttpRequest& hreq, const EndpointInfo& who,
                     const std::function<Reply(const std::string& body)>& parse);
 
+/// Provider::probe() for an HTTP backend: GET url (a models list) with these
+/// headers and a short deadline; an error only when the server cannot be
+/// reached or refuses the key.
+std::optional<LlmError> probe_endpoint(HttpClient& http, HttpRequest hreq, const EndpointInfo& who);
+
 }  // namespace mk::llm

@@ -49,6 +49,7 @@ class Retry : public Provider {
     }
   }
   std::string spec() const override { return inner_->spec(); }
+  std::optional<LlmError> probe() override { return inner_->probe(); }
 
   Reply complete(const Request& req) override {
     for (int attempt = 0;; ++attempt) {
@@ -85,6 +86,7 @@ class Cap : public Provider {
  public:
   Cap(std::shared_ptr<Provider> inner, int limit) : inner_(std::move(inner)), limit_(std::max(1, limit)) {}
   std::string spec() const override { return inner_->spec(); }
+  std::optional<LlmError> probe() override { return inner_->probe(); }
   Reply complete(const Request& req) override {
     {
       std::unique_lock lock(mu_);
@@ -112,6 +114,7 @@ class Cache : public Provider {
  public:
   Cache(std::shared_ptr<Provider> inner, std::filesystem::path dir) : inner_(std::move(inner)), dir_(std::move(dir)) {}
   std::string spec() const override { return inner_->spec(); }
+  std::optional<LlmError> probe() override { return inner_->probe(); }
   Reply complete(const Request& req) override {
     const std::string key = cache_key(inner_->spec(), req);
     const auto path = dir_ / key.substr(0, 2) / (key + ".json");
@@ -146,6 +149,7 @@ class Record : public Provider {
     if (file_.has_parent_path()) std::filesystem::create_directories(file_.parent_path(), ec);
   }
   std::string spec() const override { return inner_->spec(); }
+  std::optional<LlmError> probe() override { return inner_->probe(); }
   Reply complete(const Request& req) override {
     Reply r = guarded(*inner_, req);
     // A call cut short by Ctrl-C says nothing about the endpoint; recorded, it
@@ -185,6 +189,7 @@ class Account : public Provider {
  public:
   Account(std::shared_ptr<Provider> inner, Accounting* acc) : inner_(std::move(inner)), acc_(acc) {}
   std::string spec() const override { return inner_->spec(); }
+  std::optional<LlmError> probe() override { return inner_->probe(); }
   Reply complete(const Request& req) override {
     auto t0 = std::chrono::steady_clock::now();
     Reply r = guarded(*inner_, req);

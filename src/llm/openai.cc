@@ -29,6 +29,16 @@ class OpenAiBackend : public Provider {
     return http_exchange(http_, h, who_, [&](const std::string& body) { return parse_openai_chat(body, req, "openai"); });
   }
 
+  std::optional<LlmError> probe() override {
+    HttpRequest h;
+    h.method = "GET";
+    h.url = o_.base_url + "/models";
+    h.connect_timeout_s = o_.connect_timeout_s;
+    h.cancelled = o_.cancelled;
+    if (!o_.api_key.empty()) h.headers.emplace_back("Authorization", "Bearer " + o_.api_key);
+    return probe_endpoint(http_, std::move(h), who_);
+  }
+
  private:
   BackendOptions o_;
   EndpointInfo who_;

@@ -91,6 +91,13 @@ class Provider {
   virtual std::string spec() const = 0;
   /// Thread-safe. Blocks until the reply, or a final error, arrives.
   virtual Reply complete(const Request& req) = 0;
+  /// Before the first paid call: one free request (the endpoint's models
+  /// list) that shows the endpoint answers and takes the key. An error only
+  /// for what no retry fixes: the server cannot be reached (refused, DNS,
+  /// TLS, timeout) or it refuses the key (401/403); any other answer counts
+  /// as reachable. nullopt also where there is nothing to probe (exec:,
+  /// replay:, bedrock:). Thread-safe; never retried.
+  virtual std::optional<LlmError> probe() { return std::nullopt; }
 };
 
 }  // namespace mk::llm

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "fakes/fake_llm.h"
+#include "fakes/http_server.h"
 #include "fakes/llm_test_util.h"
 #include "llm/factory.h"
 #include "llm/http.h"
@@ -469,6 +470,48 @@ TEST(Http, RetryAfterDateFromServer) {
   ASSERT_EQ(sleeps.get().size(), 1u);
   EXPECT_GE(sleeps.get()[0], 80.0);
   EXPECT_LE(sleeps.get()[0], 91.0);
+}
+
+}  // namespace
+}  // namespace mk::llm
+
+namespace mk::llm {
+namespace {
+
+// Provider::probe(): one GET of the models list through the whole stack (the
+// decorators pass it on), never retried; only an unreachable server or a
+// refused key is an error.
+TEST(Probe, OnlyAnUnreachableServerOrARefusedKeyIsAnError) {
+  int status = 200;
+  std::vector<std::string> seen;
+  std::mutex mu;
+  fakes::HttpServer srv([&](const fakes::ReceivedRequest& r) {
+    std::lock_guard lock(mu);
+    seen.push_back(r.method + " " + r.path + " " + r.header("x-api-key"));
+    fakes::ScriptedResponse resp;
+    resp.status = status;
+    resp.body = R"({"data": []})";
+    return resp;
+  });
+  std::string base = "http://127.0.0.1:" + std::to_string(srv.port());
+  Env env{{"ANTHROPIC_API_KEY", "sk-ant-test-0001"}};
+  auto p = make(fakes::test_options("anthropic:claude-test", base, &env));
+  EXPECT_FALSE(p->probe().has_value());
+  status = 404;  // a server that lists no models is still there
+  EXPECT_FALSE(p->probe().has_value());
+  status = 401;
+  auto refused = p->probe();
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->kind, LlmError::Kind::kAuth) << refused->message;
+  EXPECT_NE(refused->message.find("ANTHROPIC_API_KEY"), std::string::npos) << refused->message;
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(seen.size(), 3u);  // no retries
+    EXPECT_EQ(seen[0], "GET /v1/models sk-ant-test-0001");
+  }
+  auto dead = make(fakes::test_options("openai:m", "http://127.0.0.1:9/v1", &env))->probe();
+  ASSERT_TRUE(dead.has_value());
+  EXPECT_NE(dead->message.find("http://127.0.0.1:9/v1/models"), std::string::npos) << dead->message;
 }
 
 }  // namespace

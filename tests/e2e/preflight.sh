@@ -62,5 +62,78 @@ rm -f calls
 if [[ -s calls ]]; then pass "a sound problem reaches the LLM"; else fail "a sound problem never reached the LLM"; cat ok.out; fi
 if "$PY" -c 'import json,sys; sys.exit(0 if any(e.get("type") == "preflight" and e["ok"] for e in map(json.loads, open("ok/events.jsonl"))) else 1)'
 then pass "its preflight record says ok"; else fail "no ok preflight record"; grep preflight ok/events.jsonl; fi
+
+# Finding 3: the endpoint is probed (GET .../models, free) before the first
+# paid call. Unreachable: exit 3 at once, naming the URL. A refused key: exit
+# 3, naming the key to check. A server without /models still runs.
+OK_PROBLEM=$REPO/examples/sessions/mlp_small.py
+NET=(--python "$PY" --test-cpu-unsafe -q --iterations 1 --calls-per-iter 2 --decompose-workers 1 --trials 1
+     --perf-trials 2 --warmup 1 --timeout 60)
+start=$(date +%s)
+expect "unreachable endpoint: exit 3" 3 "cannot reach openai at http://127.0.0.1:9/v1/models" -- \
+  "$BIN" run "$OK_PROBLEM" --out dead --llm openai:m --base-url http://127.0.0.1:9/v1 "${NET[@]}"
+secs=$(( $(date +%s) - start ))
+if grep -q "no correct kernel" "$T/out" "$T/err"; then fail "unreachable endpoint reported as 'no correct kernel'"; else
+  pass "unreachable endpoint is not 'no correct kernel' (${secs} s)"; fi
+if "$PY" - dead <<'PY'
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/summary.json"))
+assert s["status"] == "failed" and "127.0.0.1:9" in s["error"], s
+ev = [json.loads(l) for l in open(f"{d}/events.jsonl")]
+pf = [e for e in ev if e.get("type") == "preflight" and e["what"] == "endpoint"]
+assert len(pf) == 1 and not pf[0]["ok"], pf
+assert not [e for e in ev if e.get("type") in ("llm_call", "topology")], [e["type"] for e in ev]
+PY
+then pass "unreachable: summary failed, one endpoint preflight record, no call, no false fallback"
+else fail "unreachable: summary or events"; fi
+
+cat >fake_openai.py <<'PY'
+import json, sys, http.server
+models_status = int(sys.argv[2])
+log = sys.argv[3]
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def _send(self, code, obj):
+        b = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def do_GET(self):
+        open(log, "a").write("GET " + self.path + "\n")
+        self._send(models_status, {"data": []} if models_status == 200 else {"error": {"message": "no"}})
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        self.rfile.read(n)
+        open(log, "a").write("POST " + self.path + "\n")
+        self._send(200, {"choices": [{"message": {"content": "I cannot help with that."}, "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(srv.server_address[1]))
+srv.serve_forever()
+PY
+serve() {  # serve MODELS_STATUS: starts the fake server, sets PORT and SRV
+  rm -f port srv.log
+  "$PY" fake_openai.py port "$1" srv.log &
+  SRV=$!
+  for _ in $(seq 100); do [[ -s port ]] && break; sleep 0.05; done
+  PORT=$(cat port)
+}
+serve 401
+expect "a refused key: exit 3" 3 "401.*OPENAI_API_KEY" -- \
+  "$BIN" run "$OK_PROBLEM" --out refused --llm openai:m --base-url "http://127.0.0.1:$PORT/v1" "${NET[@]}"
+if ! grep -q "^POST" srv.log; then pass "a refused key: no completion was requested"; else
+  fail "a refused key: completions were requested"; cat srv.log; fi
+kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
+serve 404
+"$BIN" run "$OK_PROBLEM" --out nomodels --llm openai:m --base-url "http://127.0.0.1:$PORT/v1" "${NET[@]}" >nm.out 2>&1
+if grep -q "^GET /v1/models" srv.log && grep -q "^POST /v1/chat/completions" srv.log; then
+  pass "a server without /models is probed once and then used"
+else fail "a server without /models"; cat srv.log nm.out | tail -20; fi
+kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
+
 if [[ $fails -ne 0 ]]; then echo "$fails e2e check(s) failed"; exit 1; fi
 echo "all preflight e2e checks passed"
