@@ -126,8 +126,19 @@ std::string eval_feedback(const eval::EvalResult& r) {
     if (r.reasons.size() > 6) out += fmt::format("- ... and {} more\n", r.reasons.size() - 6);
   }
   if (!r.feedback.empty()) out += "Details:\n" + trim_text(r.feedback, 20, 30, 4000) + "\n";
-  if (r.status == eval::Status::kIncorrect && r.max_abs_err > 0)
-    out += fmt::format("Largest absolute error: {:.3g} (allowed: atol = rtol = 1e-4)\n", r.max_abs_err);
+  if (r.status == eval::Status::kIncorrect && r.max_abs_err > 0) {
+    // The tolerances the evaluator applied, as it reports them (--atol/--rtol).
+    const nlohmann::json* c = nullptr;
+    if (r.raw.is_object() && r.raw.contains("checks") && r.raw["checks"].is_object() &&
+        r.raw["checks"].contains("correctness") && r.raw["checks"]["correctness"].is_object())
+      c = &r.raw["checks"]["correctness"];
+    if (c && (*c).contains("atol") && (*c)["atol"].is_number() && (*c).contains("rtol") && (*c)["rtol"].is_number())
+      out += fmt::format("Largest absolute error: {:.3g} (allowed: |diff| <= atol + rtol * |expected|, atol = {:.3g}, "
+                         "rtol = {:.3g})\n",
+                         r.max_abs_err, (*c)["atol"].get<double>(), (*c)["rtol"].get<double>());
+    else
+      out += fmt::format("Largest absolute error: {:.3g}\n", r.max_abs_err);
+  }
   auto speed = [&](const char* what, const eval::Timing& base, double s) {
     if (!base.valid) return std::string();
     return fmt::format("; {} {:.4g} ms, speedup {:.3f}x", what, base.median_ms, s);
@@ -173,7 +184,8 @@ std::string hardware_text(const nlohmann::json& info_in) {
                        num("max_threads_per_block") / 32);
   for (const char* k : {"torch", "triton", "cuda"})
     if (info.contains(k) && info[k].is_string()) out += fmt::format("- {}: {}\n", k, info[k].get<std::string>());
-  out += "- Precision: float32 everywhere; TF32 is off for the reference, torch.compile and your kernels.";
+  out += "- Precision: float32; TF32 is off for the reference and for torch.compile. Keep float32 matmuls exact in "
+         "your kernels too (tl.dot(a, b, input_precision=\"ieee\")): TF32 results usually miss the tolerance.";
   return out;
 }
 

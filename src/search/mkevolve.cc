@@ -18,6 +18,10 @@ namespace {
 using problem::Subproblem;
 using problem::Topology;
 
+/// A subproblem's beam: by name and source, so that two subproblems with the
+/// same code get a beam each, and a changed subproblem starts afresh.
+std::string beam_key(const Subproblem& sp) { return sp.name + "#" + sp.hash; }
+
 fs::path subproblem_file(const SearchContext& ctx, const Subproblem& sp) {
   return ctx.workspace / "subproblems" / fmt::format("{}-{}.py", sp.name, sp.hash.substr(0, 12));
 }
@@ -27,6 +31,11 @@ fs::path subproblem_file(const SearchContext& ctx, const Subproblem& sp) {
 struct LastEval {
   bool attempted = false;          ///< every subproblem had a correct kernel, so it was composed
   bool e2e_correct = false;
+  /// The composition ran and its output was wrong (status incorrect): the
+  /// local/global disagreement that alone triggers TotalFuse. A composition
+  /// that failed otherwise (compile error, crash, timeout, cheating) is no
+  /// evidence that the decomposition is unsound.
+  bool e2e_incorrect = false;
   std::map<std::string, double> runtime_ms;
 };
 
@@ -47,7 +56,7 @@ std::string join_names(const std::vector<std::string>& v, const std::string& sep
 std::map<std::string, std::string> beam_status(const Topology& topo, std::map<std::string, BeamState>& beams) {
   std::map<std::string, std::string> out;
   for (const auto& sp : topo.subproblems) {
-    auto it = beams.find(sp.hash);
+    auto it = beams.find(beam_key(sp));
     if (it == beams.end() || !it->second.best()) out[sp.name] = "new";
     else out[sp.name] = it->second.best_correct() ? "correct" : "failing";
   }
@@ -138,7 +147,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
   Topology topo = llm_decompose(ctx, problem, ctx.sink);
   if (ctx.sink) ctx.sink->snapshot_topology(0, topo);
 
-  std::map<std::string, BeamState> beams;  // by subproblem content hash
+  std::map<std::string, BeamState> beams;  // by beam_key: subproblem name and content hash
   LastEval last;
   Solution best;
   best.method = o.method;
@@ -151,7 +160,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     if (refine && o.refine_every > 0 && t % o.refine_every == 0) {
       std::map<std::string, std::string> failing;
       for (const auto& sp : topo.subproblems) {
-        const BeamState& b = beams[sp.hash];
+        const BeamState& b = beams[beam_key(sp)];
         if (!b.best_correct()) failing[sp.name] = failure_summary(b);
       }
       if (!failing.empty()) {
@@ -174,7 +183,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
         for (const auto& sp : topo.subproblems)
           total_ms += last.runtime_ms.count(sp.name) ? last.runtime_ms.at(sp.name) : 0;
         for (const auto& sp : topo.subproblems) {
-          const Candidate* c = beams[sp.hash].best_correct();
+          const Candidate* c = beams[beam_key(sp)].best_correct();
           double ms = last.runtime_ms.count(sp.name) ? last.runtime_ms.at(sp.name) : 0;
           table += fmt::format("- {}: {:.3f}x vs torch.compile, {:.4g} ms, {:.0f}% of end-to-end time\n", sp.name,
                                c ? c->reward : 0.0, ms, total_ms > 0 ? 100 * ms / total_ms : 0.0);
@@ -189,23 +198,23 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
         }
       }
     }
-    if (refine && last.attempted && !last.e2e_correct && !topo.monolithic) {
-      // Every subkernel passed locally but the composition failed: fall back
-      // to the monolithic problem (TotalFuse).
+    if (refine && last.attempted && last.e2e_incorrect && !topo.monolithic) {
+      // Every subkernel passed locally but the composition computes the wrong
+      // answer: fall back to the monolithic problem (TotalFuse).
       topo = Topology::wrap_original(problem);
       topo.origin = "total_fuse";
       reason = "total_fuse";
     }
-    // FilterKernels / InitEmptyKernels: beams are keyed by subproblem content,
-    // so kernels survive exactly for unchanged subproblems.
+    // FilterKernels / InitEmptyKernels: beams are keyed by subproblem name and
+    // content, so kernels survive exactly for unchanged subproblems.
     std::map<std::string, BeamState> kept;
-    for (const auto& sp : topo.subproblems) kept[sp.hash] = beams.count(sp.hash) ? beams[sp.hash] : BeamState{};
+    for (const auto& sp : topo.subproblems) kept[beam_key(sp)] = beams.count(beam_key(sp)) ? beams[beam_key(sp)] : BeamState{};
     beams = std::move(kept);
     if (!reason.empty()) {
       auto d = problem::diff(before, topo);
       std::string what;
       if (reason == "total_fuse")
-        what = "every subkernel passed locally but the composition failed: back to the whole problem";
+        what = "every subkernel passed locally but the composition's output is wrong: back to the whole problem";
       else
         what = fmt::format("{} {} into {}", reason, join_names(d.removed, ", "), join_names(d.added, ", "));
       auto e = detail::topology_event(t, reason, topo, beam_status(topo, beams), what, d.removed, d.added);
@@ -226,7 +235,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     std::vector<bool> needs_work;
     std::vector<double> runtime;
     for (const auto& sp : topo.subproblems) {
-      const BeamState& b = beams[sp.hash];
+      const BeamState& b = beams[beam_key(sp)];
       needs_work.push_back(!b.best_correct());
       double ms = 0;
       if (last.runtime_ms.count(sp.name)) ms = last.runtime_ms.at(sp.name);
@@ -248,7 +257,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
         const Subproblem& sp = topo.subproblems[i];
         bufs.push_back(std::make_unique<BufferedSink>(ctx.sink));
         KernelTask task{sp.name, subproblem_file(ctx, sp), sp.source, std::nullopt, "generate", false};
-        BeamState start = beams[sp.hash];
+        BeamState start = beams[beam_key(sp)];
         BufferedSink* buf = bufs.back().get();
         int b = budget[i];
         futs.push_back(std::async(std::launch::async, [&ctx, task, start, b, t, buf]() mutable {
@@ -256,7 +265,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
         }));
       }
       for (size_t i = 0; i < futs.size(); ++i) {
-        beams[topo.subproblems[i].hash] = futs[i].get();
+        beams[beam_key(topo.subproblems[i])] = futs[i].get();
         bufs[i]->flush();
       }
     }
@@ -266,7 +275,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     std::map<std::string, nlohmann::json> local;
     std::vector<std::string> missing;
     for (const auto& sp : topo.subproblems) {
-      const BeamState& b = beams[sp.hash];
+      const BeamState& b = beams[beam_key(sp)];
       if (b.best()) local[sp.name] = b.best()->summary();
       if (const Candidate* c = b.best_correct()) kernels[sp.name] = c->source;
       else missing.push_back(sp.name);
@@ -287,13 +296,14 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       // of a local/global disagreement: it never triggers TotalFuse.
       last.attempted = cur.e2e.status != eval::Status::kNoVerdict;
       last.e2e_correct = cur.correct;
+      last.e2e_incorrect = cur.e2e.status == eval::Status::kIncorrect;
       const auto& raw = cur.e2e.raw;
       if (raw.is_object() && raw.contains("subkernel_runtime_ms") && raw["subkernel_runtime_ms"].is_object()) {
         for (auto it = raw["subkernel_runtime_ms"].begin(); it != raw["subkernel_runtime_ms"].end(); ++it)
           if (it.value().is_number()) last.runtime_ms[it.key()] = it.value().get<double>();
       } else {
         for (const auto& sp : topo.subproblems) {
-          const Candidate* c = beams[sp.hash].best_correct();
+          const Candidate* c = beams[beam_key(sp)].best_correct();
           if (c && c->result.runtime.valid) last.runtime_ms[sp.name] = c->result.runtime.median_ms;
         }
       }
@@ -304,7 +314,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     }
     nlohmann::json subs = nlohmann::json::array();
     for (const auto& sp : topo.subproblems) {
-      const BeamState& b = beams[sp.hash];
+      const BeamState& b = beams[beam_key(sp)];
       const Candidate* c = b.best_correct();
       nlohmann::json s = {{"name", sp.name},
                           {"correct", c != nullptr},
@@ -331,7 +341,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     double total_ms = 0;
     for (const auto& [n, ms] : last.runtime_ms) total_ms += ms;
     for (const auto& sp : topo.subproblems) {
-      const Candidate* c = beams[sp.hash].best_correct();
+      const Candidate* c = beams[beam_key(sp)].best_correct();
       run::events::SubkernelSummary k;
       k.name = sp.name;
       k.correct = c != nullptr;

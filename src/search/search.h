@@ -3,6 +3,8 @@
 // (Algorithms 1 and 2 of the paper) with Swap and PostFuse. See docs/METHOD.md.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -92,7 +94,13 @@ struct SearchContext {
   bool should_stop() const;
   std::string fatal_message() const;
 
-  agents::KernelContext kernel_context() const { return {prompts, hardware}; }
+  /// The kernel prompts' facts: the hardware, then how outputs are judged
+  /// (the evaluation's real tolerances, --atol/--rtol).
+  agents::KernelContext kernel_context() const {
+    return {prompts, hardware + fmt::format("\n- Correctness: every output element within atol + rtol * |expected| "
+                                            "of the float32 reference, atol = {:.3g}, rtol = {:.3g}",
+                                            opts.eval.atol, opts.eval.rtol)};
+  }
 
  private:
   mutable std::mutex mu_;

@@ -493,6 +493,41 @@ TEST(MKEvolve, ACompositionWithoutAVerdictNeverTriggersTotalFuse) {
   EXPECT_FALSE(res.best.correct);
 }
 
+TEST(MKEvolve, ACompositionThatRaisesIsNoLocalGlobalDisagreementAndNeverTriggersTotalFuse) {
+  // TotalFuse answers a wrong output from subkernels that each pass (the
+  // paper's local/global disagreement); a composition that raises is not that.
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: runtime_error"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  auto res = run_method(h.ctx, h.problem);
+  for (const auto& t : h.sink.of_type("topology")) EXPECT_NE(t.value("reason", ""), "total_fuse") << t.dump();
+  EXPECT_FALSE(res.best.topology.monolithic);
+  EXPECT_FALSE(res.best.correct);
+}
+
+TEST(MKEvolve, TwoSubproblemsWithTheSameSourceKeepABeamEach) {
+  // Beams are keyed by name and source: alpha's failing kernels must not be
+  // replaced by beta's passing ones because the two files are identical.
+  Harness h;
+  h.llm.on("decompose", files_reply({{"decomposed_problem.py", top_source({"alpha", "beta"})},
+                                     {"subkernel_problems/alpha.py", sub_source("same")},
+                                     {"subkernel_problems/beta.py", sub_source("same")}}));
+  h.llm.on("*", "alpha", kernel_reply("incorrect"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_FALSE(res.best.correct) << "alpha never had a correct kernel";
+  auto topo = h.sink.of_type("topology");
+  ASSERT_GE(topo.size(), 2u);
+  bool seen = false;
+  for (const auto& sp : topo[1]["subproblems"])
+    if (sp["name"] == "alpha") {
+      EXPECT_EQ(sp["status"], "failing") << topo[1].dump();
+      seen = true;
+    }
+  EXPECT_TRUE(seen) << topo[1].dump();
+}
+
 TEST(MKEvolve, FuseOnlyWhenAskedAndNothingFails) {
   Harness h;
   h.ctx.opts.fuse = true;

@@ -85,7 +85,7 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
       if (e.path().extension() == ".py" && e.path().filename() != "__init__.py") files.push_back(e.path());
     std::sort(files.begin(), files.end());
     double base = 0, kernel = 0;
-    bool ok = !files.empty(), e2e_fail = false, e2e_no_verdict = false, pytorch = false;
+    bool ok = !files.empty(), e2e_fail = false, e2e_no_verdict = false, e2e_crash = false, pytorch = false;
     nlohmann::json per = nlohmann::json::object();
     std::string why;
     for (const auto& f : files) {
@@ -93,6 +93,7 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
       std::string s = src ? *src : "";
       if (s.find("# FAKE-E2E: incorrect") != std::string::npos) e2e_fail = true;
       if (s.find("# FAKE-E2E: no_verdict") != std::string::npos) e2e_no_verdict = true;
+      if (s.find("# FAKE-E2E: runtime_error") != std::string::npos) e2e_crash = true;
       auto sub = judge_source(s, req.options.allow_pytorch);
       if (!sub.correct()) {
         ok = false;
@@ -108,6 +109,10 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
       r.status = eval::Status::kNoVerdict;
       r.kind = "reference_failed";
       r.feedback = "fake evaluator: the reference died";
+    } else if (ok && e2e_crash) {
+      r.status = eval::Status::kRuntimeError;
+      r.kind = "runtime_error";
+      r.feedback = "fake evaluator: the composed module raised";
     } else if (ok && !e2e_fail) {
       r = make_correct(base, kernel);
       r.uses_pytorch = pytorch;

@@ -7,6 +7,7 @@
 //   # FAKE: no_verdict_then_correct          no verdict the first time this file is evaluated, then correct
 //   # FAKE-E2E: incorrect                    anywhere in a package: the composition fails
 //   # FAKE-E2E: no_verdict                   anywhere in a package: the composition gets no verdict
+//   # FAKE-E2E: runtime_error                anywhere in a package: the composition raises
 //   # FAKE: invalid-decomposition            in a decomposition: verification fails
 //
 // A package (kernel = .../solution/decomposed_solution.py) is judged from its
