@@ -67,6 +67,11 @@ void add_call_flags(CLI::App& app, search::SearchOptions& o) {
                  "servers, an extended-thinking budget (2048/8192/24576 tokens, on top of --max-tokens) for Claude "
                  "on Anthropic and Bedrock")
       ->check(CLI::IsMember({"low", "medium", "high"}));
+  app.add_option("--judge-failure", o.judge_failure,
+                 "when a --judge call still fails after 3 tries: hold (the candidate gets no verdict: no reward, "
+                 "kept out of the beam, its call given back to the budget) or pass (it counts as passed)")
+      ->check(CLI::IsMember({"hold", "pass"}))
+      ->capture_default_str();
 }
 
 void add_search_flags(CLI::App& app, search::SearchOptions& o) {

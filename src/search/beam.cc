@@ -344,9 +344,27 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   if (ctx.judge && c.result.correct()) {
     auto jc = agents::judge_prompt(*ctx.prompts, task.problem_source, c.source);
     if (jc) {
-      int js = ctx.reserve_samples("judge:" + task.task, 1);
-      auto jex = detail::call(ctx, *ctx.judge, *jc, "judge", task.task, js, iteration, &out.events);
-      if (jex.call.ok) {
+      // Each try is one logged, counted call; the provider retried each already.
+      agents::Exchange jex;
+      for (int k = 0; k < std::max(1, ctx.opts.judge_attempts) && !ctx.should_stop(); ++k) {
+        int js = ctx.reserve_samples("judge:" + task.task, 1);
+        jex = detail::call(ctx, *ctx.judge, *jc, "judge", task.task, js, iteration, &out.events);
+        if (jex.call.ok || jex.call.cancelled || jex.call.fatal) break;
+      }
+      if (!jex.call.ok && !jex.call.cancelled) {
+        bool hold = ctx.opts.judge_failure != "pass";
+        out.events.push_back({{"type", "judge"}, {"task", c.task}, {"candidate", c.id}, {"iteration", iteration},
+                              {"verdict", "failed"}, {"policy", hold ? "hold" : "pass"},
+                              {"reason", jex.call.error}});
+        if (hold) {
+          // Not judged is not passed: the candidate has no verdict yet.
+          c.result.status = eval::Status::kNoVerdict;
+          c.result.kind = "judge_failed";
+          c.result.feedback = "the cheat judge could not be asked: " + jex.call.error;
+          c.result.speedup_compile = c.result.speedup_eager = 0;
+          c.no_verdict = true;
+        }
+      } else if (jex.call.ok) {
         auto v = agents::parse_verdict(jex.reply);
         if (v && v->cheating) {
           c.result.status = eval::Status::kCheating;

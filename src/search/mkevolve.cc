@@ -419,6 +419,7 @@ nlohmann::json to_json(const SearchOptions& o) {
           {"refine_attempts", o.refine_attempts},
           {"max_tokens", o.max_tokens},
           {"reasoning_effort", o.reasoning_effort},
+          {"judge_failure", o.judge_failure},
           {"total_budget", o.total_budget()},
           {"eval",
            {{"trials", o.eval.trials},
@@ -452,6 +453,7 @@ Result<SearchOptions> options_from_json(const nlohmann::json& j) {
     o.refine_attempts = j.value("refine_attempts", o.refine_attempts);
     o.max_tokens = j.value("max_tokens", o.max_tokens);
     o.reasoning_effort = j.value("reasoning_effort", o.reasoning_effort);
+    o.judge_failure = j.value("judge_failure", o.judge_failure);
     if (j.contains("eval")) {
       const auto& e = j["eval"];
       o.eval.trials = e.value("trials", o.eval.trials);

@@ -43,6 +43,11 @@ struct SearchOptions {
   /// "", "low", "medium" or "high": sent with every call but the judge's
   /// (OpenAI-compatible reasoning_effort; a thinking budget for Claude).
   std::string reasoning_effort;
+  /// A judge call that still fails after judge_attempts tries: "hold" (the
+  /// candidate has no verdict: no reward, kept out of the beam, its call given
+  /// back to the budget) or "pass" (it counts as passed). Both are logged.
+  std::string judge_failure = "hold";
+  int judge_attempts = 3;
   eval::EvalOptions eval;
   /// A candidate whose evaluation had no verdict (the harness failed, and the
   /// pool's own retries did too) is evaluated again after this many seconds,

@@ -262,6 +262,33 @@ TEST(Beam, JudgeCanRejectAndItsTokensAreCounted) {
   EXPECT_NEAR(b.members[0].reward, 1.1, 1e-9);
 }
 
+TEST(Beam, AFailedJudgeCallIsLoggedCountedAndHoldsTheCandidateByDefault) {
+  // The judge's endpoint fails (a network error, after the provider's own
+  // retries): each of the 3 tries is a logged, counted call; the candidate is
+  // not passed unjudged. With --judge-failure pass it is, and that is logged.
+  for (const std::string policy : {"hold", "pass"}) {
+    Harness h;
+    h.ctx.judge = &h.judge;
+    h.ctx.opts.judge_failure = policy;
+    h.llm.on("generate", kernel_reply("correct speedup=2.0"));
+    h.llm.on("optimize", kernel_reply("correct speedup=2.5"));
+    h.judge.fail("judge", llm::LlmError::Kind::kNetwork, "connection refused");
+    BeamState b = evolve_kernel(h.ctx, h.task(), {}, 2, 1, &h.sink);
+    auto judged = h.sink.of_type("judge");
+    ASSERT_FALSE(judged.empty()) << policy;
+    EXPECT_EQ(judged[0]["verdict"], "failed");
+    EXPECT_EQ(judged[0]["policy"], policy);
+    EXPECT_EQ(h.judge.count("judge") % 3, 0) << "three tries per candidate";
+    EXPECT_EQ(h.acct.calls("judge"), h.judge.count("judge"));
+    if (policy == "hold") {
+      for (const auto& m : b.members) EXPECT_FALSE(m.result.correct()) << "an unjudged kernel entered the beam";
+    } else {
+      ASSERT_FALSE(b.members.empty());
+      EXPECT_TRUE(b.members[0].result.correct());
+    }
+  }
+}
+
 TEST(Beam, ReasoningEffortGoesWithEveryKernelCallButNotTheJudges) {
   Harness h;
   h.ctx.judge = &h.judge;
