@@ -19,6 +19,17 @@ nlohmann::json preflight(const std::string& what, bool ok, double seconds, const
   return {{"type", kPreflight}, {"what", what}, {"ok", ok}, {"seconds", seconds}, {"message", message}};
 }
 
+nlohmann::json final_check(bool passed, int seed, const std::string& status, const std::string& kind,
+                           std::optional<double> speedup_compile, const std::string& message) {
+  return {{"type", kFinalCheck},
+          {"passed", passed},
+          {"seed", seed},
+          {"status", status},
+          {"kind", kind},
+          {"speedup_compile", speedup_compile ? nlohmann::json(*speedup_compile) : nlohmann::json()},
+          {"message", message}};
+}
+
 nlohmann::json llm_call(const LlmCall& c) {
   nlohmann::json j = {{"type", kLlmCall},
                       {"agent", c.agent},

@@ -28,6 +28,7 @@ inline constexpr const char* kSwap = "swap";
 inline constexpr const char* kPostfuse = "postfuse";
 inline constexpr const char* kRunEnd = "run_end";
 inline constexpr const char* kPreflight = "preflight";
+inline constexpr const char* kFinalCheck = "final_check";
 
 /// run_start: the search begins. settings holds T, L, budget_per_iter,
 /// beam_width and any other knob worth seeing in the report; budgets, when set,
@@ -40,6 +41,12 @@ nlohmann::json resume(int64_t events_before, const std::vector<std::string>& not
 /// preflight: a check made before the first paid LLM call. what: "problem"
 /// (it loads and its reference runs) or "endpoint" (the LLM answers).
 nlohmann::json preflight(const std::string& what, bool ok, double seconds, const std::string& message);
+
+/// final_check: the solution about to be returned, evaluated once more with
+/// a fresh seed and every check on, just before run_end. passed: it is
+/// returned as correct; otherwise the run reports no correct kernel.
+nlohmann::json final_check(bool passed, int seed, const std::string& status, const std::string& kind,
+                           std::optional<double> speedup_compile, const std::string& message);
 
 /// Token counts of one LLM call (mirrors llm::Usage without depending on llm/).
 struct TokenUsage {

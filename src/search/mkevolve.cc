@@ -658,6 +658,25 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
       emit(ctx, best_event(best));
     }
   }
+  // The final check: the solution about to be returned, once more, with a
+  // fresh seed (new inputs and weights) and every check on. One that fails
+  // it is not returned as correct.
+  if (best.correct && !ctx.should_stop() && ctx.fatal_message().empty()) {
+    const int seed = ctx.opts.eval.seed;
+    ctx.opts.eval.seed = seed + 1;  // nothing else runs now
+    eval::EvalResult fc = evaluate_composed(ctx, problem, best.topology, best.kernels, ctx.workspace / "final",
+                                            !best.pytorch.empty(), "final");
+    ctx.opts.eval.seed = seed;
+    bool passed = fc.correct();
+    // No verdict (the harness failed) is logged and charged to nobody.
+    emit(ctx, run::events::final_check(passed, seed + 1, eval::to_string(fc.status), fc.kind,
+                                       passed ? std::optional<double>(fc.speedup_compile) : std::nullopt,
+                                       passed ? std::string() : agents::trim_text(fc.feedback, 6, 6, 800)));
+    if (!passed && fc.status != eval::Status::kNoVerdict) {
+      best.correct = false;
+      best.speedup = 0;
+    }
+  }
   res.best = best;
   res.accounting = ctx.acct ? ctx.acct->to_json() : nlohmann::json::object();
   if (!ctx.fatal_message().empty()) {

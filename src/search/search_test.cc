@@ -414,7 +414,11 @@ TEST(MKEvolve, SpendsExactlyTheBudgetAndComposes) {
   // 3 ms + 1 ms of torch.compile against 1.5 ms + 1 ms of kernels.
   EXPECT_NEAR(res.best.speedup, 4.0 / 2.5, 1e-9);
   EXPECT_EQ(res.best.kernels.size(), 2u);
-  EXPECT_EQ(h.ev.e2e_count(), 5);
+  EXPECT_EQ(h.ev.e2e_count(), 5 + 1);  // one per iteration, then the final check
+  auto fc = h.sink.of_type("final_check");
+  ASSERT_EQ(fc.size(), 1u);
+  EXPECT_TRUE(fc[0]["passed"].get<bool>());
+  EXPECT_EQ(fc[0]["seed"], 43);
   // The composed package was what the evaluator received.
   bool saw_package = false;
   for (const auto& r : h.ev.requests())
@@ -424,6 +428,29 @@ TEST(MKEvolve, SpendsExactlyTheBudgetAndComposes) {
       EXPECT_TRUE(fs::exists(r.kernel.parent_path() / "subkernel_implementations" / "alpha.py"));
     }
   EXPECT_TRUE(saw_package);
+}
+
+TEST(MKEvolve, ASolutionThatFailsTheFinalCheckIsNotReturnedAsCorrect) {
+  // Right on every input the search used, wrong on a fresh seed.
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: seed42_only"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  auto res = run_method(h.ctx, h.problem);
+  auto fc = h.sink.of_type("final_check");
+  ASSERT_EQ(fc.size(), 1u);
+  EXPECT_FALSE(fc[0]["passed"].get<bool>());
+  EXPECT_EQ(fc[0]["status"], "incorrect");
+  EXPECT_FALSE(res.best.correct);
+  EXPECT_EQ(res.status, "no_correct");
+  ASSERT_EQ(h.sink.of_type("run_end").size(), 1u);
+  int at_fc = -1, at_end = -1, i = 0;
+  for (const auto& e : h.sink.events) {
+    if (e["type"] == "final_check") at_fc = i;
+    if (e["type"] == "run_end") at_end = i;
+    ++i;
+  }
+  EXPECT_LT(at_fc, at_end);
 }
 
 TEST(MKEvolve, AllocationEvenThenProportionalToRuntime) {

@@ -112,6 +112,13 @@ else fail "from_trained"; sed 's/^/     | /' "$T/tw" | tail -15; fi
 first=$(head -1 r1/events.jsonl); second=$(sed -n 2p r1/events.jsonl); last=$(tail -1 r1/events.jsonl)
 [[ $first == *'"type":"preflight"'* && $first == *'"ok":true'* && $second == *'"type":"run_start"'* ]] &&
   pass "log starts with a passed preflight record, then run_start" || fail "log starts with preflight, run_start"
+if "$PY" -c '
+import json, sys
+ev = [json.loads(l) for l in open("r1/events.jsonl")]
+types = [e["type"] for e in ev]
+fc = [e for e in ev if e["type"] == "final_check"]
+sys.exit(0 if len(fc) == 1 and fc[0]["passed"] and types[-2] == "final_check" and types[-1] == "run_end" else 1)'
+then pass "a passed final_check (fresh seed) comes just before run_end"; else fail "no final_check before run_end"; fi
 [[ $last == *'"type":"run_end"'* && $last == *'"status":"finished"'* && $last == *'"result":"ok"'* ]] && pass "log ends with run_end finished (ok)" || fail "log end: $last"
 calls=$(grep -c '"type":"llm_call"' r1/events.jsonl)
 kernel_calls=$(grep '"type":"llm_call"' r1/events.jsonl | grep -cE '"agent":"(generate|debug|optimize)"')

@@ -94,6 +94,8 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
       if (s.find("# FAKE-E2E: incorrect") != std::string::npos) e2e_fail = true;
       if (s.find("# FAKE-E2E: no_verdict") != std::string::npos) e2e_no_verdict = true;
       if (s.find("# FAKE-E2E: runtime_error") != std::string::npos) e2e_crash = true;
+      // Right on the search's inputs (seed 42), wrong on any other seed.
+      if (s.find("# FAKE-E2E: seed42_only") != std::string::npos && req.options.seed != 42) e2e_fail = true;
       auto sub = judge_source(s, req.options.allow_pytorch);
       if (!sub.correct()) {
         ok = false;
