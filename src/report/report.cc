@@ -163,7 +163,14 @@ std::string render_markdown(const RunSummary& s) {
   md += "- Final end-to-end: " + (s.final_e2e_status.empty() ? std::string("not evaluated") : s.final_e2e_status) +
         ", " + speedup(s.final_speedup_compile) + " vs torch.compile, " + speedup(s.final_speedup_eager) +
         " vs eager, " + ms(s.final_runtime_ms) + " ms\n";
-  md += "- LLM: " + budget_text(s.llm_total.calls, s.max_calls) + " calls, " +
+  int64_t kernel_calls = 0;  // what the call budget counts: generate, debug, optimize, postfuse
+  for (const auto& [agent, t] : s.agents)
+    if (agent == "generate" || agent == "debug" || agent == "optimize" || agent == "postfuse") kernel_calls += t.calls;
+  md += "- LLM: " + human_count(static_cast<double>(s.llm_total.calls)) + " calls" +
+        (s.max_calls ? " (" + budget_text(kernel_calls, s.max_calls) +
+                           " in the kernel budget; decompose, split, fuse and judge calls are outside it)"
+                     : std::string()) +
+        ", " +
         budget_text(s.llm_total.total(), s.max_tokens) + " tokens" + (s.llm_total.estimated ? " (some estimated)" : "") +
         "\n";
   if (!s.solution_dir.empty()) md += "- Solution: `" + s.solution_dir + "`\n";

@@ -90,7 +90,7 @@ TEST(Report, MarkdownHasTheKeyNumbers) {
   std::string md = render_markdown(fixture_summary());
   for (const char* needle : {"# MKEvolve report: level3/32_ConvolutionalVisionTransformer", "1.34\u00d7 (iteration 5)",
                              "| 2 | \u2713 correct | 0.53\u00d7 | 0.57\u00d7 | 5.91 |", "4c_transformer_block (fusion of",
-                             "t=2 (split)", "t=4 (fuse)", "| 4_transformer_encoder | \u2717 |", "65 of 400 calls",
+                             "t=2 (split)", "t=4 (fuse)", "| 4_transformer_encoder | \u2717 |", "65 calls (62 of 400 in the kernel budget",
                              "738.4K of 6M tokens", "| **all** | 65 | 1 | 1 | 1 | 384,528 |", "TF32 is off", "NVIDIA H200",
                              "2.11.0+cu130", "| 4c_transformer_block | \u2713 correct | 1.52 | 1.52\u00d7 | 65% |"})
     EXPECT_NE(md.find(needle), std::string::npos) << "missing: " << needle << "\n" << md;
@@ -344,7 +344,7 @@ TEST(StatusLineTest, PlainLinesWhenNotATerminal) {
   EXPECT_NE(cur.find("t 5/5"), std::string::npos) << cur;
   EXPECT_NE(cur.find("subproblems 5\u2713 0\u2717"), std::string::npos) << cur;
   EXPECT_NE(cur.find("best 1.34\u00d7"), std::string::npos) << cur;
-  EXPECT_NE(cur.find("LLM 65/400 calls, 738.4K/6M tokens"), std::string::npos) << cur;
+  EXPECT_NE(cur.find("LLM 65 calls (kernel 62/400), 738.4K/6M tokens"), std::string::npos) << cur;
   EXPECT_NE(cur.find("3 evals running"), std::string::npos) << cur;
 }
 

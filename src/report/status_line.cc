@@ -71,6 +71,8 @@ void StatusLine::update(const json& ev) {
     phase_.clear();
   } else if (type == "llm_call") {
     ++calls_;
+    const std::string agent = str(ev, "agent");
+    if (agent == "generate" || agent == "debug" || agent == "optimize" || agent == "postfuse") ++kernel_calls_;
     if (ev.value("cached", false)) {
       ++cached_;
     } else if (auto u = ev.find("usage"); u != ev.end() && u->is_object()) {
@@ -117,8 +119,10 @@ std::string StatusLine::current() const {
   s += " \u00b7 subproblems " + std::to_string(ok_) + "\u2713 " + std::to_string(failed_) + "\u2717";
   if (fresh_) s += " " + std::to_string(fresh_) + " new";
   s += " \u00b7 best " + x(best_);
-  s += " \u00b7 LLM " + std::to_string(calls_) + (opts_.max_calls ? "/" + std::to_string(*opts_.max_calls) : "") +
-       " calls, " + human_count(static_cast<double>(tokens_)) +
+  // The budget counts kernel calls only (decompose, split, fuse, judge are extra).
+  s += " \u00b7 LLM " + std::to_string(calls_) + " calls" +
+       (opts_.max_calls ? " (kernel " + std::to_string(kernel_calls_) + "/" + std::to_string(*opts_.max_calls) + ")" : "") +
+       ", " + human_count(static_cast<double>(tokens_)) +
        (opts_.max_tokens ? "/" + human_count(static_cast<double>(*opts_.max_tokens)) : "") + " tokens";
   s += " \u00b7 " + std::to_string(evals_in_flight_) + " eval" + (evals_in_flight_ == 1 ? "" : "s") + " running";
   if (!phase_.empty()) s += " \u00b7 " + phase_;
@@ -135,6 +139,8 @@ std::string StatusLine::describe(const json& ev) const {
     return line;
   }
   if (type == "resume") return when + "resumed a run with " + std::to_string(integer(ev, "events_before")) + " events";
+  // A failed call is said once, from its durable record (the live llm_done
+  // progress event only says a call ended).
   if (type == "llm_call") {
     if (ev.value("ok", true)) return "";
     return when + "LLM call failed (" + str(ev, "agent") + ", " + str(ev, "task") + "): " + str(ev, "error");

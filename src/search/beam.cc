@@ -186,7 +186,14 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
   if (ex.call.fatal) ctx.set_fatal(fmt::format("LLM call for {} ({}) failed: {}", task, agent, ex.call.error));
   auto ev = llm_event(ex.call, iteration);
   if (events) events->push_back(ev);
-  if (ctx.sink) ctx.sink->progress(ev);
+  if (ctx.sink) {
+    // Live progress only, under its own type: the durable llm_call record is
+    // the one in `events`, logged once with the job's other events (a second
+    // llm_call here made --events-json and the status line count every call twice).
+    nlohmann::json live = ev;
+    live["type"] = "llm_done";
+    ctx.sink->progress(live);
+  }
   return ex;
 }
 
