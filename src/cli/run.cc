@@ -16,8 +16,10 @@ int run_cmd(int argc, char** argv) {
                "kernel per subproblem with beam search, split failing subproblems (and fuse passing ones with "
                "--fuse), and compose the verified subkernels into DIR/solution. --method picks a baseline "
                "instead (parallel sampling, end-to-end beam search, a single decomposition) with the same "
-               "prompts, evaluator and budget. Exit status: 0 a correct solution, 1 none found, 2 bad usage, "
-               "3 no GPU or LLM (or the LLM refused), 130 interrupted (resume with --resume DIR).",
+               "prompts, evaluator and budget. Before any paid LLM call it loads the problem and runs its reference "
+               "once, and probes the LLM endpoint. Exit status: 0 a correct solution, 1 none found, 2 bad usage or "
+               "a broken problem file, 3 no GPU or LLM (an unreachable endpoint, a refused key, or the LLM "
+               "refused), 130 interrupted (resume with --resume DIR).",
                argv[0]};
   method::RunRequest req;
   req.cmd = "run";
