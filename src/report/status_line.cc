@@ -177,6 +177,7 @@ std::string StatusLine::describe(const json& ev) const {
             human_count(static_cast<double>(integer(ev, "tokens"))) + " tokens so far";
     return line;
   }
+  if (type == "best" && ev.contains("correct") && !ev.value("correct", true)) return "";  // older logs
   if (type == "best") return when + "new best: " + x(optnum(ev, "speedup_compile")) + " vs torch.compile at t=" + std::to_string(integer(ev, "t"));
   if (type == "swap")
     return when + "swapped " + str(ev, "name") + ": " + str(ev, "from") + " -> " + str(ev, "to") + " (end-to-end " +

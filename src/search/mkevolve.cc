@@ -116,7 +116,7 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
     }
     if (top && (top->reward > best.speedup || (!best.correct && top->correct()) || best.kernels.empty())) {
       best = monolithic_solution(problem, *top, ctx.opts.method, t);
-      emit(ctx, best_event(best));
+      if (best.correct) emit(ctx, best_event(best));  // a best event is a correct solution, never a placeholder
     }
     run::events::Iteration it;
     it.t = t;
@@ -310,7 +310,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     }
     if (cur.speedup >= best.speedup) {
       best = cur;
-      emit(ctx, best_event(best));
+      if (best.correct) emit(ctx, best_event(best));  // no "new best" for an iteration without a solution
     }
     nlohmann::json subs = nlohmann::json::array();
     for (const auto& sp : topo.subproblems) {

@@ -453,6 +453,20 @@ TEST(MKEvolve, ASolutionThatFailsTheFinalCheckIsNotReturnedAsCorrect) {
   EXPECT_LT(at_fc, at_end);
 }
 
+TEST(MKEvolve, NoBestEventWithoutACorrectSolution) {
+  // An iteration without a correct end-to-end solution is no "new best".
+  for (const std::string method : {"mkevolve", "beam"}) {
+    Harness h;
+    h.ctx.opts.method = method;
+    script_two(h, "incorrect", "incorrect");
+    h.llm.on("*", "whole_model", kernel_reply("incorrect"));
+    h.llm.on("split", "I would rather not.");
+    auto res = run_method(h.ctx, h.problem);
+    EXPECT_FALSE(res.best.correct) << method;
+    EXPECT_TRUE(h.sink.of_type("best").empty()) << method << ": " << h.sink.of_type("best")[0].dump();
+  }
+}
+
 TEST(MKEvolve, AllocationEvenThenProportionalToRuntime) {
   Harness h;
   script_two(h, "correct speedup=1.0 base=3.0", "correct speedup=1.0 base=1.0");
