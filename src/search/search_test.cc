@@ -550,10 +550,12 @@ TEST(MKEvolve, LocalGlobalDisagreementTriggersTotalFuse) {
   EXPECT_EQ(h.kernel_calls(), 160);
 }
 
-TEST(MKEvolve, ACompositionWithoutAVerdictNeverTriggersTotalFuse) {
+// Both subkernels pass locally; the composition fails with `directive`
+// (a FAKE-E2E line): it must never fall back to the whole problem.
+void expect_no_total_fuse(const std::string& directive) {
   Harness h;
   h.llm.on("decompose", decomposition({"alpha", "beta"}));
-  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: no_verdict"));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", directive));
   h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
   auto res = run_method(h.ctx, h.problem);
   for (const auto& t : h.sink.of_type("topology")) EXPECT_NE(t.value("reason", ""), "total_fuse") << t.dump();
@@ -561,17 +563,12 @@ TEST(MKEvolve, ACompositionWithoutAVerdictNeverTriggersTotalFuse) {
   EXPECT_FALSE(res.best.correct);
 }
 
+TEST(MKEvolve, ACompositionWithoutAVerdictNeverTriggersTotalFuse) { expect_no_total_fuse("# FAKE-E2E: no_verdict"); }
+
 TEST(MKEvolve, ACompositionThatRaisesIsNoLocalGlobalDisagreementAndNeverTriggersTotalFuse) {
   // TotalFuse answers a wrong output from subkernels that each pass (the
   // paper's local/global disagreement); a composition that raises is not that.
-  Harness h;
-  h.llm.on("decompose", decomposition({"alpha", "beta"}));
-  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: runtime_error"));
-  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
-  auto res = run_method(h.ctx, h.problem);
-  for (const auto& t : h.sink.of_type("topology")) EXPECT_NE(t.value("reason", ""), "total_fuse") << t.dump();
-  EXPECT_FALSE(res.best.topology.monolithic);
-  EXPECT_FALSE(res.best.correct);
+  expect_no_total_fuse("# FAKE-E2E: runtime_error");
 }
 
 TEST(MKEvolve, TwoSubproblemsWithTheSameSourceKeepABeamEach) {

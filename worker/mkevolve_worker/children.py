@@ -100,7 +100,7 @@ def _mutated(xs, orig, before) -> list[bool]:
     return [isinstance(x, torch.Tensor) and not C.same_values(x, o) for x, o in zip(xs, orig)]
 
 
-def _compare_handed(ctx, expected, fds: list[int], keys, opts: dict) -> dict:
+def _compare_handed(expected, fds: list[int], keys, opts: dict) -> dict:
     """Compares the candidate's output, handed over by the server as a
     sealed file (fds[0]), with the expected output held here, on this
     process's device: {key: result} for each key of the file's object. A
@@ -233,7 +233,7 @@ def reference_body(ctx, job: dict) -> int:
                 _close_all(fds)
                 return 0  # the server is done with us
             where = f"comparing the candidate's output of trial {t['id']}"
-            r = _compare_handed(ctx, out, fds, ("timed_last", "wall_last") if last else ("out",), opts)
+            r = _compare_handed(out, fds, ("timed_last", "wall_last") if last else ("out",), opts)
             del out
             if "results" in r and not last:
                 res = r.pop("results").get("out")

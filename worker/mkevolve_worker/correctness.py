@@ -268,15 +268,8 @@ def fingerprint(x):
     import torch
     if not isinstance(x, torch.Tensor):
         return None
-    t = x.detach()
-    if not t.is_contiguous():
-        t = t.contiguous()
-    flat = t.reshape(-1)
-    if flat.dtype == torch.bool:
-        flat = flat.to(torch.uint8)
-    elif flat.dtype.is_complex:
-        flat = torch.view_as_real(flat).reshape(-1)
-    flat = flat.view(torch.uint8)
+    from .tensorio import flat_bytes
+    flat = flat_bytes(x)
     words = flat.view(torch.int32) if flat.numel() % 4 == 0 else flat
     s1 = s2 = 0
     n = words.numel()

@@ -75,7 +75,7 @@ def _encode(obj, blobs: list, tensors: list, depth: int = 0):
 _CHUNK_BYTES = 64 << 20   # tensors are written in slices this large: no whole extra copy in memory
 
 
-def _flat_bytes(t):
+def flat_bytes(t):
     """A flat uint8 view of tensor t's data on its own device (a contiguous
     copy only for a non-contiguous tensor)."""
     torch = _torch()
@@ -101,7 +101,7 @@ def _write_tensor(f, t) -> None:
     so writing an output never holds a second whole copy of it on the host."""
     if t.numel() == 0:
         return
-    flat = _flat_bytes(t)
+    flat = flat_bytes(t)
     if flat.device.type == "cpu":
         f.write(flat.numpy().data)
         return
