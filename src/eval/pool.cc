@@ -554,10 +554,12 @@ std::optional<Footprint> WorkerPool::footprint_for(Slot& slot, const EvalRequest
   // The streamed evaluation holds a few copies of one call's data (docs/EVAL.md):
   // room for four on the host, plus the processes themselves; on the GPU the
   // reference and candidate each hold a call's data and parameters, plus the
-  // timed calls' input pool.
+  // timed calls' input pool. Where the data crosses by CUDA IPC, the host
+  // holds only the timed calls' two outputs of it.
   // Every process builds the model on the host before moving it (the
   // reference and the candidate at once).
-  f.host_bytes = 4 * io + 2 * params + 3 * kGiB;
+  double host_io = rep.message.value("handover", "") == "device" ? 2 * f.output_bytes : 4 * io;
+  f.host_bytes = host_io + 2 * params + 3 * kGiB;
   f.device_bytes = 4 * io + 3 * params + 3 * 0.6 * kGiB;
   f.measured = false;
   footprints_->put(fkey, f);

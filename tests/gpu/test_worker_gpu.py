@@ -215,3 +215,41 @@ def test_device_side_comparison_and_draws():
     assert f == C.fingerprint(xs[0].clone())
     xs[0][3, 3] += 1
     assert C.fingerprint(xs[0]) != f
+
+
+def test_inputs_and_outputs_cross_by_cuda_ipc(server):
+    """On the GPU the reference's inputs and the candidate's outputs cross as
+    CUDA IPC references (no copy through the host), and the verdict is the
+    one the manifest names."""
+    r = _eval(server, "ipc", "examples/problems/01_relu.py", "examples/kernels/01_relu__triton.py")
+    assert r["type"] == "result" and r["status"] == "correct", r
+    assert r["checks"]["handover"] == {"inputs": "device (CUDA IPC)", "outputs": "device (CUDA IPC)"}, r["checks"]
+
+
+FORGERIES = {
+    # The storage said to run past the allocation its handle maps.
+    "oversized": 'r["ssize"] += 1 << 30',
+    # The storage said to start far beyond it, perhaps inside the reference's
+    # own memory (its expected output): the driver's range must refute it.
+    "elsewhere": 'r["soff"] += 1 << 33',
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_forged_ipc_output_is_the_candidates_own_failure(server, tmp_path, name):
+    """A candidate that patches the worker in its process to forge the IPC
+    reference of its (honest) output is the candidate's malformed_result:
+    not correct, and not a harness failure that would spare it a verdict."""
+    with open(os.path.join(REPO, "examples", "kernels", "01_relu__triton.py")) as f:
+        honest = f.read()
+    forged = (f"import sys as _s\n_tio = _s.modules['mkevolve_worker.tensorio']\n_orig = _tio._ipc_export\n"
+              f"def _forge(t):\n    r = _orig(t)\n    if r is not None:\n        {FORGERIES[name]}\n    return r\n"
+              f"_tio._ipc_export = _forge\n")
+    path = tmp_path / f"01_relu__forged_{name}.py"
+    path.write_text(forged + honest)
+    r = _eval(server, "forged", "examples/problems/01_relu.py", str(path), static_check=False, perf=False)
+    assert r["type"] == "result", r
+    assert (r["status"], r["kind"]) == ("runtime_error", "malformed_result"), \
+        {k: r.get(k) for k in ("status", "kind", "message")}
+    assert "outside its allocation" in r["message"] or "no device allocation" in r["message"] \
+        or "could not be mapped" in r["message"], r["message"]

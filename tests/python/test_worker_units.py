@@ -45,6 +45,79 @@ def test_tensorio_rejects_malformed_files(tmp_path, data):
         tensorio.load(str(p))
 
 
+def _ipc_file(tmp_path, ref: dict, shape=(4, 2), extra=None) -> int:
+    """A sealed tensor file whose one tensor is a CUDA IPC reference (as a
+    child on the GPU writes it), written by hand: no GPU needed to test how
+    the other side treats it."""
+    import json
+    import struct
+    blobs = [{"dtype": "float32", "shape": list(shape), "nbytes": 4 * shape[0] * shape[1], "ipc": ref}]
+    if extra is not None:
+        blobs.append(extra)
+    header = json.dumps({"tree": {"dict": [["out", {"t": 0, "dev": "cuda"}]]}, "blobs": blobs,
+                         "meta": {"devices": ["cuda"]}}).encode()
+    fd = os.memfd_create("t")
+    os.write(fd, tensorio.MAGIC + struct.pack("<Q", len(header)) + header)
+    return fd
+
+
+GOOD_REF = {"device": 0, "handle": "ab" * 64, "ssize": 32, "soff": 0, "rc": "/torch_12_34_5".encode().hex(),
+            "rco": 0, "event": "cd" * 64, "sync": True, "toff": 0, "stride": [2, 1]}
+
+
+def test_tensorio_ipc_reference_is_refused_unless_asked_for(tmp_path):
+    fd = _ipc_file(tmp_path, GOOD_REF)
+    try:
+        with pytest.raises(tensorio.FormatError, match="device memory"):
+            tensorio.load_fd(fd)  # the default: a CPU reader, or the timed output's file
+        obj, meta = tensorio.load_fd(fd, ipc="meta")  # the server: form only, no GPU context
+        assert obj["out"].device.type == "meta" and tuple(obj["out"].shape) == (4, 2)
+        assert meta["_ipc"] == 1 and meta["devices"] == ["cuda"]
+        assert C.tree_nbytes(obj["out"]) == 32 and tensorio.payload_bytes(fd) == 32
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("bad", [
+    {"handle": 5}, {"handle": "zz"}, {"handle": "ab" * 600}, {"ssize": -1}, {"soff": True}, {"stride": [2]},
+    {"stride": [-2, 1]}, {"rc": "/etc/passwd".encode().hex()}, {"rc": "/torch_1/../x".encode().hex()},
+    {"device": "0"}, {"toff": 1.5}])
+def test_tensorio_ipc_reference_fields_are_checked_before_any_mapping(tmp_path, bad):
+    # Every field comes from another (possibly untrusted) process: a bad one
+    # is a FormatError before the driver is asked to map anything (no GPU here).
+    ref = {**GOOD_REF, **bad}
+    fd = _ipc_file(tmp_path, ref)
+    try:
+        with pytest.raises(tensorio.FormatError):
+            tensorio.load_fd(fd, ipc="open")
+    finally:
+        os.close(fd)
+
+
+def test_tensorio_ipc_reference_size_must_match_shape(tmp_path):
+    fd = _ipc_file(tmp_path, GOOD_REF, shape=(4, 2))
+    try:
+        import mmap
+        buf = bytearray(mmap.mmap(fd, os.fstat(fd).st_size, access=mmap.ACCESS_COPY))
+        bad = bytes(buf).replace(b'"nbytes": 32', b'"nbytes": 16')
+        assert bad != bytes(buf)
+        with pytest.raises(tensorio.FormatError, match="does not match"):
+            tensorio.loads(bytearray(bad), ipc="meta")
+    finally:
+        os.close(fd)
+
+
+def test_tensorio_cpu_tensors_never_cross_as_ipc():
+    # ipc=True only changes CUDA tensors: in test mode the file is the same.
+    obj = {"out": [torch.arange(6.0).reshape(2, 3)]}
+    fd = tensorio.save_sealed(obj, ipc=True)
+    try:
+        back, meta = tensorio.load_fd(fd)
+        assert "_ipc" not in meta and torch.equal(back["out"][0], obj["out"][0])
+    finally:
+        os.close(fd)
+
+
 def test_tensorio_rejects_unpicklable_tricks_and_fifos(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

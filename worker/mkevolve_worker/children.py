@@ -100,16 +100,22 @@ def _mutated(xs, orig, before) -> list[bool]:
     return [isinstance(x, torch.Tensor) and not C.same_values(x, o) for x, o in zip(xs, orig)]
 
 
-def _compare_handed(expected, fds: list[int], keys, opts: dict) -> dict:
+def _compare_handed(expected, fds: list[int], keys, opts: dict, ipc: str = "refuse") -> dict:
     """Compares the candidate's output, handed over by the server as a
     sealed file (fds[0]), with the expected output held here, on this
     process's device: {key: result} for each key of the file's object. A
-    failure of the comparison itself is the harness's ("error")."""
+    failure of the comparison itself is the harness's ("error"); a CUDA IPC
+    reference that does not hold up (ipc "open": the server could check only
+    its form) is the candidate's ("malformed")."""
     try:
         if len(fds) != 1:
             raise tensorio.FormatError(f"{len(fds)} files handed over, expected 1")
-        got, _ = tensorio.load_fd(fds[0])
-    except (OSError, tensorio.FormatError) as e:
+        got, _ = tensorio.load_fd(fds[0], ipc=ipc)
+    except tensorio.FormatError as e:
+        if ipc == "open":
+            return {"malformed": f"the candidate's output in device memory could not be used ({e})"}
+        return {"error": f"the candidate's output could not be mapped here ({e})"}
+    except OSError as e:
         return {"error": f"the candidate's output could not be mapped here ({e})"}
     finally:
         _close_all(fds)
@@ -128,16 +134,17 @@ def _compare_handed(expected, fds: list[int], keys, opts: dict) -> dict:
 def reference_body(ctx, job: dict) -> int:
     """Streams every trial of the plan, one at a time: draws the trial's
     inputs (seeded, on its device where the problem allows) and hands them
-    to the server as a sealed in-memory file, computes the expected output
-    and keeps it here, draws the next trial's inputs (the candidate is busy
-    with this one meanwhile), says "expected", and then compares the
-    candidate's output for this trial, which the server hands over sealed,
-    with it, on the device, and reports the result ("compared"). The expected
-    output never leaves this process. Alternate-distribution trials on which
-    the reference raises or is not finite are reported as skipped instead.
-    So at most one trial's expected output and two trials' inputs exist at a
-    time. The timing trial's expected output is kept until the server hands
-    over the candidate's timed outputs (op "compare_last").
+    to the server (a sealed in-memory file; on the GPU it refers to a copy
+    in device memory by CUDA IPC), computes the expected output and keeps it
+    here (the candidate computes meanwhile), says "expected", and then
+    compares the candidate's output for this trial, which the server hands
+    over sealed, with it, on the device, and reports the result
+    ("compared"); only then does it draw the next trial. The expected output
+    never leaves this process. Alternate-distribution trials on which the
+    reference raises or is not finite are reported as skipped instead. So
+    one trial's expected output and inputs exist at a time (and the copies
+    the timed calls reuse). The timing trial's expected output is kept until
+    the server hands over the candidate's timed outputs (op "compare_last").
     job: problem, opts, device, perf (plan the timing trial too)."""
     import torch
     _restore_threads()
@@ -155,16 +162,36 @@ def reference_body(ctx, job: dict) -> int:
     plan = C.plan_trials(len(configs), opts) + ([C.timing_inputs_trial(opts)] if job.get("perf") else [])
     init: dict = {}
     where = "load"
+    # On the GPU the inputs cross as CUDA IPC references to a copy made for
+    # the candidate in a memory pool of its own (nothing else of this
+    # process, above all no expected output, shares an allocation with it):
+    # no trip through the host. shared[id] holds trial id's copy until the
+    # candidate is done with it: until its comparison, or to the end for
+    # the trials the timed calls reuse and the timing trial.
+    share_pool = _share_pool() if device == "cuda" and opts.get("cuda_ipc", True) else None
+    shared: dict = {}
+    retained: set = set()
 
     def draw(t):
         """Draws trial t's inputs, hands them over, and returns them with a
-        pristine view (the sealed file, mapped) to check mutation against.
-        In test mode the work copy is a copy-on-write mapping of the file too."""
+        pristine view (the sealed file, mapped) to check mutation against
+        (None on the GPU, where fingerprints do it). In test mode the work
+        copy is a copy-on-write mapping of the file too."""
         c = t["config"]
         if c not in init:
             C.seed_all(opts["seed"])
             init[c] = list(configs[c]["get_init_inputs"]())
         xs = C.generate_inputs(configs[c], t, device)
+        if share_pool is not None:
+            with torch.cuda.use_mem_pool(share_pool):
+                copy = {"init": _clone_device(init[c]), "inputs": _clone_device(xs)}
+            shared[t["id"]] = copy
+            fd = tensorio.save_sealed(copy, ipc=True)
+            try:
+                ctx.send_fd(fd)
+            finally:
+                os.close(fd)
+            return xs, None
         fd = tensorio.save_sealed({"init": init[c], "inputs": xs})
         try:
             ctx.send_fd(fd)
@@ -175,6 +202,17 @@ def reference_body(ctx, job: dict) -> int:
         finally:
             os.close(fd)
         return xs, pristine["inputs"]
+
+    def release(upto: str, retain: bool) -> None:
+        """The candidate is done with every trial up to `upto`: their copies
+        go, but for those the timed calls still need."""
+        if retain:
+            retained.add(upto)
+        for p in plan:
+            if p["id"] in shared and p["id"] not in retained:
+                del shared[p["id"]]
+            if p["id"] == upto:
+                break
 
     models: dict = {}
     t_ref = 0.0
@@ -213,14 +251,17 @@ def reference_body(ctx, job: dict) -> int:
             mutated = [] if skip else _mutated(xs, orig, before)
             constant = None if (skip or t["alt"] or t["id"] == "last") else C.is_constant_tree(out)
             del xs, orig
+            pending = None
+
+            def draw_next():
+                nonlocal pending, where
+                if i + 1 < len(plan):
+                    where = f"get_inputs() of config {plan[i + 1]['config']}"
+                    pending = draw(plan[i + 1])
             if skip is not None:
                 out = None
-            pending = None
-            if i + 1 < len(plan):
-                where = f"get_inputs() of config {plan[i + 1]['config']}"
-                pending = draw(plan[i + 1])
-            if skip is not None:
                 ctx.send({"ev": "expected", "id": t["id"], "skip": skip})
+                draw_next()
                 continue
             ctx.send({"ev": "expected", "id": t["id"], "ref_s": round(t_ref, 4),
                       "device_peak": device_peak(device)})
@@ -232,10 +273,15 @@ def reference_body(ctx, job: dict) -> int:
             if op != ("compare_last" if last else "compare") or msg.get("id") != t["id"]:
                 _close_all(fds)
                 return 0  # the server is done with us
+            if not last:
+                release(t["id"], bool(msg.get("retain")))
             where = f"comparing the candidate's output of trial {t['id']}"
-            r = _compare_handed(out, fds, ("timed_last", "wall_last") if last else ("out",), opts)
+            r = _compare_handed(out, fds, ("timed_last", "wall_last") if last else ("out",), opts,
+                                ipc="open" if device == "cuda" and not last else "refuse")
             del out
-            if "results" in r and not last:
+            if "malformed" in r:
+                r = {"result": {"ok": False, "kind": "malformed_result", "message": r.pop("malformed")}}
+            elif "results" in r and not last:
                 res = r.pop("results").get("out")
                 if res is None:
                     r = {"error": "the handed-over file holds no output"}
@@ -243,6 +289,9 @@ def reference_body(ctx, job: dict) -> int:
                     res.update(ref_mutated=mutated, constant=constant)
                     r["result"] = res
             ctx.send({"ev": "compared", "id": t["id"], **r})
+            # The next trial is drawn only now, with this one's expected
+            # output and copy gone: one trial's data at a time, not two.
+            draw_next()
     except BaseException as e:  # noqa: BLE001
         return write_error(ctx, "problem_error", f"the reference failed in {where}: "
                            + errors.trimmed_traceback(e, [job["problem"]]), where)
@@ -251,6 +300,32 @@ def reference_body(ctx, job: dict) -> int:
 
 
 # ---------------------------------------------------------------------------
+
+
+def cuda_ipc_possible() -> bool:
+    """Whether this torch can share the reference's inputs by CUDA IPC from a
+    pool of their own (torch.cuda.MemPool); the worker falls back to host
+    files where it cannot."""
+    import torch
+    return hasattr(torch.cuda, "MemPool") and hasattr(torch.cuda, "use_mem_pool")
+
+
+def _share_pool():
+    """A CUDA memory pool for what this process shares by IPC, or None
+    where this torch has none (the inputs then cross as bytes)."""
+    import torch
+    if not cuda_ipc_possible():
+        return None
+    try:
+        return torch.cuda.MemPool()
+    except Exception:  # noqa: BLE001 - a torch whose pools cannot be made here
+        return None
+
+
+def _clone_device(xs) -> list:
+    """xs with each device tensor cloned (allocated where the caller says)."""
+    import torch
+    return [x.detach().clone() if isinstance(x, torch.Tensor) and x.device.type != "cpu" else x for x in xs]
 
 
 def _warm_cuda() -> bool:
@@ -322,10 +397,10 @@ def _close_all(fds) -> None:
         os.close(fd)
 
 
-def _load_message_fds(fds: list[int]) -> list:
+def _load_message_fds(fds: list[int], ipc: str = "refuse") -> list:
     """The tensor files the server sent with a message, loaded (mapped)."""
     try:
-        return [tensorio.load_fd(fd)[0] for fd in fds]
+        return [tensorio.load_fd(fd, ipc=ipc)[0] for fd in fds]
     finally:
         _close_all(fds)
 
@@ -359,9 +434,12 @@ def candidate_body(ctx, job: dict) -> int:
     models: dict = {}
     pool: list = []
     last = None
+    held = None   # the last output handed over by IPC: alive until the server moves on
+    ipc = "open" if device == "cuda" else "refuse"
     ctx.send({"ev": "phase", "phase": "waiting for inputs"})
     while True:
         msg, fds = ctx.recv_msg()
+        held = None
         op = (msg or {}).get("op")
         if op == "done":
             _close_all(fds)
@@ -375,7 +453,7 @@ def candidate_body(ctx, job: dict) -> int:
         twice = device == "cpu" and op == "trial"
         try:
             try:
-                obj = tensorio.load_fd(fds[0])[0]
+                obj = tensorio.load_fd(fds[0], ipc=ipc)[0]
                 pristine = tensorio.load_fd(fds[0])[0]["inputs"] if twice else None
             finally:
                 _close_all(fds)
@@ -421,9 +499,11 @@ def candidate_body(ctx, job: dict) -> int:
             return _fail(ctx, e, where, files)
         del xs
         try:
-            out_fd = tensorio.save_sealed({"out": out}, meta={"devices": devices, "mutated": mutated, "files": files})
+            out_fd = tensorio.save_sealed({"out": out}, meta={"devices": devices, "mutated": mutated, "files": files},
+                                          ipc=device == "cuda" and opts.get("cuda_ipc", True))
         except BaseException as e:  # noqa: BLE001
             return write_error(ctx, "malformed_result", f"the output cannot be handed over: {e}", "saving outputs")
+        held = out
         del out
         try:
             ctx.send_fd(out_fd)
@@ -539,7 +619,7 @@ def profile_body(ctx, job: dict) -> int:
         if (msg or {}).get("op") != "pool" or len(fds) < 2:
             _close_all(fds)
             return 0  # the candidate failed: nothing to profile
-        sets = _load_message_fds(fds)
+        sets = _load_message_fds(fds, ipc="open" if device == "cuda" else "refuse")
         n_more = int(msg.get("n_more", 0))
         where = "constructing ModelNew (config 0)"
         C.seed_all(opts["seed"])

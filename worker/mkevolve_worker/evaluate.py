@@ -260,13 +260,15 @@ class Evaluator:
         return fd
 
     def _ref_compare(self, ref2, op: str, tid: str, fd: int, what: str, timeout_s: float,
-                     protect=frozenset()) -> dict:
+                     protect=frozenset(), retain: bool = False) -> dict:
         """Hands the reference the candidate's sealed output (fd) for trial
         tid and returns what its comparison said: the event's "result" (op
-        "compare") or "results" (op "compare_last"). A reference that cannot
-        compare is a harness failure (HarnessError), never the candidate's."""
+        "compare") or "results" (op "compare_last"). retain: the timed calls
+        reuse this trial's inputs (the reference keeps its copy of them). A
+        reference that cannot compare is a harness failure (HarnessError),
+        never the candidate's."""
         n_before = sum(1 for e in ref2.events if e.get("ev") == "compared")
-        if not isolation.send_msg(ref2, {"op": op, "id": tid}, [fd]):
+        if not isolation.send_msg(ref2, {"op": op, "id": tid, "retain": retain}, [fd]):
             self._reference_failed(ref2, what, timeout_s, protect)
         isolation._kill(ref2, signal.SIGCONT)
         if not isolation.wait_event(ref2, "compared", timeout_s):
@@ -331,7 +333,11 @@ class Evaluator:
             ref_plan = plan + ([C.timing_inputs_trial(opts)] if perf else [])
             first_fd = self._ref_fd(ref2, "drawing the first trial's inputs", ref_timeout)
             state["held"].append(first_fd)
-            state["input_bytes"] = os.fstat(first_fd).st_size
+            try:
+                state["input_bytes"] = tensorio.payload_bytes(first_fd)
+            except (OSError, tensorio.FormatError) as e:
+                raise HarnessError(f"{problem}: the reference's inputs could not be read ({e})") from None
+            res.checks["handover"] = {"inputs": _handover_kind(first_fd)}
             # The timed calls refill their input buffers from a pool of the
             # trials' own input sets: every normal trial of config 0 when they
             # are small, only the first when one set is large (each set stays
@@ -413,7 +419,8 @@ class Evaluator:
                 # The file is read here only to check its form and size (it is
                 # mapped, not copied); the reference compares its values.
                 try:
-                    cand_obj, cmeta = tensorio.load_fd(out_fd)
+                    cand_obj, cmeta = tensorio.load_fd(out_fd, ipc="meta" if device == "cuda" else "refuse")
+                    res.checks["handover"]["outputs"] = "device (CUDA IPC)" if cmeta.get("_ipc") else "host file"
                     if not isinstance(cand_obj, dict) or "out" not in cand_obj:
                         raise tensorio.FormatError("missing outputs")
                     state["output_bytes"] = max(state["output_bytes"], C.tree_nbytes(cand_obj["out"]))
@@ -425,18 +432,11 @@ class Evaluator:
                 if isinstance(cmeta.get("files"), list):
                     state["files"] = cmeta["files"]
                 # Only now, with the candidate's output for this trial fixed,
-                # is it compared, in the reference's process (which drew the
-                # next trial's inputs meanwhile).
+                # is it compared, in the reference's process.
                 keep_pids = frozenset({cand.pid} | ({prof.pid} if prof is not None else set()))
                 if i == 0:
                     self.progress("reference")
                 rev = self._ref_step(ref2, f"on trial {t['id']}", ref_timeout, keep_pids)
-                next_fd = None
-                if i + 1 < len(ref_plan):
-                    next_fd = self._ref_fd(ref2, f"drawing the inputs of trial {ref_plan[i + 1]['id']}",
-                                           ref_timeout, keep_pids)
-                    state["held"].append(next_fd)
-                    held_bytes()
                 if isinstance(rev.get("ref_s"), (int, float)):
                     state["ref_s"] = max(state["ref_s"], float(rev["ref_s"]))
                 if isinstance(rev.get("device_peak"), int):
@@ -449,19 +449,25 @@ class Evaluator:
                         if i == 0:
                             self.progress("compare")
                         r = verdict_for_trial(t, self._ref_compare(ref2, "compare", t["id"], out_fd,
-                                                                   f"on trial {t['id']}", ref_timeout, keep_pids),
+                                                                   f"on trial {t['id']}", ref_timeout, keep_pids,
+                                                                   retain=t["id"] in keep),
                                               cmeta)
                     state["trials_run"] += 1
                     if r.get("constant") is not None:
                         state["constant"].append(r["constant"])
                     if not r["ok"]:
                         state["verdict"] = r
-                        if next_fd is not None:
-                            state["held"].remove(next_fd)
-                            os.close(next_fd)
                         return kill_candidate()
                     for key in ("max_abs_err", "rel_err"):
                         state["worst"][key] = max(state["worst"][key], r.get(key, 0.0) or 0.0)
+                # The reference draws the next trial only once this one is
+                # compared (one trial's data at a time).
+                next_fd = None
+                if i + 1 < len(ref_plan):
+                    next_fd = self._ref_fd(ref2, f"drawing the inputs of trial {ref_plan[i + 1]['id']}",
+                                           ref_timeout, keep_pids)
+                    state["held"].append(next_fd)
+                    held_bytes()
                 trial_no["i"] = i + 1
                 if i + 1 < len(plan):
                     return send_trial(i + 1, next_fd)
@@ -787,6 +793,10 @@ class Evaluator:
             out = _read_json(child.path("footprint.json"))
             if not isinstance(out, dict):
                 return {"method": "unknown", "error": "the probe died: " + _first_line(child.tail() or "no output")}
+            # How a GPU evaluation's inputs and outputs cross between its
+            # processes: by CUDA IPC ("device": none of them through the
+            # host but the timed calls' outputs) or as host files.
+            out["handover"] = "device" if self.cuda_available() and children.cuda_ipc_possible() else "host"
             return out
         finally:
             isolation.cleanup_dir(child.dir)
@@ -909,6 +919,16 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------
+
+
+def _handover_kind(fd: int) -> str:
+    """How a tensor file crosses: its tensors' bytes in it, or references to
+    device memory (CUDA IPC)."""
+    try:
+        _, meta = tensorio.load_fd(fd, ipc="meta")
+    except (OSError, tensorio.FormatError):
+        return "unknown"
+    return "device (CUDA IPC)" if meta.get("_ipc") else "host file"
 
 
 def _held_fds(state: dict) -> list[int]:

@@ -10,6 +10,17 @@ Layout: b"MKT1", 8-byte little-endian header length, UTF-8 JSON header, then
 "offset", "nbytes"}], "meta": {...}}. A node is {"t": i, "dev": "cuda"} for
 tensor i, {"list": [...]}, {"tuple": [...]}, {"dict": [[key, node], ...]},
 {"v": number|bool|str} or {"none": 1}.
+
+On the GPU a tensor may instead cross as a CUDA IPC reference (save_sealed
+with ipc=True): its blob has no bytes in the file but an "ipc" entry (the
+allocation's handle, the storage's offset and size, the view's offset and
+strides, torch's reference-counter and event handles). The receiving process
+maps the sender's device memory: no copy through the host. Whoever loads a
+file says what it does with such a blob: "open" it (a child on the GPU),
+describe it as a meta tensor ("meta", the server, which has no GPU context),
+or reject the file ("refuse", the default). An opened reference is checked
+against the mapping the driver reports, so a forged offset or size cannot
+reach memory outside the allocation the handle names.
 """
 
 from __future__ import annotations
@@ -45,15 +56,19 @@ def _dtype_name(dt) -> str:
     return name
 
 
-def _encode(obj, blobs: list, tensors: list, depth: int = 0):
+def _encode(obj, blobs: list, tensors: list, depth: int = 0, ipc: bool = False):
     torch = _torch()
     if depth > 32:
         raise FormatError("output nests too deeply")
     if isinstance(obj, torch.Tensor):
         t = obj.detach()
         dev = t.device.type
-        blobs.append({"dtype": _dtype_name(t.dtype), "shape": list(t.shape)})
-        tensors.append(t)
+        blob = {"dtype": _dtype_name(t.dtype), "shape": list(t.shape)}
+        ref = _ipc_export(t) if ipc and dev == "cuda" else None
+        if ref is not None:
+            blob["ipc"] = ref
+        blobs.append(blob)
+        tensors.append(None if ref is not None else t)
         return {"t": len(blobs) - 1, "dev": dev}
     if obj is None:
         return {"none": 1}
@@ -62,13 +77,13 @@ def _encode(obj, blobs: list, tensors: list, depth: int = 0):
             return {"v": repr(obj), "float": 1}
         return {"v": obj}
     if isinstance(obj, tuple):
-        return {"tuple": [_encode(x, blobs, tensors, depth + 1) for x in obj]}
+        return {"tuple": [_encode(x, blobs, tensors, depth + 1, ipc) for x in obj]}
     if isinstance(obj, list):
-        return {"list": [_encode(x, blobs, tensors, depth + 1) for x in obj]}
+        return {"list": [_encode(x, blobs, tensors, depth + 1, ipc) for x in obj]}
     if isinstance(obj, dict):
-        return {"dict": [[str(k), _encode(v, blobs, tensors, depth + 1)] for k, v in obj.items()]}
+        return {"dict": [[str(k), _encode(v, blobs, tensors, depth + 1, ipc)] for k, v in obj.items()]}
     if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        return _encode(obj.item(), blobs, tensors, depth + 1)
+        return _encode(obj.item(), blobs, tensors, depth + 1, ipc)
     raise FormatError(f"cannot hand over a value of type {type(obj).__name__}")
 
 
@@ -110,12 +125,15 @@ def _write_tensor(f, t) -> None:
         f.write(flat[a:a + _CHUNK_BYTES].to("cpu").numpy().data)
 
 
-def _write(f, obj, meta: dict | None) -> None:
+def _write(f, obj, meta: dict | None, ipc: bool = False) -> None:
     blobs: list = []
     tensors: list = []
-    tree = _encode(obj, blobs, tensors)
+    tree = _encode(obj, blobs, tensors, ipc=ipc)
     offset = 0
     for b, t in zip(blobs, tensors):
+        if t is None:  # an IPC reference: no bytes here
+            b["nbytes"] = _shape_nbytes(b["dtype"], b["shape"])
+            continue
         b["nbytes"] = _nbytes(t)
         b["offset"] = offset
         offset += (b["nbytes"] + ALIGN - 1) // ALIGN * ALIGN
@@ -127,8 +145,9 @@ def _write(f, obj, meta: dict | None) -> None:
     f.write(struct.pack("<Q", len(header)))
     f.write(header)
     for b, t in zip(blobs, tensors):
-        _write_tensor(f, t)
-        f.write(b"\0" * ((-b["nbytes"]) % ALIGN))
+        if t is not None:
+            _write_tensor(f, t)
+            f.write(b"\0" * ((-b["nbytes"]) % ALIGN))
 
 
 def save(path: str, obj, meta: dict | None = None) -> None:
@@ -151,15 +170,17 @@ def _seal(fd: int) -> None:
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
 
 
-def save_sealed(obj, meta: dict | None = None) -> int:
+def save_sealed(obj, meta: dict | None = None, ipc: bool = False) -> int:
     """Writes obj into an anonymous in-memory file, seals it (no writes, no
     growth, no shrinking, for anyone) and returns its descriptor: how a
     trusted child hands results to the server where no other process can
-    change them on the way (a file by path could be swapped)."""
+    change them on the way (a file by path could be swapped). With ipc,
+    CUDA tensors go as IPC references where the driver allows it (bytes
+    otherwise): the caller must keep them alive while a receiver may map them."""
     fd = _new_memfd()
     try:
         with os.fdopen(os.dup(fd), "wb") as f:
-            _write(f, obj, meta)
+            _write(f, obj, meta, ipc)
         _seal(fd)
     except BaseException:
         os.close(fd)
@@ -274,17 +295,36 @@ def is_sealed(fd: int) -> bool:
         return False
 
 
-def load_fd(fd: int):
+def load_fd(fd: int, ipc: str = "refuse"):
     """(obj, meta) from a tensor file open at fd, mapped copy-on-write: the
-    tensors share the file's pages until written, and writes stay private."""
+    tensors share the file's pages until written, and writes stay private.
+    ipc: what to do with a CUDA IPC reference ("open", "meta" or "refuse")."""
     import mmap
     size = os.fstat(fd).st_size
     if size == 0:
         raise FormatError("empty tensor file")
-    return loads(mmap.mmap(fd, size, access=mmap.ACCESS_COPY))
+    return loads(mmap.mmap(fd, size, access=mmap.ACCESS_COPY), ipc)
 
 
-def loads(buf: bytearray):
+def payload_bytes(fd: int) -> int:
+    """The bytes of every tensor in the file at fd, whether they are in the
+    file or in device memory it refers to (the file is mapped, not read)."""
+    obj, _ = load_fd(fd, ipc="meta")
+    n = 0
+    stack = [obj]
+    torch = _torch()
+    while stack:
+        x = stack.pop()
+        if isinstance(x, torch.Tensor):
+            n += x.numel() * x.element_size()
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+    return n
+
+
+def loads(buf: bytearray, ipc: str = "refuse"):
     torch = _torch()
     if len(buf) < 12 or bytes(buf[:4]) != MAGIC:
         raise FormatError("not a tensor file (bad magic)")
@@ -299,6 +339,7 @@ def loads(buf: bytearray):
         raise FormatError("bad header structure")
     base = 12 + hlen
     tensors = []
+    n_ipc = 0
     for b in header["blobs"]:
         if not isinstance(b, dict):
             raise FormatError("bad blob entry")
@@ -308,9 +349,18 @@ def loads(buf: bytearray):
         nbytes = b.get("nbytes")
         if name not in _DTYPES or not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
             raise FormatError(f"bad blob dtype/shape {name} {shape}")
+        dt = getattr(torch, name)
+        if "ipc" in b:
+            if ipc == "refuse":
+                raise FormatError("the file refers to device memory (CUDA IPC), which is not accepted here")
+            if nbytes != _shape_nbytes(name, shape):
+                raise FormatError(f"blob size {nbytes} does not match shape {shape} of {name}")
+            tensors.append(torch.empty(shape, dtype=dt, device="meta") if ipc == "meta"
+                           else _ipc_open(b["ipc"], shape, dt))
+            n_ipc += 1
+            continue
         if not isinstance(off, int) or not isinstance(nbytes, int) or off < 0 or nbytes < 0:
             raise FormatError("bad blob offset")
-        dt = getattr(torch, name)
         numel = 1
         for s in shape:
             numel *= s
@@ -337,7 +387,9 @@ def loads(buf: bytearray):
     # cycle that would keep every tensor (and the mapping under it) alive until
     # the garbage collector ran.
     obj = _decode(header.get("tree"), tensors)
-    meta = header.get("meta") if isinstance(header.get("meta"), dict) else {}
+    meta = dict(header["meta"]) if isinstance(header.get("meta"), dict) else {}
+    if n_ipc:
+        meta["_ipc"] = n_ipc   # how many tensors are references to device memory
     return obj, meta
 
 
@@ -365,3 +417,108 @@ def _decode(node, tensors: list, depth: int = 0):
     if "dict" in node:
         return {str(k): _decode(v, tensors, depth + 1) for k, v in node["dict"]}
     raise FormatError("unknown tree node")
+
+
+# -- CUDA IPC ----------------------------------------------------------------
+
+_HEX_MAX = 512         # a handle's hex digits at most (CUDA's are 64 bytes)
+_IPC_KEYS = ("device", "handle", "ssize", "soff", "rc", "rco", "event", "sync", "toff", "stride")
+
+
+def _shape_nbytes(name: str, shape: list) -> int:
+    torch = _torch()
+    numel = 1
+    for s in shape:
+        numel *= s
+    return numel * torch.empty((), dtype=getattr(torch, name)).element_size()
+
+
+def _hex(v):
+    return None if v is None else bytes(v).hex()
+
+
+def _ipc_export(t):
+    """t's CUDA IPC reference (a dict for the header), or None where the
+    driver or this torch cannot share it (the bytes go in the file then)."""
+    try:
+        st = t.untyped_storage()
+        if st.nbytes() == 0:
+            return None
+        dev, handle, ssize, soff, rc, rco, event, sync = st._share_cuda_()
+        return {"device": int(dev), "handle": _hex(handle), "ssize": int(ssize), "soff": int(soff),
+                "rc": _hex(rc), "rco": int(rco), "event": _hex(event), "sync": bool(sync),
+                "toff": int(t.storage_offset()), "stride": [int(x) for x in t.stride()]}
+    except Exception:  # noqa: BLE001 - e.g. a storage mapped from another process
+        return None
+
+
+def _unhex(v, what: str, optional: bool = False):
+    if v is None and optional:
+        return None
+    if not isinstance(v, str) or len(v) > _HEX_MAX:
+        raise FormatError(f"bad IPC {what}")
+    try:
+        return bytes.fromhex(v)
+    except ValueError:
+        raise FormatError(f"bad IPC {what}") from None
+
+
+def _mapping_range(ptr: int):
+    """(base, size) of the device allocation that holds address ptr, as the
+    driver reports it (cuMemGetAddressRange)."""
+    import ctypes
+    global _CUDA
+    if _CUDA is None:
+        _CUDA = ctypes.CDLL("libcuda.so.1")
+        _CUDA.cuMemGetAddressRange_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t),
+                                                 ctypes.c_uint64]
+    base, size = ctypes.c_uint64(0), ctypes.c_size_t(0)
+    rc = _CUDA.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(ptr))
+    if rc != 0:
+        raise FormatError(f"the IPC reference points at no device allocation (CUDA error {rc})")
+    return base.value, size.value
+
+
+_CUDA = None
+
+
+def _ipc_open(ref, shape: list, dt):
+    """Maps the device memory an IPC reference names and returns the tensor
+    view it describes. Every field comes from another process, so each is
+    checked: the storage must lie inside the allocation the handle maps
+    (the driver's range, not the sender's word), and the view inside the
+    storage (torch's own bounds check in set_)."""
+    torch = _torch()
+    if not isinstance(ref, dict) or any(k not in ref for k in _IPC_KEYS):
+        raise FormatError("bad IPC reference")
+    ints = [ref[k] for k in ("device", "ssize", "soff", "rco", "toff")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints):
+        raise FormatError("bad IPC reference numbers")
+    stride = ref["stride"]
+    if (not isinstance(stride, list) or len(stride) != len(shape)
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in stride)):
+        raise FormatError("bad IPC strides")
+    handle = _unhex(ref["handle"], "handle")
+    rc = _unhex(ref["rc"], "counter handle")
+    event = _unhex(ref["event"], "event handle", optional=True)
+    if not rc.startswith(b"/torch_") or not all(c in b"/torch_0123456789" for c in rc):
+        raise FormatError("bad IPC counter handle")
+    if ref["device"] != torch.cuda.current_device():
+        raise FormatError(f"the IPC reference is on device {ref['device']}, not this process's")
+    ssize, soff = ref["ssize"], ref["soff"]
+    try:
+        st = torch.UntypedStorage._new_shared_cuda(ref["device"], handle, ssize, soff, rc, ref["rco"], event,
+                                                   bool(ref["sync"]))
+    except RuntimeError as e:
+        raise FormatError(f"the IPC reference could not be mapped ({str(e)[:200]})") from None
+    ptr = st.data_ptr()
+    alloc = ptr - soff
+    base, size = _mapping_range(alloc)
+    if base != alloc or soff + ssize > size:
+        raise FormatError(f"the IPC reference reaches outside its allocation ({soff}+{ssize} of {size} bytes)")
+    t = torch.empty(0, dtype=dt, device=st.device)
+    try:
+        t.set_(st, ref["toff"], shape, stride)
+    except RuntimeError as e:
+        raise FormatError(f"the IPC view does not fit its storage ({str(e)[:200]})") from None
+    return t
