@@ -120,16 +120,21 @@ def main() -> int:
     ap.add_argument("--skip-done", default="")
     ap.add_argument("--levels", default="1,2,3")
     ap.add_argument("--every", type=int, default=1, help="take every Nth problem (the timing sample: 5)")
+    ap.add_argument("--only", default="", help="a regular expression: only the problems whose file name matches")
     ap.add_argument("--perf", action="store_true", help="time candidates and baselines (default: --no-perf)")
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--slots", default="auto")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--bin", default="build/mkevolve")
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--no-cache", action="store_true", help="evaluate again what an earlier sweep here cached")
     ap.add_argument("--test-cpu", action="store_true", help="the worker's CPU test mode (checks the script only)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     items = problems(a.kb, [int(x) for x in a.levels.split(",")])[::a.every]
+    if a.only:
+        import re
+        items = [it for it in items if re.search(a.only, os.path.basename(it[1]))]
     if a.skip_done and os.path.exists(a.skip_done):
         done = set()
         for line in open(a.skip_done):
@@ -145,6 +150,8 @@ def main() -> int:
            "--trials", str(a.trials), "--timeout", str(a.timeout), "--python", a.python]
     if not a.perf:
         cmd.append("--no-perf")
+    if a.no_cache:
+        cmd.append("--no-cache")
     if a.test_cpu:
         cmd.append("--test-cpu-unsafe")
     ooms_before = oom_kills()
