@@ -318,9 +318,22 @@ class Evaluator:
         # the problem before any candidate code runs (a candidate that rewrote
         # the files could otherwise set its own expected outputs), then draws
         # each trial's inputs and computes its expected output.
+        # Every GPU step of the correctness trials runs under the GPU's timing
+        # lock taken shared, from the reference's start to the last comparison:
+        # never while a neighbour is timed (gpulock.py).
+        work = gpulock.TimingLock(shared=True)
+        rec = work.acquire(0)
+        if not rec["held"] and "busy" in rec.get("error", ""):
+            self.progress("waiting for the GPU")
+            rec = work.acquire(max(opts["timeout_s"], 60) * 2)
+        res.checks["trials_lock"] = rec
         self.progress("reference")
         job2 = {"problem": problem, "opts": opts, "device": device, "perf": perf}
-        ref2 = self.launcher.start("ref", "reference", job2)
+        try:
+            ref2 = self.launcher.start("ref", "reference", job2)
+        except BaseException:
+            work.release()
+            raise
         ref2.job_problem = problem
         cand = prof = None
         lock = gpulock.TimingLock()
@@ -387,6 +400,7 @@ class Evaluator:
                 held_bytes()
 
             def kill_candidate():
+                work.release()
                 state["killed"] = True
                 for ch in (cand, prof):
                     if ch is not None:
@@ -481,6 +495,7 @@ class Evaluator:
                     state["last_fd"] = next_fd
                     isolation.send_msg(cand, {"op": "last", "trial": ref_plan[-1]}, [next_fd])
                 isolation.send_msg(cand, {"op": "done"})
+                work.release()  # the correctness trials are over
                 normal = [c for c in state["constant"] if c is not None]
                 warnings = []
                 if normal and all(normal):
@@ -592,6 +607,7 @@ class Evaluator:
             }
             return self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2)
         finally:
+            work.release()
             for fd in _held_fds(state):
                 try:
                     os.close(fd)
@@ -845,15 +861,28 @@ class Evaluator:
         self.progress("baselines")
         # The baseline child compiles, then says timing_ready and waits: its
         # timed calls, like a candidate's, run only under the GPU's timing lock.
+        # Its compiling and warm-up calls run on the GPU too, under the lock
+        # taken shared (never beside a neighbour's timed phase); the shared
+        # hold is dropped before the exclusive one is asked for.
         lock = gpulock.TimingLock()
         lock_rec: dict = {}
+        work = gpulock.TimingLock(shared=True)
+        work_rec = work.acquire(0)
+        if not work_rec["held"] and "busy" in work_rec.get("error", ""):
+            self.progress("waiting for the GPU")
+            work_rec = work.acquire(max(opts["timeout_s"], 60) * 2)
 
         def on_event(ch, ev):
             if ev.get("ev") == "timing_ready" and not lock.held and not lock_rec:
+                work.release()
                 self.launcher.wait_warm(opts["timeout_s"])
                 lock_rec.update(lock.acquire(max(opts["timeout_s"], 60) * 2))
                 ch.go()
-        child = isolation.spawn("base", lambda ctx: children.baseline_body(ctx, job), cut_network=False)
+        try:
+            child = isolation.spawn("base", lambda ctx: children.baseline_body(ctx, job), cut_network=False)
+        except BaseException:
+            work.release()
+            raise
         try:
             try:
                 isolation.supervise(child, max(opts["timeout_s"], 60) * 2, on_event)
@@ -861,6 +890,7 @@ class Evaluator:
                 isolation.finish(child)
                 raise
             finally:
+                work.release()
                 lock.release()
             err = _read_json(child.path("error.json"))
             out = _read_json(child.path("baseline.json"))
@@ -872,6 +902,7 @@ class Evaluator:
                 raise ProblemError(f"{problem}: the baseline child died: {_first_line(child.tail()) or 'no output'}")
             out["device"] = device
             out["timing_lock"] = lock_rec
+            out["warmup_lock"] = work_rec
             return out
         finally:
             isolation.cleanup_dir(child.dir)
