@@ -297,15 +297,21 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       last.attempted = cur.e2e.status != eval::Status::kNoVerdict;
       last.e2e_correct = cur.correct;
       last.e2e_incorrect = cur.e2e.status == eval::Status::kIncorrect;
+      // Each subkernel's GPU time inside the composed forward (the worker's
+      // profile of the end-to-end evaluation: a subproblem instantiated N
+      // times counts N times), where the worker attributed any; else its own
+      // standalone runtime.
       const auto& raw = cur.e2e.raw;
-      if (raw.is_object() && raw.contains("subkernel_runtime_ms") && raw["subkernel_runtime_ms"].is_object()) {
-        for (auto it = raw["subkernel_runtime_ms"].begin(); it != raw["subkernel_runtime_ms"].end(); ++it)
-          if (it.value().is_number()) last.runtime_ms[it.key()] = it.value().get<double>();
-      } else {
-        for (const auto& sp : topo.subproblems) {
-          const Candidate* c = beams[beam_key(sp)].best_correct();
-          if (c && c->result.runtime.valid) last.runtime_ms[sp.name] = c->result.runtime.median_ms;
+      const nlohmann::json* per = nullptr;
+      if (raw.is_object() && raw.contains("subkernel_runtime_ms") && raw["subkernel_runtime_ms"].is_object())
+        per = &raw["subkernel_runtime_ms"];
+      for (const auto& sp : topo.subproblems) {
+        if (per && per->contains(sp.name) && (*per)[sp.name].is_number()) {
+          last.runtime_ms[sp.name] = (*per)[sp.name].get<double>();
+          continue;
         }
+        const Candidate* c = beams[beam_key(sp)].best_correct();
+        if (c && c->result.runtime.valid) last.runtime_ms[sp.name] = c->result.runtime.median_ms;
       }
     }
     if (cur.speedup >= best.speedup) {

@@ -277,6 +277,22 @@ def K(name, cat="kernel", stream=7, nbytes=0):
     return {"name": name, "cat": cat, "stream": stream, "bytes": nbytes}
 
 
+def test_subkernel_runtimes_follow_each_files_own_kernels():
+    """A composed package's profile, per subkernel: a subproblem instantiated
+    twice counts twice, mangled names match, PyTorch's and shared names are
+    nobody's, and the time is per forward call."""
+    acts = [{"name": "linear_kernel", "cat": "kernel", "dur_us": 300.0},
+            {"name": "linear_kernel", "cat": "kernel", "dur_us": 300.0},   # the second instance
+            {"name": "gelu_kernel_0d1d2de", "cat": "kernel", "dur_us": 100.0},
+            {"name": "common_helper", "cat": "kernel", "dur_us": 999.0},   # defined in both files
+            {"name": "ampere_sgemm_128x64_nn", "cat": "kernel", "dur_us": 500.0},
+            {"name": "Memcpy DtoD", "cat": "gpu_memcpy", "dur_us": 50.0}]
+    names = {"linear": {"linear_kernel", "common_helper"}, "gelu": {"gelu_kernel", "common_helper"},
+             "norm": {"norm_kernel"}}
+    per = runtime_check.subkernel_runtimes(acts * 2, names, forwards=2)
+    assert per == {"linear": 0.6, "gelu": 0.1}, per
+
+
 def test_runtime_own_triton_kernels_pass():
     acts = [K("add_kernel"), K("Memset (Device)", "gpu_memset"),
             K("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>")]

@@ -736,6 +736,15 @@ class Evaluator:
             j = judge(acts, own, opts["allow_pytorch"], out_bytes, forwards=forwards)
             j["own_triton_functions"] = sorted(own)
             res.checks["runtime"] = j
+            subs = _subkernel_files(kernel)
+            if subs:
+                # A composed package: where its GPU time goes, per subkernel
+                # (AllocateLLMBudget and the fuse prompt's shares read it).
+                from .runtime_check import subkernel_runtimes
+                per = subkernel_runtimes(acts, {n: loader.triton_kernel_names([f]) for n, f in subs.items()},
+                                         forwards)
+                if per:
+                    res.subkernel_runtime_ms = per
             res.uses_pytorch = j["uses_pytorch"]
             if not j["ok"]:
                 problems += [(j["kind"], r) for r in j["reasons"]]
@@ -985,6 +994,20 @@ def _violation_line(v) -> str:
     return str(v)
 
 
+def _subkernel_files(kernel: str) -> dict[str, str]:
+    """{name: path} of a composed package's subkernels (the .py files of
+    subkernel_implementations/ beside the kernel), or {} for a plain kernel."""
+    d = os.path.join(os.path.dirname(os.path.abspath(kernel)), "subkernel_implementations")
+    if not os.path.isdir(d):
+        return {}
+    out = {}
+    for n in sorted(os.listdir(d)):
+        p = os.path.join(d, n)
+        if n.endswith(".py") and n != "__init__.py" and os.path.isfile(p) and not os.path.islink(p):
+            out[n[:-3]] = p
+    return out
+
+
 def _own_files(kernel: str, reported) -> list[str]:
     files = set(loader.candidate_files(kernel))
     home = os.path.dirname(os.path.abspath(kernel)) + os.sep
@@ -1069,10 +1092,14 @@ class _Result:
         self.max_abs_err = None
         self.runtime_ms = None
         self.uses_pytorch = False
+        self.subkernel_runtime_ms: dict | None = None
 
     def _base(self, t_start: float) -> dict:
-        return {"max_abs_err": self.max_abs_err, "runtime_ms": self.runtime_ms, "uses_pytorch": self.uses_pytorch,
-                "device": self.device, "checks": self.checks, "elapsed_s": round(time.monotonic() - t_start, 3)}
+        out = {"max_abs_err": self.max_abs_err, "runtime_ms": self.runtime_ms, "uses_pytorch": self.uses_pytorch,
+               "device": self.device, "checks": self.checks, "elapsed_s": round(time.monotonic() - t_start, 3)}
+        if self.subkernel_runtime_ms:
+            out["subkernel_runtime_ms"] = self.subkernel_runtime_ms
+        return out
 
     def fail(self, kind: str, message: str, t_start: float, reasons: list | None = None, stderr: str = "") -> dict:
         message = errors.redact_env_secrets(errors.shorten(message))

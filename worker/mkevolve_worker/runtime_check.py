@@ -88,9 +88,37 @@ def profile_calls(run, trace_path: str) -> list[dict]:
         if cat not in ("kernel", "gpu_memcpy", "gpu_memset"):
             continue
         args = ev.get("args") or {}
+        dur = ev.get("dur")
         acts.append({"name": str(ev.get("name", "")), "cat": cat, "stream": args.get("stream"),
-                     "bytes": int(args.get("bytes", 0) or 0)})
+                     "bytes": int(args.get("bytes", 0) or 0),
+                     "dur_us": float(dur) if isinstance(dur, (int, float)) else 0.0})
     return acts
+
+
+def subkernel_runtimes(activities: list[dict], names_by_subkernel: dict[str, set[str]], forwards: int) -> dict:
+    """Per subkernel of a composed package, the GPU time of its own Triton
+    kernels per forward call (ms), from the profile of `forwards` calls:
+    {subkernel: ms}. A kernel name that two subkernel files define is nobody's
+    (it cannot be attributed); a subkernel none of whose kernels ran is absent."""
+    owner: dict[str, str] = {}
+    shared: set[str] = set()
+    for sub, names in names_by_subkernel.items():
+        for n in names:
+            if n in owner and owner[n] != sub:
+                shared.add(n)
+            owner[n] = sub
+    for n in shared:
+        owner.pop(n, None)
+    total: dict[str, float] = {}
+    for a in activities:
+        if a.get("cat", "kernel") != "kernel":
+            continue
+        name = a.get("name", "")
+        for n, sub in owner.items():
+            if matches_own(name, {n}):
+                total[sub] = total.get(sub, 0.0) + float(a.get("dur_us") or 0.0)
+                break
+    return {sub: round(us / 1000.0 / max(1, forwards), 6) for sub, us in total.items() if us > 0}
 
 
 def judge(activities: list[dict], own_names: set[str], allow_pytorch: bool, output_nbytes: int,
