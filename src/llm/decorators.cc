@@ -66,6 +66,7 @@ class Retry : public Provider {
         double base = std::min(o_.max_backoff_s, o_.initial_backoff_s * std::pow(2.0, attempt));
         wait = base * jitter();
       }
+      if (o_.on_retry) o_.on_retry(*r.error, attempt + 1, o_.max_retries + 1, wait);
       if (wait > 0) o_.sleep(wait);
       if (o_.cancelled && o_.cancelled()) return r;
     }
@@ -112,11 +113,12 @@ class Cap : public Provider {
 
 class Cache : public Provider {
  public:
-  Cache(std::shared_ptr<Provider> inner, std::filesystem::path dir) : inner_(std::move(inner)), dir_(std::move(dir)) {}
+  Cache(std::shared_ptr<Provider> inner, std::filesystem::path dir, std::string endpoint)
+      : inner_(std::move(inner)), dir_(std::move(dir)), endpoint_(std::move(endpoint)) {}
   std::string spec() const override { return inner_->spec(); }
   std::optional<LlmError> probe() override { return inner_->probe(); }
   Reply complete(const Request& req) override {
-    const std::string key = cache_key(inner_->spec(), req);
+    const std::string key = cache_key(inner_->spec(), req, endpoint_);
     const auto path = dir_ / key.substr(0, 2) / (key + ".json");
     if (auto text = read_file(path); text.ok()) {
       json j = json::parse(*text, nullptr, false);
@@ -140,6 +142,7 @@ class Cache : public Provider {
  private:
   std::shared_ptr<Provider> inner_;
   std::filesystem::path dir_;
+  std::string endpoint_;
 };
 
 class Record : public Provider {
@@ -219,8 +222,11 @@ class Account : public Provider {
 
 }  // namespace
 
-std::string cache_key(const std::string& spec, const Request& req) {
-  return Hasher().update("mkevolve-cache-v1").update(spec).update(request_fingerprint(req)).hex();
+std::string cache_key(const std::string& spec, const Request& req, const std::string& endpoint) {
+  Hasher h;
+  h.update("mkevolve-cache-v1").update(spec).update(request_fingerprint(req));
+  if (!endpoint.empty()) h.update("endpoint").update(endpoint);
+  return h.hex();
 }
 
 std::shared_ptr<Provider> with_retry(std::shared_ptr<Provider> inner, RetryOptions o) {
@@ -229,8 +235,8 @@ std::shared_ptr<Provider> with_retry(std::shared_ptr<Provider> inner, RetryOptio
 std::shared_ptr<Provider> with_concurrency_cap(std::shared_ptr<Provider> inner, int limit) {
   return std::make_shared<Cap>(std::move(inner), limit);
 }
-std::shared_ptr<Provider> with_cache(std::shared_ptr<Provider> inner, std::filesystem::path dir) {
-  return std::make_shared<Cache>(std::move(inner), std::move(dir));
+std::shared_ptr<Provider> with_cache(std::shared_ptr<Provider> inner, std::filesystem::path dir, std::string endpoint) {
+  return std::make_shared<Cache>(std::move(inner), std::move(dir), std::move(endpoint));
 }
 std::shared_ptr<Provider> with_recording(std::shared_ptr<Provider> inner, std::filesystem::path file) {
   return std::make_shared<Record>(std::move(inner), std::move(file));

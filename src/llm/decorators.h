@@ -22,6 +22,10 @@ struct RetryOptions {
   std::function<void(double seconds)> sleep;
   /// When it returns true, no further attempt is made (and the default sleep ends early).
   std::function<bool()> cancelled;
+  /// Told before each wait: the error, the attempt that failed (1-based), the
+  /// attempts allowed in all, and the seconds it will wait (a 429 is then not
+  /// seconds of silence). Empty: nothing is said.
+  std::function<void(const LlmError& error, int attempt, int attempts, double wait_s)> on_retry;
 };
 
 /// Retries replies whose error is retryable; honours Retry-After.
@@ -32,12 +36,15 @@ std::shared_ptr<Provider> with_concurrency_cap(std::shared_ptr<Provider> inner, 
 
 /// Content-addressed response cache: one JSON file per successful reply under
 /// dir/<2 hex>/<64 hex>.json, keyed by spec, model-relevant parameters, system,
-/// messages and sample (request_fingerprint), never by agent/task. Hits carry
+/// messages and sample (request_fingerprint), never by agent/task; and by
+/// endpoint, a base URL other than the provider's default ("" for the
+/// default, so keys made before endpoints counted stay valid). Hits carry
 /// from_cache = true. Unreadable entries count as misses.
-std::shared_ptr<Provider> with_cache(std::shared_ptr<Provider> inner, std::filesystem::path dir);
+std::shared_ptr<Provider> with_cache(std::shared_ptr<Provider> inner, std::filesystem::path dir,
+                                     std::string endpoint = "");
 
-/// The cache key of req for a provider spec (exposed for tests and tools).
-std::string cache_key(const std::string& spec, const Request& req);
+/// The cache key of req for a provider spec and endpoint (exposed for tests and tools).
+std::string cache_key(const std::string& spec, const Request& req, const std::string& endpoint = "");
 
 /// Appends every finished call (reply or final error) to a JSON-lines file in the
 /// replay format (docs/LLM.md). No headers, no keys.

@@ -105,7 +105,9 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
   std::filesystem::path home = opts.home;
   if (home.empty()) home = env_get(env, "HOME");
 
+  // The spec: the caller's, then $MKEVOLVE_LLM, then llm.provider.
   std::string spec = opts.spec;
+  if (spec.empty()) spec = env_get(env, "MKEVOLVE_LLM");
   if (spec.empty()) {
     MK_TRY(s, cfg.find_string("llm.provider"));
     if (s) spec = *s;
@@ -138,6 +140,7 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
   retry.initial_backoff_s = opts.initial_backoff_s >= 0 ? opts.initial_backoff_s : ib_c.value_or(1);
   retry.max_backoff_s = opts.max_backoff_s >= 0 ? opts.max_backoff_s : mb_c.value_or(60);
   retry.sleep = opts.sleep;
+  retry.on_retry = opts.on_retry;
   retry.cancelled = opts.cancelled;
   if (concurrency < 1) return Error{"LLM concurrency must be at least 1 (--llm-concurrency / llm.concurrency)"};
   if (retry.max_retries < 0) return Error{"llm.max_retries must not be negative"};
@@ -150,6 +153,9 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
   b.cancelled = opts.cancelled;
 
   // The base URL: --base-url, then the alias, then the environment, then [llm.KIND], then the default.
+  // A reply cached from one endpoint is never served for another: a base URL
+  // other than the provider's default goes into the cache key.
+  std::string cache_endpoint;
   auto resolve_base = [&](const char* env_name, const std::string& def) -> Result<std::string> {
     std::string url, from;
     if (!opts.base_url.empty()) {
@@ -179,6 +185,7 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
     while (!url.empty() && url.back() == '/') url.pop_back();
     Status st = check_url(url, from);
     if (!st.ok()) return Error{st.error()};
+    if (from != "the default") cache_endpoint = url;
     return url;
   };
   // A key: the alias/config's api_key_env names a variable, else the standard
@@ -265,7 +272,7 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
   if (parts.kind != "replay") {
     p = with_retry(p, retry);
     p = with_concurrency_cap(p, concurrency);
-    if (!opts.cache_dir.empty() && cache_c.value_or(true)) p = with_cache(p, opts.cache_dir);
+    if (!opts.cache_dir.empty() && cache_c.value_or(true)) p = with_cache(p, opts.cache_dir, cache_endpoint);
   }
   if (!opts.record_path.empty()) p = with_recording(p, opts.record_path);
   if (opts.accounting) {

@@ -43,6 +43,8 @@ struct ProviderOptions {
   std::filesystem::path home;         ///< for ~/.aws; empty: $HOME
   /// Replaces the retry wait (tests); empty: sleep.
   std::function<void(double seconds)> sleep;
+  /// Told before each retry's wait (RetryOptions::on_retry); empty: nothing.
+  std::function<void(const LlmError& error, int attempt, int attempts, double wait_s)> on_retry;
   /// Polled while requests wait (e.g. run::Interrupt::requested); true aborts
   /// HTTP requests in flight and stops retrying. Empty: never cancelled.
   std::function<bool()> cancelled;

@@ -127,8 +127,9 @@ TEST(Cache, IdenticalRequestIsServedFromDisk) {
   ASSERT_TRUE(p->complete(other_temp).ok());
   EXPECT_EQ(fake.count(), 3);
 
-  // One file per entry, sharded by the first two hex digits of the key.
-  std::string key = cache_key("openai:m", a);
+  // One file per entry, sharded by the first two hex digits of the key (the
+  // endpoint is in it: not the provider's default).
+  std::string key = cache_key("openai:m", a, fake.base_url());
   EXPECT_TRUE(fs::exists(o.cache_dir / key.substr(0, 2) / (key + ".json")));
 
   // Accounting: the hit cost nothing but counts as a cached call.
@@ -145,6 +146,30 @@ TEST(Cache, IdenticalRequestIsServedFromDisk) {
   EXPECT_EQ(fake.count(), 3);
 }
 
+TEST(Cache, AReplyFromOneEndpointIsNeverServedForAnother) {
+  // Two servers behind the same spec (say, two local vLLMs): the second is
+  // asked, not answered from the first one's cache.
+  FakeLlm one(Protocol::kOpenAi), two(Protocol::kOpenAi);
+  one.set_fallback(Step{.text = "from one"});
+  two.set_fallback(Step{.text = "from two"});
+  TempDir dir;
+  Env env;
+  auto o1 = fakes::test_options("openai:m", one.base_url(), &env);
+  auto o2 = fakes::test_options("openai:m", two.base_url(), &env);
+  o1.cache_dir = o2.cache_dir = dir.path() / "cache";
+  Request a = fakes::make_request("same prompt", "generate", "t");
+  ASSERT_EQ((*make_provider(o1, nullptr))->complete(a).completion->text, "from one");
+  Reply r = (*make_provider(o2, nullptr))->complete(a);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.completion->text, "from two");
+  EXPECT_FALSE(r.completion->from_cache);
+  EXPECT_EQ(two.count(), 1);
+  EXPECT_TRUE((*make_provider(o1, nullptr))->complete(a).completion->from_cache);  // its own entry stays
+  // The provider's default endpoint keeps the key it always had.
+  EXPECT_EQ(cache_key("openai:m", a, ""), cache_key("openai:m", a));
+  EXPECT_NE(cache_key("openai:m", a, one.base_url()), cache_key("openai:m", a, two.base_url()));
+}
+
 TEST(Cache, CanBeDisabledAndSurvivesCorruptEntries) {
   FakeLlm fake(Protocol::kOpenAi);
   TempDir dir;
@@ -159,7 +184,7 @@ TEST(Cache, CanBeDisabledAndSurvivesCorruptEntries) {
   EXPECT_EQ(fake.count(), 2);
 
   auto q = *make_provider(o, nullptr);
-  std::string key = cache_key("openai:m", r);
+  std::string key = cache_key("openai:m", r, fake.base_url());
   ASSERT_TRUE(write_file_atomic(dir.path() / key.substr(0, 2) / (key + ".json"), "{broken").ok());
   ASSERT_TRUE(q->complete(r).ok());
   EXPECT_EQ(fake.count(), 3);
