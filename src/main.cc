@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/registry.h"
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace mk::cli {
@@ -25,7 +26,8 @@ void usage(FILE* out) {
   auto cmds = commands();
   std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
   for (const auto& c : cmds) std::fprintf(out, "  %-14s %s\n", c.name.c_str(), c.summary.c_str());
-  std::fprintf(out, "\nmkevolve --version prints the version.\n");
+  std::fprintf(out, "\nmkevolve help COMMAND prints a command's options; mkevolve --version (-V, version)\n"
+                   "prints the version.\n");
 }
 }  // namespace
 
@@ -39,12 +41,20 @@ const std::vector<Command>& commands() { return table(); }
 
 int main(int argc, char** argv) {
   using namespace mk::cli;
+  // `mkevolve help CMD` is `mkevolve CMD --help`.
+  std::vector<char*> help_args;
+  std::string help_flag = "--help";
+  if (argc >= 3 && !std::strcmp(argv[1], "help")) {
+    help_args = {argv[0], argv[2], help_flag.data(), nullptr};
+    argc = 3;
+    argv = help_args.data();
+  }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? kExitUsage : kExitOk;
   }
-  if (!std::strcmp(argv[1], "--version")) {
-    std::printf("mkevolve %s\n", MKEVOLVE_VERSION);
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V") || !std::strcmp(argv[1], "version")) {
+    std::printf("mkevolve %s\nfiles: %s\n", MKEVOLVE_VERSION, mk::install_root().string().c_str());
     return kExitOk;
   }
   std::string name = argv[1];

@@ -108,8 +108,8 @@ const std::map<std::string, std::vector<std::string>>& Prompts::required() {
 Result<Prompts> Prompts::load(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
-    return Error{fmt::format("prompt templates not found: {} is not a directory (set MKEVOLVE_HOME to the "
-                             "MKEvolve source tree)", dir.string())};
+    return Error{fmt::format("prompt templates not found: {} is not a directory ({})", dir.string(),
+                             install_root_search())};
   Prompts p;
   p.dir_ = dir;
   std::vector<std::filesystem::path> paths;
@@ -134,7 +134,12 @@ Result<Prompts> Prompts::load(const std::filesystem::path& dir) {
   return p;
 }
 
-Result<Prompts> Prompts::load_default() { return load(install_root() / "src" / "prompts"); }
+Result<Prompts> Prompts::load_default() {
+  // An installed copy keeps them in share/mkevolve/prompts, the source tree in src/prompts.
+  std::filesystem::path root = install_root();
+  std::error_code ec;
+  return load(std::filesystem::is_directory(root / "prompts", ec) ? root / "prompts" : root / "src" / "prompts");
+}
 
 Result<RenderedPrompt> Prompts::render(const std::string& name, const Vars& vars) const {
   auto it = files_.find(name);

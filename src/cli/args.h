@@ -3,8 +3,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <filesystem>
 #include <optional>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "cli/registry.h"
 #include "eval/pool.h"
@@ -18,9 +22,57 @@ inline std::optional<int> parse_args(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e) == 0 ? kExitOk : kExitUsage;  // --help
+    // One line like every other error of the command, without CLI11's raw
+    // numeric limits ("not in range 0.000000 to 1797693134862315708...").
+    std::string msg = e.what();
+    static const std::regex huge_range(R"(not in range ([-0-9.e+]+) to [0-9]{30,}[0-9.]*)");
+    std::smatch m;
+    if (std::regex_search(msg, m, huge_range)) {
+      std::string lo = m[1].str();
+      if (lo.find('.') != std::string::npos) {
+        while (!lo.empty() && lo.back() == '0') lo.pop_back();
+        if (!lo.empty() && lo.back() == '.') lo.pop_back();
+      }
+      msg = m.prefix().str() + "must be a number of at least " + lo + m.suffix().str();
+    }
+    std::fprintf(stderr, "%s: %s\nRun '%s --help' for its options.\n", app.get_name().c_str(), msg.c_str(),
+                 app.get_name().c_str());
+    return kExitUsage;
   }
   return std::nullopt;
+}
+
+/// Every key the configuration file may hold (Config::unknown_keys patterns);
+/// docs/LLM.md lists them with their meaning.
+inline const std::vector<std::string>& known_config_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k = {"python"};
+    const char* general[] = {"provider", "cache", "max_tokens", "concurrency", "timeout_s", "connect_timeout_s",
+                             "initial_backoff_s", "max_backoff_s", "max_retries"};
+    const char* per_provider[] = {"base_url", "api_key", "api_key_env", "max_tokens_field", "version",
+                                  "prompt_caching", "region", "profile", "concurrency", "timeout_s",
+                                  "connect_timeout_s", "initial_backoff_s", "max_backoff_s", "max_retries"};
+    for (const char* g : general) k.push_back(std::string("llm.") + g);
+    for (const char* kind : {"openai", "anthropic", "bedrock", "exec", "replay", "providers.*"})
+      for (const char* s : per_provider) k.push_back(std::string("llm.") + kind + "." + s);
+    k.push_back("llm.providers.*.spec");
+    for (const char* price : {"input", "output", "cache_read", "cache_write"})
+      k.push_back(std::string("llm.prices.*.") + price);
+    return k;
+  }();
+  return keys;
+}
+
+/// Config::discover, then a warning on stderr ("mkevolve CMD: FILE:LINE:
+/// unknown key ...") for every key no part of mkevolve reads: a misspelt
+/// setting is said, not silently ignored.
+inline Result<Config> discover_config(const std::string& cmd, const std::filesystem::path& explicit_path) {
+  auto cfg = Config::discover(explicit_path);
+  if (!cfg) return cfg;
+  for (const auto& w : cfg->unknown_keys(known_config_keys()))
+    std::fprintf(stderr, "mkevolve %s: warning: %s\n", cmd.c_str(), w.c_str());
+  return cfg;
 }
 
 /// The worker's Python: --python, else $MKEVOLVE_PYTHON, else the config's

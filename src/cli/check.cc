@@ -35,7 +35,7 @@ int run(int argc, char** argv) {
   app.add_option("--python", python, "Python to run the checker (default: $MKEVOLVE_PYTHON, config 'python', python3)");
   app.add_option("--config", config_path, "configuration file");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
-  auto config = Config::discover(config_path);
+  auto config = discover_config("check", config_path);
   if (!config) {
     std::fprintf(stderr, "mkevolve check: %s\n", config.error().c_str());
     return kExitUsage;

@@ -313,7 +313,7 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
 
-  auto config = Config::discover(config_path);
+  auto config = discover_config("eval", config_path);
   if (!config) {
     std::fprintf(stderr, "mkevolve eval: %s\n", config.error().c_str());
     return kExitUsage;

@@ -136,6 +136,9 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   fs::create_directories(pool->work_dir_, ec);
   if (ec) return Error{"cannot create the pool directory " + pool->work_dir_.string() + ": " + ec.message()};
   pool->worker_dir_ = o.worker_dir.empty() ? install_root() / "worker" : absolute_path(o.worker_dir);
+  if (o.worker_command.empty() && !fs::exists(pool->worker_dir_ / "mkevolve_worker" / "__main__.py", ec))
+    return Error{fmt::format("the Python worker (mkevolve_worker) is not in {}: {}", pool->worker_dir_.string(),
+                             o.worker_dir.empty() ? install_root_search() : std::string("--worker-dir names it"))};
   pool->command_ = o.worker_command;
   if (pool->command_.empty()) {
     pool->command_ = {o.python, "-m", "mkevolve_worker", "serve"};

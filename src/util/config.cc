@@ -1,11 +1,15 @@
 #include "util/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 
 #include <toml++/toml.h>
 
 #include "util/fs.h"
+#include "util/strings.h"
 
 namespace mk {
 
@@ -224,6 +228,78 @@ Result<std::vector<std::string>> Config::table_keys(std::string_view key) const 
   if (!t) return error_at(key, std::string("expected a table, found ") + type_name(n->type()));
   std::vector<std::string> out;
   for (const auto& [k, v] : *t) out.emplace_back(k.str());
+  return out;
+}
+
+namespace {
+
+std::string join_key(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += '.';
+    bool plain = !p.empty() && std::all_of(p.begin(), p.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    });
+    out += plain ? p : "\"" + p + "\"";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> Config::unknown_keys(const std::vector<std::string>& patterns) const {
+  std::vector<std::vector<std::string>> pats;
+  for (const auto& p : patterns) pats.push_back(split_key(p));
+  std::vector<std::pair<uint32_t, std::string>> found;  // (line, warning): reported in file order
+  std::vector<std::string> out;
+  if (!impl_) return out;
+  // Patterns that match `path` so far (each part equal, or "*").
+  auto matching = [&](const std::vector<std::string>& path) {
+    std::vector<const std::vector<std::string>*> m;
+    for (const auto& p : pats) {
+      if (p.size() < path.size()) continue;
+      bool ok = true;
+      for (size_t i = 0; i < path.size() && ok; ++i) ok = p[i] == "*" || p[i] == path[i];
+      if (ok) m.push_back(&p);
+    }
+    return m;
+  };
+  std::function<void(const toml::table&, std::vector<std::string>&)> walk = [&](const toml::table& t,
+                                                                               std::vector<std::string>& path) {
+    for (const auto& [k, v] : t) {
+      path.emplace_back(k.str());
+      auto m = matching(path);
+      bool leaf_ok = std::any_of(m.begin(), m.end(), [&](auto* p) { return p->size() == path.size(); });
+      bool prefix_ok = std::any_of(m.begin(), m.end(), [&](auto* p) { return p->size() > path.size(); });
+      if (v.is_table() && prefix_ok) {
+        walk(*v.as_table(), path);
+      } else if (!leaf_ok && !(v.is_table() && prefix_ok)) {
+        std::string line = source_;
+        if (v.source().begin.line > 0) line += ":" + std::to_string(v.source().begin.line);
+        std::string msg = line + ": unknown key '" + join_key(path) + "' (ignored)";
+        // A near miss among the names allowed at this level.
+        std::vector<std::string> parent(path.begin(), path.end() - 1);
+        std::string best;
+        size_t best_d = 3;
+        for (const auto* p : matching(parent)) {
+          const std::string& cand = (*p)[parent.size()];
+          if (cand == "*") continue;
+          size_t d = mk::edit_distance(path.back(), cand);
+          if (d < best_d) best_d = d, best = cand;
+        }
+        if (!best.empty()) {
+          parent.push_back(best);
+          msg += "; did you mean '" + join_key(parent) + "'?";
+        }
+        found.emplace_back(v.source().begin.line, msg);
+      }
+      path.pop_back();
+    }
+  };
+  std::vector<std::string> path;
+  walk(impl_->root, path);
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [line, msg] : found) out.push_back(std::move(msg));
   return out;
 }
 

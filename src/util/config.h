@@ -67,6 +67,12 @@ class Config {
   /// An error "file:line: key: message" for callers that validate values themselves.
   Error error_at(std::string_view key, std::string_view message) const;
 
+  /// Keys in the file that no pattern names, each as "file:line: unknown key
+  /// 'a.b' (ignored)", plus "; did you mean 'a.c'?" where a known key is one or
+  /// two edits away. A pattern is a dotted key whose parts may be "*" (any
+  /// name: "llm.providers.*.spec"); a table is known when it begins a pattern.
+  std::vector<std::string> unknown_keys(const std::vector<std::string>& patterns) const;
+
   /// Splits a dotted key into parts, honouring "quoted" parts.
   static std::vector<std::string> split_key(std::string_view key);
 

@@ -98,6 +98,38 @@ TEST(Config, SearchOrder) {
   EXPECT_NE(x.error().find((cwd / "mkevolve.toml").string() + ":1: x:"), std::string::npos) << x.error();
 }
 
+TEST(Config, UnknownKeysAreNamedWithFileLineAndANearMiss) {
+  auto c = Config::parse(R"(python = "p"
+pyhton = "q"
+
+[llm]
+provder = "openai:x"
+concurrency = 4
+
+[llm.providers.local]
+spec = "openai:m"
+base_ur = "http://h"
+
+[llm.prices."openai:gpt-4o"]
+input = 1.0
+
+[search]
+beam = 4
+)",
+                         "mk.toml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  std::vector<std::string> known = {"python", "llm.provider", "llm.concurrency", "llm.providers.*.spec",
+                                    "llm.providers.*.base_url", "llm.prices.*.input"};
+  auto w = c->unknown_keys(known);
+  ASSERT_EQ(w.size(), 4u) << ::testing::PrintToString(w);
+  EXPECT_EQ(w[0], "mk.toml:2: unknown key 'pyhton' (ignored); did you mean 'python'?");
+  EXPECT_EQ(w[1], "mk.toml:5: unknown key 'llm.provder' (ignored); did you mean 'llm.provider'?");
+  EXPECT_EQ(w[2], "mk.toml:10: unknown key 'llm.providers.local.base_ur' (ignored); did you mean "
+                  "'llm.providers.local.base_url'?");
+  EXPECT_EQ(w[3], "mk.toml:15: unknown key 'search' (ignored)");
+  EXPECT_TRUE(Config::parse("python = \"p\"\n", "a.toml")->unknown_keys(known).empty());
+}
+
 TEST(Config, SplitKeyHonoursQuotes) {
   auto parts = Config::split_key("llm.prices.\"a.b:c\".input");
   ASSERT_EQ(parts.size(), 4u);

@@ -1,5 +1,7 @@
 #include "util/fs.h"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -101,9 +103,33 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
+namespace {
+/// <the binary's folder>/MKEVOLVE_DATA_REL (../share/mkevolve), or "".
+fs::path installed_data_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.empty()) return {};
+  return (exe.parent_path() / MKEVOLVE_DATA_REL).lexically_normal();
+}
+}  // namespace
+
 fs::path install_root() {
   if (const char* h = std::getenv("MKEVOLVE_HOME"); h && *h) return fs::path(h);
+  fs::path data = installed_data_dir();
+  std::error_code ec;
+  if (!data.empty() && fs::exists(data / "worker" / "mkevolve_worker" / "__main__.py", ec)) return data;
   return fs::path(MKEVOLVE_SOURCE_DIR);
+}
+
+std::string install_root_search() {
+  std::string out;
+  if (const char* h = std::getenv("MKEVOLVE_HOME"); h && *h)
+    return fmt::format("$MKEVOLVE_HOME is {} (unset it, or point it at an MKEvolve source tree or an installed "
+                       "share/mkevolve folder)", h);
+  fs::path data = installed_data_dir();
+  if (!data.empty()) out = data.string() + " (an installed copy), then ";
+  return "looked in " + out + MKEVOLVE_SOURCE_DIR + " (the source tree it was built from); set MKEVOLVE_HOME to the "
+         "folder that holds worker/ and the prompts";
 }
 
 }  // namespace mk

@@ -36,8 +36,13 @@ class TempDir {
   bool keep_ = false;
 };
 
-/// Where the repository (worker, prompts, examples) lives at run time:
-/// $MKEVOLVE_HOME if set, else the source dir compiled in.
+/// Where MKEvolve's run-time files (the Python worker, the prompt templates,
+/// the bundled examples) are: $MKEVOLVE_HOME when set; else, for an installed
+/// copy (`cmake --install`), the share/mkevolve folder beside the binary's
+/// bin/ when it holds the worker; else the source tree the binary was built from.
 fs::path install_root();
+/// Where install_root() looks, in order, for messages that say where a
+/// missing file was looked for.
+std::string install_root_search();
 
 }  // namespace mk

@@ -1,6 +1,7 @@
 #include "util/strings.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 namespace mk {
@@ -15,6 +16,15 @@ size_t edit_distance(const std::string& a, const std::string& b) {
     std::swap(prev, cur);
   }
   return prev[b.size()];
+}
+
+std::string human_duration(double seconds) {
+  long s = seconds > 0 ? static_cast<long>(seconds) : 0;
+  char b[32];
+  if (s < 60) std::snprintf(b, sizeof b, "%lds", s);
+  else if (s < 3600) std::snprintf(b, sizeof b, "%ldm%02lds", s / 60, s % 60);
+  else std::snprintf(b, sizeof b, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  return b;
 }
 
 std::vector<std::string> split_lines(const std::string& s) {

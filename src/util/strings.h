@@ -9,6 +9,9 @@ namespace mk {
 /// Levenshtein distance, for "did you mean" suggestions.
 size_t edit_distance(const std::string& a, const std::string& b);
 
+/// A duration for people: "45s", "3m10s", "2h05m" (rounded down to the second).
+std::string human_duration(double seconds);
+
 /// Splits text into lines, dropping the newline and a trailing '\r' of each.
 std::vector<std::string> split_lines(const std::string& s);
 

@@ -206,6 +206,14 @@ TEST(Strings, EditDistance) {
   EXPECT_EQ(edit_distance("", "abc"), 3u);
 }
 
+TEST(Strings, HumanDuration) {
+  EXPECT_EQ(human_duration(0), "0s");
+  EXPECT_EQ(human_duration(-3), "0s");
+  EXPECT_EQ(human_duration(59.9), "59s");
+  EXPECT_EQ(human_duration(190), "3m10s");
+  EXPECT_EQ(human_duration(7500), "2h05m");
+}
+
 TEST(Strings, SplitLinesDropsCarriageReturns) {
   EXPECT_EQ(split_lines("a\r\nb\n\nc"), (std::vector<std::string>{"a", "b", "", "c"}));
   EXPECT_TRUE(split_lines("").empty());
