@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "bench/bench_report.h"
@@ -11,7 +12,9 @@ namespace mk::bench {
 namespace {
 
 void write_problem(const fs::path& p, const std::string& body) {
-  ASSERT_TRUE(write_file_atomic(p, "import torch\nclass Model(torch.nn.Module):\n    pass\n# " + body + "\n").ok());
+  ASSERT_TRUE(write_file_atomic(p, "import torch\nclass Model(torch.nn.Module):\n    pass\n\ndef get_inputs():\n    "
+                                  "return []\n\ndef get_init_inputs():\n    return []\n# " + body + "\n")
+                  .ok());
 }
 
 TEST(Suite, DiscoversLevelFolderSortedByNumber) {
@@ -22,9 +25,17 @@ TEST(Suite, DiscoversLevelFolderSortedByNumber) {
   write_problem(lvl / "1_C.py", "c");
   ASSERT_TRUE(write_file_atomic(lvl / "__init__.py", "").ok());
   ASSERT_TRUE(write_file_atomic(lvl / "helper.py", "x = 1\n").ok());  // no Model: skipped
-  auto s = discover_problems({lvl});
+  ASSERT_TRUE(write_file_atomic(lvl / "3_D.py", "import torch\nclass Model(torch.nn.Module):\n    pass\n").ok());
+  std::vector<std::string> skipped;
+  auto s = discover_problems({lvl}, &skipped);
   ASSERT_TRUE(s.ok()) << s.error();
   ASSERT_EQ(s->size(), 3u);
+  // Each file left out is named, with why (not counted as a problem).
+  ASSERT_EQ(skipped.size(), 2u) << ::testing::PrintToString(skipped);
+  std::sort(skipped.begin(), skipped.end());
+  EXPECT_NE(skipped[0].find("3_D.py: not a KernelBench problem: it must define get_inputs()"), std::string::npos)
+      << skipped[0];
+  EXPECT_NE(skipped[1].find("helper.py: not a KernelBench problem: no `class Model"), std::string::npos) << skipped[1];
   EXPECT_EQ((*s)[0].name, "1_C");
   EXPECT_EQ((*s)[1].name, "2_A");
   EXPECT_EQ((*s)[2].name, "10_B");

@@ -1,5 +1,7 @@
 #include "bench/runner.h"
 
+#include <chrono>
+
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -9,6 +11,7 @@
 #include "bench/summary.h"
 #include "run/interrupt.h"
 #include "util/fs.h"
+#include "util/strings.h"
 
 namespace mk::bench {
 
@@ -92,8 +95,17 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
   sr.outcomes.resize(problems.size());
   std::mutex mu;
   std::atomic<size_t> next{0};
-  int done = 0;
+  int done = 0, ran = 0;
   const int total = static_cast<int>(problems.size());
+  const auto started = std::chrono::steady_clock::now();
+  // Elapsed wall time, and an ETA from the problems this call ran (skipped ones
+  // take no time): wall time per finished run, times what is left.
+  auto timing = [&] {
+    double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::string t = "elapsed " + human_duration(el);
+    if (ran > 0 && done < total) t += ", ETA " + human_duration(el / ran * (total - done));
+    return t;
+  };
   auto log = [&](const std::string& line) {
     if (o.log) o.log(line);
   };
@@ -157,11 +169,13 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
       else ++sr.created;
       if (out.status == "failed") ++sr.failed;
       ++done;
+      ++ran;
       std::string what = out.status != "finished"
                              ? out.status + (out.error.empty() ? "" : ": " + out.error)
                              : out.correct ? fmt::format("correct, {:.2f}x vs torch.compile", out.speedup_compile)
                                            : "no correct kernel";
-      log(fmt::format("[{}/{}] {}: {} ({} LLM calls, {} tokens)", done, total, p.id(), what, out.calls, out.tokens));
+      log(fmt::format("[{}/{}] {}: {} ({} LLM calls, {} tokens; {})", done, total, p.id(), what, out.calls,
+                      out.tokens, timing()));
     }
   };
   const int jobs = std::max(1, std::min<int>(o.jobs, std::max<int>(1, total)));

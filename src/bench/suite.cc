@@ -5,6 +5,7 @@
 #include <charconv>
 #include <set>
 
+#include "problem/problem.h"
 #include "util/fs.h"
 #include "util/hash.h"
 
@@ -48,7 +49,8 @@ std::string SuiteProblem::id() const {
   return (level.empty() ? "" : level + "-") + name + "-" + hash.substr(0, 8);
 }
 
-Result<std::vector<SuiteProblem>> discover_problems(const std::vector<std::filesystem::path>& args) {
+Result<std::vector<SuiteProblem>> discover_problems(const std::vector<std::filesystem::path>& args,
+                                                   std::vector<std::string>* skipped) {
   std::vector<SuiteProblem> out;
   std::set<std::string> seen;
   auto add = [&](const std::filesystem::path& p) -> Status {
@@ -64,11 +66,21 @@ Result<std::vector<SuiteProblem>> discover_problems(const std::vector<std::files
       std::vector<std::filesystem::path> files;
       for (auto it = std::filesystem::recursive_directory_iterator(a, ec); !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
         const auto& p = it->path();
-        if (it->is_regular_file() && p.extension() == ".py" && p.filename() != "__init__.py" && has_model_class(p))
+        if (!it->is_regular_file() || p.extension() != ".py" || p.filename() == "__init__.py") continue;
+        // A file of a folder that is not a problem is left out, and said so:
+        // it is not counted, and it costs nothing.
+        auto pr = problem::Problem::load(p);
+        if (pr.ok()) {
           files.push_back(p);
+        } else if (skipped) {
+          std::string why = pr.error();
+          if (why.rfind(p.string() + ": ", 0) == 0) why = why.substr(p.string().size() + 2);
+          skipped->push_back(p.string() + ": " + why);
+        }
       }
       if (ec) return Error{"cannot list " + a.string() + ": " + ec.message()};
-      if (files.empty()) return Error{a.string() + ": no problem files (*.py defining class Model) in this directory"};
+      if (files.empty()) return Error{a.string() + ": no problem files (*.py defining class Model, get_inputs and "
+                                                   "get_init_inputs) in this directory"};
       for (const auto& f : files)
         if (Status st = add(f); !st.ok()) return Error{st.error()};
     } else if (std::filesystem::exists(a, ec)) {

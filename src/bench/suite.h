@@ -22,7 +22,10 @@ struct SuiteProblem {
 /// Expands files and directories (recursively, *.py, skipping __init__.py and
 /// files without `class Model`) into a list sorted by level then by KernelBench
 /// number then name. Duplicate contents are listed once. Errors name the path.
-Result<std::vector<SuiteProblem>> discover_problems(const std::vector<std::filesystem::path>& args);
+/// skipped (when given) gets "FILE: why" for every .py file of a folder that is
+/// not a problem (no class Model, no get_inputs/get_init_inputs): left out, not counted.
+Result<std::vector<SuiteProblem>> discover_problems(const std::vector<std::filesystem::path>& args,
+                                                   std::vector<std::string>* skipped = nullptr);
 
 struct Shard {
   int index = 0;  ///< 0-based

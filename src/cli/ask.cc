@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
@@ -76,9 +78,9 @@ int run(int argc, char** argv) {
   int max_tokens = 0, concurrency = 0, retries = -1;
   double timeout_s = 0, temperature = -1;
   std::string reasoning_effort;
-  bool no_cache = false, as_json = false;
-  app.add_option("--llm", spec, "provider spec (default: llm.provider in the config)");
-  app.add_option("--system", system, "system prompt");
+  bool no_cache = false, use_cache = false, as_json = false;
+  app.add_option("--llm", spec, "provider spec (default: $MKEVOLVE_LLM, else llm.provider in the config)");
+  app.add_option("-s,--system", system, "system prompt");
   app.add_option("--max-tokens", max_tokens, "reply token limit (default: llm.max_tokens, else 4096)")
       ->check(CLI::PositiveNumber);
   app.add_option("--temperature", temperature, "sampling temperature (default: the provider's)");
@@ -87,8 +89,10 @@ int run(int argc, char** argv) {
   app.add_option("--base-url", base_url, "endpoint override for HTTP providers (gateways, local servers)");
   app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, then ~/.config/mkevolve/config.toml)");
   app.add_option("--record", record, "append this call to FILE in the replay format");
-  app.add_flag("--no-cache", no_cache, "neither read nor write the response cache");
-  app.add_option("--cache-dir", cache_dir, "response cache directory (default: ~/.cache/mkevolve/llm-cache)");
+  app.add_flag("--cache", use_cache, "read and write the response cache (off by default: ask tests a setup, so "
+                                     "every call goes to the endpoint)");
+  app.add_flag("--no-cache", no_cache, "no response cache (the default; kept for scripts)");
+  app.add_option("--cache-dir", cache_dir, "response cache directory, with --cache (default: ~/.cache/mkevolve/llm-cache)");
   app.add_option("--llm-concurrency", concurrency, "requests in flight per provider")->check(CLI::PositiveNumber);
   app.add_option("--timeout", timeout_s, "seconds per attempt (default: llm.timeout_s, else 600)")
       ->check(CLI::PositiveNumber);
@@ -97,16 +101,20 @@ int run(int argc, char** argv) {
   app.add_option("--agent", agent, "X-MKEvolve-Agent header value");
   app.add_option("--task", task, "X-MKEvolve-Task header value");
   app.add_flag("--json", as_json, "print {reply, usage, ...} as one JSON object on stdout");
-  app.add_option("prompt", prompt, "the prompt ('-' reads it from stdin)")->required();
+  app.add_option("prompt", prompt, "the prompt ('-', or none when stdin is not a terminal, reads it from stdin)");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto fail = [](const std::string& msg, int code) {
     std::fprintf(stderr, "mkevolve ask: %s\n", msg.c_str());
     return code;
   };
-  auto config = Config::discover(config_path);
+  auto config = discover_config("ask", config_path);
   if (!config) return fail(config.error(), kExitUsage);
-  if (prompt == "-") prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  bool from_stdin = prompt == "-" || (prompt.empty() && !::isatty(STDIN_FILENO));
+  if (prompt.empty() && !from_stdin)
+    return fail("no prompt: give it as an argument, or pipe it in (mkevolve ask < prompt.txt)", kExitUsage);
+  if (from_stdin) prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   if (prompt.empty()) return fail("the prompt is empty", kExitUsage);
+  if (use_cache && no_cache) return fail("--cache and --no-cache contradict each other", kExitUsage);
 
   llm::Accounting acc;
   llm::ProviderOptions o;
@@ -117,7 +125,11 @@ int run(int argc, char** argv) {
   o.max_retries = retries;
   o.record_path = record;
   o.accounting = &acc;
-  if (!no_cache) o.cache_dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
+  if (use_cache) o.cache_dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
+  o.on_retry = [](const llm::LlmError& e, int attempt, int attempts, double wait_s) {
+    std::fprintf(stderr, "mkevolve ask: attempt %d of %d failed (%s); retrying in %.1f s\n", attempt, attempts,
+                 e.message.c_str(), wait_s);
+  };
   auto provider = llm::make_provider(o, &*config);
   if (!provider) return fail(provider.error(), kExitUsage);
 

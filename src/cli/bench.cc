@@ -55,7 +55,9 @@ int bench_cmd(int argc, char** argv) {
   auto shard = bench::parse_shard(shard_text);
   if (!shard) return usage(shard.error());
   std::vector<fs::path> args(problems.begin(), problems.end());
-  auto suite = bench::discover_problems(args);
+  std::vector<std::string> skipped;
+  auto suite = bench::discover_problems(args, &skipped);
+  for (const auto& sk : skipped) std::fprintf(stderr, "mkevolve bench: skipped %s\n", sk.c_str());
   if (!suite) return usage(suite.error());
   if (suite->empty()) return usage("no problems found (files with 'class Model') under the given paths");
   auto mine = bench::select_shard(*suite, *shard);
@@ -64,15 +66,19 @@ int bench_cmd(int argc, char** argv) {
 
   const fs::path root = out;
   std::error_code ec;
+  const bool root_existed = fs::exists(root, ec);
   fs::create_directories(root, ec);
   if (ec) {
     std::fprintf(stderr, "mkevolve bench: cannot create %s: %s\n", root.string().c_str(), ec.message().c_str());
     return kExitUsage;
   }
-  std::printf("bench: %s on %zu of %zu problems (shard %d/%d), %d at a time; results in %s\n", o.method.c_str(),
-              mine.size(), suite->size(), shard->index, shard->count, jobs, root.string().c_str());
-  std::fflush(stdout);
+  auto announce = [&] {
+    std::printf("bench: %s on %zu of %zu problems (shard %d/%d), %d at a time; results in %s\n", o.method.c_str(),
+                mine.size(), suite->size(), shard->index, shard->count, jobs, root.string().c_str());
+    std::fflush(stdout);
+  };
   if (mine.empty()) {
+    announce();
     std::printf("bench: this shard holds no problems; nothing to do\n");
     return kExitOk;
   }
@@ -84,8 +90,13 @@ int bench_cmd(int argc, char** argv) {
   const fs::path work = root / "eval" / fmt::format("shard-{}-of-{}", shard->index, shard->count);
   if (int rc = method::setup("bench", env_flags, root / "cache" / "llm", root / "cache" / "eval", true, env.get(),
                              work);
-      rc)
+      rc) {
+    // Nothing started: leave no output folder behind (only one this call made).
+    env.reset();
+    if (!root_existed) fs::remove_all(root, ec);
     return rc;
+  }
+  announce();
 
   run::Interrupt::install();
   std::mutex print_mu;

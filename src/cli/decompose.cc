@@ -57,7 +57,7 @@ int decompose_cmd(int argc, char** argv) {
   app.add_option("--out", out, "where to write decomposed_problem.py and subkernel_problems/")->required();
   app.add_option("--workers", o.decompose_workers, "parallel decomposition workers K")->capture_default_str();
   app.add_option("--attempts", o.decompose_attempts, "tries per worker")->capture_default_str();
-  method::add_call_flags(app, o);
+  method::add_call_flags(app, o, false);
   app.add_flag("--no-cache", no_cache, "do not use the LLM response cache (~/.cache/mkevolve/llm-cache)");
   app.add_flag("-q,--quiet", quiet, "print only the result");
   method::add_env_flags(app, env_flags, false);

@@ -35,7 +35,7 @@ int evolve_cmd(int argc, char** argv) {
   app.add_option("--out", out, "the run directory (default: runs/<problem>-evolve-<time>)");
   app.add_option("--beam-width", req.opts.beam_width, "beam width")->capture_default_str();
   app.add_option("--expansion", req.opts.expansion, "children per beam member per round")->capture_default_str();
-  method::add_call_flags(app, req.opts);
+  method::add_call_flags(app, req.opts, true);
   method::add_env_flags(app, req.env, true);
   method::add_eval_flags(app, req.opts.eval);
   app.add_flag("-q,--quiet", quiet, "print nothing but the result");

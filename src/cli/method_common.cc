@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -28,7 +29,8 @@ void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge) {
                    "before they may enter a beam; its tokens are counted");
   app.add_option("--base-url", f.base_url, "endpoint override for HTTP providers (recorded in the run: a resume uses it)");
   app.add_flag("--allow-llm-change", f.allow_llm_change,
-               "with --resume: allow another --llm, --judge, --base-url or --config than the run started with");
+               with_judge ? "with --resume: allow another --llm, --judge, --base-url or --config than the run started with"
+                          : "with --resume: allow another --llm, --base-url or --config than the run started with");
   app.add_option("--llm-concurrency", f.llm_concurrency, "LLM requests in flight per provider (default: config, else 8)");
   app.add_option("--record", f.record, "also append every LLM call to FILE in the replay format");
   app.add_option("--config", f.config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)");
@@ -60,13 +62,17 @@ void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
       ->capture_default_str();
 }
 
-void add_call_flags(CLI::App& app, search::SearchOptions& o) {
+void add_call_flags(CLI::App& app, search::SearchOptions& o, bool with_judge) {
   app.add_option("--max-tokens", o.max_tokens, "reply token limit per LLM call")->capture_default_str();
   app.add_option("--reasoning-effort", o.reasoning_effort,
-                 "low, medium or high, for every call but the judge's: reasoning_effort for OpenAI-compatible "
-                 "servers, an extended-thinking budget (2048/8192/24576 tokens, on top of --max-tokens) for Claude "
-                 "on Anthropic and Bedrock")
+                 with_judge ? "low, medium or high, for every call but the judge's: reasoning_effort for "
+                              "OpenAI-compatible servers, an extended-thinking budget (2048/8192/24576 tokens, on "
+                              "top of --max-tokens) for Claude on Anthropic and Bedrock"
+                            : "low, medium or high, for every call: reasoning_effort for OpenAI-compatible servers, "
+                              "an extended-thinking budget (2048/8192/24576 tokens, on top of --max-tokens) for "
+                              "Claude on Anthropic and Bedrock")
       ->check(CLI::IsMember({"low", "medium", "high"}));
+  if (!with_judge) return;  // decompose asks no judge
   app.add_option("--judge-failure", o.judge_failure,
                  "when a --judge call still fails after 3 tries: hold (the candidate gets no verdict: no reward, "
                  "kept out of the beam, its call given back to the budget) or pass (it counts as passed)")
@@ -80,9 +86,11 @@ void add_search_flags(CLI::App& app, search::SearchOptions& o) {
       ->capture_default_str();
   app.add_flag("--fuse", o.fuse, "let LLMFuse merge subproblems when none fails (MKEvolve (Fuse))");
   app.add_option("--swap", o.swap_tau,
-                 "after the search, replace subkernels slower than TAU x their subproblem's torch.compile with the "
-                 "PyTorch reference (or, in run, the --swap-with kernel); the solution is then marked as containing PyTorch")
+                 "off unless given (--swap alone: TAU = 0.9). After the search, replace subkernels slower than TAU x "
+                 "their subproblem's torch.compile with the PyTorch reference (or, in run, the --swap-with kernel); "
+                 "the solution is then marked as containing PyTorch")
       ->expected(0, 1)
+      ->type_name("[TAU]")
       ->default_str("0.9");
   app.add_option("--postfuse", o.postfuse, "LLM calls for fusing the final modular solution into one kernel")
       ->capture_default_str();
@@ -96,7 +104,7 @@ void add_search_flags(CLI::App& app, search::SearchOptions& o) {
   app.add_option("--decompose-attempts", o.decompose_attempts, "tries per decomposition worker")
       ->capture_default_str();
   app.add_option("--refine-attempts", o.refine_attempts, "tries per split or fuse")->capture_default_str();
-  add_call_flags(app, o);
+  add_call_flags(app, o, true);
 }
 
 std::string search_options_error(const search::SearchOptions& o) {
@@ -111,7 +119,7 @@ std::string search_options_error(const search::SearchOptions& o) {
 int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cache, Env* env,
               std::vector<std::string>* missing) {
   auto say = [&](const std::string& m) { std::fprintf(stderr, "mkevolve %s: %s\n", cmd.c_str(), m.c_str()); };
-  auto cfg = Config::discover(flags.config_path);
+  auto cfg = discover_config(cmd, flags.config_path);
   if (!cfg) {
     say(cfg.error());
     return kExitUsage;
@@ -124,7 +132,9 @@ int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm
   }
   env->prompts = std::move(*prompts);
 
+  // --llm (on a resume, the run's own), then $MKEVOLVE_LLM, then llm.provider.
   std::string spec = flags.llm;
+  if (const char* e = std::getenv("MKEVOLVE_LLM"); spec.empty() && e && *e) spec = e;
   if (spec.empty()) {
     auto s = env->config->get_string("llm.provider", "");
     if (!s) {
@@ -137,7 +147,7 @@ int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm
                   std::shared_ptr<llm::Provider>* out) -> int {
     if (s.empty()) {
       missing->push_back(fmt::format("no LLM: pass {} SPEC (e.g. anthropic:claude-opus-4-5, openai:MODEL, replay:FILE) "
-                                     "or set llm.provider in mkevolve.toml",
+                                     "or set $MKEVOLVE_LLM or llm.provider in mkevolve.toml",
                                      which));
       return 0;
     }
@@ -172,7 +182,7 @@ int setup_pool(const std::string& cmd, const EnvFlags& flags, const fs::path& ev
                bool need_gpu, Env* env, std::vector<std::string>* missing) {
   auto say = [&](const std::string& m) { std::fprintf(stderr, "mkevolve %s: %s\n", cmd.c_str(), m.c_str()); };
   if (!env->config) {
-    auto cfg = Config::discover(flags.config_path);
+    auto cfg = discover_config(cmd, flags.config_path);
     if (!cfg) {
       say(cfg.error());
       return kExitUsage;
@@ -413,7 +423,13 @@ int run_in_directory(RunRequest req) {
   const auto& best = res.best;
   if (!out.solution_error.empty()) say("could not write the solution: " + out.solution_error);
   if (!out.summary_error.empty()) say("could not write summary.json: " + out.summary_error);
-  if (!out.sink_error.empty()) say("stopped: the run directory could not be written: " + out.sink_error);
+  if (!out.sink_error.empty()) {
+    // A full disk, say: nothing recorded so far is lost, and the LLM replies
+    // are cached, so the resume pays for none of them again.
+    say("stopped: the run directory could not be written: " + out.sink_error);
+    say("after freeing space, continue with: " + rd->resume_command());
+    return kExitEnvironment;
+  }
   if (res.status == "interrupted" || run::Interrupt::requested()) {
     std::printf("interrupted; continue with:\n  %s\n", rd->resume_command().c_str());
     return kExitInterrupted;
@@ -438,7 +454,6 @@ int run_in_directory(RunRequest req) {
   }
   if (req.mode == report::StatusLine::Mode::kEventsJson) {
     // stdout carries only events; the run_end event holds the result.
-    if (!out.sink_error.empty()) return kExitFailure;
     return out.wrote_solution ? kExitOk : kExitFailure;
   }
   if (out.wrote_solution) {
@@ -457,7 +472,6 @@ int run_in_directory(RunRequest req) {
   }
   if (out.report_error.empty()) std::printf("report: %s\n", (rd->root() / "report.md").string().c_str());
   else say("report: " + out.report_error);
-  if (!out.sink_error.empty()) return kExitFailure;
   return out.wrote_solution ? kExitOk : kExitFailure;
 }
 

@@ -46,8 +46,9 @@ inline constexpr const char* kNoPrestartHelp =
 /// The evaluator's settings (trials, timeouts, tolerances, --timing), for
 /// eval, run, bench and evolve alike.
 void add_eval_flags(CLI::App& app, eval::EvalOptions& o);
-/// --max-tokens and --reasoning-effort: how each LLM call is made.
-void add_call_flags(CLI::App& app, search::SearchOptions& o);
+/// --max-tokens and --reasoning-effort: how each LLM call is made (and
+/// --judge-failure, with_judge: for the commands that can ask a --judge).
+void add_call_flags(CLI::App& app, search::SearchOptions& o, bool with_judge);
 /// The method's settings shared by `run` and `bench`: --method, --fuse, --swap,
 /// --postfuse, T, L, the budgets, beam shape, attempt counts and add_call_flags.
 void add_search_flags(CLI::App& app, search::SearchOptions& o);

@@ -1,6 +1,8 @@
 #include "problem/problem.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -105,10 +107,14 @@ std::vector<std::string> Topology::names() const {
 Status write_file_plain(const fs::path& path, const std::string& content) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
+  errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << content;
   out.close();
-  if (!out) return Error{fmt::format("cannot write {}", path.string())};
+  if (!out) {
+    int e = errno;
+    return Error{fmt::format("cannot write {}{}", path.string(), e ? std::string(": ") + std::strerror(e) : "")};
+  }
   return Status::Ok();
 }
 

@@ -323,7 +323,11 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   c.raw_reply = ex.reply;
   fs::path file = ctx.workspace / "candidates" / detail::safe_name(task.task) / (c.id + ".py");
   if (auto st = problem::write_file_plain(file, c.source); !st) {
-    c.result.status = eval::Status::kCrashed;
+    // This machine's failure (a full disk, say), never the candidate's: no
+    // verdict, and the run stops so that it can be resumed once there is room.
+    // The reply is in the LLM cache, so the resume does not pay for it again.
+    ctx.set_fatal(st.error() + "; free space (or fix the directory), then resume");
+    c.result.status = eval::Status::kNoVerdict;
     c.result.kind = "io_error";
     c.result.feedback = st.error();
   } else {

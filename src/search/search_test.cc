@@ -289,6 +289,24 @@ TEST(Beam, AFailedJudgeCallIsLoggedCountedAndHoldsTheCandidateByDefault) {
   }
 }
 
+TEST(Beam, ACandidateFileThatCannotBeWrittenStopsTheRunAndIsNotTheCandidatesFailure) {
+  // A full disk (here: the candidates folder is a file, so nothing can be
+  // written under it): the search stops with a fatal error naming the file,
+  // the candidate gets no verdict (never a crash shown to the LLM), and no
+  // evaluation ran.
+  Harness h;
+  ASSERT_TRUE(write_file_atomic(h.ws.path() / "candidates", "not a folder").ok());
+  h.llm.on("generate", kernel_reply("correct speedup=2.0"));
+  h.llm.on("debug", kernel_reply("correct speedup=2.0"));
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 4, 1, &h.sink);
+  EXPECT_NE(h.ctx.fatal_message().find("cannot write"), std::string::npos) << h.ctx.fatal_message();
+  EXPECT_NE(h.ctx.fatal_message().find("candidates"), std::string::npos) << h.ctx.fatal_message();
+  EXPECT_TRUE(h.ctx.should_stop());
+  for (const auto& m : b.members) EXPECT_NE(m.result.kind, "io_error") << "a harness failure entered the beam";
+  EXPECT_EQ(h.calls("debug"), 0) << "the LLM was told its kernel crashed";
+  EXPECT_TRUE(h.ev.requests().empty());
+}
+
 TEST(Beam, ReasoningEffortGoesWithEveryKernelCallButNotTheJudges) {
   Harness h;
   h.ctx.judge = &h.judge;

@@ -26,14 +26,29 @@ grep -q "tokens: in [0-9]*, out [0-9]*, cache read 0, cache write 0 (estimated)"
 grep -q '"max_tokens":64' last-request.json || fail "max_tokens not sent: $(cat last-request.json)"
 grep -q '{"content":"be brief","role":"system"}' last-request.json || fail "system prompt not sent"
 
-# 2. The same prompt again comes from the cache (the command is not run).
+# 2. ask tests a setup: without --cache every call goes to the endpoint; with
+# --cache the same prompt again comes from the cache (the command is not run).
 rm -f last-request.json
-out=$("$BIN" ask --llm "exec:$T/llm.sh" --system "be brief" --max-tokens 64 "ping" 2>err.txt); rc=$?
+"$BIN" ask --llm "exec:$T/llm.sh" -s "be brief" --max-tokens 64 "ping" >/dev/null 2>err.txt
+[ -e last-request.json ] || fail "a second ask without --cache did not run the command: $(cat err.txt)"
+grep -q '{"content":"be brief","role":"system"}' last-request.json || fail "-s did not send the system prompt"
+"$BIN" ask --llm "exec:$T/llm.sh" --cache --system "be brief" --max-tokens 64 "ping" >/dev/null 2>&1
+rm -f last-request.json
+out=$("$BIN" ask --llm "exec:$T/llm.sh" --cache --system "be brief" --max-tokens 64 "ping" 2>err.txt); rc=$?
 [ "$rc" = 0 ] && [ "$out" = "pong from ask" ] || fail "cached ask: rc=$rc out='$out'"
 grep -q "served from the cache" err.txt || fail "second ask not cached: $(cat err.txt)"
 [ ! -e last-request.json ] || fail "cached ask ran the command"
 "$BIN" ask --llm "exec:$T/llm.sh" --no-cache --system "be brief" --max-tokens 64 "ping" >/dev/null 2>&1
 [ -e last-request.json ] || fail "--no-cache did not run the command"
+
+# 2b. The prompt from stdin: with no prompt argument and a pipe, or with '-'.
+out=$(echo "piped prompt" | "$BIN" ask --llm "exec:$T/llm.sh" 2>err.txt); rc=$?
+[ "$rc" = 0 ] && [ "$out" = "pong from ask" ] || fail "piped ask: rc=$rc out='$out' $(cat err.txt)"
+grep -q "piped prompt" last-request.json || fail "the piped prompt was not sent: $(cat last-request.json)"
+echo "dash prompt" | "$BIN" ask --llm "exec:$T/llm.sh" - >/dev/null 2>&1
+grep -q "dash prompt" last-request.json || fail "'-' did not read stdin"
+"$BIN" ask --llm "exec:$T/llm.sh" </dev/null >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 2 ] && grep -q "the prompt is empty" err.txt || fail "an empty stdin: rc=$rc $(cat err.txt)"
 
 # 3. Chat-completion JSON with usage, --json output, and --record.
 cat > json.sh <<'EOF'
@@ -77,6 +92,10 @@ grep -q "unknown LLM provider 'opnai'.*did you mean 'openai:gpt-4o'" err.txt || 
 # 7. An unreachable endpoint: exit 3 and what to check.
 "$BIN" ask --llm openai:m --base-url http://127.0.0.1:9/v1 --retries 0 --no-cache "x" >/dev/null 2>err.txt; rc=$?
 [ "$rc" = 3 ] && grep -q "cannot reach openai" err.txt || fail "unreachable: rc=$rc $(cat err.txt)"
+# Each wait before a retry is said on stderr (no seconds of silence).
+"$BIN" ask --llm openai:m --base-url http://127.0.0.1:9/v1 --retries 1 "x" >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 3 ] && grep -qE "attempt 1 of 2 failed \(.*cannot reach openai.*\); retrying in [0-9.]+ s" err.txt ||
+  fail "retry notice: rc=$rc $(cat err.txt)"
 
 # 8. The provider and prices from a config file; an alias.
 cat > mkevolve.toml <<EOF
