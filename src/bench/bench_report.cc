@@ -217,7 +217,8 @@ std::string heatmap(const WinRate& w) {
 std::string curve_chart(const BenchReport& r, const std::string& metric) {
   svg::LineChart lc;
   lc.title = metric + " vs LLM calls per problem";
-  lc.y_label = metric;
+  lc.y_label = metric + " (share of problems)";
+  lc.y_suffix = "";  // a fraction of the problems, not a speedup
   lc.x_label = "LLM calls per problem (mean tokens per problem)";
   size_t longest = 0;
   std::string longest_method;

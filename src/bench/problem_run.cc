@@ -253,6 +253,11 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     man.extra["problem"] = pr.problem.name;
     man.extra["problem_hash"] = pr.problem.hash;
     man.extra["llm"] = shared.llm->spec();
+    if (opts.eval.test_cpu) {
+      man.extra["test_mode"] = true;
+      man.extra["contains_pytorch_subkernels"] = nullptr;  // unknown: test mode lets torch stand-ins pass
+      man.extra["test_mode_note"] = "evaluated in the worker's CPU test mode: not GPU kernels, not GPU timings";
+    }
     auto st = problem::write_solution_package(rd->solution_dir(), best.topology, best.kernels, man);
     if (!st) out.solution_error = st.error();
     out.wrote_solution = st.ok();

@@ -159,7 +159,10 @@ Status write_solution_package(const fs::path& package_dir, const Topology& topo,
 
   nlohmann::json man = manifest.extra.is_object() ? manifest.extra : nlohmann::json::object();
   man["subkernels"] = nlohmann::json::array();
-  man["contains_pytorch_subkernels"] = !manifest.pytorch_subkernels.empty();
+  // null when the caller says it cannot be known (CPU test mode, where torch
+  // stand-ins pass as kernels and nothing is profiled); else from the swaps.
+  if (!(man.contains("contains_pytorch_subkernels") && man["contains_pytorch_subkernels"].is_null()))
+    man["contains_pytorch_subkernels"] = !manifest.pytorch_subkernels.empty();
   man["monolithic"] = topo.monolithic;
 
   auto w = [&](const fs::path& rel, const std::string& content) -> Status {

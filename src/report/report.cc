@@ -114,6 +114,41 @@ std::string pytorch_text(const RunSummary& s) {
   return "Contains PyTorch subkernels: not pure Triton. " + pytorch_detail(s);
 }
 
+/// A speedup the chart can draw: a correct kernel's speedup is positive, so
+/// 0 or none means it is unknown (no baseline), not 0x; it is left out.
+std::optional<double> known(std::optional<double> v) {
+  return v && *v > 0 && std::isfinite(*v) ? v : std::nullopt;
+}
+
+/// The worker's CPU test mode: no GPU, PyTorch stand-ins pass as kernels.
+bool test_mode(const RunSummary& s) {
+  if (auto it = s.config.find("test_cpu"); s.config.is_object() && it != s.config.end() && it->is_boolean() &&
+                                             it->get<bool>())
+    return true;
+  const std::string gpu = vstr(s.versions, "gpu");
+  return gpu.find("test mode") != std::string::npos;
+}
+
+std::string test_mode_text() {
+  return "TEST MODE: evaluated on the CPU by the worker's test mode, where PyTorch stand-ins pass as kernels and "
+         "nothing runs on a GPU. Its correctness and speedups say nothing about GPU kernels.";
+}
+
+/// The LLM the run used: its spec, the judge's, and the endpoint override.
+std::string llm_text(const RunSummary& s) {
+  if (!s.config.is_object()) return "";
+  auto text = [&](const char* k) {
+    auto it = s.config.find(k);
+    return it != s.config.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::string spec = text("llm"), judge = text("judge"), base = text("base_url");
+  if (spec.empty()) return "";
+  std::string out = spec;
+  if (!base.empty()) out += " at " + base;
+  if (!judge.empty()) out += "; cheat judge " + judge;
+  return out;
+}
+
 }  // namespace
 
 std::string tf32_statement(const RunSummary& s) {
@@ -173,9 +208,11 @@ std::string render_markdown(const RunSummary& s) {
         ", " +
         budget_text(s.llm_total.total(), s.max_tokens) + " tokens" + (s.llm_total.estimated ? " (some estimated)" : "") +
         "\n";
+  if (std::string t = llm_text(s); !t.empty()) md += "- Model: " + md_cell(t) + "\n";
   if (!s.solution_dir.empty()) md += "- Solution: `" + s.solution_dir + "`\n";
   if (s.resumes) md += "- Resumed " + std::to_string(s.resumes) + " time" + (s.resumes > 1 ? "s" : "") + "\n";
   md += "\n";
+  if (test_mode(s)) md += "> **" + test_mode_text() + "**\n\n";
   if (std::string t = pytorch_text(s); !t.empty()) md += "> **WARNING: " + t + "**\n\n";
   if (std::string t = traceability_text(s); !t.empty()) md += "> **" + t + "**\n\n";
 
@@ -380,11 +417,11 @@ std::string e2e_chart(const RunSummary& s) {
   for (const auto& r : s.iterations) {
     c.x_ticks.push_back("t=" + std::to_string(r.t));
     bool ok = r.e2e_status == "correct";
-    compile.y.push_back(ok ? r.speedup_compile : std::nullopt);
+    compile.y.push_back(ok ? known(r.speedup_compile) : std::nullopt);
     compile.failed.push_back(!ok);
-    eager.y.push_back(ok ? r.speedup_eager : std::nullopt);
+    eager.y.push_back(ok ? known(r.speedup_eager) : std::nullopt);
     eager.failed.push_back(false);
-    any_eager = any_eager || (ok && r.speedup_eager);
+    any_eager = any_eager || (ok && known(r.speedup_eager));
   }
   c.series.push_back(compile);
   if (any_eager) c.series.push_back(eager);
@@ -411,7 +448,7 @@ std::string subkernel_chart(const RunSummary& s) {
         continue;
       }
       any = true;
-      ser.y.push_back(it->second.correct ? it->second.speedup_compile : std::nullopt);
+      ser.y.push_back(it->second.correct ? known(it->second.speedup_compile) : std::nullopt);
       ser.failed.push_back(!it->second.correct);
     }
     if (!any) continue;
@@ -421,7 +458,7 @@ std::string subkernel_chart(const RunSummary& s) {
   svg::Series e2e{"E2E", "#111", {}, {}, 3.5, ""};
   for (const auto& r : s.iterations) {
     bool ok = r.e2e_status == "correct";
-    e2e.y.push_back(ok ? r.speedup_compile : std::nullopt);
+    e2e.y.push_back(ok ? known(r.speedup_compile) : std::nullopt);
     e2e.failed.push_back(!ok);
   }
   c.series.push_back(e2e);
@@ -493,7 +530,8 @@ std::string render_html(const RunSummary& s) {
        " iteration" + (s.iterations.size() == 1 ? "" : "s") + " \u00b7 " + std::to_string(s.events) + " events" +
        (s.resumes ? " \u00b7 resumed " + std::to_string(s.resumes) + "\u00d7" : "") +
        (s.solution_dir.empty() ? "" : " \u00b7 solution in <code>" + escape(s.solution_dir) + "</code>") +
-       "</p></header>\n";
+       (llm_text(s).empty() ? "" : " \u00b7 model <b>" + escape(llm_text(s)) + "</b>") + "</p></header>\n";
+  if (test_mode(s)) h += "<div class=\"banner fail\">" + escape(test_mode_text()) + "</div>\n";
 
   // Key numbers.
   std::string status = status_word(s);

@@ -155,6 +155,38 @@ TEST(Report, FailureIsTracedToTheSubkernelAndPyTorchIsFlagged) {
   EXPECT_EQ(html.find("<odd>"), std::string::npos);
 }
 
+TEST(Report, TestModeIsMarkedAndTheModelIsNamed) {
+  // CPU test mode (config.json's test_cpu): both reports say so loudly; the
+  // LLM the run used (spec, endpoint, judge) is named.
+  json config = {{"test_cpu", true}, {"llm", "openai:qwen"}, {"base_url", "http://127.0.0.1:8000/v1"},
+                 {"judge", "anthropic:claude"}};
+  RunSummary s = summarize(fixture_events(), json{{"gpu", "none (CPU test mode)"}}, config);
+  std::string md = render_markdown(s), html = render_html(s);
+  EXPECT_NE(md.find("> **TEST MODE: evaluated on the CPU"), std::string::npos) << md.substr(0, 1200);
+  EXPECT_NE(html.find("TEST MODE: evaluated on the CPU"), std::string::npos);
+  EXPECT_NE(md.find("- Model: openai:qwen at http://127.0.0.1:8000/v1; cheat judge anthropic:claude"),
+            std::string::npos)
+      << md.substr(0, 1200);
+  EXPECT_NE(html.find("model <b>openai:qwen at"), std::string::npos);
+  RunSummary gpu = summarize(fixture_events(), json{{"gpu", "NVIDIA H200"}}, json{{"llm", "openai:qwen"}});
+  EXPECT_EQ(render_markdown(gpu).find("TEST MODE"), std::string::npos);
+}
+
+TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
+  // A correct iteration without a torch.compile baseline (speedup 0 = unknown):
+  // no point at 0x on the chart (the tables show a dash), and no failure cross.
+  using namespace run::events;
+  std::vector<json> ev;
+  ev.push_back(run_start("mkevolve", "p", {{"T", 2}}));
+  ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 0.0, .speedup_eager = 1.2}}));
+  ev.push_back(iteration({.t = 2, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
+  RunSummary s = summarize(ev, json::object(), json::object());
+  std::string html = render_html(s);
+  EXPECT_EQ(html.find("vs torch.compile, t=1: 0\u00d7"), std::string::npos) << "an unknown drawn as 0x";
+  EXPECT_EQ(html.find("vs torch.compile, t=1: failed"), std::string::npos);
+  EXPECT_NE(html.find("vs torch.compile, t=2: 1.5\u00d7"), std::string::npos);
+}
+
 TEST(Report, CompositionFailureIsNamedAsSuch) {
   auto ev = failing_run();
   ev[3]["subkernels"][1]["correct"] = true;

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "report/json_fields.h"
 #include "report/summary.h"
 #include "report/svg.h"
+#include "util/strings.h"
 
 namespace mk::report {
 
@@ -50,7 +52,10 @@ std::string cut_to(std::string s, size_t width) {
 
 StatusLine::StatusLine(FILE* out, Options opts) : out_(out), opts_(opts) {
   mode_ = opts.mode;
-  if (mode_ == Mode::kAuto) mode_ = out && ::isatty(::fileno(out)) ? Mode::kTerminal : Mode::kPlain;
+  // A redrawn line needs a terminal that understands "erase line" (not TERM=dumb).
+  const char* term = std::getenv("TERM");
+  bool smart = !(term && std::string_view(term) == "dumb");
+  if (mode_ == Mode::kAuto) mode_ = out && ::isatty(::fileno(out)) && smart ? Mode::kTerminal : Mode::kPlain;
   T_ = opts.iterations;
 }
 
@@ -126,6 +131,7 @@ std::string StatusLine::current() const {
        (opts_.max_tokens ? "/" + human_count(static_cast<double>(*opts_.max_tokens)) : "") + " tokens";
   s += " \u00b7 " + std::to_string(evals_in_flight_) + " eval" + (evals_in_flight_ == 1 ? "" : "s") + " running";
   if (!phase_.empty()) s += " \u00b7 " + phase_;
+  s += " \u00b7 " + human_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   return s;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -69,6 +70,7 @@ class StatusLine {
   int evals_in_flight_ = 0;
   int64_t evals_done_ = 0;
   std::string phase_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace mk::report

@@ -140,7 +140,7 @@ std::string line_chart(const LineChart& c) {
   for (const auto& s : c.series)
     for (const auto& v : s.y)
       if (v && std::isfinite(*v)) hi = std::max(hi, *v);
-  hi = std::max(hi * 1.1, 1.2);
+  hi = c.y_suffix.empty() ? std::max(hi * 1.1, 1.0) : std::max(hi * 1.1, 1.2);
   std::vector<double> ticks = nice_ticks(0, hi, 5);
   hi = ticks.back();
   auto X = [&](size_t i) {
@@ -153,7 +153,7 @@ std::string line_chart(const LineChart& c) {
   cv.rect(px0, py0, px1 - px0, py1 - py0, "#fbfbfd");
   for (double t : ticks) {
     cv.line(px0, Y(t), px1, Y(t), "#e4e6eb", 1);
-    cv.text(px0 - 8, Y(t) + 4, num(t) + "\u00d7", "end", 11, "#666");
+    cv.text(px0 - 8, Y(t) + 4, num(t) + c.y_suffix, "end", 11, "#666");
   }
   cv.line(px0, py1, px1, py1, "#9aa0a6", 1);
   for (size_t i = 0; i < n; ++i) {
@@ -190,7 +190,7 @@ std::string line_chart(const LineChart& c) {
     for (size_t i = 0; i < s.y.size() && i < n; ++i) {
       if (s.y[i] && std::isfinite(*s.y[i])) {
         cv.circle(X(i), Y(*s.y[i]), s.width >= 3 ? 4.5 : 3.5, s.color, "#fff",
-                  s.name + ", " + c.x_ticks[i] + ": " + num(*s.y[i]) + "\u00d7");
+                  s.name + ", " + c.x_ticks[i] + ": " + num(*s.y[i]) + c.y_suffix);
       } else if (i < s.failed.size() && s.failed[i]) {
         int k = drawn_at[i]++, m = fails_at[i];
         double dx = (k - (m - 1) / 2.0) * 11;

@@ -65,6 +65,7 @@ struct LineChart {
   std::vector<std::string> x_ticks;  ///< one label per x index
   std::vector<Series> series;
   std::optional<double> reference;   ///< a dashed horizontal line (1.0 = parity with the baseline)
+  std::string y_suffix = "\u00d7";   ///< after each y value: "×" for speedups, "" for fractions
   std::string reference_label;
   double width = 1000, height = 340;
 };
