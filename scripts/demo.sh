@@ -20,7 +20,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-say() { printf '\033[1mdemo:\033[0m %s\n' "$*"; }
+# Bold only on a terminal, and never with NO_COLOR set (https://no-color.org).
+if [[ -t 1 && -z ${NO_COLOR:-} ]]; then
+  say() { printf '\033[1mdemo:\033[0m %s\n' "$*"; }
+else
+  say() { printf 'demo: %s\n' "$*"; }
+fi
 
 ./scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
