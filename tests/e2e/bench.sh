@@ -40,6 +40,17 @@ expect "bench without problems" 2 "" -- "$BIN" bench --out b0 "${COMMON[@]}"
 expect "bench with a bad shard" 2 "I/N|shard" -- "$BIN" bench suite --out b0 --shard 2/2 "${COMMON[@]}"
 expect "bench with nothing to run" 2 "no problem" -- "$BIN" bench "$T/home" --out b0 "${COMMON[@]}"
 expect "bench-report of nothing" 2 "summary.json" -- "$BIN" bench-report "$T/home"
+# A folder with one problem and two files that are not: each is named and
+# left out; and when nothing can start (no LLM), no output folder is left.
+mkdir -p mixed
+cp suite/level1/1_Scale.py mixed/
+printf 'import torch\nclass Model(torch.nn.Module):\n    pass\n' >mixed/no_inputs.py
+printf 'X = 1\n' >mixed/helper.py
+expect "files that are not problems are named" 3 "skipped .*mixed/no_inputs.py: .*get_inputs" -- \
+  env -u MKEVOLVE_LLM "$BIN" bench mixed --out b_none --method parallel --python "$PY" --test-cpu-unsafe
+grep -q "skipped .*mixed/helper.py: .*class Model" "$T/err" && pass "a helper module is named as skipped" ||
+  fail "helper.py not named: $(cat "$T/err")"
+[[ ! -e b_none ]] && pass "no output folder when nothing started" || fail "b_none was created"
 
 if ! "$PY" -c 'import torch' 2>/dev/null; then
   echo "skip the suite runs: $PY has no torch"
