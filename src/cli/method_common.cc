@@ -317,15 +317,21 @@ int run_in_directory(RunRequest req) {
       // write solution/ again, undoing any `mkevolve swap` made since.
       bool correct = end->value("correct", false);
       std::string sol = end->value("solution_dir", "");
-      std::printf("%s already finished (result: %s)%s; nothing to resume.\n", req.out.string().c_str(),
-                  end->value("result", "").c_str(),
-                  sol.empty() ? "" : fmt::format("; solution in {}", (req.out / sol).string()).c_str());
+      // Under --events-json stdout carries only events: the run's recorded
+      // run_end there, the words for a person on stderr.
+      const bool events_only = req.mode == report::StatusLine::Mode::kEventsJson;
+      FILE* human = events_only ? stderr : stdout;
+      if (events_only)
+        std::printf("%s\n", end->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      std::fprintf(human, "%s already finished (result: %s)%s; nothing to resume.\n", req.out.string().c_str(),
+                   end->value("result", "").c_str(),
+                   sol.empty() ? "" : fmt::format("; solution in {}", (req.out / sol).string()).c_str());
       if (!sol.empty())
-        std::printf("solution: %s  (from solution.decomposed_solution import ModelNew)\n",
-                    (req.out / sol).string().c_str());
-      std::printf("report: %s\n", (req.out / "report.md").string().c_str());
-      std::printf("Start a new run with --out, or replace a subkernel with `mkevolve swap %s`.\n",
-                  req.out.string().c_str());
+        std::fprintf(human, "solution: %s  (from solution.decomposed_solution import ModelNew)\n",
+                     (req.out / sol).string().c_str());
+      std::fprintf(human, "report: %s\n", (req.out / "report.md").string().c_str());
+      std::fprintf(human, "Start a new run with --out, or replace a subkernel with `mkevolve swap %s`.\n",
+                   req.out.string().c_str());
       return correct ? kExitOk : kExitFailure;
     }
     rd = std::move(r->dir);

@@ -134,6 +134,14 @@ expect "resume a finished run" 0 "already finished \(result: ok\).*nothing to re
 grep -q "^solution: r1/solution" "$T/out" && pass "it names the solution" || fail "finished resume: no solution line"
 after=$(wc -l <r1/events.jsonl)
 [[ $after -eq $before ]] && pass "resume of a finished run logs nothing" || fail "resume added $((after - before)) events"
+# Under --events-json its stdout is events only: the recorded run_end.
+"$BIN" run --resume r1 --python "$PY" --events-json >"$T/ej.out" 2>"$T/ej.err"
+if "$PY" -c 'import json,sys; ls=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; assert ls and all(e.get("type") == "run_end" for e in ls), ls' "$T/ej.out" \
+   && grep -q "already finished" "$T/ej.err"; then
+  pass "a finished resume under --events-json prints only events on stdout"
+else
+  fail "finished resume under --events-json: $(head -c 300 "$T/ej.out")"
+fi
 expect "resume of a directory that is not a run" 2 "" -- "$BIN" run --resume nowhere --python "$PY"
 expect "run into a used directory" 2 "already exists" -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --out r1 \
   --python "$PY" --test-cpu-unsafe
