@@ -214,6 +214,14 @@ def reference_body(ctx, job: dict) -> int:
             if p["id"] == upto:
                 break
 
+    def draw_after(i: int):
+        """Trial i+1's inputs, drawn and handed over (None after the last)."""
+        nonlocal where
+        if i + 1 >= len(plan):
+            return None
+        where = f"get_inputs() of config {plan[i + 1]['config']}"
+        return draw(plan[i + 1])
+
     models: dict = {}
     t_ref = 0.0
     try:
@@ -252,16 +260,10 @@ def reference_body(ctx, job: dict) -> int:
             constant = None if (skip or t["alt"] or t["id"] == "last") else C.is_constant_tree(out)
             del xs, orig
             pending = None
-
-            def draw_next():
-                nonlocal pending, where
-                if i + 1 < len(plan):
-                    where = f"get_inputs() of config {plan[i + 1]['config']}"
-                    pending = draw(plan[i + 1])
             if skip is not None:
                 out = None
                 ctx.send({"ev": "expected", "id": t["id"], "skip": skip})
-                draw_next()
+                pending = draw_after(i)
                 continue
             ctx.send({"ev": "expected", "id": t["id"], "ref_s": round(t_ref, 4),
                       "device_peak": device_peak(device)})
@@ -291,7 +293,7 @@ def reference_body(ctx, job: dict) -> int:
             ctx.send({"ev": "compared", "id": t["id"], **r})
             # The next trial is drawn only now, with this one's expected
             # output and copy gone: one trial's data at a time, not two.
-            draw_next()
+            pending = draw_after(i)
     except BaseException as e:  # noqa: BLE001
         return write_error(ctx, "problem_error", f"the reference failed in {where}: "
                            + errors.trimmed_traceback(e, [job["problem"]]), where)

@@ -259,6 +259,17 @@ class Evaluator:
             self._reference_failed(ref2, what, timeout_s, protect)
         return fd
 
+    def _take_shared(self, opts: dict):
+        """(lock, record): the GPU's timing lock taken shared, for GPU work that
+        must never run beside a neighbour's timed phase (gpulock.py); says
+        "waiting for the GPU" only when it has to wait."""
+        work = gpulock.TimingLock(shared=True)
+        rec = work.acquire(0)
+        if not rec["held"] and "busy" in rec.get("error", ""):
+            self.progress("waiting for the GPU")
+            rec = work.acquire(max(opts["timeout_s"], 60) * 2)
+        return work, rec
+
     def _ref_compare(self, ref2, op: str, tid: str, fd: int, what: str, timeout_s: float,
                      protect=frozenset(), retain: bool = False) -> dict:
         """Hands the reference the candidate's sealed output (fd) for trial
@@ -321,12 +332,7 @@ class Evaluator:
         # Every GPU step of the correctness trials runs under the GPU's timing
         # lock taken shared, from the reference's start to the last comparison:
         # never while a neighbour is timed (gpulock.py).
-        work = gpulock.TimingLock(shared=True)
-        rec = work.acquire(0)
-        if not rec["held"] and "busy" in rec.get("error", ""):
-            self.progress("waiting for the GPU")
-            rec = work.acquire(max(opts["timeout_s"], 60) * 2)
-        res.checks["trials_lock"] = rec
+        work, res.checks["trials_lock"] = self._take_shared(opts)
         self.progress("reference")
         job2 = {"problem": problem, "opts": opts, "device": device, "perf": perf}
         try:
@@ -347,10 +353,13 @@ class Evaluator:
             first_fd = self._ref_fd(ref2, "drawing the first trial's inputs", ref_timeout)
             state["held"].append(first_fd)
             try:
-                state["input_bytes"] = tensorio.payload_bytes(first_fd)
+                # Its form only (meta tensors: device memory is not mapped here).
+                first_obj, first_meta = tensorio.load_fd(first_fd, ipc="meta")
             except (OSError, tensorio.FormatError) as e:
                 raise HarnessError(f"{problem}: the reference's inputs could not be read ({e})") from None
-            res.checks["handover"] = {"inputs": _handover_kind(first_fd)}
+            state["input_bytes"] = C.tree_nbytes(first_obj)
+            del first_obj
+            res.checks["handover"] = {"inputs": _handover_kind(first_meta)}
             # The timed calls refill their input buffers from a pool of the
             # trials' own input sets: every normal trial of config 0 when they
             # are small, only the first when one set is large (each set stays
@@ -434,7 +443,7 @@ class Evaluator:
                 # mapped, not copied); the reference compares its values.
                 try:
                     cand_obj, cmeta = tensorio.load_fd(out_fd, ipc="meta" if device == "cuda" else "refuse")
-                    res.checks["handover"]["outputs"] = "device (CUDA IPC)" if cmeta.get("_ipc") else "host file"
+                    res.checks["handover"]["outputs"] = _handover_kind(cmeta)
                     if not isinstance(cand_obj, dict) or "out" not in cand_obj:
                         raise tensorio.FormatError("missing outputs")
                     state["output_bytes"] = max(state["output_bytes"], C.tree_nbytes(cand_obj["out"]))
@@ -875,11 +884,7 @@ class Evaluator:
         # hold is dropped before the exclusive one is asked for.
         lock = gpulock.TimingLock()
         lock_rec: dict = {}
-        work = gpulock.TimingLock(shared=True)
-        work_rec = work.acquire(0)
-        if not work_rec["held"] and "busy" in work_rec.get("error", ""):
-            self.progress("waiting for the GPU")
-            work_rec = work.acquire(max(opts["timeout_s"], 60) * 2)
+        work, work_rec = self._take_shared(opts)
 
         def on_event(ch, ev):
             if ev.get("ev") == "timing_ready" and not lock.held and not lock_rec:
@@ -961,13 +966,9 @@ class Evaluator:
 # ---------------------------------------------------------------------------
 
 
-def _handover_kind(fd: int) -> str:
-    """How a tensor file crosses: its tensors' bytes in it, or references to
-    device memory (CUDA IPC)."""
-    try:
-        _, meta = tensorio.load_fd(fd, ipc="meta")
-    except (OSError, tensorio.FormatError):
-        return "unknown"
+def _handover_kind(meta: dict) -> str:
+    """How a tensor file crossed, from the meta tensorio.loads returned: its
+    tensors' bytes in it, or references to device memory (CUDA IPC)."""
     return "device (CUDA IPC)" if meta.get("_ipc") else "host file"
 
 

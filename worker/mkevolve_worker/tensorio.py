@@ -306,24 +306,6 @@ def load_fd(fd: int, ipc: str = "refuse"):
     return loads(mmap.mmap(fd, size, access=mmap.ACCESS_COPY), ipc)
 
 
-def payload_bytes(fd: int) -> int:
-    """The bytes of every tensor in the file at fd, whether they are in the
-    file or in device memory it refers to (the file is mapped, not read)."""
-    obj, _ = load_fd(fd, ipc="meta")
-    n = 0
-    stack = [obj]
-    torch = _torch()
-    while stack:
-        x = stack.pop()
-        if isinstance(x, torch.Tensor):
-            n += x.numel() * x.element_size()
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, dict):
-            stack.extend(x.values())
-    return n
-
-
 def loads(buf: bytearray, ipc: str = "refuse"):
     torch = _torch()
     if len(buf) < 12 or bytes(buf[:4]) != MAGIC:
