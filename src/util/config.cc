@@ -273,7 +273,7 @@ std::vector<std::string> Config::unknown_keys(const std::vector<std::string>& pa
       bool prefix_ok = std::any_of(m.begin(), m.end(), [&](auto* p) { return p->size() > path.size(); });
       if (v.is_table() && prefix_ok) {
         walk(*v.as_table(), path);
-      } else if (!leaf_ok && !(v.is_table() && prefix_ok)) {
+      } else if (!leaf_ok) {
         std::string line = source_;
         if (v.source().begin.line > 0) line += ":" + std::to_string(v.source().begin.line);
         std::string msg = line + ": unknown key '" + join_key(path) + "' (ignored)";
