@@ -112,6 +112,30 @@ class Monitor(threading.Thread):
                 f.write(f"{time.time() - t0:.1f},{total - avail:.0f},{'' if g is None else f'{g:.0f}'}\n")
 
 
+def _clock(rec) -> str:
+    if not isinstance(rec, dict) or not rec.get("available"):
+        return "clock ?"
+    why = ",".join(rec.get("reasons") or []) or "-"
+    return (f"{rec.get('sm_mhz_median')} MHz (min {rec.get('sm_mhz_min')}, {rec.get('temp_c_max')} C, "
+            f"{rec.get('power_w_max')} W, {why})")
+
+
+def timing_line(r: dict) -> str:
+    """One timed verdict: the speedup vs eager beside the GPU's clock while the
+    candidate and while its baseline were timed (gpuclock.py), so an outlier
+    can be told from a GPU that ran slower at one of the two moments."""
+    checks = r.get("checks") or {}
+    t = checks.get("timing") or {}
+    eager = (r.get("speedup") or {}).get("eager") or 0
+    base = (r.get("baseline_ms") or {}).get("eager")
+    rt = (r.get("runtime_ms") or {})
+    med = rt.get("median") if isinstance(rt, dict) else rt
+    flag = " OUTLIER" if eager and abs(eager - 1) > 0.1 else ""
+    return (f"{os.path.basename(r.get('problem', ''))}: vs eager {eager:.3f}{flag}; candidate {med} ms "
+            f"(min {t.get('min_ms')}, p90 {t.get('p90_ms')}) at {_clock(checks.get('gpu_clock'))}; "
+            f"eager {base} ms at {_clock(checks.get('baseline_gpu_clock'))}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kb", required=True)
@@ -175,6 +199,8 @@ def main() -> int:
             if r.get("status") != "correct":
                 print(f"  {os.path.basename(r.get('problem', ''))}: {key}: {str(r.get('message', ''))[:300]}",
                       flush=True)
+            elif a.perf:
+                print("  " + timing_line(r), flush=True)
         code = p.wait()
     wall = time.time() - t0
     mon.stop.set()

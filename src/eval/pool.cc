@@ -520,10 +520,13 @@ std::optional<Footprint> measured_footprint(const json& raw) {
 }
 
 /// A problem's footprint is kept per problem sources and machine (GPU model,
-/// torch, worker sources, CPU test mode or not).
-std::string footprint_key(const std::string& problem_hash, const EvalIdentity& id, bool test_cpu) {
+/// torch, worker sources, CPU test mode or not), and per whether the
+/// evaluation is timed: a timed one also holds the timed calls' inputs in the
+/// candidate and a third process, the profiling one.
+std::string footprint_key(const std::string& problem_hash, const EvalIdentity& id, const EvalOptions& o) {
   Hasher fh;
-  fh.update(problem_hash).update(id.gpu_model).update(id.torch).update(id.worker).update(test_cpu ? "cpu" : "gpu");
+  fh.update(problem_hash).update(id.gpu_model).update(id.torch).update(id.worker).update(o.test_cpu ? "cpu" : "gpu");
+  if (o.measure_perf) fh.update("timed");
   return fh.hex();
 }
 
@@ -555,15 +558,23 @@ std::optional<Footprint> WorkerPool::footprint_for(Slot& slot, const EvalRequest
   double params = rep.message.value("param_bytes", 0.0);
   double io = f.input_bytes + f.output_bytes;
   // The streamed evaluation holds a few copies of one call's data (docs/EVAL.md):
-  // room for four on the host, plus the processes themselves; on the GPU the
-  // reference and candidate each hold a call's data and parameters, plus the
-  // timed calls' input pool. Where the data crosses by CUDA IPC, the host
-  // holds only the timed calls' two outputs of it.
+  // room for four on the host, plus the processes themselves. Where the data
+  // crosses by CUDA IPC, the host holds only the timed calls' two outputs of it.
   // Every process builds the model on the host before moving it (the
   // reference and the candidate at once).
+  // On the GPU (measured on an H200, docs/GPU-RESULTS.md): the reference holds
+  // four sets of inputs (the trial's, its shared copy, the next trial's, the
+  // timing pool's) and two outputs, the candidate one set and its output.
+  // Timed, the candidate also holds the buffers its timed calls read and their
+  // output, and the profiling process the pool, the last call's inputs and
+  // its buffers: 9 inputs and 5 outputs in all (19_ReLU: 91.0 GB measured
+  // against 89.6 GB from this rule; the 4 x (inputs + outputs) it replaces
+  // gave 51 GB and let a neighbour run a timed candidate out of memory).
   double host_io = rep.message.value("handover", "") == "device" ? 2 * f.output_bytes : 4 * io;
   f.host_bytes = host_io + 2 * params + 3 * kGiB;
-  f.device_bytes = 4 * io + 3 * params + 3 * 0.6 * kGiB;
+  double in = f.input_bytes, out = f.output_bytes;
+  f.device_bytes = req.options.measure_perf ? 9 * in + 5 * out + 4 * params + 3 * 0.6 * kGiB
+                                            : 5 * in + 3 * out + 2 * params + 2 * 0.6 * kGiB;
   f.measured = false;
   footprints_->put(fkey, f);
   return f;
@@ -690,7 +701,7 @@ mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu) {
     req.problem = p;
     req.options.test_cpu = test_cpu;
     std::optional<Footprint> fp =
-        opts_.memory_admission ? footprint_for(slot, req, footprint_key(*ph, identity_for(slot), test_cpu))
+        opts_.memory_admission ? footprint_for(slot, req, footprint_key(*ph, identity_for(slot), req.options))
                                : std::nullopt;
     if (std::string what = too_large(slot, fp); !what.empty())
       return promise->set_value(Error{p.string() + ": one evaluation of this problem needs " + what});
@@ -730,7 +741,7 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
     }
   }
   // The footprint of one evaluation of this problem on this machine.
-  std::string fkey = footprint_key(*ph, id, req.options.test_cpu);
+  std::string fkey = footprint_key(*ph, id, req.options);
   std::optional<Footprint> fp = opts_.memory_admission ? footprint_for(slot, req, fkey) : std::nullopt;
   // One call's inputs and outputs must fit at all: nothing can evaluate a
   // problem bigger than the machine, so say so before any candidate is charged.
@@ -860,7 +871,7 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
       // (alone while that is unknown).
       std::optional<Admission::Ticket> ticket;
       if (opts_.memory_admission) {
-        auto fp = footprints_->get(footprint_key(problem_hash, id, req.options.test_cpu));
+        auto fp = footprints_->get(footprint_key(problem_hash, id, req.options));
         ticket = admission_->acquire(slot.gpu, fp ? fp->host_bytes : 0, fp ? fp->device_bytes : 0, !fp,
                                      [this] { return stopping(); });
       }
@@ -889,6 +900,13 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
   if (b) {
     r.eager = b->eager;
     r.compiled = b->compiled;
+    // The GPU's clock while the baselines were timed, beside the candidate's
+    // own (checks.gpu_clock): a speedup compares two moments of the GPU.
+    if (b->raw.is_object() && b->raw.contains("gpu_clock") && b->raw["gpu_clock"].is_object()) {
+      if (!r.raw.is_object()) r.raw = json::object();
+      if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
+      r.raw["checks"]["baseline_gpu_clock"] = b->raw["gpu_clock"];
+    }
     if (timed_without_lock(b->raw)) {  // fine for now, not for the verdict cache
       if (!r.raw.is_object()) r.raw = json::object();
       r.raw["baseline_timed_without_lock"] = true;

@@ -67,3 +67,19 @@ def test_each_broken_problem_is_named_with_its_fault(worker_server, tmp_path):
         assert r["ok"] is False, (name, r)
         assert str(p) in r["message"] and needle in r["message"], (name, r["message"])
     assert worker_server.request("ping")[0]["ok"] is True
+
+
+def test_the_check_waits_for_a_neighbours_timed_phase(worker_server):
+    """It runs the reference on the device: under the timing lock taken
+    shared, so never while another slot on the same GPU is being timed."""
+    import threading
+    import time
+
+    from mkevolve_worker import gpulock
+    held = gpulock.TimingLock(worker_server.timing_lock)
+    assert held.acquire(5)["held"]
+    threading.Timer(1.5, held.release).start()
+    t0 = time.monotonic()
+    r = _check(worker_server, problem("add"))
+    assert r["ok"] is True, r
+    assert time.monotonic() - t0 >= 1.4

@@ -348,6 +348,42 @@ def test_runtime_over_many_forwards_judges_each_call():
     assert j["kind"] == "foreign_kernel" and "150 forward calls" in j["reasons"][0]
 
 
+def test_runtime_aggregated_profile_judges_as_the_raw_one():
+    """The profiling process sums its activities per (name, category, stream)
+    (runtime_check.aggregate): the verdicts, launch counts and per-subkernel
+    times are those of the raw list, and a forged count is counted once."""
+    htod = K("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", nbytes=16)
+    cases = [([K("add_kernel"), htod] * 150, 150),
+             ([K("add_kernel")] * 7 + [K("Memset (Device)", "gpu_memset")] * 143, 150),
+             ([K("add_kernel")] * 7 + [K("ampere_sgemm_128x64_tn", stream=9)] * 143, 150),
+             ([K("add_kernel"), K("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", nbytes=4096)] * 150, 150)]
+    for raw, forwards in cases:
+        agg = runtime_check.aggregate(raw)
+        assert len(agg) <= 2 < len(raw)
+        a, b = (runtime_check.judge(x, {"add_kernel"}, False, 4096, forwards=forwards) for x in (raw, agg))
+        assert {k: a.get(k) for k in ("ok", "kind", "own_launches", "allowed_launches", "htod_bytes", "streams",
+                                      "reasons")} == \
+            {k: b.get(k) for k in ("ok", "kind", "own_launches", "allowed_launches", "htod_bytes", "streams",
+                                   "reasons")}
+    timed = [{"name": "linear_kernel", "cat": "kernel", "dur_us": 300.0}] * 4
+    assert runtime_check.subkernel_runtimes(runtime_check.aggregate(timed), {"linear": {"linear_kernel"}}, 2) == \
+        {"linear": 0.6}
+    forged = [dict(K("add_kernel"), count=-5), dict(K("add_kernel"), count=True), dict(K("add_kernel"), count=2.5)]
+    assert runtime_check.judge(forged, {"add_kernel"}, False, 4096, forwards=4)["kind"] == "no_triton_launch"
+
+
+def test_gpu_clock_summary_names_what_slowed_the_clock():
+    from mkevolve_worker import gpuclock
+    rec = gpuclock.summarize([{"sm_mhz": 1980, "max_sm_mhz": 1980, "temp_c": 51, "power_w": 650.0, "reasons": 0x4},
+                              {"sm_mhz": 1605, "temp_c": 58, "power_w": 700.0, "reasons": 0x40},
+                              {"sm_mhz": 1830, "reasons": 0}])
+    assert rec["available"] and rec["samples"] == 3
+    assert (rec["sm_mhz_min"], rec["sm_mhz_median"], rec["sm_mhz_max"], rec["max_sm_mhz"]) == (1605, 1830, 1980, 1980)
+    assert rec["temp_c_max"] == 58 and rec["power_w_max"] == 700.0
+    assert rec["reasons"] == ["sw_power_cap", "hw_thermal"]
+    assert gpuclock.summarize([{"reasons": 4}]) == {"available": False, "why": "no readings"}
+
+
 # -- wall-clock rule -------------------------------------------------------------
 
 

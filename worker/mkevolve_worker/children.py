@@ -544,16 +544,19 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list) -> in
     from . import timing
     device = job["device"]
     opts = job["opts"]
-    # The buffers every timed call reads, refilled in place before each call
-    # from the pool (and, for the last call, with its own seeded inputs).
-    bufs = C.to_device(pool[0], device)
-    refill = timing.make_refill(bufs, pool, last)
-
-    def call():
-        with torch.no_grad():
-            return model(*bufs)
-    where = "waiting for the GPU timing lock"
+    where = "copying the timed calls' inputs"
     try:
+        # The buffers every timed call reads, refilled in place before each call
+        # from the pool (and, for the last call, with its own seeded inputs).
+        # Inside the try: out of GPU memory here (neighbours' use) is an "oom"
+        # the pool retries alone, never a process that exits without a word.
+        bufs = C.to_device(pool[0], device)
+        refill = timing.make_refill(bufs, pool, last)
+
+        def call():
+            with torch.no_grad():
+                return model(*bufs)
+        where = "waiting for the GPU timing lock"
         # The timed phase waits for the server's second go: the server first
         # takes the GPU's timing lock (gpulock.py), so no other candidate or
         # baseline on this GPU is timed at the same time.

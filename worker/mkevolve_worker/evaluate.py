@@ -35,7 +35,7 @@ import random
 import signal
 import time
 
-from . import children, errors, footprint, gpulock, isolation, loader, spares, tensorio, timing
+from . import children, errors, footprint, gpuclock, gpulock, isolation, loader, spares, tensorio, timing
 from . import correctness as C
 
 
@@ -579,6 +579,8 @@ class Evaluator:
                     self.progress("waiting for the GPU")
                     res.checks["spares_warm_wait_s"] = round(self.launcher.wait_warm(opts["timeout_s"]), 3)
                     res.checks["timing_lock"] = lock.acquire(opts["timeout_s"])
+                    if device == "cuda":
+                        state["clock"] = gpuclock.Sampler().start()
                     phase_s.append(["timing lock taken", round(time.monotonic() - child.started, 3)])
                     self.progress("timing")
                     state["phase"] = "timing"
@@ -596,6 +598,9 @@ class Evaluator:
                 raise
             finally:
                 lock.release()
+                if state.get("clock") is not None:
+                    # The GPU's clock while this candidate was timed (gpuclock.py).
+                    res.checks["gpu_clock"] = state.pop("clock").stop()
             phase_s.append(["exited", round(time.monotonic() - cand.started, 3)])
             res.checks["isolation"]["warm"] = _warm_record(cand)
             if state["error"] is not None:
@@ -671,6 +676,15 @@ class Evaluator:
         rt = _read_json(prof.path("runtime.json"))
         if not prof.timed_out and isinstance(rt, dict) and isinstance(rt.get("activities"), list):
             return {"ok": True, "record": rt, "lock": rec}
+        try:
+            size = os.path.getsize(prof.path("runtime.json"))
+        except OSError:
+            size = None
+        if not prof.timed_out and size is not None:
+            # It wrote its record, but not one that can be read (too large, or not a record).
+            return {"ok": False, "kind": "malformed_result", "stderr": prof.tail(),
+                    "message": f"in the second, profiled process of the candidate: its runtime profile "
+                               f"({size} bytes) is not a readable record of at most {MAX_JSON} bytes"}
         kind, message = _failure_of(prof, "being profiled", opts["timeout_s"])
         return {"ok": False, "kind": kind, "message": "in the second, profiled process of the candidate: " + message,
                 "stderr": prof.tail()}
@@ -776,8 +790,15 @@ class Evaluator:
                                 t_start)
             stale = {"checked": bool(state["ref_last"])}
             if state["ref_last"]:
-                results = self._ref_compare(ref2, "compare_last", "last", tfd, "on the timed calls' output",
-                                            self._ref_timeout(opts))
+                # The comparison reads the whole output on the GPU: under the
+                # timing lock taken shared, like the trials, so that it never
+                # runs beside the next candidate's timed phase.
+                work, _ = self._take_shared(opts)
+                try:
+                    results = self._ref_compare(ref2, "compare_last", "last", tfd, "on the timed calls' output",
+                                                self._ref_timeout(opts))
+                finally:
+                    work.release()
                 for key, label in (("timed_last", "the last timed call"), ("wall_last", "the last wall-clock call")):
                     r = results.get(key)
                     if isinstance(r, dict) and not r.get("ok"):
@@ -848,11 +869,20 @@ class Evaluator:
             return {"ok": False, "message": str(e)}
         device = self._device(opts)
         timeout = self._ref_timeout(opts)
-        child = isolation.spawn("pc", lambda ctx: children.problem_check_body(ctx, {"problem": problem,
-                                                                                  "device": device}),
-                                cpu_seconds=timeout)
+        # It runs the reference on the GPU: never beside a neighbour's timed phase.
+        work, _ = self._take_shared(opts)
         try:
-            isolation.supervise(child, timeout)
+            child = isolation.spawn("pc", lambda ctx: children.problem_check_body(ctx, {"problem": problem,
+                                                                                      "device": device}),
+                                    cpu_seconds=timeout)
+        except BaseException:
+            work.release()
+            raise
+        try:
+            try:
+                isolation.supervise(child, timeout)
+            finally:
+                work.release()
             out = _read_json(child.path("problem_check.json"))
             if isinstance(out, dict) and isinstance(out.get("ok"), bool):
                 out["message"] = errors.redact_env_secrets(errors.shorten(str(out.get("message", ""))))
@@ -884,6 +914,7 @@ class Evaluator:
         # hold is dropped before the exclusive one is asked for.
         lock = gpulock.TimingLock()
         lock_rec: dict = {}
+        clock: list = []  # the GPU's clock while the baselines are timed (gpuclock.py)
         work, work_rec = self._take_shared(opts)
 
         def on_event(ch, ev):
@@ -891,6 +922,8 @@ class Evaluator:
                 work.release()
                 self.launcher.wait_warm(opts["timeout_s"])
                 lock_rec.update(lock.acquire(max(opts["timeout_s"], 60) * 2))
+                if device == "cuda":
+                    clock.append(gpuclock.Sampler().start())
                 ch.go()
         try:
             child = isolation.spawn("base", lambda ctx: children.baseline_body(ctx, job), cut_network=False)
@@ -906,6 +939,7 @@ class Evaluator:
             finally:
                 work.release()
                 lock.release()
+                gpu_clock = clock[0].stop() if clock else None
             err = _read_json(child.path("error.json"))
             out = _read_json(child.path("baseline.json"))
             if child.timed_out:
@@ -917,6 +951,8 @@ class Evaluator:
             out["device"] = device
             out["timing_lock"] = lock_rec
             out["warmup_lock"] = work_rec
+            if gpu_clock is not None:
+                out["gpu_clock"] = gpu_clock
             return out
         finally:
             isolation.cleanup_dir(child.dir)
@@ -944,9 +980,20 @@ class Evaluator:
         timeout = float(options.get("timeout_s", 300) or 300)
         job = {"problem": problem, "decomposed": decomposed, "subproblems_dir": os.path.abspath(subproblems_dir),
                "options": options}
-        child = isolation.spawn("decomp", lambda ctx: children.decomposition_body(ctx, job), cpu_seconds=timeout)
+        # It runs the problem and its decomposition on the GPU: never beside a
+        # neighbour's timed phase (the lock taken shared, as for trials).
+        work, _ = self._take_shared({"timeout_s": timeout})
         try:
-            isolation.supervise(child, timeout)
+            child = isolation.spawn("decomp", lambda ctx: children.decomposition_body(ctx, job),
+                                    cpu_seconds=timeout)
+        except BaseException:
+            work.release()
+            raise
+        try:
+            try:
+                isolation.supervise(child, timeout)
+            finally:
+                work.release()
             out = _read_json(child.path("decomposition.json"))
             if child.timed_out:
                 return {"ok": False, "failures": [f"verification did not finish within {timeout:g} s (hang?)"],

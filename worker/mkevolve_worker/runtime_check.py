@@ -80,6 +80,7 @@ def profile_calls(run, trace_path: str) -> list[dict]:
     except OSError:
         pass
     events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    del trace
     acts = []
     for ev in events:
         if not isinstance(ev, dict):
@@ -92,7 +93,33 @@ def profile_calls(run, trace_path: str) -> list[dict]:
         acts.append({"name": str(ev.get("name", "")), "cat": cat, "stream": args.get("stream"),
                      "bytes": int(args.get("bytes", 0) or 0),
                      "dur_us": float(dur) if isinstance(dur, (int, float)) else 0.0})
-    return acts
+    return aggregate(acts)
+
+
+def aggregate(acts: list[dict]) -> list[dict]:
+    """One record per (name, category, stream) with how many times it ran
+    ("count") and its bytes and GPU time summed. A profile of a few hundred
+    calls of a kernel that launches many small kernels holds millions of
+    activities; summed, its size follows the distinct kernels, not the calls
+    (judge and subkernel_runtimes weigh each record by its count)."""
+    by_key: dict[tuple, dict] = {}
+    for a in acts:
+        key = (a.get("name", ""), a.get("cat", "kernel"), a.get("stream"))
+        rec = by_key.get(key)
+        if rec is None:
+            by_key[key] = rec = {"name": key[0], "cat": key[1], "stream": key[2], "bytes": 0, "dur_us": 0.0,
+                                 "count": 0}
+        rec["count"] += count_of(a)
+        rec["bytes"] += int(a.get("bytes", 0) or 0)
+        rec["dur_us"] += float(a.get("dur_us") or 0.0)
+    return list(by_key.values())
+
+
+def count_of(a: dict) -> int:
+    """How many launches one activity record stands for (1 unless aggregated);
+    anything else than a sane positive integer counts once."""
+    n = a.get("count", 1)
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 1 << 40 else 1
 
 
 def subkernel_runtimes(activities: list[dict], names_by_subkernel: dict[str, set[str]], forwards: int) -> dict:
@@ -127,21 +154,26 @@ def judge(activities: list[dict], own_names: set[str], allow_pytorch: bool, outp
     the device-to-device refills of their inputs between them)."""
     own, allowed, foreign = [], [], []
     htod = 0
+    n_own = n_allowed = n_foreign = 0
     for a in activities:
         name = a.get("name", "")
         cat = a.get("cat", "kernel")
+        n = count_of(a)
         if cat == "gpu_memcpy" and "HtoD" in name:
             htod += int(a.get("bytes", 0) or 0)
             continue
         if cat == "kernel" and matches_own(name, own_names):
             own.append(name)
+            n_own += n
         elif is_allowed(name) or cat in ("gpu_memset",) or (cat == "gpu_memcpy" and "HtoD" not in name):
             allowed.append(name)
+            n_allowed += n
         else:
             foreign.append(name)
+            n_foreign += n
     streams = sorted({str(a.get("stream")) for a in activities if a.get("stream") is not None})
-    out = {"ok": True, "own_launches": len(own), "own_kernels": sorted(set(own)),
-           "allowed_launches": len(allowed), "foreign_kernels": _summarize(foreign),
+    out = {"ok": True, "own_launches": n_own, "own_kernels": sorted(set(own)),
+           "allowed_launches": n_allowed, "foreign_kernels": _summarize(foreign),
            "htod_bytes": htod, "streams": streams, "uses_pytorch": False, "reasons": []}
     forwards = max(1, int(forwards))
     out["forwards"] = forwards
@@ -161,12 +193,12 @@ def judge(activities: list[dict], own_names: set[str], allow_pytorch: bool, outp
         names = ", ".join(_short(n) for n in _summarize(foreign)[:4])
         out.update(ok=False, kind="foreign_kernel")
         out["reasons"].append(
-            f"runtime: {calls} launched {len(foreign)} GPU kernel(s) that are not Triton kernels defined in the "
+            f"runtime: {calls} launched {n_foreign} GPU kernel(s) that are not Triton kernels defined in the "
             f"candidate's files: {names}. Compute with your own @triton.jit kernels, not PyTorch/cuBLAS/cuDNN ops")
-    elif len(own) < forwards:
+    elif n_own < forwards:
         out.update(ok=False, kind="no_triton_launch")
         what = "forward launched no Triton kernel" if forwards == 1 else \
-            f"only {len(own)} Triton launches in {forwards} forward calls: some calls launched none"
+            f"only {n_own} Triton launches in {forwards} forward calls: some calls launched none"
         out["reasons"].append(
             f"runtime: {what} defined in the candidate's files; the computation must run in your "
             f"@triton.jit kernels on every call")
