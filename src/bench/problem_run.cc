@@ -46,7 +46,10 @@ void RunSink::emit(const nlohmann::json& e) {
                                    next_));
   }
   replaying_ = false;
-  if (auto st = dir_->log_event(e); !st && error_.empty()) error_ = st.error();
+  // After a failed write (a full disk) nothing more is logged, even what would
+  // fit: the log must stay a prefix of the run's events, or its resume diverges.
+  if (!error_.empty()) return;
+  if (auto st = dir_->log_event(e); !st) error_ = st.error();
 }
 
 void RunSink::progress(const nlohmann::json& e) {

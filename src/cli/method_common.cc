@@ -385,22 +385,31 @@ int run_in_directory(RunRequest req) {
     n.test_cpu = req.env.test_cpu;
     run::Versions v;
     v.mkevolve = MKEVOLVE_VERSION;
-    auto created = bench::create_run(req.out, n, problem, req.opts, v);
-    if (!created) {
-      say(created.error());
-      return kExitUsage;
-    }
-    rd = std::move(*created);
-    int rc = setup_pool(cmd, req.env, req.out / "cache" / "eval", req.out / "eval", true, env.get(), &missing);
-    if (rc || !missing.empty()) {
-      // Nothing ran: leave no half-made run directory behind.
-      rd.reset();
+    // Nothing ran: leave no half-made run directory behind.
+    auto remove_made = [&] {
       std::error_code ec;
       if (existed) {
         for (const auto& e : fs::directory_iterator(req.out, ec)) fs::remove_all(e.path(), ec);
       } else {
         fs::remove_all(req.out, ec);
       }
+    };
+    const bool creatable = run::RunDir::creatable(req.out).ok();
+    auto created = bench::create_run(req.out, n, problem, req.opts, v);
+    if (!created) {
+      say(created.error());
+      if (!creatable) return kExitUsage;  // the directory given cannot hold a run
+      // The directory could hold a run, so a write failed (a full disk, say):
+      // the machine's fault, and nothing was paid for.
+      remove_made();
+      say("no LLM call was made; after freeing space, start the run again");
+      return kExitEnvironment;
+    }
+    rd = std::move(*created);
+    int rc = setup_pool(cmd, req.env, req.out / "cache" / "eval", req.out / "eval", true, env.get(), &missing);
+    if (rc || !missing.empty()) {
+      rd.reset();
+      remove_made();
       return rc ? rc : report_missing(cmd, missing);
     }
     // The versions are known once a worker answered.
@@ -429,10 +438,12 @@ int run_in_directory(RunRequest req) {
   const auto& best = res.best;
   if (!out.solution_error.empty()) say("could not write the solution: " + out.solution_error);
   if (!out.summary_error.empty()) say("could not write summary.json: " + out.summary_error);
-  if (!out.sink_error.empty()) {
+  if (!out.sink_error.empty() || !out.solution_error.empty() || !out.summary_error.empty()) {
     // A full disk, say: nothing recorded so far is lost, and the LLM replies
-    // are cached, so the resume pays for none of them again.
-    say("stopped: the run directory could not be written: " + out.sink_error);
+    // are cached, so the resume pays for none of them again. Without its
+    // solution or its summary.json the run is not finished: the resume
+    // writes them.
+    if (!out.sink_error.empty()) say("stopped: the run directory could not be written: " + out.sink_error);
     say("after freeing space, continue with: " + rd->resume_command());
     return kExitEnvironment;
   }

@@ -142,15 +142,21 @@ def from_trained(model, *init_args, seed=0, **init_kwargs):
 
 }  // namespace
 
+Status check_composable(const Topology& topo, const std::map<std::string, std::string>& kernels) {
+  for (const auto& sp : topo.subproblems) {
+    if (!kernels.count(sp.name)) return Error{fmt::format("no kernel for subproblem {}", sp.name)};
+  }
+  auto top = rewrite_top_level_for_solution(topo.top_level);
+  if (!top) return Error{top.error()};
+  return Status::Ok();
+}
+
 Status write_solution_package(const fs::path& package_dir, const Topology& topo,
                               const std::map<std::string, std::string>& kernels,
                               const SolutionManifest& manifest, bool durable) {
-  for (const auto& sp : topo.subproblems) {
-    if (!kernels.count(sp.name))
-      return Error{fmt::format("cannot compose {}: no kernel for subproblem {}", package_dir.string(), sp.name)};
-  }
+  if (auto c = check_composable(topo, kernels); !c)
+    return Error{fmt::format("cannot compose {}: {}", package_dir.string(), c.error())};
   auto top = rewrite_top_level_for_solution(topo.top_level);
-  if (!top) return Error{fmt::format("cannot compose {}: {}", package_dir.string(), top.error())};
 
   fs::path tmp = package_dir;
   tmp += fmt::format(".tmp-{}", ::getpid());

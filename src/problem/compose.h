@@ -35,9 +35,15 @@ struct SolutionManifest {
   nlohmann::json extra;                              ///< method, speedups, ... (written as given)
 };
 
+/// Why `topo` with `kernels` cannot be composed at all (a subproblem without a
+/// kernel, a top level that cannot be rewritten), or Ok: the package's own
+/// faults, as opposed to the machine's (a write that fails).
+Status check_composable(const Topology& topo, const std::map<std::string, std::string>& kernels);
+
 /// Writes the package into `package_dir` (normally DIR/solution), replacing any
 /// previous content. `kernels` must hold one source per subproblem. With
 /// durable = false (scratch packages the search evaluates) files are not fsync'd.
+/// Errors are check_composable's, else the file system's.
 Status write_solution_package(const fs::path& package_dir, const Topology& topo,
                               const std::map<std::string, std::string>& kernels,
                               const SolutionManifest& manifest = {}, bool durable = true);

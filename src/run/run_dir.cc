@@ -72,26 +72,38 @@ std::string shell_quote(const std::string& s) {
 
 fs::path RunDir::topology_rel(int iteration) { return fs::path("topology") / ("iteration-" + std::to_string(iteration) + ".json"); }
 
-Result<std::unique_ptr<RunDir>> RunDir::create(const fs::path& dir, const nlohmann::json& config, const Versions& v) {
+namespace {
+/// The first entry of dir other than its lock file, or "".
+std::string first_entry(const fs::path& dir) {
   std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) return Error{"cannot create run directory " + dir.string() + ": it exists and is not a directory"};
-  } else {
-    fs::create_directories(dir, ec);
-    if (ec) return Error{"cannot create run directory " + dir.string() + ": " + ec.message()};
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename() != "lock") return e.path().filename().string();
   }
-  auto nonempty = [&]() -> std::string {
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      if (e.path().filename() != "lock") return e.path().filename().string();
-    }
-    return {};
-  };
-  if (std::string first = nonempty(); !first.empty()) {
+  return {};
+}
+}  // namespace
+
+Status RunDir::creatable(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return Status::Ok();
+  if (!fs::is_directory(dir, ec)) return Error{"cannot create run directory " + dir.string() + ": it exists and is not a directory"};
+  if (std::string first = first_entry(dir); !first.empty()) {
     std::string hint = fs::exists(dir / "config.json") ? "; it holds a run: continue it with 'mkevolve run --resume " +
                                                              shell_quote(dir.string()) + "', or choose a new directory"
                                                        : "; choose a new or empty directory";
     return Error{"cannot create run directory " + dir.string() + ": it is not empty (has " + first + ")" + hint};
   }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<RunDir>> RunDir::create(const fs::path& dir, const nlohmann::json& config, const Versions& v) {
+  std::error_code ec;
+  if (Status st = creatable(dir); !st) return Error{st.error()};
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) return Error{"cannot create run directory " + dir.string() + ": " + ec.message()};
+  }
+  auto nonempty = [&]() { return first_entry(dir); };
   std::unique_ptr<RunDir> rd(new RunDir());
   rd->root_ = dir;
   auto lock = RunLock::acquire(dir / "lock", &rd->notices_);

@@ -39,6 +39,9 @@ nlohmann::json to_json(const Versions& v);
 
 class RunDir {
  public:
+  /// Ok when DIR may hold a new run (absent, or an empty directory); else why
+  /// not, in words for the user (their input's fault, never the machine's).
+  static Status creatable(const std::filesystem::path& dir);
   /// Creates DIR (it must not exist, or be empty) and takes its lock; writes
   /// config.json (keys that look like credentials are dropped, with a notice)
   /// and versions.json, and an empty events.jsonl.

@@ -326,10 +326,16 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
     // This machine's failure (a full disk, say), never the candidate's: no
     // verdict, and the run stops so that it can be resumed once there is room.
     // The reply is in the LLM cache, so the resume does not pay for it again.
+    // Nothing was evaluated, so nothing of this job is logged, its LLM call
+    // included: the resume redoes the job, its reply served from the cache
+    // (as after a kill between the call and its verdict).
+    out.events.clear();
     ctx.set_fatal(st.error() + "; free space (or fix the directory), then resume");
     c.result.status = eval::Status::kNoVerdict;
     c.result.kind = "io_error";
     c.result.feedback = st.error();
+    c.no_verdict = true;
+    return out;
   } else {
     eval::EvalRequest req;
     req.problem = task.problem_file;

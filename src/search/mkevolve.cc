@@ -114,6 +114,7 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
       beam = evolve_kernel(ctx, task, std::move(beam), ctx.opts.calls_per_iter, t, ctx.sink);
       top = beam.best();
     }
+    if (ctx.should_stop()) break;  // the iteration is not over (as in run_mkevolve)
     if (top && (top->reward > best.speedup || (!best.correct && top->correct()) || best.kernels.empty())) {
       best = monolithic_solution(problem, *top, ctx.opts.method, t);
       if (best.correct) emit(ctx, best_event(best));  // a best event is a correct solution, never a placeholder
@@ -145,7 +146,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
   const SearchOptions& o = ctx.opts;
   const bool refine = o.method != "single-split";
   Topology topo = llm_decompose(ctx, problem, ctx.sink);
-  if (ctx.sink) ctx.sink->snapshot_topology(0, topo);
+  if (ctx.sink && !ctx.should_stop()) ctx.sink->snapshot_topology(0, topo);
 
   std::map<std::string, BeamState> beams;  // by beam_key: subproblem name and content hash
   LastEval last;
@@ -314,6 +315,9 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
         if (c && c->result.runtime.valid) last.runtime_ms[sp.name] = c->result.runtime.median_ms;
       }
     }
+    // Stopped part-way (Ctrl-C, a full disk): the iteration is not over. Its
+    // resume redoes the rest from the log, so nothing logs it as done.
+    if (ctx.should_stop()) break;
     if (cur.speedup >= best.speedup) {
       best = cur;
       if (best.correct) emit(ctx, best_event(best));  // no "new best" for an iteration without a solution
@@ -504,12 +508,21 @@ eval::EvalResult evaluate_composed(SearchContext& ctx, const problem::Problem& p
                                    bool allow_pytorch, const std::string& label) {
   problem::SolutionManifest man;
   man.extra = {{"problem", problem.name}, {"problem_hash", problem.hash}};
-  auto st = problem::write_solution_package(dir / "solution", topo, kernels, man, /*durable=*/false);
   eval::EvalResult r;
+  Status st = problem::check_composable(topo, kernels);
   if (!st) {
     r.status = eval::Status::kCrashed;
     r.kind = "compose_error";
+    r.feedback = "cannot compose " + (dir / "solution").string() + ": " + st.error();
+  } else if (st = problem::write_solution_package(dir / "solution", topo, kernels, man, /*durable=*/false); !st) {
+    // This machine's failure (a full disk, say), never the solution's: no
+    // verdict, nothing logged as evaluated, and the run stops so that it can
+    // be resumed once there is room (its LLM replies are cached).
+    ctx.set_fatal(st.error() + "; free space (or fix the directory), then resume");
+    r.status = eval::Status::kNoVerdict;
+    r.kind = "io_error";
     r.feedback = st.error();
+    return r;
   } else {
     eval::EvalRequest req;
     req.problem = problem.path;
@@ -674,8 +687,11 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
                                             !best.pytorch.empty(), "final");
     ctx.opts.eval.seed = seed;
     bool passed = fc.correct();
-    // No verdict (the harness failed) is logged and charged to nobody.
-    emit(ctx, run::events::final_check(passed, seed + 1, eval::to_string(fc.status), fc.kind,
+    // No verdict (the harness failed) is logged and charged to nobody. A
+    // package that could not be written was not checked: the run stops
+    // (fatal, below) and its resume checks it.
+    if (ctx.fatal_message().empty())
+      emit(ctx, run::events::final_check(passed, seed + 1, eval::to_string(fc.status), fc.kind,
                                        passed ? std::optional<double>(fc.speedup_compile) : std::nullopt,
                                        passed ? std::string() : agents::trim_text(fc.feedback, 6, 6, 800)));
     if (!passed && fc.status != eval::Status::kNoVerdict) {

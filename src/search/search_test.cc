@@ -907,6 +907,22 @@ TEST(Errors, InterruptStopsBetweenRounds) {
   EXPECT_EQ(h.llm.requests().size(), 4u);  // the first round finishes, no new round starts
 }
 
+TEST(Errors, AnInterruptDuringDecompositionLogsNoFallback) {
+  // Ctrl-C while the decomposition workers wait for their replies: nothing was
+  // judged, so no "fallback: no decomposition passed verification" is logged
+  // (its resume would then diverge from the log), and no iteration either.
+  Harness h;
+  h.llm.when([&](const llm::Request& r) -> std::optional<std::string> {
+    h.stop = true;
+    return decomposition({"alpha", "beta"}, "# FAKE: invalid-decomposition");
+  });
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(res.status, "interrupted");
+  EXPECT_TRUE(h.sink.of_type("topology").empty()) << h.sink.of_type("topology")[0].dump();
+  EXPECT_TRUE(h.sink.of_type("iteration").empty());
+  EXPECT_EQ(h.sink.of_type("run_end").size(), 1u);
+}
+
 TEST(Errors, ACancelledCallStopsTheRunAsInterrupted) {
   // Ctrl-C reaches the LLM provider (which gives up at once) before the run's
   // stop flag is set: the search must stop on the first cancelled call instead

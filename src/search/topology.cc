@@ -60,7 +60,10 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
     return a;
   }
   if (auto st = topo->write_to(dir, /*durable=*/false); !st) {
-    a.events.push_back({{"type", "reply_error"}, {"task", problem.name}, {"agent", agent}, {"error", st.error()}});
+    // This machine's failure (a full disk, say), not the reply's: the run
+    // stops, and its resume takes the cached reply from here.
+    ctx.set_fatal(st.error() + "; free space (or fix the directory), then resume");
+    a.events.clear();  // nothing of this try is logged: the resume redoes it from the cache
     return a;
   }
   eval::DecompositionRequest req;
@@ -134,6 +137,10 @@ problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& prob
     ctx.set_fatal(first.error());
   }
   auto t = problem::Topology::wrap_original(problem);
+  // Stopped (Ctrl-C, or a fatal error such as a full disk): no decomposition
+  // was judged, so none is logged as the fallback; the resume goes on from
+  // the decomposition calls.
+  if (ctx.should_stop()) return t;
   if (sink)
     sink->emit(detail::topology_event(
         0, "fallback", t, {}, "no decomposition passed verification; the original module is the only subproblem"));
