@@ -73,7 +73,10 @@ Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::strin
   try {
     reply = llm.complete(req);
   } catch (const std::exception& e) {
-    reply = llm::Reply::Err({llm::LlmError::Kind::kNetwork, 0, std::string("provider threw: ") + e.what()});
+    llm::LlmError err;
+    err.kind = llm::LlmError::Kind::kNetwork;
+    err.message = std::string("provider threw: ") + e.what();
+    reply = llm::Reply::Err(std::move(err));
   }
   if (gate) gate->release();
   if (reply.ok()) {
@@ -88,6 +91,7 @@ Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::strin
     const auto& e = *reply.error;
     ex.call.ok = false;
     ex.call.error = e.message.empty() ? "LLM call failed" : e.message;
+    ex.call.usage = e.billed;  // what the endpoint billed for the failed answer (an empty reply, say)
     using K = llm::LlmError::Kind;
     ex.call.fatal = e.kind == K::kAuth || e.kind == K::kConfig || e.kind == K::kUnmatchedReplay || e.kind == K::kNotFound;
     ex.call.cancelled = e.kind == K::kCancelled;

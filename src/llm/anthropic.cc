@@ -75,10 +75,13 @@ class AnthropicBackend : public Provider {
     } else {
       c.usage = estimate_usage(req, c.text);
     }
-    if (c.text.empty())
-      return error_reply(LlmError::Kind::kEmpty,
-                         std::string("anthropic returned an empty reply") +
-                             (c.truncated ? " (stop_reason max_tokens: raise max_tokens)" : ""));
+    if (c.text.empty()) {
+      Reply r = error_reply(LlmError::Kind::kEmpty,
+                            std::string("anthropic returned an empty reply") +
+                                (c.truncated ? " (stop_reason max_tokens: raise max_tokens)" : ""));
+      r.error->billed = c.usage;  // billed all the same
+      return r;
+    }
     return Reply::Ok(std::move(c));
   }
 

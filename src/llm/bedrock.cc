@@ -93,9 +93,12 @@ class BedrockBackend : public Provider {
     } else {
       c.usage = estimate_usage(req, c.text);
     }
-    if (c.text.empty())
-      return error_reply(LlmError::Kind::kEmpty, std::string("bedrock returned an empty reply") +
-                                                     (c.truncated ? " (stopReason max_tokens: raise max_tokens)" : ""));
+    if (c.text.empty()) {
+      Reply r = error_reply(LlmError::Kind::kEmpty, std::string("bedrock returned an empty reply") +
+                                                        (c.truncated ? " (stopReason max_tokens: raise max_tokens)" : ""));
+      r.error->billed = c.usage;  // billed all the same
+      return r;
+    }
     return Reply::Ok(std::move(c));
   }
 

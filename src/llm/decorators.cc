@@ -52,13 +52,21 @@ class Retry : public Provider {
   std::optional<LlmError> probe() override { return inner_->probe(); }
 
   Reply complete(const Request& req) override {
+    Usage spent;  // billed by the failed attempts before this one
     for (int attempt = 0;; ++attempt) {
       Reply r = guarded(*inner_, req);
+      if (!r.ok()) {
+        Usage total = spent;
+        total += r.error->billed;
+        r.error->billed = total;
+      }
       if (r.ok() || !r.error->retryable || attempt >= o_.max_retries) {
         if (!r.ok() && r.error->retryable && attempt > 0)
           r.error->message += " (gave up after " + std::to_string(attempt + 1) + " attempts)";
+        if (r.ok() && spent.total() > 0) r.completion->usage += spent;
         return r;
       }
+      spent = r.error->billed;
       double wait;
       if (r.error->retry_after_s >= 0) {
         wait = std::min(r.error->retry_after_s, o_.max_retry_after_s);
@@ -210,6 +218,7 @@ class Account : public Provider {
     } else {
       e.ok = false;
       e.error = r.error->message;
+      e.usage = r.error->billed;
     }
     if (acc_) acc_->record(std::move(e));
     return r;

@@ -73,6 +73,10 @@ struct LlmError {
   std::string message;   ///< one line: what happened and what to do about it
   bool retryable = false;
   double retry_after_s = -1;  ///< from Retry-After, when the server sent one
+  /// Tokens the endpoint billed for the failed answer (an empty reply that
+  /// reported its usage, say), summed over the attempts the retries made: the
+  /// run's token counts include them, as the bill does.
+  Usage billed;
 };
 
 /// Either a Completion or an LlmError.

@@ -358,6 +358,34 @@ TEST(Errors, MalformedAndEmptyRepliesAreErrorValues) {
   }
 }
 
+TEST(Usage, AnEmptyReplyThatReportsItsUsageIsCountedAsBilled) {
+  // The endpoint spent the tokens (reasoning, say) and bills them; the reply
+  // has no text, so it is an error, and the run's token counts still include
+  // what the server reported.
+  for (auto proto : {Protocol::kOpenAi, Protocol::kAnthropic, Protocol::kBedrock}) {
+    FakeLlm fake(proto);
+    fake.push(Step{.text = "", .usage = fakes::FakeUsage{.input = 1000, .output = 500}, .truncated = true});
+    fakes::AwsTestCredentials creds;
+    Env env{{"ANTHROPIC_API_KEY", "sk-ant-x-12345678"}, {"AWS_ACCESS_KEY_ID", creds.access_key_id},
+            {"AWS_SECRET_ACCESS_KEY", creds.secret}, {"AWS_REGION", creds.region}};
+    std::string spec = proto == Protocol::kOpenAi ? "openai:m" : proto == Protocol::kAnthropic ? "anthropic:m" : "bedrock:m";
+    Accounting acc;
+    auto o = fakes::test_options(spec, fake.base_url(), &env);
+    o.accounting = &acc;
+    auto p = make(o);
+    Reply r = p->complete(fakes::make_request("x"));
+    ASSERT_FALSE(r.ok()) << spec;
+    EXPECT_EQ(r.error->kind, LlmError::Kind::kEmpty) << spec;
+    EXPECT_EQ(r.error->billed.input, 1000) << spec;
+    EXPECT_EQ(r.error->billed.output, 500) << spec;
+    EXPECT_FALSE(r.error->billed.estimated) << spec;
+    Tally t = acc.total();
+    EXPECT_EQ(t.errors, 1) << spec;
+    EXPECT_EQ(t.usage.input, 1000) << spec;
+    EXPECT_EQ(t.usage.output, 500) << spec;
+  }
+}
+
 TEST(Truncation, FlaggedForEveryProtocol) {
   for (auto proto : {Protocol::kOpenAi, Protocol::kAnthropic, Protocol::kBedrock}) {
     FakeLlm fake(proto);

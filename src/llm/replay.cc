@@ -22,6 +22,7 @@ struct Entry {
   std::optional<Completion> completion;
   std::optional<LlmError> error;
   bool cached = false;              // recorded as a cache hit: replayed as one, so accounting matches
+  bool usage_recorded = false;      // the line gave the usage; else serve() estimates it from the request
   bool used = false;
 };
 
@@ -79,6 +80,7 @@ class ReplayBackend : public Provider {
     }
     Completion c = *e.completion;
     c.from_cache = e.cached;
+    if (!e.usage_recorded) c.usage = estimate_usage(req, c.text);
     return Reply::Ok(std::move(c));
   }
 
@@ -122,14 +124,10 @@ Result<std::shared_ptr<Provider>> make_replay_backend(const std::filesystem::pat
         return bad("needs \"response\": {\"text\": ...}, \"text\": \"...\" or \"error\": {...}");
       auto c = completion_from_json(resp);
       if (!c.ok()) return bad(c.error());
-      if (!resp.contains("usage")) {
-        Request r;
-        if (j.contains("request")) {
-          auto rr = request_from_json(j["request"]);
-          if (rr.ok()) r = *rr;
-        }
-        c->usage = estimate_usage(r, c->text);
-      }
+      // Without recorded usage, serve() estimates it from the request it
+      // answers (a scripted line has no request of its own: estimated here,
+      // every agent's input tokens would read 0).
+      e.usage_recorded = resp.contains("usage");
       e.completion = *c;
     }
     size_t idx = entries.size();

@@ -262,6 +262,25 @@ TEST(Replay, ScriptedFixturesServeInOrderPerAgentAndTask) {
                   .ok());
   Env env;
   auto p = *make_provider(fakes::test_options("replay:" + file.string(), "", &env), nullptr);
+  // A scripted line without usage: estimated from the request it answers, so
+  // a prompt's input tokens are counted (they once read 0 under replay:).
+  Reply first = p->complete(fakes::make_request(std::string(400, 'p'), "generate", "t1"));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first.completion->text, "gen t1 #1");
+  EXPECT_TRUE(first.completion->usage.estimated);
+  EXPECT_GE(first.completion->usage.input, 100);
+  EXPECT_GT(first.completion->usage.output, 0);
+  ASSERT_TRUE(write_file_atomic(file,
+                                "# a hand-written fixture\n"
+                                "{\"agent\":\"generate\",\"task\":\"t1\",\"text\":\"gen t1 #1\"}\n"
+                                "{\"agent\":\"generate\",\"task\":\"t1\",\"text\":\"gen t1 #2\"}\n"
+                                "{\"agent\":\"generate\",\"text\":\"gen any task\"}\n"
+                                "{\"agent\":\"judge\",\"prompt_contains\":\"VERDICT\",\"response\":{\"text\":\"yes\","
+                                "\"usage\":{\"input\":3,\"output\":1}}}\n"
+                                "{\"agent\":\"debug\",\"error\":{\"kind\":\"http\",\"message\":\"scripted failure\","
+                                "\"http_status\":500}}\n")
+                  .ok());
+  p = *make_provider(fakes::test_options("replay:" + file.string(), "", &env), nullptr);
   EXPECT_EQ(p->complete(fakes::make_request("p", "generate", "t1")).completion->text, "gen t1 #1");
   EXPECT_EQ(p->complete(fakes::make_request("q", "generate", "t2")).completion->text, "gen any task");
   EXPECT_EQ(p->complete(fakes::make_request("r", "generate", "t1")).completion->text, "gen t1 #2");

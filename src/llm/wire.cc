@@ -67,12 +67,15 @@ Reply parse_openai_chat(const std::string& body, const Request& req, const std::
   } else {
     c.usage = estimate_usage(req, c.text);
   }
-  if (c.text.empty())
-    return error_reply(LlmError::Kind::kEmpty,
-                       who + " returned an empty reply" +
-                           (c.truncated ? " (finish_reason length: the token limit was spent before any text; raise "
-                                          "max_tokens)"
-                                        : ""));
+  if (c.text.empty()) {
+    Reply r = error_reply(LlmError::Kind::kEmpty,
+                          who + " returned an empty reply" +
+                              (c.truncated ? " (finish_reason length: the token limit was spent before any text; raise "
+                                             "max_tokens)"
+                                           : ""));
+    r.error->billed = c.usage;  // billed all the same (the reasoning tokens, the prompt)
+    return r;
+  }
   return Reply::Ok(std::move(c));
 }
 
@@ -189,6 +192,7 @@ LlmError::Kind error_kind_from_name(const std::string& name) {
 json error_to_json(const LlmError& e) {
   json j = {{"kind", error_kind_name(e.kind)}, {"message", redact_secrets(e.message)}, {"retryable", e.retryable}};
   if (e.http_status) j["http_status"] = e.http_status;
+  if (e.billed.total() > 0) j["billed"] = usage_to_json(e.billed);
   return j;
 }
 
@@ -202,6 +206,7 @@ LlmError error_from_json(const json& j) {
   e.message = j.value("message", "recorded error");
   e.retryable = j.value("retryable", false);
   e.http_status = j.value("http_status", 0);
+  if (j.contains("billed") && j["billed"].is_object()) e.billed = usage_from_json(j["billed"]);
   return e;
 }
 

@@ -48,7 +48,7 @@ ScriptedLlm& ScriptedLlm::fail(const std::string& agent, llm::LlmError::Kind kin
   std::lock_guard<std::mutex> lk(mu_);
   Rule r;
   r.agent = agent;
-  r.error = llm::LlmError{kind, 0, message, false, -1};
+  r.error = llm::LlmError{kind, 0, message, false, -1, {}};
   rules_.push_back(r);
   return *this;
 }
@@ -90,7 +90,7 @@ llm::Reply ScriptedLlm::complete(const llm::Request& req) {
     return llm::Reply::Err({llm::LlmError::Kind::kUnmatchedReplay, 0,
                             fmt::format("scripted LLM: no rule for agent={} task={} sample={}", req.agent, req.task,
                                         req.sample),
-                            false, -1});
+                            false, -1, {}});
   llm::Completion c;
   c.text = *text;
   size_t in = req.system.size();
