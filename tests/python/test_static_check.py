@@ -757,3 +757,31 @@ def test_extra_file_outside_the_candidate_directory_and_unreadable_extra(tmp_pat
         (str(top), 1, "no-triton-launch"), (str(extra), 1, "threads")]
     with pytest.raises(OSError):
         check_file(str(top), extra_files=[str(tmp_path / "nope.py")])
+
+
+def test_packing_is_allowed_only_in_a_composed_packages_top_level(tmp_path):
+    """torch.cat/stack in decomposed_solution.py beside subkernel_implementations/
+    pack subproblem outputs (the decomposition verifier's rule, toplevel.py);
+    the same forward anywhere else is PyTorch compute."""
+    entry = os.path.join(FIXTURES, "clean", "pkg_cat", "decomposed_solution.py")
+    assert check_file(entry) == []
+    lone = tmp_path / "decomposed_solution.py"  # no subkernel_implementations/ beside it
+    lone.write_text("""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        k[(1,)](x, x.numel(), BLOCK=64)
+        return torch.cat([x, x], dim=1)
+""")
+    rules = {v["rule"] for v in check_file(str(lone))}
+    assert "torch-compute" in rules, rules

@@ -55,19 +55,17 @@ import threading
 import traceback
 import types
 
+from . import toplevel
+
 DECOMPOSED_NAME = "decomposed_problem.py"
 DEFAULT_PACKAGE = "subkernel_problems"
 
 # Names that root torch-like libraries in the top-level file.
 _TORCHY_ROOTS = {"torch", "numpy", "triton", "scipy", "einops", "jax"}
 
-# torch.<name> functions the top-level file may call (layout only, no math).
-_AST_LAYOUT_FUNCS = {
-    "flatten", "unflatten", "reshape", "permute", "transpose", "swapaxes", "swapdims",
-    "movedim", "moveaxis", "squeeze", "unsqueeze", "t", "split", "chunk", "tensor_split",
-    "unbind", "narrow", "select", "Size", "no_grad", "inference_mode", "is_tensor",
-    "is_floating_point", "numel", "cat", "concat", "concatenate", "stack",
-}
+# torch.<name> functions the top-level file may call (layout only, no math):
+# the rule the evaluator's static check applies to the composed package too.
+_AST_LAYOUT_FUNCS = toplevel.LAYOUT_FUNCS
 
 # Tensor ops (short names) the top level may run: shape queries and
 # value-preserving layout changes.
