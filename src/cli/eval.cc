@@ -306,8 +306,8 @@ int run(int argc, char** argv) {
   opts.measure_perf = !no_perf;
   opts.allow_pytorch = allow_pytorch;
   opts.test_cpu = test_cpu;
-  if (opts.trials < 1 || opts.perf_trials < 1 || opts.warmup < 0 || opts.timeout_s <= 0 || opts.atol < 0 ||
-      opts.rtol < 0 || slots < 0) {
+  if (opts.trials < 1 || opts.perf_trials < 1 || opts.warmup < 0 || opts.timeout_s <= 0 || opts.atol.value_or(0) < 0 ||
+      opts.rtol.value_or(0) < 0 || slots < 0) {
     std::fprintf(stderr, "mkevolve eval: --trials, --perf-trials, --timeout and --slots-per-gpu must be positive; "
                          "--warmup, --atol and --rtol not negative\n");
     return kExitUsage;
@@ -402,10 +402,17 @@ int run(int argc, char** argv) {
   if (!as_json) print_table(pairs, results, (*pool)->hello(), opts, (*pool)->isolation());
 
   bool env_problem = false, all_correct = true;
+  const EvalResult* bad_problem = nullptr;
   for (const auto& r : results) {
     // A problem too large for this machine is the machine's limit (exit 3), not a verdict.
     env_problem |= r.kind == "environment" || r.kind == "too_large";
     all_correct &= r.correct();
+    if (r.kind == "problem_error" && !bad_problem) bad_problem = &r;
+  }
+  if (bad_problem && !env_problem) {
+    // The problem file is at fault, not a kernel: the user's input (exit 2).
+    std::fprintf(stderr, "mkevolve eval: %s\n", bad_problem->feedback.c_str());
+    return kExitUsage;
   }
   if (env_problem) {
     for (const auto& r : results)

@@ -52,8 +52,32 @@ void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
   app.add_option("--perf-trials", o.perf_trials, "timed calls per candidate")->capture_default_str();
   app.add_option("--warmup", o.warmup, "warm-up calls before timing")->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "hard deadline per candidate, seconds")->capture_default_str();
-  app.add_option("--atol", o.atol, "absolute tolerance")->capture_default_str();
-  app.add_option("--rtol", o.rtol, "relative tolerance")->capture_default_str();
+  app.add_option("--atol", o.atol,
+                 "absolute tolerance for every output (default: by the output's dtype: 1e-4 for fp32, 1e-2 for "
+                 "fp16/bf16, 0.1 for fp8; or the problem's MKEVOLVE_TOLERANCE)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--rtol", o.rtol, "relative tolerance for every output (default: by dtype as --atol; fp8 0.2)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--pass-rate", o.pass_rate,
+                 "fraction of each output's elements that must be within tolerance, in (0, 1] (default 1; fp8 "
+                 "0.85); a NaN or inf where the reference is finite always fails")
+      ->check(CLI::Range(1e-9, 1.0));
+  app.add_option("--trials-dist", o.trials_dist,
+                 "extra correctness trials at other input scales (KernelBench-Verified's): a comma list of x1 (the "
+                 "regular trials), x3, x0.01 and neg (negated), or none")
+      ->check([](const std::string& v) -> std::string {
+        if (v == "none") return {};
+        std::string bad;
+        for (size_t a = 0; a <= v.size();) {
+          size_t b = v.find(',', a);
+          if (b == std::string::npos) b = v.size();
+          std::string x = v.substr(a, b - a);
+          if (x != "x1" && x != "x3" && x != "x0.01" && x != "neg") bad = x.empty() ? "(empty)" : x;
+          a = b + 1;
+        }
+        return bad.empty() ? std::string() : "unknown scale '" + bad + "'; use x1, x3, x0.01, neg or none";
+      })
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "seed for inputs and weights")->capture_default_str();
   app.add_option("--timing", o.timing,
                  "device: GPU time, the host's launch latency hidden (repeatable); synced: each call launched onto "

@@ -32,7 +32,9 @@ std::string result_key(const std::string& problem_hash, const std::string& kerne
   h.update("mkevolve-result-v1").update(std::to_string(kProtocolVersion));
   h.update(problem_hash).update(kernel_hash);
   h.update(std::to_string(o.trials)).update(std::to_string(o.warmup)).update(std::to_string(o.perf_trials));
-  h.update(num(o.atol)).update(num(o.rtol)).update(num(o.timeout_s)).update(o.measure_perf ? "perf" : "noperf");
+  // Unset tolerances are the dtype's (or the problem's), hashed as such.
+  for (const auto& t : {o.atol, o.rtol, o.pass_rate}) h.update(t ? num(*t) : std::string("by-dtype"));
+  h.update(num(o.timeout_s)).update(o.measure_perf ? "perf" : "noperf").update("dist:" + o.trials_dist);
   h.update(std::to_string(o.seed)).update(o.allow_pytorch ? "allow_pytorch" : "triton_only");
   h.update(o.test_cpu ? "test_cpu" : "gpu").update(o.timing);
   h.update(id.gpu_model).update(id.torch).update(id.triton).update(id.worker);

@@ -33,8 +33,16 @@ struct EvalOptions {
   int trials = 5;                 ///< correctness trials, each with fresh random inputs
   int warmup = 10;
   int perf_trials = 100;
-  double atol = 1e-4;
-  double rtol = 1e-4;
+  /// Tolerances; unset: by the output's dtype (fp32 1e-4, fp16/bf16 1e-2, fp8
+  /// atol 0.1 rtol 0.2 with 85% of elements), or as the problem declares
+  /// (MKEVOLVE_TOLERANCE). Set, they win over both.
+  std::optional<double> atol;
+  std::optional<double> rtol;
+  /// The fraction of each output's elements that must be within tolerance.
+  std::optional<double> pass_rate;
+  /// Extra correctness trials at other input scales (KernelBench-Verified's):
+  /// a comma list of x1 (the regular trials), x3, x0.01, neg; or "none".
+  std::string trials_dist = "x1,x3,x0.01,neg";
   double timeout_s = 300;         ///< hard deadline for the candidate process
   bool measure_perf = true;       ///< time candidate and baselines
   int seed = 42;

@@ -7,11 +7,14 @@ namespace mk::eval {
 using nlohmann::json;
 
 json options_to_json(const EvalOptions& o) {
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   return json{{"trials", o.trials},
               {"warmup", o.warmup},
               {"perf_trials", o.perf_trials},
-              {"atol", o.atol},
-              {"rtol", o.rtol},
+              {"atol", opt(o.atol)},
+              {"rtol", opt(o.rtol)},
+              {"pass_rate", opt(o.pass_rate)},
+              {"trials_dist", o.trials_dist},
               {"seed", o.seed},
               {"perf", o.measure_perf},
               {"timeout_s", o.timeout_s},
@@ -90,6 +93,13 @@ EvalResult parse_eval_result(const json& msg) {
   std::string type = string_or(msg, "type");
   if (type == "error") {
     std::string m = string_or(msg, "message", "(no message)");
+    // The problem's own fault (its reference raised, its declaration is
+    // wrong): said as the worker words it, naming the file.
+    if (string_or(msg, "kind") == "problem_error") {
+      EvalResult r = pool_failure(Status::kCrashed, "problem_error", m);
+      r.raw = msg;
+      return r;
+    }
     EvalResult r = pool_failure(Status::kCrashed, "worker_error", "the worker reported an error: " + m);
     r.raw = msg;
     return r;

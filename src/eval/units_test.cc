@@ -107,6 +107,12 @@ TEST(Protocol, OptionsCarryEverySetting) {
   EXPECT_EQ(j["test_cpu"], true);
   EXPECT_EQ(j["perf"], false);
   EXPECT_EQ(j["baselines"], false);
+  // Unset tolerances go as null: the worker then judges by the output's dtype.
+  EXPECT_TRUE(j["rtol"].is_null());
+  EXPECT_TRUE(j["pass_rate"].is_null());
+  o.pass_rate = 0.85;
+  EXPECT_DOUBLE_EQ(options_to_json(o)["pass_rate"].get<double>(), 0.85);
+  EXPECT_EQ(j["trials_dist"], "x1,x3,x0.01,neg");
 }
 
 class SourcesTest : public ::testing::Test {
@@ -221,6 +227,15 @@ TEST(Cache, KeysSeparateWhatMatters) {
   EXPECT_NE(k, result_key("p2", "k", o, id));
   EvalOptions o2 = o;
   o2.atol = 1e-3;
+  EXPECT_NE(k, result_key("p", "k", o2, id));
+  o2 = o;
+  o2.atol = 1e-4;  // the fp32 default, but set: it binds every dtype
+  EXPECT_NE(k, result_key("p", "k", o2, id));
+  o2 = o;
+  o2.pass_rate = 0.9;
+  EXPECT_NE(k, result_key("p", "k", o2, id));
+  o2 = o;
+  o2.trials_dist = "none";
   EXPECT_NE(k, result_key("p", "k", o2, id));
   EvalIdentity id2 = id;
   id2.gpu_model = "NVIDIA A100";

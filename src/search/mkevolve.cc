@@ -435,13 +435,31 @@ nlohmann::json to_json(const SearchOptions& o) {
            {{"trials", o.eval.trials},
             {"perf_trials", o.eval.perf_trials},
             {"warmup", o.eval.warmup},
-            {"atol", o.eval.atol},
-            {"rtol", o.eval.rtol},
+            {"atol", o.eval.atol ? nlohmann::json(*o.eval.atol) : nlohmann::json(nullptr)},
+            {"rtol", o.eval.rtol ? nlohmann::json(*o.eval.rtol) : nlohmann::json(nullptr)},
+            {"pass_rate", o.eval.pass_rate ? nlohmann::json(*o.eval.pass_rate) : nlohmann::json(nullptr)},
+            {"trials_dist", o.eval.trials_dist},
             {"timeout_s", o.eval.timeout_s},
             {"seed", o.eval.seed},
             {"test_cpu", o.eval.test_cpu},
             {"timing", o.eval.timing},
             {"gpu", o.eval.gpu}}}};
+}
+
+std::string correctness_fact(const eval::EvalOptions& o) {
+  std::string s = "Correctness: every output element within atol + rtol * |expected| of the reference";
+  if (o.atol && o.rtol) {
+    s += fmt::format(", atol = {:.3g}, rtol = {:.3g} for every output dtype", *o.atol, *o.rtol);
+  } else {
+    s += ", by output dtype unless the problem file declares MKEVOLVE_TOLERANCE: float32 atol = rtol = 1e-4; "
+         "float16 and bfloat16 atol = rtol = 1e-2; float8 atol = 0.1, rtol = 0.2 with 85% of elements within";
+    if (o.atol) s += fmt::format(" (atol = {:.3g} for every dtype)", *o.atol);
+    if (o.rtol) s += fmt::format(" (rtol = {:.3g} for every dtype)", *o.rtol);
+  }
+  if (o.pass_rate)
+    s += fmt::format("; at least {:g}% of each output's elements must be within it", *o.pass_rate * 100);
+  s += ". The output's dtype must be the reference's; a NaN or inf where the reference is finite always fails";
+  return s;
 }
 
 Result<SearchOptions> options_from_json(const nlohmann::json& j) {
@@ -469,8 +487,17 @@ Result<SearchOptions> options_from_json(const nlohmann::json& j) {
       o.eval.trials = e.value("trials", o.eval.trials);
       o.eval.perf_trials = e.value("perf_trials", o.eval.perf_trials);
       o.eval.warmup = e.value("warmup", o.eval.warmup);
-      o.eval.atol = e.value("atol", o.eval.atol);
-      o.eval.rtol = e.value("rtol", o.eval.rtol);
+      // null (or absent): by the output's dtype; a run recorded before
+      // dtype defaults has its numbers, and keeps them.
+      auto opt = [&](const char* k) -> std::optional<double> {
+        if (e.contains(k) && e[k].is_number()) return e[k].get<double>();
+        return std::nullopt;
+      };
+      o.eval.atol = opt("atol");
+      o.eval.rtol = opt("rtol");
+      o.eval.pass_rate = opt("pass_rate");
+      // A run recorded before the scaled trials had none, and keeps none.
+      o.eval.trials_dist = e.value("trials_dist", std::string("none"));
       o.eval.timeout_s = e.value("timeout_s", o.eval.timeout_s);
       o.eval.seed = e.value("seed", o.eval.seed);
       o.eval.test_cpu = e.value("test_cpu", o.eval.test_cpu);

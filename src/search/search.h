@@ -76,6 +76,11 @@ class Accounting {
 };
 
 /// What every search function needs. Pointers are borrowed.
+/// The kernel prompts' sentence on how outputs are judged: the tolerances
+/// the evaluation really uses (the flags', else the defaults by output dtype,
+/// and the problem's own MKEVOLVE_TOLERANCE where it declares one).
+std::string correctness_fact(const eval::EvalOptions& o);
+
 struct SearchContext {
   llm::Provider* llm = nullptr;
   llm::Provider* judge = nullptr;       ///< --judge; nullptr: no cheat judge
@@ -101,11 +106,7 @@ struct SearchContext {
 
   /// The kernel prompts' facts: the hardware, then how outputs are judged
   /// (the evaluation's real tolerances, --atol/--rtol).
-  agents::KernelContext kernel_context() const {
-    return {prompts, hardware + fmt::format("\n- Correctness: every output element within atol + rtol * |expected| "
-                                            "of the float32 reference, atol = {:.3g}, rtol = {:.3g}",
-                                            opts.eval.atol, opts.eval.rtol)};
-  }
+  agents::KernelContext kernel_context() const { return {prompts, hardware + "\n- " + correctness_fact(opts.eval)}; }
 
  private:
   mutable std::mutex mu_;

@@ -1046,6 +1046,35 @@ TEST(Options, RoundTripThroughJson) {
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(to_json(*back), to_json(o));
   EXPECT_FALSE(options_from_json(nlohmann::json::object())->swap_tau.has_value());
+  // Tolerances: unset (by dtype) stays unset; set ones come back; a run
+  // recorded before dtype defaults (atol 1e-4 as a number) keeps its number.
+  EXPECT_FALSE(back->eval.atol.has_value());
+  o.eval.rtol = 1e-3;
+  o.eval.pass_rate = 0.85;
+  back = options_from_json(to_json(o));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->eval.rtol, 1e-3);
+  EXPECT_EQ(back->eval.pass_rate, 0.85);
+  EXPECT_FALSE(back->eval.atol.has_value());
+  auto old = options_from_json(nlohmann::json{{"eval", {{"atol", 1e-4}, {"rtol", 1e-4}}}});
+  EXPECT_EQ(old->eval.atol, 1e-4);
+  EXPECT_EQ(old->eval.trials_dist, "none");  // recorded before the scaled trials: resumed without them
+  EXPECT_EQ(back->eval.trials_dist, "x1,x3,x0.01,neg");
+}
+
+TEST(Prompts, TheCorrectnessFactStatesTheToleranceTheEvaluationUses) {
+  eval::EvalOptions o;
+  std::string byd = correctness_fact(o);
+  EXPECT_NE(byd.find("bfloat16 atol = rtol = 1e-2"), std::string::npos) << byd;
+  EXPECT_NE(byd.find("float32 atol = rtol = 1e-4"), std::string::npos) << byd;
+  EXPECT_NE(byd.find("MKEVOLVE_TOLERANCE"), std::string::npos) << byd;
+  o.atol = 1e-3;
+  o.rtol = 2e-3;
+  o.pass_rate = 0.9;
+  std::string set = correctness_fact(o);
+  EXPECT_NE(set.find("atol = 0.001, rtol = 0.002 for every output dtype"), std::string::npos) << set;
+  EXPECT_NE(set.find("at least 90% of each output's elements"), std::string::npos) << set;
+  EXPECT_EQ(set.find("bfloat16"), std::string::npos) << set;
 }
 
 }  // namespace

@@ -130,6 +130,54 @@ if "$PY" -c 'import torch' 2>/dev/null; then
     --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache --json --timeout 120
   expect "cpu eval --no-prestart" 0 '"prestarted":false' -- "$BIN" eval --problem problem.py --kernel good.py \
     --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache --json --no-prestart --timeout 120
+  # Issue 16's case: a bf16 problem (GELU*3 + x, 256x1024) and an honest
+  # candidate that computes in fp32 and rounds once: correct at the bf16
+  # defaults (1e-2), with the tolerance and where it came from in the verdict;
+  # incorrect when the flags ask for fp32's 1e-4.
+  cat >bf16.py <<'PY'
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x) * 3 + x
+
+def get_inputs():
+    return [torch.randn(256, 1024).to(torch.bfloat16)]
+
+def get_init_inputs():
+    return []
+PY
+  cat >bf16_fp32.py <<'PY'
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = x.float()
+        return (torch.nn.functional.gelu(y) * 3 + y).to(torch.bfloat16)
+PY
+  expect "bf16 problem: correct at its dtype's tolerance" 0 '"bfloat16 default"' -- "$BIN" eval --problem bf16.py \
+    --kernel bf16_fp32.py --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache --json --timeout 120
+  grep -q '"rtol":0.01' "$T/out" && pass "the verdict reports rtol 0.01" || fail "no rtol 0.01 in the verdict"
+  expect "bf16 problem: incorrect at --atol/--rtol 1e-4" 1 '"status":"incorrect"' -- "$BIN" eval --problem bf16.py \
+    --kernel bf16_fp32.py --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache --json \
+    --atol 1e-4 --rtol 1e-4 --timeout 120
+  # A problem that declares its own tolerance.
+  { cat bf16.py; echo 'MKEVOLVE_TOLERANCE = {"atol": 1e-5, "rtol": 1e-5}'; } >bf16_strict.py
+  expect "a problem's MKEVOLVE_TOLERANCE is used" 1 '"status":"incorrect"' -- "$BIN" eval --problem bf16_strict.py \
+    --kernel bf16_fp32.py --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache --json --timeout 120
+  { cat bf16.py; echo 'MKEVOLVE_TOLERANCE = {"atl": 1e-5}'; } >bf16_bad.py
+  expect "a bad MKEVOLVE_TOLERANCE is named before anything runs" 2 "unknown key 'atl'" -- "$BIN" eval \
+    --problem bf16_bad.py --kernel bf16_fp32.py --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf \
+    --no-cache --timeout 120
+  expect "--pass-rate out of range" 2 "pass-rate" -- "$BIN" eval --problem bf16.py --kernel bf16_fp32.py \
+    --python "$PY" --test-cpu-unsafe --pass-rate 1.5
+  expect "--trials-dist with an unknown scale" 2 "unknown scale 'x2'" -- "$BIN" eval --problem bf16.py \
+    --kernel bf16_fp32.py --python "$PY" --test-cpu-unsafe --trials-dist x3,x2
+  expect "the scaled trials are planned and run" 0 '"dist_trials":\["c0x3","c0neg"\]' -- "$BIN" eval \
+    --problem problem.py --kernel good.py --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache \
+    --json --trials-dist x3,neg --timeout 120
 else
   echo "skip CPU evals: $PY has no torch"
 fi

@@ -33,7 +33,7 @@ def test_every_config_of_a_configs_only_problem_is_checked(worker_server):
     ok = worker_server.eval(problem("configs_only"), cand("configs_ok"))
     assert ok["status"] == "correct", ok
     assert ok["checks"]["correctness"]["configs"] == 3
-    assert ok["checks"]["correctness"]["trials_run"] == 18
+    assert ok["checks"]["correctness"]["trials_run"] == 27  # 9 per configuration
     first = worker_server.eval(problem("configs_only"), cand("configs_first_only"))
     assert first["kind"] == "mismatch", first
     assert "config 1" in first["message"]

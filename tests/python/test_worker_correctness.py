@@ -15,7 +15,9 @@ def test_correct_candidate_passes(worker_server):
     assert r["kind"] == "ok"
     assert r["max_abs_err"] == 0.0
     c = r["checks"]["correctness"]
-    assert c["trials_run"] == 6  # 5 trials + 1 alternate-distribution trial
+    # 5 trials + 1 alternate-distribution trial + inputs x3, x0.01 and negated
+    assert c["trials_run"] == 9
+    assert c["dist_trials"] == ["c0x3", "c0x0.01", "c0neg"] and c["trials_dist"] == "x1,x3,x0.01,neg"
     assert c["tf32"] is False
     assert r["checks"]["static"]["enforced"] is False
 
@@ -73,9 +75,13 @@ def test_identity_gaming_on_nonnegative_inputs_fails(worker_server):
     r = worker_server.eval(problem("relu_rand"), cand("relu_identity"))
     assert r["status"] == "incorrect", r
     assert "c0a0" in r["message"] and "signed-normal" in r["message"], r
-    # Without the alternate-distribution trial this candidate would pass: the gap is real.
-    r2 = worker_server.eval(problem("relu_rand"), cand("relu_identity"), alt_dist_trials=0)
+    # Without the alternate-distribution trial and the scaled ones this
+    # candidate would pass: the gap is real.
+    r2 = worker_server.eval(problem("relu_rand"), cand("relu_identity"), alt_dist_trials=0, trials_dist="none")
     assert r2["status"] == "correct", r2
+    # The negated-inputs trial alone catches it too (issue 16: KernelBench-Verified's scales).
+    r3 = worker_server.eval(problem("relu_rand"), cand("relu_identity"), alt_dist_trials=0)
+    assert r3["status"] == "incorrect" and "c0neg" in r3["message"] and "negated" in r3["message"], r3
 
 
 def test_relu_honest_candidate_passes(worker_server):
@@ -97,7 +103,7 @@ def test_every_input_config_is_checked(worker_server):
     ok = worker_server.eval(problem("configs"), cand("configs_ok"))
     assert ok["status"] == "correct", ok
     assert ok["checks"]["correctness"]["configs"] == 2
-    assert ok["checks"]["correctness"]["trials_run"] == 12
+    assert ok["checks"]["correctness"]["trials_run"] == 18
     bad = worker_server.eval(problem("configs"), cand("configs_first_only"))
     assert bad["kind"] == "mismatch", bad
     assert "config 1" in bad["message"]
@@ -151,7 +157,8 @@ def test_forged_result_files_are_ignored(worker_server):
 
 
 def test_caching_results_between_timed_calls_is_caught(worker_server):
-    r = worker_server.eval(problem("add"), cand("add_caching"), perf=True, perf_trials=5, warmup=2)
+    # (Without the scaled-input trials, which catch it earlier as incorrect.)
+    r = worker_server.eval(problem("add"), cand("add_caching"), perf=True, perf_trials=5, warmup=2, trials_dist="none")
     assert r["status"] == "cheating" and r["kind"] == "stale_output", r
     honest = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=5, warmup=2)
     assert honest["status"] == "correct", honest
@@ -258,7 +265,7 @@ def test_eval_with_baselines(worker_server):
 
 
 def test_tolerances_are_settable(worker_server):
-    r = worker_server.eval(problem("add"), cand("add_wrong"), atol=1.0, rtol=0.0, scale_tol=1.0)
+    r = worker_server.eval(problem("add"), cand("add_wrong"), atol=1.0, rtol=0.0, scale_tol=1.0, trials_dist="none")
     assert r["status"] == "correct", r
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import os
 
+import re
+
 import pytest
 import torch
 
@@ -207,16 +209,115 @@ def test_options_validation():
         C.normalize_options({"atol": "x"})
     with pytest.raises(ValueError):
         C.normalize_options({"perf": 1})
+    with pytest.raises(ValueError):
+        C.normalize_options({"pass_rate": 1.5})
+    with pytest.raises(ValueError):
+        C.normalize_options({"pass_rate": 0})
     o = C.normalize_options({"rtol": 1e-2, "trials": 3, "candidate_first_trials": 9})
-    assert o["scale_tol"] == pytest.approx(0.1) and o["candidate_first_trials"] == 3
+    assert C.tolerance_for(torch.float32, o)["scale_tol"] == pytest.approx(0.1) and o["candidate_first_trials"] == 3
+
+
+# -- tolerances by dtype, the problem's declaration, the pass rate ----------------
+
+
+def _gelu3(x):
+    return torch.nn.functional.gelu(x) * 3 + x
+
+
+def test_bf16_output_of_an_honest_fp32_computation_is_correct_by_default():
+    """Issue 16's case: GELU*3 + x on a 256x1024 bf16 input; the candidate
+    computes in fp32 and rounds once, the reference computes in bf16. At one
+    tolerance for every dtype (1e-4) it was judged incorrect."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(256, 1024, generator=g).to(torch.bfloat16)
+    expected = _gelu3(x)                             # bf16 throughout, as the problem computes
+    got = _gelu3(x.float()).to(torch.bfloat16)       # fp32, rounded once
+    assert not torch.equal(got, expected)
+    r = C.compare_tree(expected, got, C.normalize_options({}))
+    assert r["ok"], r
+    t = r["tolerance"]
+    assert (t["dtype"], t["atol"], t["rtol"], t["pass_rate"]) == ("bfloat16", 1e-2, 1e-2, 1.0)
+    assert t["source"] == {"atol": "bfloat16 default", "rtol": "bfloat16 default", "pass_rate": "bfloat16 default"}
+    # The old single tolerance rejects it; a flag still sets it.
+    strict = C.compare_tree(expected, got, C.normalize_options({"atol": 1e-4, "rtol": 1e-4}))
+    assert not strict["ok"] and strict["kind"] == "mismatch" and "bfloat16 atol 0.0001" in strict["message"], strict
+    assert C.tolerance_for(torch.bfloat16, C.normalize_options({"atol": 1e-4}))["source"]["atol"] == "flag"
+    # A real bug in bf16 is still caught: one row off.
+    wrong = got.clone()
+    wrong[7] = wrong[8]
+    assert not C.compare_tree(expected, wrong, C.normalize_options({}))["ok"]
+
+
+def test_pass_rate_accepts_a_kernel_right_on_90_percent_and_the_default_rejects_it():
+    g = torch.Generator().manual_seed(1)
+    expected = torch.randn(100, 100, generator=g)
+    got = expected.clone()
+    got.view(-1)[torch.randperm(10000, generator=g)[:1000]] += 1.0   # 10% of the elements wrong
+    r = C.compare_tree(expected, got, C.normalize_options({}))
+    assert not r["ok"] and "1000 of 10000 elements differ" in r["message"], r
+    ok = C.compare_tree(expected, got, C.normalize_options({"pass_rate": 0.85}))
+    assert ok["ok"], ok
+    assert ok["pass_fraction"] == pytest.approx(0.9)
+    assert ok["tolerance"]["pass_rate"] == 0.85 and ok["tolerance"]["source"]["pass_rate"] == "flag"
+    bad = C.compare_tree(expected, got, C.normalize_options({"pass_rate": 0.95}))
+    assert not bad["ok"] and "0.9 of elements within tolerance where 0.95 are required" in bad["message"], bad
+    # A NaN where the reference is finite fails whatever the pass rate.
+    nan = expected.clone()
+    nan[0, 0] = float("nan")
+    r = C.compare_tree(expected, nan, C.normalize_options({"pass_rate": 0.5}))
+    assert not r["ok"] and r["kind"] == "nan", r
+
+
+def test_the_problems_declaration_sets_the_tolerance_unless_a_flag_does():
+    import types
+    mod = types.SimpleNamespace(MKEVOLVE_TOLERANCE={"atol": 0.05, "pass_rate": 0.9})
+    decl = C.problem_tolerance(mod)
+    assert decl == {"atol": 0.05, "pass_rate": 0.9}
+    t = C.tolerance_for(torch.float32, C.normalize_options({}) | {"problem_tolerance": decl})
+    assert (t["atol"], t["rtol"], t["pass_rate"]) == (0.05, 1e-4, 0.9)
+    assert t["source"] == {"atol": "problem", "rtol": "float32 default", "pass_rate": "problem"}
+    t = C.tolerance_for(torch.float32, C.normalize_options({"atol": 1e-3}) | {"problem_tolerance": decl})
+    assert t["atol"] == 1e-3 and t["source"]["atol"] == "flag"
+    assert C.problem_tolerance(types.SimpleNamespace()) is None
+    for bad, words in (([1e-3], "must be a dict"), ({"atl": 1}, "unknown key 'atl'"), ({"atol": -1}, "non-negative"),
+                       ({"pass_rate": 2.0}, "(0, 1]"), ({"rtol": "x"}, "non-negative number")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            C.problem_tolerance(types.SimpleNamespace(MKEVOLVE_TOLERANCE=bad))
+
+
+def test_fp8_and_mixed_outputs_report_each_dtypes_tolerance():
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("this torch has no float8")
+    e = torch.randn(64, 64)
+    a = (e * 1.01).to(torch.float8_e4m3fn)
+    r = C.compare_tree((e.to(torch.float8_e4m3fn), e), (a, e.clone()), C.normalize_options({}))
+    assert r["ok"], r
+    assert set(r["tolerances"]) == {"float8_e4m3fn", "float32"}
+    assert r["tolerances"]["float8_e4m3fn"]["pass_rate"] == 0.85
+    assert r["tolerance"]["dtype"] == "float8_e4m3fn"  # the first output's
 
 
 def test_plan_orders_and_seeds():
     plan = C.plan_trials(2, OPTS)
-    assert len(plan) == 12
-    assert len({t["seed"] for t in plan}) == 12
+    assert len(plan) == 18
+    assert len({t["seed"] for t in plan}) == 18
     assert sum(t["cand_first"] for t in plan) == 4
-    assert sum(t["alt"] for t in plan) == 2
+    assert sum(t["alt"] for t in plan) == 8
+    assert [t["id"] for t in plan if t.get("dist")] == ["c0x3", "c0x0.01", "c0neg", "c1x3", "c1x0.01", "c1neg"]
+    assert len(C.plan_trials(1, C.normalize_options({"trials_dist": "none"}))) == 6
+    assert [t["dist"] for t in C.plan_trials(1, C.normalize_options({"trials_dist": "neg, x3,neg"})) if "dist" in t] \
+        == ["neg", "x3"]
+    for bad in ("x2", "", 3):
+        with pytest.raises(ValueError, match="trials_dist"):
+            C.normalize_options({"trials_dist": bad})
+
+
+def test_scaled_trials_scale_floating_inputs_only_and_never_in_place():
+    x, n = torch.rand(4, 5), torch.arange(3)
+    for name, f in (("x3", 3.0), ("x0.01", 0.01), ("neg", -1.0)):
+        ys = C.generate_inputs({"get_inputs": lambda: [x, n, 2.5]}, {"seed": 1, "alt": True, "dist": name})
+        assert torch.allclose(ys[0], x * f) and torch.equal(ys[1], n) and ys[2] == 2.5
+    assert float(x.min()) >= 0  # the problem's own tensor untouched
 
 
 # -- errors -------------------------------------------------------------------

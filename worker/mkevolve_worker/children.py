@@ -157,6 +157,11 @@ def reference_body(ctx, job: dict) -> int:
     except BaseException as e:  # noqa: BLE001
         return write_error(ctx, "problem_error", "loading the problem failed: "
                            + errors.trimmed_traceback(e, [job["problem"]]), "load")
+    try:
+        # Its own tolerance, where it declares one (flags still win).
+        opts = dict(opts, problem_tolerance=C.problem_tolerance(mod))
+    except ValueError as e:
+        return write_error(ctx, "problem_error", str(e), "load")  # the server names the file
     # The problem's code is in memory: the server starts the candidate only now.
     ctx.send({"ev": "loaded", "n_configs": len(configs)})
     plan = C.plan_trials(len(configs), opts) + ([C.timing_inputs_trial(opts)] if job.get("perf") else [])
@@ -807,6 +812,10 @@ def problem_check_body(ctx, job: dict) -> int:
     try:
         mod = loader.load_problem(path)
         configs = loader.problem_configs(mod)
+        try:
+            declared = C.problem_tolerance(mod)
+        except ValueError as e:
+            return fail(str(e))
         descs = []
         for c, cfg in enumerate(configs):
             label = f" (input configuration {c})" if len(configs) > 1 else ""
@@ -842,9 +851,11 @@ def problem_check_body(ctx, job: dict) -> int:
             del out, xs, model
     except BaseException as e:  # noqa: BLE001
         return fail(f"the problem failed while {where}: " + errors.trimmed_traceback(e, [path]))
+    declares = f"; it declares {C.PROBLEM_TOLERANCE_NAME} = {declared}" if declared else ""
     write_json(os.path.join(ctx.dir, "problem_check.json"),
-               {"ok": True, "message": f"{name}: loads, and its reference runs ({'; '.join(descs)})",
-                "output": descs, "configs": len(configs), "seconds": round(time.monotonic() - t0, 3)})
+               {"ok": True, "message": f"{name}: loads, and its reference runs ({'; '.join(descs)}){declares}",
+                "output": descs, "configs": len(configs), "tolerance": declared,
+                "seconds": round(time.monotonic() - t0, 3)})
     return 0
 
 

@@ -481,8 +481,7 @@ class Evaluator:
                     if not r["ok"]:
                         state["verdict"] = r
                         return kill_candidate()
-                    for key in ("max_abs_err", "rel_err"):
-                        state["worst"][key] = max(state["worst"][key], r.get(key, 0.0) or 0.0)
+                    C._merge_worst(state["worst"], r)
                 # The reference draws the next trial only once this one is
                 # compared (one trial's data at a time).
                 next_fd = None
@@ -614,8 +613,13 @@ class Evaluator:
             res.checks["correctness"] = {
                 "configs": n_configs, "trials_per_config": opts["trials"],
                 "candidate_first_trials": opts["candidate_first_trials"], "alt_dist_trials": opts["alt_dist_trials"],
-                "alt_skipped": state["alt_skipped"], "atol": opts["atol"], "rtol": opts["rtol"],
-                "scale_tol": opts["scale_tol"], "tf32": False, "trials_run": state["trials_run"],
+                "trials_dist": opts["trials_dist"],
+                "dist_trials": [t["id"] for t in plan if t.get("dist")],
+                "alt_skipped": state["alt_skipped"], "tf32": False, "trials_run": state["trials_run"],
+                # The tolerance each output dtype was judged by, with where each
+                # value came from (flag, problem, dtype default); atol/rtol are
+                # the first output's.
+                **_tolerance_record(state["worst"], opts),
                 "order": "trials streamed one at a time; each trial's expected output comes out of its own "
                          "process only after the candidate handed over its output for that trial",
             }
@@ -1093,7 +1097,12 @@ def _failure_of(child, phase: str, timeout_s: float) -> tuple[str, str]:
 
 
 def _trial_context(t: dict) -> str:
-    what = "signed-normal inputs (alternate distribution)" if t["alt"] else "random inputs from get_inputs()"
+    if t.get("dist"):
+        what = {"neg": "get_inputs() negated"}.get(t["dist"], f"get_inputs() scaled {t['dist'].replace('x', 'x ')}")
+    elif t["alt"]:
+        what = "signed-normal inputs (alternate distribution)"
+    else:
+        what = "random inputs from get_inputs()"
     return f" [trial {t['id']}: config {t['config']}, {what}, seed {t['seed']}]"
 
 
@@ -1105,6 +1114,15 @@ def wrong_device(t: dict, cmeta: dict, device: str) -> dict | None:
                 "message": "the output is not a CUDA tensor; compute it on the GPU with your Triton kernels"
                            + _trial_context(t), "max_abs_err": None}
     return None
+
+
+def _tolerance_record(worst: dict, opts: dict) -> dict:
+    tol = worst.get("tolerance") or C.tolerance_for("float32", opts)
+    out = {"atol": tol["atol"], "rtol": tol["rtol"], "pass_rate": tol["pass_rate"], "scale_tol": tol["scale_tol"],
+           "tolerances": worst.get("tolerances") or {tol["dtype"]: tol}}
+    if "pass_fraction" in worst:
+        out["pass_fraction"] = worst["pass_fraction"]
+    return out
 
 
 def verdict_for_trial(t: dict, r: dict, cmeta: dict) -> dict:

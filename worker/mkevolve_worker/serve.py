@@ -118,13 +118,16 @@ class Server:
             try:
                 result = self.dispatch(rid, op, req)
             except Exception as e:  # noqa: BLE001 - the server must survive anything
-                from .evaluate import ProblemError, RequestError
+                from .evaluate import HarnessError, ProblemError, RequestError
+                extra = {}
                 if isinstance(e, (ProblemError, RequestError)):
                     msg = str(e)
+                    if isinstance(e, ProblemError) and not isinstance(e, HarnessError):
+                        extra["kind"] = "problem_error"  # the problem's own fault, named with its file
                 else:
                     msg = f"internal worker error in op {op}: {type(e).__name__}: {e}"
                     traceback.print_exc(file=sys.stderr)
-                self.chan.send({"id": rid, "type": "error", "message": errors.redact_env_secrets(msg)})
+                self.chan.send({"id": rid, "type": "error", "message": errors.redact_env_secrets(msg), **extra})
                 continue
             self.chan.send({"id": rid, "type": "result", **result})
             if op == "shutdown":
