@@ -177,7 +177,8 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   for (const auto& n : rd->notices()) status.message(n);
   rd->add_listener([&status](const nlohmann::json& e) { status.on_event(e); });
   if (pr.resumed) {
-    if (auto st = rd->log_event(run::events::resume(static_cast<int64_t>(prior.size()), rd->notices())); !st)
+    if (auto st = rd->log_event(run::events::resume(static_cast<int64_t>(prior.size()), rd->notices(), pr.llm_changes));
+        !st)
       out.sink_error = st.error();
   }
   status.message(fmt::format("{} {} on {} with {}; run directory {}", pr.resumed ? "resuming" : "starting",

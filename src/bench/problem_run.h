@@ -125,6 +125,9 @@ struct ProblemRun {
   report::StatusLine::Mode mode = report::StatusLine::Mode::kAuto;
   FILE* status_out = stdout;
   const std::atomic<bool>* cancel = nullptr;  ///< an outside stop (besides run::Interrupt)
+  /// A resume's LLM settings that differ from the run's (--allow-llm-change):
+  /// [{flag, from, to}], logged in its resume event.
+  nlohmann::json llm_changes = nlohmann::json::array();
 };
 
 struct ProblemRunResult {

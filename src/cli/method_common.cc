@@ -306,6 +306,7 @@ int run_in_directory(RunRequest req) {
   std::unique_ptr<run::RunDir> rd;
   problem::Problem problem;
   std::string problem_id;
+  nlohmann::json llm_changes = nlohmann::json::array();
   if (req.resume) {
     auto r = bench::open_for_resume(req.out);
     if (!r) {
@@ -314,6 +315,7 @@ int run_in_directory(RunRequest req) {
     }
     // A resume talks to the LLM the run started with: the same spec, endpoint
     // and config file, unless a flag says the change is meant.
+    llm_changes = nlohmann::json::array();
     struct Same {
       const char* flag;
       std::string* now;
@@ -335,6 +337,8 @@ int run_in_directory(RunRequest req) {
                         "'" + *s.now + "'", s.flag));
         return kExitUsage;
       }
+      // Meant: the resume event records it, and the report names it.
+      if (now != s.then) llm_changes.push_back({{"flag", s.flag}, {"from", s.then}, {"to", now}});
     }
     if (auto end = bench::finished_run_end(r->dir->events(), r->dir->root())) {
       // Re-running a finished search would only replay it from the caches and
@@ -453,6 +457,7 @@ int run_in_directory(RunRequest req) {
   pr.problem = problem;
   pr.opts = req.opts;
   pr.resumed = req.resume;
+  pr.llm_changes = llm_changes;
   pr.problem_id = problem_id;
   pr.mode = req.mode;
   auto out = bench::run_problem(shared_of(*env), std::move(pr));

@@ -211,6 +211,7 @@ std::string render_markdown(const RunSummary& s) {
   if (std::string t = llm_text(s); !t.empty()) md += "- Model: " + md_cell(t) + "\n";
   if (!s.solution_dir.empty()) md += "- Solution: `" + s.solution_dir + "`\n";
   if (s.resumes) md += "- Resumed " + std::to_string(s.resumes) + " time" + (s.resumes > 1 ? "s" : "") + "\n";
+  for (const auto& c : s.llm_changes) md += "- LLM changed on resume (--allow-llm-change): " + md_cell(c) + "\n";
   md += "\n";
   if (test_mode(s)) md += "> **" + test_mode_text() + "**\n\n";
   if (std::string t = pytorch_text(s); !t.empty()) md += "> **WARNING: " + t + "**\n\n";

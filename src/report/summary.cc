@@ -4,6 +4,8 @@
 #include <limits>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "report/json_fields.h"
 #include "report/svg.h"
 
@@ -96,6 +98,11 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       if (auto st = ev.find("settings"); st != ev.end() && st->is_object()) s.settings = *st;
     } else if (type == "resume") {
       ++s.resumes;
+      if (auto ch = ev.find("llm_changes"); ch != ev.end() && ch->is_array())
+        for (const auto& c : *ch)
+          if (c.is_object())
+            s.llm_changes.push_back(fmt::format("{} '{}' -> '{}' (resume {})", str(c, "flag"), str(c, "from"),
+                                                str(c, "to"), s.resumes));
     } else if (type == "llm_call") {
       std::string agent = str(ev, "agent");
       add_usage(agents[agent.empty() ? "(unknown)" : agent], ev);

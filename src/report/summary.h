@@ -69,6 +69,8 @@ struct RunSummary {
   nlohmann::json versions = nlohmann::json::object();
   nlohmann::json config = nlohmann::json::object();
   int resumes = 0;
+  /// What resumes changed of the LLM (--allow-llm-change), as "--llm 'a' -> 'b'".
+  std::vector<std::string> llm_changes;
   int64_t events = 0;
 
   std::vector<IterationRow> iterations;       ///< by t

@@ -11,8 +11,11 @@ nlohmann::json run_start(const std::string& method, const std::string& problem, 
           {"settings", settings.is_null() ? nlohmann::json::object() : settings}};
 }
 
-nlohmann::json resume(int64_t events_before, const std::vector<std::string>& notices) {
-  return {{"type", kResume}, {"events_before", events_before}, {"notices", notices}};
+nlohmann::json resume(int64_t events_before, const std::vector<std::string>& notices,
+                      const nlohmann::json& llm_changes) {
+  nlohmann::json e = {{"type", kResume}, {"events_before", events_before}, {"notices", notices}};
+  if (llm_changes.is_array() && !llm_changes.empty()) e["llm_changes"] = llm_changes;
+  return e;
 }
 
 nlohmann::json preflight(const std::string& what, bool ok, double seconds, const std::string& message) {

@@ -36,7 +36,10 @@ inline constexpr const char* kFinalCheck = "final_check";
 nlohmann::json run_start(const std::string& method, const std::string& problem, const nlohmann::json& settings);
 
 /// resume: a run was reopened; events_before is how many events it had.
-nlohmann::json resume(int64_t events_before, const std::vector<std::string>& notices);
+/// llm_changes: what --allow-llm-change let this resume use instead of what the
+/// run started with, [{flag, from, to}] (empty: nothing changed).
+nlohmann::json resume(int64_t events_before, const std::vector<std::string>& notices,
+                      const nlohmann::json& llm_changes = nlohmann::json::array());
 
 /// preflight: a check made before the first paid LLM call. what: "problem"
 /// (it loads and its reference runs) or "endpoint" (the LLM answers).

@@ -39,5 +39,22 @@ expect "the same values again are accepted" "$code" "already finished" -- \
   "$BIN" run --resume r --base-url http://127.0.0.1:9/v1 --config mk.toml "${SMALL[@]}"
 expect "--allow-llm-change accepts a change" "$code" "already finished" -- \
   "$BIN" run --resume r --base-url http://127.0.0.1:10/v1 --allow-llm-change "${SMALL[@]}"
+# A meant change is recorded (issue 13): the resume event says what changed,
+# and the report names it. An unfinished copy of the run (no summary.json)
+# resumed with the same session under another file name, so another --llm.
+cp -r r r2 && rm -f r2/summary.json
+cp "$SESSION" same_session.jsonl
+expect "--allow-llm-change resumes an unfinished run with another --llm" "$code" "" -- \
+  "$BIN" run --resume r2 --llm "replay:$T/same_session.jsonl" --allow-llm-change "${SMALL[@]}"
+if "$PY" - r2/events.jsonl "$SESSION" "$T/same_session.jsonl" <<'PY'
+import json, sys
+res = [json.loads(l) for l in open(sys.argv[1]) if '"type":"resume"' in l]
+ch = res[-1].get("llm_changes")
+assert ch == [{"flag": "--llm", "from": "replay:" + sys.argv[2], "to": "replay:" + sys.argv[3]}], res[-1]
+PY
+then pass "the resume event records the LLM change"
+else fail "the resume event lacks llm_changes"; grep '"type":"resume"' r2/events.jsonl | tail -1; fi
+grep -q "LLM changed on resume (--allow-llm-change): --llm 'replay:.*mlp_small_cpu.jsonl' -> 'replay:.*same_session.jsonl'" \
+  r2/report.md && pass "the report names the change" || { fail "the report does not name the change"; grep -n "Model\|LLM" r2/report.md; }
 if [[ $fails -ne 0 ]]; then echo "$fails e2e check(s) failed"; exit 1; fi
 echo "all resume-endpoint e2e checks passed"
