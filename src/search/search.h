@@ -8,6 +8,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -81,6 +82,8 @@ class Accounting {
 /// and the problem's own MKEVOLVE_TOLERANCE where it declares one).
 std::string correctness_fact(const eval::EvalOptions& o);
 
+struct Solution;
+
 struct SearchContext {
   llm::Provider* llm = nullptr;
   llm::Provider* judge = nullptr;       ///< --judge; nullptr: no cheat judge
@@ -91,6 +94,9 @@ struct SearchContext {
   fs::path workspace;                   ///< candidate files, composed packages, topologies
   SearchOptions opts;
   agents::Gate* gate = nullptr;         ///< bounds LLM calls in flight
+  /// Every solution that became the best, in order (the final check falls
+  /// back along it, newest first, when the best fails it).
+  std::vector<std::shared_ptr<const Solution>> bests;
   std::atomic<bool>* stop = nullptr;    ///< set by SIGINT: finish the round and return
   Accounting* acct = nullptr;
 

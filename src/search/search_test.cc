@@ -471,6 +471,33 @@ TEST(MKEvolve, ASolutionThatFailsTheFinalCheckIsNotReturnedAsCorrect) {
   EXPECT_LT(at_fc, at_end);
 }
 
+TEST(MKEvolve, AFailedFinalCheckFallsBackToTheNextBestVerifiedSolution) {
+  // The first iteration's solution is honest; a later, faster alpha kernel is
+  // right only on the search's own inputs. The final check fails the faster
+  // one and returns the earlier one, checked in its turn.
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  // alpha's samples of the first iterations are honest; later ones are faster and not.
+  h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+    if (r.task == "beta") return kernel_reply("correct speedup=1.5");
+    if (r.task == "alpha" && r.sample < 40) return kernel_reply("correct speedup=1.2");
+    if (r.task == "alpha") return kernel_reply("correct speedup=3.0", "# FAKE-E2E: seed42_only");
+    return std::nullopt;
+  });
+  auto res = run_method(h.ctx, h.problem);
+  auto fc = h.sink.of_type("final_check");
+  ASSERT_EQ(fc.size(), 2u);
+  EXPECT_FALSE(fc[0]["passed"].get<bool>());
+  EXPECT_EQ(fc[0]["fallback"], 0);
+  EXPECT_TRUE(fc[1]["passed"].get<bool>());
+  EXPECT_EQ(fc[1]["fallback"], 1);
+  EXPECT_EQ(res.status, "ok");
+  EXPECT_TRUE(res.best.correct);
+  EXPECT_EQ(fc[1]["iteration"], res.best.iteration);
+  EXPECT_EQ(res.best.kernels.at("alpha").find("seed42_only"), std::string::npos);
+  EXPECT_GT(h.sink.of_type("best").size(), 1u);
+}
+
 TEST(MKEvolve, NoBestEventWithoutACorrectSolution) {
   // An iteration without a correct end-to-end solution is no "new best".
   for (const std::string method : {"mkevolve", "beam"}) {
