@@ -270,16 +270,7 @@ TEST(Replay, ScriptedFixturesServeInOrderPerAgentAndTask) {
   EXPECT_TRUE(first.completion->usage.estimated);
   EXPECT_GE(first.completion->usage.input, 100);
   EXPECT_GT(first.completion->usage.output, 0);
-  ASSERT_TRUE(write_file_atomic(file,
-                                "# a hand-written fixture\n"
-                                "{\"agent\":\"generate\",\"task\":\"t1\",\"text\":\"gen t1 #1\"}\n"
-                                "{\"agent\":\"generate\",\"task\":\"t1\",\"text\":\"gen t1 #2\"}\n"
-                                "{\"agent\":\"generate\",\"text\":\"gen any task\"}\n"
-                                "{\"agent\":\"judge\",\"prompt_contains\":\"VERDICT\",\"response\":{\"text\":\"yes\","
-                                "\"usage\":{\"input\":3,\"output\":1}}}\n"
-                                "{\"agent\":\"debug\",\"error\":{\"kind\":\"http\",\"message\":\"scripted failure\","
-                                "\"http_status\":500}}\n")
-                  .ok());
+  // A fresh provider from the same file: the scripted lines unused again.
   p = *make_provider(fakes::test_options("replay:" + file.string(), "", &env), nullptr);
   EXPECT_EQ(p->complete(fakes::make_request("p", "generate", "t1")).completion->text, "gen t1 #1");
   EXPECT_EQ(p->complete(fakes::make_request("q", "generate", "t2")).completion->text, "gen any task");

@@ -23,44 +23,7 @@ fi
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
 
-PROBLEM=$REPO/examples/sessions/mlp_small.py
-SESSION=$REPO/examples/sessions/mlp_small_cpu.jsonl
-SMALL=(--python "$PY" --test-cpu-unsafe -q --iterations 2 --calls-per-iter 4
-       --refine-every 3 --decompose-workers 1 --trials 2 --perf-trials 2 --warmup 1 --timeout 120)
-if ! "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --record rec.jsonl --out rec "${SMALL[@]}" >rec.out 2>&1; then
-  fail "recording run"; sed 's/^/     | /' rec.out | tail -20; exit 1
-fi
-cat >serve.py <<'PY'
-import json, os, sys
-rec, log = sys.argv[1], os.environ["MK_TEST_CALL_LOG"]
-a, t, s = os.environ["MKEVOLVE_AGENT"], os.environ["MKEVOLVE_TASK"], int(os.environ["MKEVOLVE_SAMPLE"])
-sys.stdin.read()
-with open(log, "a") as f:
-    f.write(f"{a} {t} {s}\n")
-for line in open(rec):
-    e = json.loads(line)
-    if e["agent"] == a and e["task"] == t and e["sample"] == s:
-        sys.stdout.write(e["response"]["text"])
-        sys.exit(0)
-sys.exit(1)
-PY
-ARGS=(--llm "exec:$PY $T/serve.py $T/rec.jsonl" "${SMALL[@]}")
-sent() { [[ -f $1 ]] && wc -l <"$1" || echo 0; }
-cache_entries() { [[ -d $1/cache/llm ]] && find "$1/cache/llm" -type f -not -name '*.tmp*' | wc -l || echo 0; }
-py_files() { (cd "$1/solution" && find . -name '*.py' -print0 | sort -z | xargs -0 sha256sum); }
-decisions() {
-  "$PY" - "$1" <<'PY'
-import json, sys
-keys = ("type", "agent", "task", "candidate", "iteration", "sample", "status", "kind", "reason", "change",
-        "from", "into", "t", "name", "to", "ok", "correct", "result", "best_speedup_compile")
-events = [json.loads(l) for l in open(sys.argv[1] + "/events.jsonl")]
-last_end = max((i for i, e in enumerate(events) if e["type"] == "run_end"), default=-1)
-for i, e in enumerate(events):
-    if e["type"] in ("resume", "preflight") or (e["type"] == "run_end" and i != last_end):
-        continue
-    print(json.dumps({k: e[k] for k in keys if k in e}, sort_keys=True))
-PY
-}
+source "$REPO/tests/e2e/lib/exec_session.bash"
 
 MK_TEST_CALL_LOG=$T/base.calls "$BIN" run "$PROBLEM" --out base "${ARGS[@]}" >base.out 2>&1
 rc=$?
@@ -127,8 +90,8 @@ attempt() {
   pass "$pct%: resume after freeing space"
   [[ "$(py_files base)" == "$(py_files "$d/run")" ]] && pass "$pct%: same solution files as the uninterrupted run" \
     || { fail "$pct%: solution files differ"; diff <(py_files base) <(py_files "$d/run") | head -5; }
-  cmp -s <(decisions base) <(decisions "$d/run") && pass "$pct%: same events and decisions" \
-    || { fail "$pct%: events differ"; diff <(decisions base) <(decisions "$d/run") | head -10; }
+  cmp -s <(shape base) <(shape "$d/run") && pass "$pct%: same events and decisions" \
+    || { fail "$pct%: events differ"; diff <(shape base) <(shape "$d/run") | head -10; }
   local again
   again=$(sent resume$pct.calls)
   [[ $again -eq $((base_sent - cached)) ]] && pass "$pct%: the resume sent only the $again requests without a stored reply" \

@@ -270,6 +270,24 @@ class Evaluator:
             rec = work.acquire(max(opts["timeout_s"], 60) * 2)
         return work, rec
 
+    def _run_shared(self, name: str, body, timeout_s: float, lock_opts: dict):
+        """Forks body as its own child and waits for it (timeout_s), holding the
+        GPU's timing lock shared meanwhile (its wait bounded by lock_opts, as
+        _take_shared's): for GPU work such as running the reference, which must
+        never run beside a neighbour's timed phase. The caller reads the child's
+        files, then cleans up child.dir."""
+        work, _ = self._take_shared(lock_opts)
+        try:
+            child = isolation.spawn(name, body, cpu_seconds=timeout_s)
+            try:
+                isolation.supervise(child, timeout_s)
+            except BaseException:
+                isolation.cleanup_dir(child.dir)
+                raise
+        finally:
+            work.release()
+        return child
+
     def _ref_compare(self, ref2, op: str, tid: str, fd: int, what: str, timeout_s: float,
                      protect=frozenset(), retain: bool = False) -> dict:
         """Hands the reference the candidate's sealed output (fd) for trial
@@ -874,19 +892,10 @@ class Evaluator:
         device = self._device(opts)
         timeout = self._ref_timeout(opts)
         # It runs the reference on the GPU: never beside a neighbour's timed phase.
-        work, _ = self._take_shared(opts)
+        child = self._run_shared("pc", lambda ctx: children.problem_check_body(ctx, {"problem": problem,
+                                                                                   "device": device}),
+                                 timeout, opts)
         try:
-            child = isolation.spawn("pc", lambda ctx: children.problem_check_body(ctx, {"problem": problem,
-                                                                                      "device": device}),
-                                    cpu_seconds=timeout)
-        except BaseException:
-            work.release()
-            raise
-        try:
-            try:
-                isolation.supervise(child, timeout)
-            finally:
-                work.release()
             out = _read_json(child.path("problem_check.json"))
             if isinstance(out, dict) and isinstance(out.get("ok"), bool):
                 out["message"] = errors.redact_env_secrets(errors.shorten(str(out.get("message", ""))))
@@ -986,18 +995,9 @@ class Evaluator:
                "options": options}
         # It runs the problem and its decomposition on the GPU: never beside a
         # neighbour's timed phase (the lock taken shared, as for trials).
-        work, _ = self._take_shared({"timeout_s": timeout})
+        child = self._run_shared("decomp", lambda ctx: children.decomposition_body(ctx, job), timeout,
+                                 {"timeout_s": timeout})
         try:
-            child = isolation.spawn("decomp", lambda ctx: children.decomposition_body(ctx, job),
-                                    cpu_seconds=timeout)
-        except BaseException:
-            work.release()
-            raise
-        try:
-            try:
-                isolation.supervise(child, timeout)
-            finally:
-                work.release()
             out = _read_json(child.path("decomposition.json"))
             if child.timed_out:
                 return {"ok": False, "failures": [f"verification did not finish within {timeout:g} s (hang?)"],
