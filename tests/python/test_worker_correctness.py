@@ -166,6 +166,21 @@ def test_caching_results_between_timed_calls_is_caught(worker_server):
     assert honest["checks"]["timed_output"] == {"checked": True, "ok": True}
 
 
+def test_a_reference_that_draws_random_numbers_passes_as_its_own_candidate(worker_server):
+    # KernelBench level2/66_Matmul_Dropout_Softmax leaves Dropout in training
+    # mode: the last timed call is seeded as the reference seeded its expected
+    # output (the H200 timing sample of 2026-12-01 got stale_output here).
+    r = worker_server.eval(problem("dropout_train"), cand("dropout_train_ref"), perf=True, perf_trials=5, warmup=2)
+    assert r["status"] == "correct", r
+    assert r["checks"]["timed_output"]["checked"] is True and r["checks"]["timed_output"]["ok"] is True, r
+    # Nothing wall-clock in test mode; the record says why where it applies.
+    assert "wall_last" not in r["checks"]["timed_output"] or \
+        r["checks"]["timed_output"]["wall_last"].startswith("not compared")
+    cheat = worker_server.eval(problem("dropout_train"), cand("dropout_train_caching"), perf=True, perf_trials=5,
+                               warmup=2, trials_dist="none")
+    assert cheat["status"] == "cheating" and cheat["kind"] == "stale_output", cheat
+
+
 def test_timed_phase_waits_for_the_gpu_timing_lock(worker_server):
     """Another slot timing on the same GPU holds the lock: the candidate's timed
     phase waits for it (and says so), and the wait is not a timeout."""

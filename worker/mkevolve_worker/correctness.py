@@ -213,6 +213,27 @@ def seed_all(seed: int) -> None:
         pass
 
 
+def rng_state(device: str) -> list:
+    """The random generators' state (Python, torch's CPU and, on the GPU, its
+    CUDA generator: seed and Philox offset), to tell whether a call drew
+    random numbers (KernelBench's Dropout in training mode, for instance)."""
+    import random
+    import torch
+    state = [random.getstate(), torch.get_rng_state()]
+    if device == "cuda":
+        state.append(torch.cuda.get_rng_state())
+    return state
+
+
+def rng_drawn(before: list, after: list) -> bool:
+    import torch
+    for a, b in zip(before, after):
+        same = torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+        if not same:
+            return True
+    return False
+
+
 def disable_tf32() -> None:
     import torch
     try:

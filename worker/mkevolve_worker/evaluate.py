@@ -833,6 +833,8 @@ class Evaluator:
                 if "timed_last" not in results:
                     raise HarnessError(f"{ref2.job_problem}: the reference did not compare the timed output")
                 stale.setdefault("ok", True)
+                if isinstance(results.get("wall_last_skipped"), str):
+                    stale["wall_last"] = "not compared: " + results["wall_last_skipped"]
         finally:
             os.close(tfd)
         res.checks["timed_output"] = stale

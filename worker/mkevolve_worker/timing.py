@@ -67,8 +67,13 @@ def pool_size(n_sets: int, set_bytes: int) -> int:
     return max(1, min(n_sets, POOL_BYTES // max(1, set_bytes)))
 
 
-def make_refill(buffers: list, pool: list[list], last: list):
-    """refill(i, is_last): copies pool[i % len(pool)] (or last) into the input buffers in place."""
+def make_refill(buffers: list, pool: list[list], last: list, seed_last=None):
+    """refill(i, is_last): copies pool[i % len(pool)] (or last) into the input
+    buffers in place. Before the last call, seed_last() (when given) seeds the
+    random generators as the reference seeded them for that call's expected
+    output, so a module that draws random numbers (Dropout in training mode)
+    is compared on the same draw. Outside the timed region: refill runs before
+    each call's start event."""
     import torch
 
     def refill(i: int, is_last: bool) -> None:
@@ -76,6 +81,8 @@ def make_refill(buffers: list, pool: list[list], last: list):
         for b, s in zip(buffers, src):
             if isinstance(b, torch.Tensor) and isinstance(s, torch.Tensor):
                 b.copy_(s)
+        if is_last and seed_last is not None:
+            seed_last()
     return refill
 
 
