@@ -306,3 +306,61 @@ def test_a_candidate_that_fails_before_a_slow_reference_is_its_own_failure(worke
     r = worker_server.eval(str(prob), cand("raises"), perf=False, trials=1, alt_dist_trials=0)
     assert r["status"] == "runtime_error" and r["kind"] == "runtime_error", r
     assert "block size must divide 32" in r["message"], r["message"]
+
+
+def test_a_server_whose_parent_dies_stops_its_evaluation_and_exits(tmp_path):
+    """mkevolve killed mid-evaluation (`timeout`, a Slurm time limit): the
+    server must not finish the evaluation for no one, with the GPU busy. It
+    notices that it was reparented, kills what it started and exits."""
+    import signal
+    import subprocess
+    import sys
+    from conftest import worker_env, worker_python
+    cand_pid = tmp_path / "cand.pid"
+    server_pid = tmp_path / "server.pid"
+    k = _write(tmp_path / "spin.py", f"""
+        import os, time
+        import torch.nn as nn
+
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                with open({str(cand_pid)!r}, "w") as f:
+                    f.write(str(os.getpid()))
+                while True:
+                    time.sleep(0.01)
+        """)
+    parent = _write(tmp_path / "parent.py", f"""
+        import json, subprocess, sys, time
+        p = subprocess.Popen([{worker_python()!r}, "-m", "mkevolve_worker", "serve", "--test-mode"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        open({str(server_pid)!r}, "w").write(str(p.pid))
+        p.stdout.readline()  # hello
+        req = {{"id": 1, "op": "eval", "problem": {problem("add")!r}, "kernel": {k!r},
+               "options": {{"test_cpu": True, "perf": False, "timeout_s": 600}}}}
+        p.stdin.write((json.dumps(req) + "\\n").encode()); p.stdin.flush()
+        time.sleep(1000)
+        """)
+    mid = subprocess.Popen([sys.executable, parent], env=worker_env(), cwd=str(tmp_path))
+    try:
+        deadline = time.monotonic() + 120
+        while not cand_pid.exists() or not cand_pid.read_text():
+            assert time.monotonic() < deadline, "the candidate never started"
+            assert mid.poll() is None, "the parent exited early"
+            time.sleep(0.05)
+        spid, cpid = int(server_pid.read_text()), int(cand_pid.read_text())
+        assert _alive(spid) and _alive(cpid)
+        os.kill(mid.pid, signal.SIGKILL)
+        mid.wait(timeout=10)
+        t0 = time.monotonic()
+        while (_alive(spid) or _alive(cpid)) and time.monotonic() - t0 < 20:
+            time.sleep(0.05)
+        assert not _alive(cpid), "the candidate outlived its server's parent"
+        assert not _alive(spid), "the server went on after its parent died"
+    finally:
+        if mid.poll() is None:
+            mid.kill()
+        for f in (server_pid, cand_pid):
+            try:
+                os.kill(int(f.read_text()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass

@@ -169,9 +169,45 @@ class Server:
             ev.progress = lambda phase: None
 
 
+def watch_client(fd: int) -> None:
+    """Stops this server as soon as its client (mkevolve) is gone. Requests
+    are served one at a time on the main thread, so a dead client would be
+    noticed only when the current evaluation's answer fails to send: minutes
+    with the GPU busy for no one, after a batch stopped by `timeout` or a
+    Slurm time limit. A thread polls the answer pipe's write end (fd) for no
+    events: Linux reports POLLERR there once no process holds the read end,
+    that is when mkevolve has exited (its pipe ends are close-on-exec). A
+    client that only closed the request pipe still reads the answers, so
+    this does not fire for it. It kills every process the server started
+    and exits. (The parent pid would not do: under `unshare --pid` the
+    server is its namespace's pid 1.)"""
+    import select
+    import threading
+
+    def run():
+        p = select.poll()
+        p.register(fd, 0)
+        while True:
+            try:
+                ready = p.poll()
+            except InterruptedError:
+                continue
+            if any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, ev in ready):
+                break
+        try:
+            print("mkevolve-worker: no one reads the answers any more (the client is gone); stopping",
+                  file=sys.stderr, flush=True)
+            isolation.kill_descendants(spares_too=True)
+            isolation.cleanup_dir(isolation.base_tmp())
+        finally:
+            os._exit(0)
+    threading.Thread(target=run, name="client-watch", daemon=True).start()
+
+
 def main(test_mode: bool, spares: bool = True) -> int:
     chan = Channel.claim_stdio()
     isolation.become_supervisor()
+    watch_client(chan.out_fd)
     server = None
     try:
         server = Server(chan, test_mode, spares)
