@@ -27,6 +27,12 @@ no baselines (--cache-home names a cache whose baselines are already there).
 Each way gets its own empty Triton cache, so every candidate
 compiles cold, as a new LLM candidate does.
 
+--set kb-large (or both) takes KernelBench level-1 problems with inputs of
+6.4 GB instead (or as well): 19_ReLU, 21_Sigmoid and 23_Softmax from --kb DIR
+(brought in at test time, never committed), with our kernels for them
+(examples/kernels/ and examples/kernels/kernelbench/): correct, incorrect and
+crashing ones. --slots takes integers and "auto".
+
 Prints evaluations per minute for each way and the ratio; this is a benchmark,
 not a test: nothing is asserted about the numbers. Exit status 0 when every way
 ran and agreed on every verdict, 1 otherwise.
@@ -34,6 +40,7 @@ ran and agreed on every verdict, 1 otherwise.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,8 +64,33 @@ CANDIDATES = {
 }
 
 
+# KernelBench level 1 problems with 6.4 GB inputs (4096 x 393216 fp32), paths
+# under --kb; our kernels for them.
+KB_LARGE = {
+    "level1/19_ReLU.py": [K + "01_relu__triton.py", K + "01_relu__identity.py", K + "01_relu__illegal_address.py"],
+    "level1/21_Sigmoid.py": [K + "kernelbench/21_Sigmoid__triton.py"],
+    "level1/23_Softmax.py": [K + "02_softmax_wide__online.py", K + "02_softmax_wide__zeros.py"],
+}
+
+
 def kernel_path(stem):
     return K + stem + ".py"
+
+
+def candidate_pairs(which: str, kb: str | None) -> list[tuple[str, str]]:
+    """(problem, kernel) pairs of the chosen set."""
+    pairs = []
+    if which in ("mixed", "both"):
+        pairs += [(problem, kernel_path(s)) for problem, stems in CANDIDATES.items() for s in stems]
+    if which in ("kb-large", "both"):
+        root = Path(kb) / "KernelBench"
+        pairs += [(str(root / rel), k) for rel, kernels in KB_LARGE.items() for k in kernels]
+    return pairs
+
+
+def key_of(problem, kernel) -> str:
+    """A candidate's name in the tables: the same kernel may serve two problems."""
+    return f"{Path(problem).stem}:{Path(kernel).stem}"
 
 
 def parse_lines(text):
@@ -109,7 +141,7 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s):
     secs = time.monotonic() - t0
     phases = {}  # where each candidate's time went (diagnostics, kept in --json-out)
     for obj in parse_lines(proc.stdout):
-        stem = Path(obj.get("kernel", "?")).stem
+        stem = key_of(obj.get("problem", "?"), obj.get("kernel", "?"))
         verdicts[stem] = f"{obj.get('status')}/{obj.get('kind') or '-'}"
         checks = obj.get("checks") or {}
         phases[stem] = {"phases_s": checks.get("phases_s"), "isolation": checks.get("isolation")}
@@ -127,25 +159,35 @@ def warm_baselines(binary, batch, cache_home, triton_cache):
         print(f"warm-up: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
 
 
-def run_fresh(python, cache_home, triton_cache, timeout_s):
+def run_fresh(python, pairs, cache_home, triton_cache, timeout_s):
     env = base_env(cache_home, triton_cache)
     env["PYTHONPATH"] = str(ROOT / "worker") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     verdicts, t0 = {}, time.monotonic()
-    for problem, stems in CANDIDATES.items():
-        for s in stems:
-            cmd = [python, "-m", "mkevolve_worker", "eval", "--problem", problem, "--kernel", kernel_path(s),
-                   "--json", "--timeout", str(timeout_s)]
-            proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                                  stdin=subprocess.DEVNULL)
-            objs = parse_lines(proc.stdout)
-            if objs:
-                verdicts[s] = f"{objs[-1].get('status')}/{objs[-1].get('kind') or '-'}"
-            else:
-                print(f"fresh: {s}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}", file=sys.stderr)
+    for problem, kernel in pairs:
+        s = key_of(problem, kernel)
+        cmd = [python, "-m", "mkevolve_worker", "eval", "--problem", problem, "--kernel", kernel,
+               "--json", "--timeout", str(timeout_s)]
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL)
+        objs = parse_lines(proc.stdout)
+        if objs:
+            verdicts[s] = f"{objs[-1].get('status')}/{objs[-1].get('kind') or '-'}"
+        else:
+            print(f"fresh: {s}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}", file=sys.stderr)
+        print(f"fresh  {s}: {verdicts.get(s, 'no verdict')} at {time.monotonic() - t0:.1f} s", flush=True)
     return time.monotonic() - t0, verdicts
 
 
+def _stop(signum, _frame):
+    """Stopped (`timeout`, gpu-suite's stage limit): raising here makes
+    subprocess.run kill the child it waits on (mkevolve, whose worker servers
+    then stop too), so no evaluation goes on beside whatever runs next."""
+    print(f"bench_eval_throughput: stopped by signal {signum}; no measurement", file=sys.stderr, flush=True)
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None):
+    signal.signal(signal.SIGTERM, _stop)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mkevolve", default=str(ROOT / "build" / "mkevolve"))
     ap.add_argument("--python", default=os.environ.get("MKEVOLVE_PYTHON", "python3"))
@@ -154,63 +196,87 @@ def main(argv=None):
     ap.add_argument("--cache-home", help="XDG cache folder whose baselines are already measured "
                     "(skips the untimed warm-up calls); default: a fresh one, filled before timing")
     ap.add_argument("--json-out")
+    ap.add_argument("--set", choices=["mixed", "kb-large", "both"], default="mixed",
+                    help="the candidate set: the examples' mix, KernelBench's 6.4 GB level-1 problems, or both")
+    ap.add_argument("--kb", help="KernelBench checkout (holds KernelBench/level1) for --set kb-large/both")
+    ap.add_argument("--ways", default="pool,fresh", help="which ways to run: pool, fresh or both (default)")
     args = ap.parse_args(argv)
-    try:
-        slot_values = [int(s) for s in args.slots.split(",") if s.strip()]
-    except ValueError:
-        ap.error(f"--slots: {args.slots!r} is not a comma-separated list of integers")
-    if not slot_values or min(slot_values) < 1:
-        ap.error("--slots: give at least one value, each 1 or more")
+    slot_values = [s.strip() for s in args.slots.split(",") if s.strip()]
+    if not slot_values or any(s != "auto" and not (s.isdigit() and int(s) >= 1) for s in slot_values):
+        ap.error(f"--slots: {args.slots!r}: give comma-separated values, each an integer of 1 or more or auto")
+    ways = {w.strip() for w in args.ways.split(",") if w.strip()}
+    if not ways or ways - {"pool", "fresh"}:
+        ap.error(f"--ways: {args.ways!r}: pool, fresh or both")
+    if args.set != "mixed":
+        if not args.kb:
+            ap.error(f"--set {args.set} needs --kb DIR (a KernelBench checkout)")
+        missing = [rel for rel in KB_LARGE if not (Path(args.kb) / "KernelBench" / rel).is_file()]
+        if missing:
+            ap.error(f"--kb {args.kb}: no KernelBench/{missing[0]} there")
     if args.timeout < 1:
         ap.error("--timeout must be 1 or more")
     if not Path(args.mkevolve).exists():
         print(f"bench_eval_throughput: {args.mkevolve}: no such binary (build it or pass --mkevolve)",
               file=sys.stderr)
         return 2
-    n = sum(len(v) for v in CANDIDATES.values())
+    pairs = candidate_pairs(args.set, args.kb)
+    n = len(pairs)
     tmp = Path(tempfile.mkdtemp(prefix="mk_bench_"))
-    all_pairs = write_batch(tmp / "pool-batch.txt",
-                            [(problem, kernel_path(s)) for problem, stems in CANDIDATES.items() for s in stems])
+    all_pairs = write_batch(tmp / "pool-batch.txt", pairs)
+    firsts = {}
+    for problem, kernel in pairs:
+        firsts.setdefault(problem, kernel)
     if args.cache_home and Path(args.cache_home).is_dir():
-        cache_home = Path(args.cache_home)   # baselines measured earlier (gpu-suite's manifest stage)
+        cache_home = Path(args.cache_home)   # the examples' baselines measured earlier (gpu-suite's manifest stage)
+        firsts = {p: k for p, k in firsts.items() if not p.startswith(P)}   # KernelBench's are not there
     else:
         cache_home = tmp / "cache"   # shared: holds the baselines, which no clock includes
-        warm = write_batch(tmp / "warm-batch.txt",
-                           [(problem, kernel_path(stems[0])) for problem, stems in CANDIDATES.items()])
+    if firsts:
+        warm = write_batch(tmp / "warm-batch.txt", list(firsts.items()))
+        t0 = time.monotonic()
         warm_baselines(args.mkevolve, warm, cache_home, tmp / "triton-warm")
+        print(f"baselines measured (untimed warm-up) in {time.monotonic() - t0:.1f} s", flush=True)
     runs = []
-    for slots in slot_values:
+    for slots in slot_values if "pool" in ways else []:
         secs, verdicts, phases = run_pool(args.mkevolve, all_pairs, cache_home, tmp / f"triton-pool-{slots}", slots,
-                                  args.timeout)
-        runs.append({"way": f"pool, {slots} slot{'s' if slots > 1 else ''}", "seconds": secs,
+                                          args.timeout)
+        plural = "" if slots == "1" else "s"
+        runs.append({"way": f"pool, {slots} slot{plural}", "seconds": secs,
                      "processes_started": 1, "verdicts": verdicts, "phases": phases})
-    secs, verdicts = run_fresh(args.python, cache_home, tmp / "triton-fresh", args.timeout)
-    runs.append({"way": "fresh process per candidate", "seconds": secs, "processes_started": n,
-                 "verdicts": verdicts})
+        print(f"pool   {runs[-1]['way']}: {len(verdicts)} verdicts in {secs:.1f} s", flush=True)
+    if "fresh" in ways:
+        secs, verdicts = run_fresh(args.python, pairs, cache_home, tmp / "triton-fresh", args.timeout)
+        runs.append({"way": "fresh process per candidate", "seconds": secs, "processes_started": n,
+                     "verdicts": verdicts})
 
     for r in runs:
         r["evals_per_minute"] = 60.0 * n / r["seconds"] if r["seconds"] > 0 else 0.0
-    fresh = runs[-1]
-    names = [s for stems in CANDIDATES.values() for s in stems]
+    fresh = runs[-1] if "fresh" in ways else None
+    names = [key_of(p, k) for p, k in pairs]
     disagreements = [s for s in names if len({r["verdicts"].get(s) for r in runs}) != 1]
 
-    print(f"{'candidate':40} " + " ".join(f"{r['way'][:26]:26}" for r in runs))
+    width = max(40, max(len(s) for s in names) + 1)
+    print(f"{'candidate':{width}} " + " ".join(f"{r['way'][:26]:26}" for r in runs))
     for s in names:
-        print(f"{s:40} " + " ".join(f"{str(r['verdicts'].get(s, 'missing'))[:26]:26}" for r in runs))
+        print(f"{s:{width}} " + " ".join(f"{str(r['verdicts'].get(s, 'missing'))[:26]:26}" for r in runs))
     print()
-    for r in runs[:-1]:
+    pools = [r for r in runs if r is not fresh]
+    for r in pools:
         print(f"pool   {r['way']:30} {n} candidates in {r['seconds']:7.1f} s = {r['evals_per_minute']:6.1f} evals/min")
-    print(f"fresh  {fresh['way']:30} {n} candidates in {fresh['seconds']:7.1f} s = "
-          f"{fresh['evals_per_minute']:6.1f} evals/min")
-    for r in runs[:-1]:
-        print(f"ratio  {r['way']:30} {r['evals_per_minute'] / fresh['evals_per_minute']:.2f}x the fresh-process rate")
+    if fresh is not None:
+        print(f"fresh  {fresh['way']:30} {n} candidates in {fresh['seconds']:7.1f} s = "
+              f"{fresh['evals_per_minute']:6.1f} evals/min")
+        for r in pools:
+            print(f"ratio  {r['way']:30} {r['evals_per_minute'] / fresh['evals_per_minute']:.2f}x "
+                  f"the fresh-process rate")
     if disagreements:
         print(f"verdicts differ between ways for: {', '.join(disagreements)}")
     incomplete = [r["way"] for r in runs if len(r["verdicts"]) < n]
     if incomplete:
         print(f"NOT A MEASUREMENT: some candidates got no verdict in: {', '.join(incomplete)}")
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"candidates": n, "runs": runs, "incomplete": incomplete,
+        Path(args.json_out).write_text(json.dumps({"candidates": n, "set": args.set, "runs": runs,
+                                                   "incomplete": incomplete,
                                                    "disagreements": disagreements}, indent=1))
     return 1 if disagreements or incomplete else 0
 

@@ -35,7 +35,8 @@
 #
 # GPU_SUITE_MANIFEST_FILTER (regex on "PROBLEM TIMEOUT": run only those manifest
 # groups), GPU_SUITE_SLOTS (concurrency stage's --slots-per-gpu, default 1),
-# GPU_SUITE_BENCH_SLOTS (bench stage, default "1,4"), GPU_SUITE_PROBE_REPS and
+# GPU_SUITE_BENCH_SLOTS (bench stage, default "1,4"), GPU_SUITE_BENCH_ARGS (more
+# bench arguments, e.g. "--set both": KernelBench's 6.4 GB level-1 problems too), GPU_SUITE_PROBE_REPS and
 # GPU_SUITE_PROBE_MODES (probe stage).
 # Environment: OUT (results folder; default build-gpu-suite/; with OUT set only
 # summary-TAG.txt and logs-TAG.tgz are written there, TAG = $GPU_SUITE_TAG or
@@ -72,6 +73,7 @@ fi
 OUTDIR=$WORK
 CACHES=$(mktemp -d /tmp/gpu-suite-cache.XXXXXX)   # verdict and baseline caches, never kept
 PY=${MKEVOLVE_PYTHON:-python3}
+KB=${MKEVOLVE_KB:-$ROOT/.kb}      # KernelBench, brought in with fetch at test time, never committed
 export MKEVOLVE_PYTHON=$PY
 export MKEVOLVE_HOME=$ROOT          # the binary finds worker/ and src/prompts here
 export PYTHONUNBUFFERED=1
@@ -243,7 +245,8 @@ if want bench && have_bin bench; then
   t0=$SECONDS
   # Reuses the baselines the manifest stage measured (no clock includes baselines).
   stage_timeout 480 "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" --python "$PY" --slots "${GPU_SUITE_BENCH_SLOTS:-1,4}" \
-    --cache-home "$CACHES/manifest" --json-out "$OUTDIR/throughput.json" 2>&1 | tee "$OUTDIR/throughput.txt"
+    --cache-home "$CACHES/manifest" --json-out "$OUTDIR/throughput.json" --kb "$KB" ${GPU_SUITE_BENCH_ARGS:-} 2>&1 |
+    tee "$OUTDIR/throughput.txt"
   rc=${PIPESTATUS[0]}
   grep -E '^(pool|fresh|ratio|NOT A|verdicts differ)' "$OUTDIR/throughput.txt" >>"$SUMMARY"
   stage_result bench "$rc" $((SECONDS - t0))
@@ -352,7 +355,6 @@ PYEOF
 fi
 
 # --- KernelBench at its real sizes ---------------------------------------------
-KB=${MKEVOLVE_KB:-$ROOT/.kb}
 KB_OUT=${OUT:-$OUTDIR}   # streamed straight into $OUT: a call stopped at its limit keeps what it measured
 kb_stage() {  # name tag args...: one kernelbench_sweep.py run
   local name=$1 tag=$2; shift 2

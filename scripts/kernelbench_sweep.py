@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -187,6 +188,16 @@ def main() -> int:
     rows = []
     with open(name(".jsonl"), "w", buffering=1) as vf, open(name(".err"), "w") as ef:
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=ef, text=True)
+        # Stopped (gpu-suite's stage limit, `timeout`): stop mkevolve too, so
+        # no evaluation goes on beside the next stage, and still write the
+        # summary of what came back.
+        stopped = []
+
+        def stop(signum, _frame):
+            stopped.append(signum)
+            p.terminate()
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
         for line in p.stdout:
             vf.write(line)
             try:
@@ -217,6 +228,7 @@ def main() -> int:
         "trials": a.trials, "perf": a.perf, "slots": a.slots, "every": a.every,
         "speedup_eager": sorted(speed),
         "retried": sum(1 for r in rows if r.get("harness_retries")),
+        "stopped_by_signal": stopped[0] if stopped else None,
     }
     with open(name(".summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
@@ -225,6 +237,8 @@ def main() -> int:
         s = sorted(speed)
         print(f"reference-as-candidate speedup vs eager: n={len(s)} median {s[len(s) // 2]:.3f} "
               f"min {s[0]:.3f} max {s[-1]:.3f}; outside +-10%: {sum(1 for x in s if abs(x - 1) > 0.1)}")
+    if stopped:
+        return 128 + stopped[0]
     return 0 if code in (0, 1) else code
 
 
