@@ -186,7 +186,7 @@ int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm
     o.cancelled = [] { return run::Interrupt::requested(); };
     auto p = llm::make_provider(o, &*env->config);
     if (!p) {
-      if (p.error().find("unknown provider") != std::string::npos) {
+      if (p.error_kind() == ErrorKind::kBadInput) {  // a misspelt or incomplete spec: not "missing"
         say(p.error());
         return kExitUsage;
       }

@@ -58,7 +58,7 @@ struct Settings {
 
 #define MK_TRY(var, expr)                          \
   auto var##_r = (expr);                           \
-  if (!var##_r.ok()) return Error{var##_r.error()}; \
+  if (!var##_r.ok()) return var##_r.error_info();   \
   auto var = *var##_r;
 
 Status check_url(const std::string& url, const std::string& from) {
@@ -70,7 +70,9 @@ Status check_url(const std::string& url, const std::string& from) {
 }  // namespace
 
 Result<SpecParts> parse_spec(const std::string& spec) {
-  if (spec.empty()) return Error{"no LLM provider given: pass --llm SPEC or set llm.provider in the config (" + std::string(kUsage) + ")"};
+  if (spec.empty())
+    return Error{"no LLM provider given: pass --llm SPEC or set llm.provider in the config (" + std::string(kUsage) + ")",
+                 ErrorKind::kBadInput};
   auto colon = spec.find(':');
   std::string kind = spec.substr(0, colon);
   std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
@@ -82,7 +84,7 @@ Result<SpecParts> parse_spec(const std::string& spec) {
       if (size_t d = edit_distance(kind, k); d < best_d) best_d = d, best = k;
     std::string msg = "unknown LLM provider '" + kind + "' in '" + spec + "'";
     if (!best.empty()) msg += " (did you mean '" + best + ":" + rest + "'?)";
-    return Error{msg + ": " + kUsage};
+    return Error{msg + ": " + kUsage, ErrorKind::kBadInput};
   }
   while (!rest.empty() && rest.front() == ' ') rest.erase(rest.begin());
   if (rest.empty()) {
@@ -93,7 +95,8 @@ Result<SpecParts> parse_spec(const std::string& spec) {
                           : kind == "exec"      ? "exec:./my-llm.sh"
                                                 : "replay:session.jsonl";
     return Error{"LLM provider '" + spec + "' names no " + what + ": write " + kind + ":" +
-                 (kind == "exec" ? "COMMAND" : kind == "replay" ? "FILE" : "MODEL") + ", e.g. " + example};
+                     (kind == "exec" ? "COMMAND" : kind == "replay" ? "FILE" : "MODEL") + ", e.g. " + example,
+                 ErrorKind::kBadInput};
   }
   return SpecParts{kind, rest};
 }
@@ -184,7 +187,7 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
     }
     while (!url.empty() && url.back() == '/') url.pop_back();
     Status st = check_url(url, from);
-    if (!st.ok()) return Error{st.error()};
+    if (!st.ok()) return Error{st.error(), ErrorKind::kBadInput};  // the user's --base-url or config value
     if (from != "the default") cache_endpoint = url;
     return url;
   };
@@ -263,7 +266,7 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
     backend = make_exec_backend(std::move(e));
   } else {  // replay
     auto r = make_replay_backend(parts.rest);
-    if (!r.ok()) return Error{r.error()};
+    if (!r.ok()) return Error{r.error(), ErrorKind::kBadInput};  // the session file the user named
     backend = *r;
   }
 

@@ -44,6 +44,23 @@ TEST(Factory, UnknownProviderSuggestsTheKinds) {
   EXPECT_NE(e.find("unknown LLM provider 'gpt-4o'"), std::string::npos) << e;
 }
 
+TEST(Factory, ASpecErrorIsBadInputAndACredentialErrorIsNot) {
+  // The CLI picks its exit status by the kind (bad input: 2), never by the text.
+  Env env;
+  for (const char* spec : {"opnai:gpt-4o", "openai:", "gpt-4o", "replay:/nonexistent/session.jsonl"}) {
+    auto p = make_provider(fakes::test_options(spec, "", &env), nullptr);
+    ASSERT_FALSE(p.ok()) << spec;
+    EXPECT_EQ(p.error_kind(), ErrorKind::kBadInput) << spec << ": " << p.error();
+  }
+  auto url = make_provider(fakes::test_options("openai:m", "localhost:8000", &env), nullptr);
+  ASSERT_FALSE(url.ok());
+  EXPECT_EQ(url.error_kind(), ErrorKind::kBadInput) << url.error();
+  // No API key in the environment: the machine lacks something, the input is fine.
+  auto key = make_provider(fakes::test_options("openai:gpt-4o", "", &env), nullptr);
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.error_kind(), ErrorKind::kOther) << key.error();
+}
+
 TEST(Factory, MissingModelNamesTheFix) {
   Env env;
   std::string e = make_error(fakes::test_options("openai:", "", &env));

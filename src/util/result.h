@@ -8,9 +8,17 @@
 
 namespace mk {
 
+/// What an error is about, where a caller must act on it (an exit status, say)
+/// without searching its text.
+enum class ErrorKind {
+  kOther,
+  kBadInput,  ///< the user's input is wrong (a flag, a spec, a file): fix it and run again
+};
+
 /// An error with a one-line, actionable message.
 struct Error {
   std::string message;
+  ErrorKind kind = ErrorKind::kOther;
 };
 
 /// Either a value or an Error. Cheap to move; test with ok() or operator bool.
@@ -29,6 +37,8 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   const std::string& error() const { return std::get<1>(v_).message; }
+  const Error& error_info() const { return std::get<1>(v_); }
+  ErrorKind error_kind() const { return std::get<1>(v_).kind; }
 
  private:
   std::variant<T, Error> v_;

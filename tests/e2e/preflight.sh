@@ -63,6 +63,15 @@ if [[ -s calls ]]; then pass "a sound problem reaches the LLM"; else fail "a sou
 if "$PY" -c 'import json,sys; sys.exit(0 if any(e.get("type") == "preflight" and e["ok"] for e in map(json.loads, open("ok/events.jsonl"))) else 1)'
 then pass "its preflight record says ok"; else fail "no ok preflight record"; grep preflight ok/events.jsonl; fi
 
+# A misspelt or incomplete --llm is bad input (exit 2, the spec named), not a
+# "missing" LLM (exit 3): the CLI decides by the error's kind, not its text.
+expect "misspelt provider: exit 2" 2 "unknown LLM provider 'opnai'.*did you mean 'openai:m'" -- \
+  "$BIN" run "$REPO/examples/sessions/mlp_small.py" --out bad_spec --llm opnai:m --python "$PY" --test-cpu-unsafe -q
+if grep -q "missing:" "$T/err"; then fail "a misspelt provider reported as missing"; else
+  pass "a misspelt provider is not reported as missing"; fi
+expect "provider without a model: exit 2" 2 "LLM provider 'openai:' names no model" -- \
+  "$BIN" run "$REPO/examples/sessions/mlp_small.py" --out bad_spec2 --llm openai: --python "$PY" --test-cpu-unsafe -q
+
 # Finding 3: the endpoint is probed (GET .../models, free) before the first
 # paid call. Unreachable: exit 3 at once, naming the URL. A refused key: exit
 # 3, naming the key to check. A server without /models still runs.

@@ -25,8 +25,9 @@ if [[ -e r0 ]]; then fail "bad usage left a run directory"; else pass "bad usage
 
 # Missing things on this machine: exit 3 naming each.
 expect "run without an LLM" 3 "no LLM: pass --llm" -- "$BIN" run "$PROBLEM" --out r0 --python "$PY" --test-cpu-unsafe
-expect "run with a missing replay file" 3 "no such file" -- "$BIN" run "$PROBLEM" --out r0 --llm replay:missing.jsonl \
-  --python "$PY" --test-cpu-unsafe
+# A replay file that is not there is the user's input, named: exit 2.
+expect "run with a missing replay file" 2 "missing.jsonl: no such file" -- "$BIN" run "$PROBLEM" --out r0 \
+  --llm replay:missing.jsonl --python "$PY" --test-cpu-unsafe
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   expect "run without a GPU" 3 "no CUDA GPU is visible" -- "$BIN" run "$PROBLEM" --out r0 --llm "replay:$SESSION"
   expect "evolve without a GPU" 3 "no CUDA GPU is visible" -- "$BIN" evolve "$PROBLEM" --budget 2 --out r0 \
