@@ -27,6 +27,19 @@ def test_seeded_construction_gives_the_same_weights(worker_server):
     assert r["status"] == "correct", r
 
 
+def test_the_verdict_carries_the_work_one_call_must_do(worker_server):
+    # For the roofline (issue 15): bytes in, out and of the parameters, and the
+    # matmul FLOPs, counted from the reference's own forward.
+    r = worker_server.eval(problem("linear_relu"), cand("linear_relu_ok"))
+    assert r["status"] == "correct", r
+    w = r["checks"]["work"]
+    assert w["inputs_bytes"] == 8 * 64 * 4 and w["output_bytes"] == 8 * 48 * 4
+    assert w["params_bytes"] == (64 * 48 + 48) * 4
+    assert w["bytes"] == w["inputs_bytes"] + w["output_bytes"] + w["params_bytes"]
+    assert w["flops"] == 2 * 8 * 64 * 48 and w["flops_by_op"] == {"addmm": 2 * 8 * 64 * 48}
+    assert w["dtype"] == "float32" and w["uncounted_ops"] == []
+
+
 def test_package_candidate_with_relative_imports(worker_server):
     r = worker_server.eval(problem("add"), cand("pkg/decomposed_solution"))
     assert r["status"] == "correct", r

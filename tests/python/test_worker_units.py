@@ -698,3 +698,42 @@ def test_fingerprint_sees_any_change_of_bits():
     assert C.fingerprint(b) != C.fingerprint(torch.tensor([True, True, False]))
     assert C.fingerprint(torch.zeros(3, dtype=torch.int8)) != C.fingerprint(torch.zeros(3, dtype=torch.uint8))
     assert C.fingerprint(3) is None
+
+
+def test_work_model_counts_matmul_conv_and_attention_flops():
+    import torch
+    import torch.nn as nn
+    from mkevolve_worker import workmodel as W
+    conv, convt = nn.Conv2d(3, 8, 3), nn.ConvTranspose2d(8, 4, 3)
+    x = torch.randn(2, 3, 10, 10)
+    c = W.counter()
+    with c:
+        y = conv(x)          # 2 x (2*8*8*8 outputs) x (3 x 3x3)
+        convt(y)             # 2 x (2*8*8*8 inputs) x (4 x 3x3)
+        torch.bmm(torch.randn(2, 3, 4), torch.randn(2, 4, 5))
+        torch.mm(torch.randn(3, 7), torch.randn(7, 2))
+    assert c.flops["convolution"] == 2 * (2 * 8 * 8 * 8) * 3 * 9 + 2 * (2 * 8 * 8 * 8) * 4 * 9
+    assert c.flops["bmm"] == 2 * 2 * 3 * 4 * 5 and c.flops["mm"] == 2 * 3 * 7 * 2
+    q = torch.randn(2, 4, 16, 8)
+    assert W.op_flops("_scaled_dot_product_flash_attention", (q, q, q), None) == 2 * 8 * 16 * 16 * 16
+    # A recurrent layer: on the CPU it runs as addmm calls (counted); on the GPU
+    # as one cuDNN op this model does not count, which is then named, never a
+    # silent zero.
+    c = W.counter()
+    with c:
+        nn.LSTM(4, 8)(torch.randn(5, 1, 4))
+    assert c.flops.get("addmm", 0) > 0 or c.uncounted, (c.flops, c.uncounted)
+    assert "_cudnn_rnn" in W._UNCOUNTED_HEAVY
+
+
+def test_kernel_times_per_forward_sorted_by_time():
+    from mkevolve_worker import runtime_check as R
+    acts = [{"name": "relu_kernel", "cat": "kernel", "dur_us": 3000.0, "count": 10},
+            {"name": "add_kernel", "cat": "kernel", "dur_us": 1000.0, "count": 20},
+            {"name": "Memcpy DtoD", "cat": "gpu_memcpy", "dur_us": 500.0, "count": 10}]
+    rows, total = R.kernel_times(acts, forwards=10)
+    assert [r["name"] for r in rows] == ["relu_kernel", "add_kernel"]
+    assert rows[0]["ms"] == 0.3 and rows[0]["share"] == 0.75 and rows[0]["launches"] == 1
+    assert rows[1]["launches"] == 2 and total == 0.4
+    out = R.judge(acts, {"relu_kernel", "add_kernel"}, False, 1 << 20, forwards=10)
+    assert out["kernels"] == rows and out["kernel_ms"] == 0.4

@@ -21,7 +21,7 @@ import os
 import time
 
 from . import correctness as C
-from . import errors, loader, tensorio
+from . import errors, loader, tensorio, workmodel
 
 # Set by the server before it limits its own thread count (children restore it).
 ORIG_THREADS: int | None = None
@@ -229,6 +229,7 @@ def reference_body(ctx, job: dict) -> int:
 
     models: dict = {}
     t_ref = 0.0
+    work = None  # the first trial's work record (workmodel.py)
     try:
         where = f"get_inputs() of config {plan[0]['config']}"
         pending = draw(plan[0])
@@ -250,11 +251,19 @@ def reference_body(ctx, job: dict) -> int:
             before = [C.fingerprint(x) for x in xs] if device != "cpu" else None
             t0 = time.monotonic()
             draws = False
+            # The first trial's forward also counts the work one call must do
+            # (workmodel.py: bytes and matmul/conv/attention FLOPs, for the
+            # roofline); the count never changes what the forward computes.
+            flops = workmodel.counter() if i == 0 and work is None else None
             try:
                 C.seed_all(t["seed"] + 1)
                 rng_before = C.rng_state(device) if t["id"] == "last" else None
                 with torch.no_grad():
-                    out = models[c](*xs)
+                    if flops is not None:
+                        with flops:
+                            out = models[c](*xs)
+                    else:
+                        out = models[c](*xs)
                 _sync(device)
                 # A forward that draws random numbers gives the same output
                 # only on the same draw: the last timed call is seeded as this
@@ -268,6 +277,7 @@ def reference_body(ctx, job: dict) -> int:
             if skip is None and t["alt"] and not C.is_finite_tree(out):
                 skip = "the reference output is not finite on signed-normal inputs"
             mutated = [] if skip else _mutated(xs, orig, before)
+            in_bytes = workmodel.tree_bytes(xs) if flops is not None else 0
             constant = None if (skip or t["alt"] or t["id"] == "last") else C.is_constant_tree(out)
             del xs, orig
             pending = None
@@ -276,8 +286,15 @@ def reference_body(ctx, job: dict) -> int:
                 ctx.send({"ev": "expected", "id": t["id"], "skip": skip})
                 pending = draw_after(i)
                 continue
-            ctx.send({"ev": "expected", "id": t["id"], "ref_s": round(t_ref, 4),
-                      "device_peak": device_peak(device)})
+            ev = {"ev": "expected", "id": t["id"], "ref_s": round(t_ref, 4), "device_peak": device_peak(device)}
+            if i == 0 and work is None:
+                try:
+                    work = workmodel.record(models[c], in_bytes, out, flops)
+                    ev["work"] = work
+                except Exception as e:  # noqa: BLE001 - diagnostics only
+                    work = {"error": f"{type(e).__name__}: {e}"[:300]}
+                    ev["work"] = work
+            ctx.send(ev)
             last = t["id"] == "last"
             if last and device == "cuda":
                 torch.cuda.empty_cache()  # idle through the candidate's timed calls: hold only what is kept

@@ -482,6 +482,8 @@ class Evaluator:
                     state["ref_s"] = max(state["ref_s"], float(rev["ref_s"]))
                 if isinstance(rev.get("device_peak"), int):
                     state["device_peaks"]["ref"] = max(state["device_peaks"].get("ref", 0), rev["device_peak"])
+                if isinstance(rev.get("work"), dict) and "work" not in res.checks:
+                    res.checks["work"] = rev["work"]  # what one call must do, for the roofline (workmodel.py)
                 if rev.get("skip"):
                     state["alt_skipped"][t["id"]] = str(rev["skip"])[:300]
                 else:

@@ -177,6 +177,7 @@ def judge(activities: list[dict], own_names: set[str], allow_pytorch: bool, outp
            "htod_bytes": htod, "streams": streams, "uses_pytorch": False, "reasons": []}
     forwards = max(1, int(forwards))
     out["forwards"] = forwards
+    out["kernels"], out["kernel_ms"] = kernel_times(activities, forwards)
     per_forward = htod // forwards
     limit = max(HTOD_FLOOR_BYTES, output_nbytes // 2)
     if per_forward >= limit:
@@ -203,6 +204,26 @@ def judge(activities: list[dict], own_names: set[str], allow_pytorch: bool, outp
             f"runtime: {what} defined in the candidate's files; the computation must run in your "
             f"@triton.jit kernels on every call")
     return out
+
+
+def kernel_times(activities: list[dict], forwards: int, top: int = 8) -> tuple[list[dict], float]:
+    """Where a forward's GPU time goes, from the profile of `forwards` calls:
+    the `top` kernels by time, each {"name", "ms" (per call), "share" (of all
+    kernel time), "launches" (per call)}, and the kernel time per call (ms).
+    Diagnostics for the roofline block of the optimize prompt."""
+    by_name: dict[str, list] = {}
+    for a in activities:
+        if a.get("cat", "kernel") != "kernel":
+            continue
+        rec = by_name.setdefault(a.get("name", ""), [0.0, 0])
+        rec[0] += float(a.get("dur_us") or 0.0)
+        rec[1] += count_of(a)
+    total_us = sum(v[0] for v in by_name.values())
+    rows = sorted(by_name.items(), key=lambda kv: -kv[1][0])[:top]
+    out = [{"name": _short(n), "ms": round(us / forwards / 1e3, 6),
+            "share": round(us / total_us, 4) if total_us > 0 else 0.0,
+            "launches": round(k / forwards, 3)} for n, (us, k) in rows]
+    return out, round(total_us / forwards / 1e3, 6)
 
 
 def _short(name: str, n: int = 90) -> str:
