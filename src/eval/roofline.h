@@ -1,0 +1,79 @@
+// The roofline of one evaluated kernel (issue 15): how far its measured time
+// is from the least time the GPU's memory bandwidth and arithmetic peak allow
+// for the bytes and FLOPs one call must do, and which of the two binds.
+//
+// Inputs come from the worker's verdict: checks.work (workmodel.py: bytes in,
+// out and of the parameters, and the matmul/convolution/attention FLOPs of the
+// reference's forward) and checks.runtime.kernels (the profile: GPU time per
+// kernel and call). Peaks come from a table of datasheet figures keyed by the
+// GPU name the worker reports. Everything here is arithmetic on those records;
+// nothing is measured.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mk::eval {
+struct EvalResult;
+}
+
+namespace mk::eval::roofline {
+
+/// One GPU's peaks (dense, no sparsity), with where the figures come from.
+struct Peaks {
+  std::string gpu;            ///< the table's name for it
+  double dram_gb_s = 0;       ///< DRAM bandwidth, GB/s (10^9 bytes)
+  double fp32_tflops = 0;     ///< FP32 on CUDA cores (TF32 off, as the evaluator runs)
+  double half_tflops = 0;     ///< FP16/BF16 tensor cores, dense
+  double fp8_tflops = 0;      ///< FP8 tensor cores, dense; 0 where the GPU has none
+  std::string source;
+};
+
+/// The peaks of the GPU whose reported name is `gpu_name` ("NVIDIA H200",
+/// "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", ...), or nullopt.
+std::optional<Peaks> peaks_for(const std::string& gpu_name);
+
+/// What one call must do (checks.work).
+struct Work {
+  double bytes = 0, inputs_bytes = 0, output_bytes = 0, params_bytes = 0;
+  std::optional<double> flops;          ///< matmul/conv/attention only; nullopt when not counted
+  std::string dtype;                    ///< the output's dtype
+  std::vector<std::string> uncounted;   ///< heavy ops whose FLOPs the model does not know
+};
+std::optional<Work> work_from(const nlohmann::json& checks);
+
+struct KernelTime {
+  std::string name;
+  double ms = 0;        ///< per call
+  double share = 0;     ///< of the call's kernel time
+  double launches = 0;  ///< per call
+};
+std::vector<KernelTime> kernels_from(const nlohmann::json& checks);
+
+struct Verdict {
+  double t_memory_ms = 0, t_compute_ms = 0, t_roof_ms = 0, measured_ms = 0;
+  std::string bound;            ///< memory or compute
+  double fraction = 0;          ///< t_roof / measured: 1 is at the roofline
+  double headroom = 0;          ///< measured / t_roof (>= 1; 0 when the model does not fit)
+  bool model_does_not_fit = false;  ///< measured well below t_roof: the byte/FLOP model is wrong here
+  double achieved_gb_s = 0, achieved_tflops = 0;
+  double peak_tflops_used = 0;  ///< the arithmetic peak for the dtype
+  std::string peak_name;        ///< "FP32 CUDA cores", "FP16/BF16 tensor cores", ...
+};
+
+/// The roofline of a call that took measured_ms, or nullopt without a time.
+std::optional<Verdict> analyze(const Work& w, const Peaks& p, double measured_ms);
+
+/// The optimize prompt's profile block (at most ~25 lines) for a correct
+/// verdict on gpu_name; empty when there is nothing true to say (no work
+/// record, no time, a GPU the table lacks: then one line says so).
+std::string prompt_block(const EvalResult& r, const std::string& gpu_name);
+
+/// {fraction, headroom, bound, t_roof_ms, model_does_not_fit} for records and
+/// reports; null when unavailable.
+nlohmann::json summary_json(const EvalResult& r, const std::string& gpu_name);
+
+}  // namespace mk::eval::roofline
