@@ -1,4 +1,5 @@
 #include "agents/agents.h"
+#include "eval/roofline.h"
 
 #include <cmath>
 #include <sstream>
@@ -229,11 +230,15 @@ Result<Conversation> debug_prompt(const KernelContext& k, const std::string& pro
 
 Result<Conversation> optimize_prompt(const KernelContext& k, const std::string& problem_source,
                                      const std::string& kernel, const eval::EvalResult& result) {
+  // Where its time goes against the roofline (issue 15); empty on the CPU,
+  // without a work record, or without a timed run.
+  std::string profile = k.gpu_name.empty() ? std::string() : eval::roofline::prompt_block(result, k.gpu_name);
   return render(*k.prompts, "optimize",
                 {{"problem_source", problem_source},
                  {"hardware", k.hardware},
                  {"kernel", kernel},
-                 {"feedback", eval_feedback(result)}});
+                 {"feedback", eval_feedback(result)},
+                 {"profile", profile}});
 }
 
 Result<Conversation> split_prompt(const Prompts& p, const problem::Problem& problem, const problem::Topology& topo,

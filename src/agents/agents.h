@@ -83,6 +83,7 @@ std::string trim_text(const std::string& s, size_t head, size_t tail, size_t max
 struct KernelContext {
   const Prompts* prompts = nullptr;
   std::string hardware;  ///< hardware_text(...)
+  std::string gpu_name;  ///< for the optimize prompt's roofline block (eval/roofline.h); empty: none
 };
 Result<Conversation> decompose_prompt(const Prompts& p, const problem::Problem& problem);
 Result<Conversation> generate_prompt(const KernelContext& k, const std::string& problem_source);

@@ -43,6 +43,38 @@ TEST(Prompts, KernelPromptsStatePrecisionAndHardware) {
   EXPECT_FALSE(c->system.empty());
 }
 
+TEST(Prompts, TheOptimizePromptCarriesTheRooflineAndTheDebugPromptDoesNot) {
+  auto p = repo_prompts();
+  KernelContext k{&p, "- GPU: NVIDIA H200", "NVIDIA H200"};
+  eval::EvalResult r;
+  r.status = eval::Status::kCorrect;
+  r.runtime = {3.0209, 3.0209, true};
+  r.speedup_compile = r.speedup_eager = 1.0;
+  const double n = 4096.0 * 393216.0 * 4;  // KernelBench level1/19_ReLU, fp32
+  r.raw = {{"checks",
+            {{"work", {{"inputs_bytes", n}, {"output_bytes", n}, {"params_bytes", 0}, {"bytes", 2 * n}, {"flops", 0},
+                       {"dtype", "float32"}}},
+             {"runtime", {{"kernels", {{{"name", "relu_kernel"}, {"ms", 3.01}, {"share", 1.0}, {"launches", 1}}}}}}}}};
+  auto opt = optimize_prompt(k, "class Model: pass", "class ModelNew: pass", r);
+  ASSERT_TRUE(opt.ok()) << opt.error();
+  const std::string& u = opt->messages[0].content;
+  EXPECT_NE(u.find("## Where its time goes"), std::string::npos) << u;
+  EXPECT_NE(u.find("memory-bound"), std::string::npos) << u;
+  EXPECT_NE(u.find("relu_kernel"), std::string::npos) << u;
+  // The debug prompt of a failing kernel stays as it was.
+  eval::EvalResult bad = r;
+  bad.status = eval::Status::kIncorrect;
+  auto dbg = debug_prompt(k, "class Model: pass", "class ModelNew: pass", bad);
+  ASSERT_TRUE(dbg.ok()) << dbg.error();
+  EXPECT_EQ(dbg->messages[0].content.find("Where its time goes"), std::string::npos);
+  EXPECT_EQ(dbg->messages[0].content.find("roofline"), std::string::npos);
+  // No GPU (CPU test mode): no block, no empty heading.
+  KernelContext cpu{&p, "- GPU: none", ""};
+  auto plain = optimize_prompt(cpu, "class Model: pass", "class ModelNew: pass", r);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->messages[0].content.find("Where its time goes"), std::string::npos);
+}
+
 TEST(Prompts, DecomposeConveysTheRules) {
   auto p = repo_prompts();
   auto c = decompose_prompt(p, problem::Problem::from_source("x", "class Model: pass"));

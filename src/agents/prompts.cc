@@ -95,7 +95,7 @@ const std::map<std::string, std::vector<std::string>>& Prompts::required() {
       {"refine_feedback", {"failures"}},
       {"generate", {"problem_source", "hardware"}},
       {"debug", {"problem_source", "hardware", "kernel", "feedback"}},
-      {"optimize", {"problem_source", "hardware", "kernel", "feedback"}},
+      {"optimize", {"problem_source", "hardware", "kernel", "feedback", "profile"}},
       {"split", {"problem_source", "top_level", "subproblem_files", "failing"}},
       {"fuse", {"problem_source", "top_level", "subproblem_files", "status_table"}},
       {"postfuse", {"problem_source", "hardware", "solution_files", "speedup"}},

@@ -235,6 +235,8 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     ctx.evaluator = shared.evaluator;
     ctx.prompts = shared.prompts;
     ctx.hardware = shared.hardware;
+    // The roofline's peaks are keyed by the GPU's name; none in CPU test mode.
+    if (shared.versions.gpu.rfind("none", 0) != 0) ctx.gpu_name = shared.versions.gpu;
     ctx.sink = &sink;
     ctx.workspace = rd->root() / "work";
     ctx.opts = opts;

@@ -109,6 +109,11 @@ void add_search_flags(CLI::App& app, search::SearchOptions& o) {
       ->check(CLI::IsMember({"mkevolve", "parallel", "beam", "single-split"}))
       ->capture_default_str();
   app.add_flag("--fuse", o.fuse, "let LLMFuse merge subproblems when none fails (MKEvolve (Fuse))");
+  app.add_option("--allocate", o.allocate,
+                 "budget weights once every subkernel passes: runtime (the paper's rule) or headroom (runtime x "
+                 "headroom over the GPU's roofline)")
+      ->check(CLI::IsMember({"runtime", "headroom"}))
+      ->capture_default_str();
   app.add_option("--swap", o.swap_tau,
                  "off unless given (--swap alone: TAU = 0.9). After the search, replace subkernels slower than TAU x "
                  "their subproblem's torch.compile with the PyTorch reference (or, in run, the --swap-with kernel); "

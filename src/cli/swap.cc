@@ -178,9 +178,11 @@ int swap_cmd(int argc, char** argv) {
     say(fmt::format("not swapped: {} ({}: {}); {} is unchanged", what, eval::to_string(r.status), r.kind,
                     sol.string()));
     if (!r.feedback.empty()) std::fprintf(stderr, "%s\n", r.feedback.c_str());
-    json e = {{"type", "swap_rejected"}, {"name", name}, {"to", to_pytorch ? "pytorch" : with},
-              {"reason", what}, {"result", result_summary(r)}};
-    if (auto st = (*rd)->log_event(e); !st) say(st.error());
+    run::events::SwapRejected rej;
+    rej.replaced.push_back({name, to_pytorch ? "pytorch" : with, std::nullopt});
+    rej.reason = what;
+    rej.result = result_summary(r);
+    if (auto st = (*rd)->log_event(run::events::swap_rejected(rej)); !st) say(st.error());
     cleanup();
     return kExitFailure;
   };

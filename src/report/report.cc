@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "report/svg.h"
 #include "run/event_log.h"
 #include "util/fs.h"
@@ -285,14 +287,33 @@ std::string render_markdown(const RunSummary& s) {
   if (s.final_subkernels.empty()) {
     md += "None yet.\n\n";
   } else {
-    md += "| subkernel | status | runtime (ms) | speedup vs torch.compile | share of end-to-end time | LLM calls | tokens |\n";
-    md += "|---|---|---|---|---|---|---|\n";
-    for (const auto& r : s.final_subkernels)
+    // The roofline column only where some subkernel has one (a GPU run with work records).
+    bool roof = false;
+    const SubkernelRow* most = nullptr;
+    for (const auto& r : s.final_subkernels) {
+      roof = roof || r.roofline_fraction.has_value();
+      if (r.headroom && (!most || *r.headroom > *most->headroom)) most = &r;
+    }
+    md += "| subkernel | status | runtime (ms) | speedup vs torch.compile | share of end-to-end time |" +
+          std::string(roof ? " of the roofline |" : "") + " LLM calls | tokens |\n";
+    md += std::string("|---|---|---|---|---|") + (roof ? "---|" : "") + "---|---|\n";
+    for (const auto& r : s.final_subkernels) {
+      std::string rf;
+      if (roof)
+        rf = (r.roofline_fraction ? fmt::format("{:.0f}% ({})", 100 * *r.roofline_fraction, r.bound) +
+                                        (r.headroom ? "" : ", model does not fit")
+                                  : std::string("\u2014")) +
+             " | ";
       md += "| " + md_cell(r.name) + (r.uses_pytorch ? " (PyTorch)" : "") + " | " +
             (r.status == "correct" ? "\u2713 correct" : r.status == "failing" ? "\u2717 failing" : r.status) + " | " +
-            ms(r.runtime_ms) + " | " + speedup(r.speedup_compile) + " | " + pct(r.share) + " | " +
+            ms(r.runtime_ms) + " | " + speedup(r.speedup_compile) + " | " + pct(r.share) + " | " + rf +
             std::to_string(r.usage.calls) + " | " + tokens_note(r.usage) + " |\n";
+    }
     md += "\n";
+    if (most)
+      md += fmt::format("Most headroom: {}, {:.2f}x its {} roofline time (the time its bytes and FLOPs need at the "
+                        "GPU's datasheet peaks).\n\n",
+                        md_cell(most->name), *most->headroom, most->bound);
   }
 
   md += "## LLM usage by agent\n\n";

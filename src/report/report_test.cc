@@ -205,6 +205,32 @@ TEST(Report, SwapToPyTorchIsFlagged) {
   EXPECT_NE(render_markdown(s).find("| 5_classifier_head | t5-s0 | pytorch | 1.34\u00d7 | 1.31\u00d7 |"), std::string::npos);
 }
 
+TEST(Report, TheFinalSubkernelsShowTheirRooflineAndTheMostHeadroom) {
+  auto ev = fixture_events();
+  // The last iteration event, as a GPU run writes it: a roofline record per subkernel.
+  for (auto it = ev.rbegin(); it != ev.rend(); ++it) {
+    if ((*it)["type"] != "iteration") continue;
+    auto& subs = (*it)["subkernels"];
+    ASSERT_GE(subs.size(), 2u);
+    subs[0]["roofline"] = {{"fraction", 0.89}, {"headroom", 1.12}, {"bound", "memory"}, {"t_roof_ms", 2.68},
+                           {"model_does_not_fit", false}, {"gpu", "H200 SXM"}};
+    subs[1]["roofline"] = {{"fraction", 0.31}, {"headroom", 3.2}, {"bound", "compute"}, {"t_roof_ms", 0.4},
+                           {"model_does_not_fit", false}, {"gpu", "H200 SXM"}};
+    break;
+  }
+  RunSummary s = summarize(ev, json::object(), json::object());
+  std::string md = render_markdown(s);
+  EXPECT_NE(md.find("| share of end-to-end time | of the roofline | LLM calls |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 89% (memory) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 31% (compute) |"), std::string::npos) << md;
+  const std::string second = s.final_subkernels.at(1).name;
+  EXPECT_NE(md.find("Most headroom: " + second + ", 3.20x its compute roofline time"), std::string::npos) << md;
+  // Without roofline records (the CPU, the fixture as it is): no column, no line.
+  std::string plain = render_markdown(fixture_summary());
+  EXPECT_EQ(plain.find("of the roofline"), std::string::npos);
+  EXPECT_EQ(plain.find("Most headroom"), std::string::npos);
+}
+
 // Events as the search writes them: the schema's fields plus the search's own
 // extras (reason, diff, iteration, scope, legacy speedup/tokens names), which
 // readers ignore.

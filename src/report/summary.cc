@@ -187,6 +187,11 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
           r.speedup_compile = p.speedup_compile;
           r.share = p.share;
           r.uses_pytorch = p.uses_pytorch;
+          if (auto rf = x.find("roofline"); rf != x.end() && rf->is_object()) {
+            r.roofline_fraction = optnum(*rf, "fraction");
+            r.headroom = optnum(*rf, "headroom");
+            r.bound = str(*rf, "bound");
+          }
           current.push_back(r);
         }
       }

@@ -61,6 +61,8 @@ struct SubkernelRow {
   std::optional<double> runtime_ms, speedup_compile, share;
   bool uses_pytorch = false;
   TokenTotals usage;   ///< LLM calls made for this subproblem
+  std::optional<double> roofline_fraction, headroom;  ///< against the GPU's roofline, when known
+  std::string bound;   ///< memory or compute (with roofline_fraction)
 };
 
 struct RunSummary {

@@ -4,6 +4,23 @@ namespace mk::run::events {
 
 namespace {
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+bool is_type(const nlohmann::json& j, const char* type) {
+  return j.is_object() && j.contains("type") && j["type"].is_string() && j["type"].get<std::string>() == type;
+}
+std::string str(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+int integer(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+std::optional<double> number(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
 }  // namespace
 
 nlohmann::json run_start(const std::string& method, const std::string& problem, const nlohmann::json& settings) {
@@ -84,6 +101,7 @@ nlohmann::json iteration(const Iteration& it) {
                          {"runtime_ms", opt(s.runtime_ms)},
                          {"share", opt(s.share)}};
     if (s.uses_pytorch) sj["uses_pytorch"] = true;
+    if (s.roofline.is_object()) sj["roofline"] = s.roofline;
     subs.push_back(std::move(sj));
   }
   return {{"type", kIteration},
@@ -113,6 +131,96 @@ nlohmann::json swap(const Swap& s) {
 
 nlohmann::json postfuse(int attempt, const std::string& status, std::optional<double> speedup_compile) {
   return {{"type", kPostfuse}, {"attempt", attempt}, {"status", status}, {"speedup_compile", opt(speedup_compile)}};
+}
+
+nlohmann::json reply_error(const ReplyError& e) {
+  nlohmann::json j = {{"type", kReplyError}, {"task", e.task}, {"agent", e.agent}, {"iteration", e.iteration},
+                      {"error", e.error}};
+  if (!e.candidate.empty()) j["candidate"] = e.candidate;
+  return j;
+}
+
+std::optional<ReplyError> parse_reply_error(const nlohmann::json& j) {
+  if (!is_type(j, kReplyError)) return std::nullopt;
+  return ReplyError{str(j, "task"), str(j, "agent"), integer(j, "iteration"), str(j, "error"), str(j, "candidate")};
+}
+
+nlohmann::json verify_decomposition(const VerifyDecomposition& v) {
+  return {{"type", kVerifyDecomposition}, {"task", v.task},     {"agent", v.agent},      {"iteration", v.iteration},
+          {"sample", v.sample},           {"ok", v.ok},         {"failures", v.failures}};
+}
+
+std::optional<VerifyDecomposition> parse_verify_decomposition(const nlohmann::json& j) {
+  if (!is_type(j, kVerifyDecomposition)) return std::nullopt;
+  VerifyDecomposition v{str(j, "task"), str(j, "agent"), integer(j, "iteration"), integer(j, "sample"), false, {}};
+  v.ok = j.contains("ok") && j["ok"].is_boolean() && j["ok"].get<bool>();
+  if (auto f = j.find("failures"); f != j.end() && f->is_array())
+    for (const auto& x : *f)
+      if (x.is_string()) v.failures.push_back(x.get<std::string>());
+  return v;
+}
+
+nlohmann::json judge(const Judge& j) {
+  nlohmann::json e = {{"type", kJudge},       {"task", j.task},       {"candidate", j.candidate},
+                      {"iteration", j.iteration}, {"verdict", j.verdict}, {"reason", j.reason}};
+  if (!j.policy.empty()) e["policy"] = j.policy;
+  return e;
+}
+
+std::optional<Judge> parse_judge(const nlohmann::json& j) {
+  if (!is_type(j, kJudge)) return std::nullopt;
+  return Judge{str(j, "task"),    str(j, "candidate"), integer(j, "iteration"),
+               str(j, "verdict"), str(j, "reason"),    str(j, "policy")};
+}
+
+nlohmann::json budget(const Budget& b) {
+  nlohmann::json alloc = nlohmann::json::object();
+  for (const auto& [name, calls] : b.allocation) alloc[name] = calls;
+  return {{"type", kBudget}, {"iteration", b.iteration}, {"allocation", alloc}, {"rule", b.rule}};
+}
+
+std::optional<Budget> parse_budget(const nlohmann::json& j) {
+  if (!is_type(j, kBudget)) return std::nullopt;
+  Budget b{integer(j, "iteration"), {}, str(j, "rule")};
+  if (auto a = j.find("allocation"); a != j.end() && a->is_object())
+    for (const auto& [name, calls] : a->items())
+      if (calls.is_number_integer()) b.allocation.emplace_back(name, calls.get<int>());
+  return b;
+}
+
+nlohmann::json swap_skipped(double tau, const std::string& reason) {
+  return {{"type", kSwapSkipped}, {"tau", tau}, {"reason", reason}};
+}
+
+nlohmann::json swap_rejected(const SwapRejected& r) {
+  nlohmann::json replaced = nlohmann::json::array();
+  for (const auto& x : r.replaced)
+    replaced.push_back({{"name", x.name}, {"with", x.with}, {"speedup", opt(x.speedup)}});
+  nlohmann::json j = {{"type", kSwapRejected},
+                      {"replaced", replaced},
+                      {"tau", opt(r.tau)},
+                      {"speedup_before", opt(r.speedup_before)},
+                      {"speedup_after", opt(r.speedup_after)},
+                      {"reason", r.reason}};
+  if (!r.result.is_null()) j["result"] = r.result;
+  return j;
+}
+
+std::optional<SwapRejected> parse_swap_rejected(const nlohmann::json& j) {
+  if (!is_type(j, kSwapRejected)) return std::nullopt;
+  SwapRejected r;
+  if (auto a = j.find("replaced"); a != j.end() && a->is_array()) {
+    for (const auto& x : *a)
+      if (x.is_object()) r.replaced.push_back({str(x, "name"), str(x, "with"), number(x, "speedup")});
+  } else if (!str(j, "name").empty()) {
+    r.replaced.push_back({str(j, "name"), str(j, "to"), std::nullopt});  // mkevolve swap before one shape
+  }
+  r.tau = number(j, "tau");
+  r.speedup_before = number(j, "speedup_before");
+  r.speedup_after = number(j, "speedup_after");
+  r.reason = str(j, "reason");
+  if (auto res = j.find("result"); res != j.end()) r.result = *res;
+  return r;
 }
 
 nlohmann::json run_end(const RunEnd& e) {

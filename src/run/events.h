@@ -29,6 +29,12 @@ inline constexpr const char* kPostfuse = "postfuse";
 inline constexpr const char* kRunEnd = "run_end";
 inline constexpr const char* kPreflight = "preflight";
 inline constexpr const char* kFinalCheck = "final_check";
+inline constexpr const char* kReplyError = "reply_error";
+inline constexpr const char* kVerifyDecomposition = "verify_decomposition";
+inline constexpr const char* kJudge = "judge";
+inline constexpr const char* kBudget = "budget";
+inline constexpr const char* kSwapSkipped = "swap_skipped";
+inline constexpr const char* kSwapRejected = "swap_rejected";
 
 /// run_start: the search begins. settings holds T, L, budget_per_iter,
 /// beam_width and any other knob worth seeing in the report; budgets, when set,
@@ -105,6 +111,9 @@ struct SubkernelSummary {
   std::optional<double> speedup_compile{}, runtime_ms{};
   std::optional<double> share{};  ///< fraction (0..1) of the end-to-end time spent in this subkernel
   bool uses_pytorch = false;
+  /// Its best kernel against the GPU's roofline (eval/roofline.h summary_json:
+  /// fraction, headroom, bound, t_roof_ms, model_does_not_fit, gpu); null when unknown.
+  nlohmann::json roofline{};
 };
 struct Iteration {
   int t = 0;
@@ -126,6 +135,75 @@ struct Swap {
 nlohmann::json swap(const Swap& s);
 
 nlohmann::json postfuse(int attempt, const std::string& status, std::optional<double> speedup_compile);
+
+/// reply_error: an LLM reply that could not be used (unparseable, or a call
+/// that failed); the agent is asked again or the candidate is lost.
+struct ReplyError {
+  std::string task{};
+  std::string agent{};
+  int iteration = 0;
+  std::string error{};
+  std::string candidate{};  ///< the kernel candidate's id; empty for decompose/split/fuse replies
+};
+nlohmann::json reply_error(const ReplyError& e);
+std::optional<ReplyError> parse_reply_error(const nlohmann::json& j);
+
+/// verify_decomposition: one decomposition (or split/fuse) attempt's verdict.
+struct VerifyDecomposition {
+  std::string task{};
+  std::string agent{};  ///< decompose, split, fuse
+  int iteration = 0;
+  int sample = 0;
+  bool ok = false;
+  std::vector<std::string> failures{};
+};
+nlohmann::json verify_decomposition(const VerifyDecomposition& v);
+std::optional<VerifyDecomposition> parse_verify_decomposition(const nlohmann::json& j);
+
+/// judge: the cheat judge's word on a correct candidate. verdict: pass, cheat,
+/// unparseable (the reply), or failed (it could not be asked; policy then says
+/// whether the candidate was held without a verdict or let pass).
+struct Judge {
+  std::string task{};
+  std::string candidate{};
+  int iteration = 0;
+  std::string verdict{};
+  std::string reason{};
+  std::string policy{};  ///< hold or pass; only when verdict is failed
+};
+nlohmann::json judge(const Judge& j);
+std::optional<Judge> parse_judge(const nlohmann::json& j);
+
+/// budget: AllocateLLMBudget's split of one iteration's calls. rule: even
+/// (some subproblem has no correct kernel yet) or runtime.
+struct Budget {
+  int iteration = 0;
+  std::vector<std::pair<std::string, int>> allocation{};  ///< subproblem -> calls (parsed back: by name)
+  std::string rule{};
+};
+nlohmann::json budget(const Budget& b);
+std::optional<Budget> parse_budget(const nlohmann::json& j);
+
+/// swap_skipped: Swap did not trigger, and why.
+nlohmann::json swap_skipped(double tau, const std::string& reason);
+
+/// swap_rejected: a swap was tried and not taken (the solution is unchanged):
+/// by the search (tau set, several replacements) or by `mkevolve swap` (one
+/// replacement, with the failing check's verdict in result).
+struct SwapReplacement {
+  std::string name{};
+  std::string with{};                ///< pytorch, "user kernel", or the replacement file
+  std::optional<double> speedup{};   ///< the replaced subkernel's own speedup vs torch.compile
+};
+struct SwapRejected {
+  std::vector<SwapReplacement> replaced{};
+  std::optional<double> tau{};
+  std::optional<double> speedup_before{}, speedup_after{};  ///< end to end, vs torch.compile
+  std::string reason{};
+  nlohmann::json result{};  ///< the failing check's verdict summary (mkevolve swap); null otherwise
+};
+nlohmann::json swap_rejected(const SwapRejected& r);
+std::optional<SwapRejected> parse_swap_rejected(const nlohmann::json& j);
 
 struct RunEnd {
   std::string status{};  ///< finished, interrupted, failed

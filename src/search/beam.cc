@@ -303,8 +303,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   if (!ex.call.ok) {
     c.reply_error = "LLM call failed: " + ex.call.error;
     rec.result = {{"status", "llm_error"}, {"error", ex.call.error}};
-    out.events.push_back({{"type", "reply_error"}, {"task", c.task}, {"candidate", c.id}, {"iteration", iteration},
-                          {"agent", c.agent}, {"error", c.reply_error}});
+    out.events.push_back(run::events::reply_error({c.task, c.agent, iteration, c.reply_error, c.id}));
     if (ctx.sink) ctx.sink->store_candidate(rec);
     return out;
   }
@@ -314,8 +313,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
     c.raw_reply = ex.reply;
     rec.files["reply.md"] = ex.reply;
     rec.result = {{"status", "unparseable"}, {"error", parsed.error()}};
-    out.events.push_back({{"type", "reply_error"}, {"task", c.task}, {"candidate", c.id}, {"iteration", iteration},
-                          {"agent", c.agent}, {"error", c.reply_error}});
+    out.events.push_back(run::events::reply_error({c.task, c.agent, iteration, c.reply_error, c.id}));
     if (ctx.sink) ctx.sink->store_candidate(rec);
     return out;
   }
@@ -370,9 +368,8 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
       }
       if (!jex.call.ok && !jex.call.cancelled) {
         bool hold = ctx.opts.judge_failure != "pass";
-        out.events.push_back({{"type", "judge"}, {"task", c.task}, {"candidate", c.id}, {"iteration", iteration},
-                              {"verdict", "failed"}, {"policy", hold ? "hold" : "pass"},
-                              {"reason", jex.call.error}});
+        out.events.push_back(
+            run::events::judge({c.task, c.id, iteration, "failed", jex.call.error, hold ? "hold" : "pass"}));
         if (hold) {
           // Not judged is not passed: the candidate has no verdict yet.
           c.result.status = eval::Status::kNoVerdict;
@@ -390,9 +387,9 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
           c.result.feedback = "An LLM reviewer judged this kernel to be cheating: " + v->reason;
           c.result.speedup_compile = c.result.speedup_eager = 0;
         }
-        out.events.push_back({{"type", "judge"}, {"task", c.task}, {"candidate", c.id}, {"iteration", iteration},
-                              {"verdict", !v ? "unparseable" : (v->cheating ? "cheat" : "pass")},
-                              {"reason", v ? v->reason : v.error()}});
+        out.events.push_back(run::events::judge({c.task, c.id, iteration,
+                                                 !v ? "unparseable" : (v->cheating ? "cheat" : "pass"),
+                                                 v ? v->reason : v.error(), ""}));
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "problem/compose.h"
+#include "eval/roofline.h"
 #include "run/events.h"
 #include "search/internal.h"
 #include "search/search.h"
@@ -248,14 +249,20 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       double ms = 0;
       if (last.runtime_ms.count(sp.name)) ms = last.runtime_ms.at(sp.name);
       else if (b.best_correct() && b.best_correct()->result.runtime.valid) ms = b.best_correct()->result.runtime.median_ms;
+      // --allocate headroom: weigh by how far the subkernel is from its
+      // roofline too (1 where that is not known: no GPU, no work record).
+      if (o.allocate == "headroom" && b.best_correct() && !ctx.gpu_name.empty()) {
+        auto rf = eval::roofline::summary_json(b.best_correct()->result, ctx.gpu_name);
+        if (rf.is_object() && rf["headroom"].is_number()) ms *= std::max(1.0, rf["headroom"].get<double>());
+      }
       runtime.push_back(ms);
     }
     auto budget = allocate_budget(o.calls_per_iter, needs_work, runtime);
-    nlohmann::json alloc = nlohmann::json::object();
-    for (size_t i = 0; i < budget.size(); ++i) alloc[topo.subproblems[i].name] = budget[i];
-    emit(ctx, {{"type", "budget"}, {"iteration", t}, {"allocation", alloc},
-               {"rule", std::find(needs_work.begin(), needs_work.end(), true) != needs_work.end() ? "even"
-                                                                                                 : "runtime"}});
+    run::events::Budget be;
+    be.iteration = t;
+    for (size_t i = 0; i < budget.size(); ++i) be.allocation.emplace_back(topo.subproblems[i].name, budget[i]);
+    be.rule = std::find(needs_work.begin(), needs_work.end(), true) != needs_work.end() ? "even" : o.allocate;
+    emit(ctx, run::events::budget(be));
 
     // LLMEvolveKernel for every subproblem, concurrently; events in subproblem order.
     {
@@ -330,14 +337,15 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       if (best.correct) announce_best(ctx, best);  // no "new best" for an iteration without a solution
     }
     nlohmann::json subs = nlohmann::json::array();
-    for (const auto& sp : topo.subproblems) {
+    for (size_t i = 0; i < topo.subproblems.size(); ++i) {
+      const Subproblem& sp = topo.subproblems[i];
       const BeamState& b = beams[beam_key(sp)];
       const Candidate* c = b.best_correct();
       nlohmann::json s = {{"name", sp.name},
                           {"correct", c != nullptr},
                           {"speedup", c ? c->reward : 0.0},
                           {"calls", b.calls},
-                          {"budget", alloc[sp.name]}};
+                          {"budget", i < budget.size() ? budget[i] : 0}};
       if (c && c->result.runtime.valid) s["runtime_ms"] = c->result.runtime.median_ms;
       if (last.runtime_ms.count(sp.name)) s["e2e_runtime_ms"] = last.runtime_ms.at(sp.name);
       if (!c && b.best()) s["status"] = b.best()->evaluated ? eval::to_string(b.best()->result.status) : "no_kernel";
@@ -366,6 +374,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       if (c && c->result.runtime.valid) k.runtime_ms = c->result.runtime.median_ms;
       if (last.runtime_ms.count(sp.name) && total_ms > 0) k.share = last.runtime_ms.at(sp.name) / total_ms;
       k.uses_pytorch = c && c->result.uses_pytorch;
+      if (c && !ctx.gpu_name.empty()) k.roofline = eval::roofline::summary_json(c->result, ctx.gpu_name);
       it.subkernels.push_back(k);
     }
     it.calls_used = ctx.acct ? ctx.acct->to_json().value("calls", 0) : 0;
@@ -428,6 +437,7 @@ nlohmann::json to_json(const SearchOptions& o) {
           {"beam_width", o.beam_width},
           {"expansion", o.expansion},
           {"fuse", o.fuse},
+          {"allocate", o.allocate},
           {"swap_tau", o.swap_tau ? nlohmann::json(*o.swap_tau) : nlohmann::json(nullptr)},
           {"swap_with", o.swap_with},
           {"postfuse", o.postfuse},
@@ -479,6 +489,7 @@ Result<SearchOptions> options_from_json(const nlohmann::json& j) {
     o.beam_width = j.value("beam_width", o.beam_width);
     o.expansion = j.value("expansion", o.expansion);
     o.fuse = j.value("fuse", o.fuse);
+    o.allocate = j.value("allocate", std::string("runtime"));  // runs before the option: the paper's rule
     if (j.contains("swap_tau") && j["swap_tau"].is_number()) o.swap_tau = j["swap_tau"].get<double>();
     if (j.contains("swap_with") && j["swap_with"].is_object())
       o.swap_with = j["swap_with"].get<std::map<std::string, std::string>>();
@@ -583,7 +594,7 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
     speed[sp.name] = s;
   }
   auto skip = [&](const std::string& why) {
-    emit(ctx, {{"type", "swap_skipped"}, {"tau", tau}, {"reason", why}});
+    emit(ctx, run::events::swap_skipped(tau, why));
     return std::nullopt;
   };
   if (subs.size() < 2) return skip("fewer than two subkernels");
@@ -591,17 +602,17 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
   for (const auto& [n, s] : speed) any_fast = any_fast || s >= 1.0;
   if (!any_fast) return skip("every subkernel is slower than torch.compile");
   Solution s = best;
-  nlohmann::json replaced = nlohmann::json::array();
+  std::vector<run::events::SwapReplacement> replaced;
   for (const auto& sp : subs) {
     if (speed[sp.name] >= tau || best.pytorch.count(sp.name)) continue;
     auto alt = ctx.opts.swap_with.find(sp.name);
     if (alt != ctx.opts.swap_with.end()) {
       s.kernels[sp.name] = alt->second;
-      replaced.push_back({{"name", sp.name}, {"speedup", speed[sp.name]}, {"with", "user kernel"}});
+      replaced.push_back({sp.name, "user kernel", speed[sp.name]});
     } else {
       s.kernels[sp.name] = problem::pytorch_implementation(sp);
       s.pytorch.insert(sp.name);
-      replaced.push_back({{"name", sp.name}, {"speedup", speed[sp.name]}, {"with", "pytorch"}});
+      replaced.push_back({sp.name, "pytorch", speed[sp.name]});
     }
   }
   if (replaced.empty()) return skip(fmt::format("no subkernel is below tau = {}", tau));
@@ -611,26 +622,27 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
   s.iteration = best.iteration;
   if (!s.correct || (best.correct && s.speedup < best.speedup)) {
     // Not taken: the solution stays as it was, so no swap event (reports would mark it swapped).
-    emit(ctx, {{"type", "swap_rejected"},
-               {"tau", tau},
-               {"replaced", replaced},
-               {"speedup_before", best.speedup},
-               {"speedup_after", s.correct ? nlohmann::json(s.speedup) : nlohmann::json(nullptr)},
-               {"reason", !s.correct ? "the composition with the replacements failed end to end"
-                                     : "the composition with the replacements is slower"}});
+    run::events::SwapRejected rej;
+    rej.replaced = replaced;
+    rej.tau = tau;
+    rej.speedup_before = best.speedup;
+    if (s.correct) rej.speedup_after = s.speedup;
+    rej.reason = !s.correct ? "the composition with the replacements failed end to end"
+                            : "the composition with the replacements is slower";
+    emit(ctx, run::events::swap_rejected(rej));
     return std::nullopt;
   }
   for (const auto& r : replaced) {  // one swap event per replaced subkernel
     run::events::Swap sw;
-    sw.name = r["name"].get<std::string>();
+    sw.name = r.name;
     sw.from = best.local.count(sw.name) ? best.local.at(sw.name).value("id", "kernel") : "kernel";
-    sw.to = r["with"].get<std::string>();
+    sw.to = r.with;
     if (best.correct) sw.speedup_before = best.speedup;
     if (s.correct) sw.speedup_after = s.speedup;
     auto e = run::events::swap(sw);
     e["triggered"] = true;
     e["tau"] = tau;
-    e["subkernel_speedup"] = r["speedup"];
+    e["subkernel_speedup"] = r.speedup ? nlohmann::json(*r.speedup) : nlohmann::json(nullptr);
     e["correct"] = s.correct;
     e["contains_pytorch_subkernels"] = !s.pytorch.empty();
     emit(ctx, e);

@@ -34,6 +34,10 @@ struct SearchOptions {
   int beam_width = 4;
   int expansion = 1;                ///< children per beam member per round
   bool fuse = false;                ///< LLMFuse when no subkernel fails
+  /// AllocateLLMBudget's weights once every subkernel passes: "runtime" (the
+  /// paper's rule: each subkernel's end-to-end runtime) or "headroom" (runtime
+  /// x its headroom over the roofline, eval/roofline.h; 1 where unknown).
+  std::string allocate = "runtime";
   std::optional<double> swap_tau;   ///< --swap TAU (Swap off when unset)
   std::map<std::string, std::string> swap_with;  ///< subproblem -> alternative kernel source (user/other run)
   int postfuse = 0;                 ///< --postfuse N: LLM calls for the end-to-end fusion attempt
@@ -90,6 +94,7 @@ struct SearchContext {
   eval::Evaluator* evaluator = nullptr;
   const agents::Prompts* prompts = nullptr;
   std::string hardware;                 ///< agents::hardware_text(evaluator->hardware_info())
+  std::string gpu_name;                 ///< the GPU's reported name (the roofline's peaks); empty without one
   EventSink* sink = nullptr;
   fs::path workspace;                   ///< candidate files, composed packages, topologies
   SearchOptions opts;
@@ -112,7 +117,9 @@ struct SearchContext {
 
   /// The kernel prompts' facts: the hardware, then how outputs are judged
   /// (the evaluation's real tolerances, --atol/--rtol).
-  agents::KernelContext kernel_context() const { return {prompts, hardware + "\n- " + correctness_fact(opts.eval)}; }
+  agents::KernelContext kernel_context() const {
+    return {prompts, hardware + "\n- " + correctness_fact(opts.eval), gpu_name};
+  }
 
  private:
   mutable std::mutex mu_;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "llm/factory.h"
+#include "run/events.h"
 #include "search/search.h"
 #include "support/fake_evaluator.h"
 #include "support/scripted_llm.h"
@@ -137,6 +138,63 @@ TEST(Beam, BudgetIsExactForAnySize) {
     EXPECT_EQ(static_cast<int>(h.llm.requests().size()), budget) << budget;
     EXPECT_EQ(b.members.size(), static_cast<size_t>(std::min(budget, 4)));
   }
+}
+
+TEST(Beam, ExpansionGivesEveryMemberThatManyChildrenPerRound) {
+  // --expansion 2, width 4: after the 4 generate calls, each round asks for 2
+  // children of each of the 4 members (8 calls); the budget is still exact.
+  Harness h;
+  h.ctx.opts.expansion = 2;
+  h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+    return kernel_reply(fmt::format("correct speedup={}", 1.0 + r.sample / 100.0), fmt::format("# tag s{}", r.sample));
+  });
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 20, 1, &h.sink);
+  ASSERT_EQ(h.llm.requests().size(), 20u);
+  EXPECT_EQ(b.calls, 20);
+  EXPECT_EQ(h.llm.count("generate"), 4);
+  EXPECT_EQ(h.llm.count("optimize"), 16);
+  // Round 2 (samples 4-11) expands the four first members, s0-s3, twice each.
+  std::map<std::string, int> children;
+  for (const auto& r : h.llm.requests()) {
+    if (r.agent != "optimize" || r.sample > 11) continue;
+    const std::string& u = r.messages.back().content;
+    int found = 0;
+    for (int p = 0; p < 4; ++p)
+      if (u.find(fmt::format("# tag s{}\n", p)) != std::string::npos) {
+        ++children[fmt::format("s{}", p)];
+        ++found;
+      }
+    EXPECT_EQ(found, 1) << "an optimize prompt should show exactly one parent";
+  }
+  EXPECT_EQ(children, (std::map<std::string, int>{{"s0", 2}, {"s1", 2}, {"s2", 2}, {"s3", 2}}));
+  ASSERT_EQ(b.members.size(), 4u);
+  EXPECT_EQ(b.members[0].sample, 19);  // the best of all twenty
+}
+
+TEST(Beam, OptimizePromptsCarryTheRooflineAndDebugPromptsDoNot) {
+  // A fixture run (scripted replies, fake evaluator with work records) on an
+  // H200: every optimize prompt has the profile block, no debug prompt does.
+  Harness h;
+  h.ctx.gpu_name = "NVIDIA H200";
+  h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+    return kernel_reply(r.sample % 2 ? "incorrect" : "correct speedup=1.5 base=3.0 bytes=1.2e10");
+  });
+  evolve_kernel(h.ctx, h.task(), {}, 16, 1, &h.sink);
+  int optimize = 0, debug = 0;
+  for (const auto& r : h.llm.requests()) {
+    const std::string& u = r.messages.back().content;
+    if (r.agent == "optimize") {
+      ++optimize;
+      EXPECT_NE(u.find("## Where its time goes"), std::string::npos) << u;
+      EXPECT_NE(u.find("memory-bound"), std::string::npos) << u;
+    }
+    if (r.agent == "debug") {
+      ++debug;
+      EXPECT_EQ(u.find("Where its time goes"), std::string::npos) << u;
+    }
+  }
+  EXPECT_GT(optimize, 0);
+  EXPECT_GT(debug, 0);
 }
 
 TEST(Beam, DebugForFailingOptimizeForPassing) {
@@ -527,6 +585,39 @@ TEST(MKEvolve, AllocationEvenThenProportionalToRuntime) {
   EXPECT_EQ(budgets[1]["allocation"]["beta"], 8);
 }
 
+TEST(MKEvolve, AllocateHeadroomWeighsRuntimeByTheDistanceToTheRoofline) {
+  // Equal runtimes (3 ms each) on an H200; alpha moves 12 GB (roofline 2.5 ms,
+  // headroom 1.2x), beta 1.2 GB (0.25 ms, 12x): the paper's rule splits the
+  // calls evenly, --allocate headroom gives beta ten times alpha's share.
+  for (const std::string rule : {"runtime", "headroom"}) {
+    Harness h;
+    h.ctx.gpu_name = "NVIDIA H200";
+    h.ctx.opts.allocate = rule;
+    script_two(h, "correct speedup=1.0 base=3.0 bytes=1.2e10", "correct speedup=1.0 base=3.0 bytes=1.2e9");
+    run_method(h.ctx, h.problem);
+    auto budgets = h.sink.of_type("budget");
+    ASSERT_EQ(budgets.size(), 5u);
+    EXPECT_EQ(budgets[0]["rule"], "even");
+    EXPECT_EQ(budgets[1]["rule"], rule);
+    int alpha = budgets[1]["allocation"]["alpha"], beta = budgets[1]["allocation"]["beta"];
+    EXPECT_EQ(alpha + beta, 32);
+    if (rule == "runtime") {
+      EXPECT_EQ(alpha, 16) << budgets[1].dump();
+    } else {
+      EXPECT_EQ(alpha, 3) << budgets[1].dump();  // 32 x 1.2 / 13.2 = 2.9
+      EXPECT_EQ(beta, 29) << budgets[1].dump();
+    }
+    // The iteration event carries each subkernel's roofline record.
+    auto its = h.sink.of_type("iteration");
+    ASSERT_FALSE(its.empty());
+    const auto& sk = its.back()["subkernels"];
+    ASSERT_EQ(sk.size(), 2u);
+    EXPECT_NEAR(sk[0]["roofline"]["headroom"].get<double>(), 1.2, 1e-9);
+    EXPECT_NEAR(sk[1]["roofline"]["headroom"].get<double>(), 12.0, 1e-9);
+    EXPECT_EQ(sk[1]["roofline"]["bound"], "memory");
+  }
+}
+
 TEST(MKEvolve, FailingSubproblemIsSplitAtRefinementIterations) {
   Harness h;
   h.llm.on("decompose", decomposition({"alpha", "beta"}));
@@ -576,6 +667,111 @@ TEST(MKEvolve, FailedSplitKeepsThePreviousStructure) {
   EXPECT_EQ(res.best.topology.names(), (std::vector<std::string>{"alpha", "beta"}));
   EXPECT_FALSE(res.best.correct);
   EXPECT_EQ(res.status, "no_correct");
+}
+
+TEST(MKEvolve, ASplitReplyWithOtherThanTwoPartsIsAskedAgain) {
+  // LLMSplit splits a subproblem into exactly two: a reply with three parts is
+  // sent back with the reason, and the next reply, with two, is taken.
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("incorrect"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  h.llm.on("*", "alpha_a", kernel_reply("correct speedup=1.2"));
+  h.llm.on("*", "alpha_b", kernel_reply("correct speedup=1.3"));
+  h.llm.on("*", "alpha_c", kernel_reply("correct speedup=1.3"));
+  const std::string three = files_reply({{"decomposed_problem.py", top_source({"alpha_a", "alpha_b", "alpha_c", "beta"})},
+                                         {"subkernel_problems/alpha_a.py", sub_source("alpha_a")},
+                                         {"subkernel_problems/alpha_b.py", sub_source("alpha_b")},
+                                         {"subkernel_problems/alpha_c.py", sub_source("alpha_c")}});
+  const std::string two = files_reply({{"decomposed_problem.py", top_source({"alpha_a", "alpha_b", "beta"})},
+                                       {"subkernel_problems/alpha_a.py", sub_source("alpha_a")},
+                                       {"subkernel_problems/alpha_b.py", sub_source("alpha_b")}});
+  h.llm.when([&](const llm::Request& r) -> std::optional<std::string> {
+    if (r.agent != "split") return std::nullopt;
+    return r.messages.size() <= 2 ? three : two;  // the first ask, then the follow-up
+  });
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(h.llm.count("split"), 2);
+  auto errs = h.sink.of_type("reply_error");
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0]["agent"], "split");
+  EXPECT_NE(errs[0]["error"].get<std::string>().find("exactly two new subproblems; the files you sent add 3"),
+            std::string::npos)
+      << errs[0].dump();
+  auto topo = h.sink.of_type("topology");
+  ASSERT_EQ(topo.size(), 2u);
+  EXPECT_EQ(topo[1]["reason"], "split");
+  EXPECT_EQ(res.best.topology.names(), (std::vector<std::string>{"alpha_a", "alpha_b", "beta"}));
+}
+
+TEST(MKEvolve, SeveralFailingSubproblemsAreSplitInOneCall) {
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta", "gamma"}));
+  h.llm.on("*", "alpha", kernel_reply("incorrect"));
+  h.llm.on("*", "beta", kernel_reply("incorrect"));
+  h.llm.on("*", "gamma", kernel_reply("correct speedup=1.5"));
+  for (const char* n : {"alpha_a", "alpha_b", "beta_a", "beta_b"}) h.llm.on("*", n, kernel_reply("correct speedup=1.2"));
+  std::vector<std::string> names = {"alpha_a", "alpha_b", "beta_a", "beta_b", "gamma"};
+  std::map<std::string, std::string> files{{"decomposed_problem.py", top_source(names)}};
+  for (const char* n : {"alpha_a", "alpha_b", "beta_a", "beta_b"})
+    files[fmt::format("subkernel_problems/{}.py", n)] = sub_source(n);
+  h.llm.on("split", files_reply(files));
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(h.llm.count("split"), 1);
+  for (const auto& r : h.llm.requests())
+    if (r.agent == "split") {
+      const auto& u = r.messages.back().content;
+      EXPECT_NE(u.find("### alpha\n"), std::string::npos);
+      EXPECT_NE(u.find("### beta\n"), std::string::npos);
+      EXPECT_EQ(u.find("### gamma\n"), std::string::npos);
+    }
+  auto topo = h.sink.of_type("topology");
+  ASSERT_EQ(topo.size(), 2u);
+  EXPECT_EQ(topo[1]["reason"], "split");
+  EXPECT_EQ(topo[1]["diff"]["removed"], nlohmann::json({"alpha", "beta"}));
+  EXPECT_EQ(topo[1]["diff"]["kept"], nlohmann::json({"gamma"}));
+  EXPECT_TRUE(res.best.correct);
+  auto sorted = res.best.topology.names();
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, names);
+  EXPECT_EQ(h.kernel_calls(), 160);
+}
+
+TEST(MKEvolve, TheBestSolutionIsKeptWhenALaterIterationIsWorse) {
+  // r >= r*: a fusion at t = 2 gives a slower composition; the run returns
+  // t = 1's modular solution, the best seen, not the last.
+  Harness h;
+  h.ctx.opts.fuse = true;
+  script_two(h, "correct speedup=2.0", "correct speedup=2.0");
+  h.llm.on("*", "alpha_beta", kernel_reply("correct speedup=0.5"));
+  h.llm.on("fuse", files_reply({{"decomposed_problem.py", top_source({"alpha_beta"})},
+                                {"subkernel_problems/alpha_beta.py", sub_source("alpha_beta")}}));
+  auto res = run_method(h.ctx, h.problem);
+  auto its = h.sink.of_type("iteration");
+  ASSERT_EQ(its.size(), 5u);
+  double first = its[0]["e2e"]["speedup_compile"].get<double>();
+  double last = its.back()["e2e"]["speedup_compile"].get<double>();
+  ASSERT_LT(last, first) << "the fixture should make the later iterations worse";
+  EXPECT_TRUE(res.best.correct);
+  EXPECT_EQ(res.best.topology.names(), (std::vector<std::string>{"alpha", "beta"}));
+  EXPECT_NEAR(res.best.speedup, first, 1e-9);
+  for (const auto& it : its) EXPECT_LE(it["e2e"]["speedup_compile"].get<double>(), res.best.speedup + 1e-9);
+}
+
+TEST(MKEvolve, TotalFuseNeverFiresOnAMonolithicStructure) {
+  // Decomposition fell back to the original module: a composition that fails
+  // end to end while its one subkernel passed cannot be fused any further, so
+  // no total_fuse topology is logged and the search goes on.
+  Harness h;
+  h.llm.on("decompose", "no files here");
+  h.llm.on("*", "*", kernel_reply("correct speedup=1.2", "# FAKE-E2E: incorrect"));
+  auto res = run_method(h.ctx, h.problem);
+  auto topo = h.sink.of_type("topology");
+  ASSERT_FALSE(topo.empty());
+  EXPECT_EQ(topo[0]["change"], "fallback");
+  for (const auto& e : topo) EXPECT_NE(e.value("reason", ""), "total_fuse") << e.dump();
+  EXPECT_TRUE(res.best.topology.monolithic);
+  EXPECT_EQ(h.kernel_calls(), 160);
 }
 
 TEST(MKEvolve, LocalGlobalDisagreementTriggersTotalFuse) {
@@ -890,6 +1086,85 @@ TEST(Events, FollowTheDocumentedSchema) {
   double share = 0;
   for (const auto& k : its.back()["subkernels"]) share += k["share"].get<double>();
   EXPECT_NEAR(share, 1.0, 1e-9);
+}
+
+TEST(Events, TheSearchsOtherRecordsParseBackIntoTheirTypes) {
+  // budget, verify_decomposition, swap_skipped: written by the search through
+  // run/events.h's builders, read back through its parsers.
+  Harness h;
+  h.ctx.opts.swap_tau = 0.9;
+  script_two(h, "correct speedup=2.0", "correct speedup=1.2");
+  run_method(h.ctx, h.problem);
+  auto budgets = h.sink.of_type("budget");
+  ASSERT_EQ(budgets.size(), 5u);  // one per iteration
+  for (const auto& e : budgets) {
+    auto b = mk::run::events::parse_budget(e);
+    ASSERT_TRUE(b) << e.dump();
+    ASSERT_EQ(b->allocation.size(), 2u) << e.dump();
+    EXPECT_EQ(b->allocation[0].first, "alpha");
+    EXPECT_EQ(b->allocation[1].first, "beta");
+    EXPECT_EQ(b->allocation[0].second + b->allocation[1].second, h.ctx.opts.calls_per_iter) << e.dump();
+    EXPECT_TRUE(b->rule == "even" || b->rule == "runtime") << e.dump();
+  }
+  EXPECT_EQ(mk::run::events::parse_budget(budgets.front())->rule, "even");  // no kernel yet at t=1
+  auto verified = h.sink.of_type("verify_decomposition");
+  ASSERT_FALSE(verified.empty());
+  auto v = mk::run::events::parse_verify_decomposition(verified.front());
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->agent, "decompose");
+  EXPECT_TRUE(v->ok);
+  auto skipped = h.sink.of_type("swap_skipped");
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0]["tau"], 0.9);
+  EXPECT_FALSE(mk::run::events::parse_budget(skipped[0]));  // a parser takes only its own type
+}
+
+TEST(Events, RecordsRoundTripThroughTheirParsers) {
+  using namespace mk::run::events;
+  auto re = parse_reply_error(reply_error({"alpha", "generate", 3, "no code block", "alpha-s7"}));
+  ASSERT_TRUE(re);
+  EXPECT_EQ(re->task, "alpha");
+  EXPECT_EQ(re->agent, "generate");
+  EXPECT_EQ(re->iteration, 3);
+  EXPECT_EQ(re->error, "no code block");
+  EXPECT_EQ(re->candidate, "alpha-s7");
+  EXPECT_FALSE(reply_error({"p", "decompose", 0, "bad files", ""}).contains("candidate"));
+  auto vd = parse_verify_decomposition(verify_decomposition({"p", "split", 2, 4, false, {"a fails", "b fails"}}));
+  ASSERT_TRUE(vd);
+  EXPECT_EQ(vd->sample, 4);
+  EXPECT_FALSE(vd->ok);
+  EXPECT_EQ(vd->failures, (std::vector<std::string>{"a fails", "b fails"}));
+  auto jd = parse_judge(judge({"alpha", "alpha-s1", 1, "failed", "HTTP 503", "hold"}));
+  ASSERT_TRUE(jd);
+  EXPECT_EQ(jd->verdict, "failed");
+  EXPECT_EQ(jd->policy, "hold");
+  EXPECT_FALSE(judge({"alpha", "alpha-s1", 1, "pass", "ok", ""}).contains("policy"));
+  auto bd = parse_budget(budget({2, {{"zeta", 3}, {"alpha", 5}}, "runtime"}));
+  ASSERT_TRUE(bd);
+  ASSERT_EQ(bd->allocation.size(), 2u);  // (in the JSON object's order: by name)
+  EXPECT_EQ(bd->rule, "runtime");
+  int total = 0;
+  for (const auto& [n, c] : bd->allocation) total += c;
+  EXPECT_EQ(total, 8);
+  SwapRejected sr;
+  sr.replaced = {{"alpha", "pytorch", 0.4}, {"beta", "user kernel", std::nullopt}};
+  sr.tau = 0.5;
+  sr.speedup_before = 1.3;
+  sr.reason = "the composition with the replacements failed end to end";
+  auto back = parse_swap_rejected(swap_rejected(sr));
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->replaced.size(), 2u);
+  EXPECT_EQ(back->replaced[0].with, "pytorch");
+  EXPECT_EQ(back->replaced[0].speedup, 0.4);
+  EXPECT_FALSE(back->replaced[1].speedup);
+  EXPECT_EQ(back->tau, 0.5);
+  EXPECT_FALSE(back->speedup_after);
+  EXPECT_TRUE(back->result.is_null());
+  // The older `mkevolve swap` shape (name/to, no replaced list) still reads.
+  auto old = parse_swap_rejected({{"type", "swap_rejected"}, {"name", "alpha"}, {"to", "k.py"}, {"reason", "slower"}});
+  ASSERT_TRUE(old);
+  ASSERT_EQ(old->replaced.size(), 1u);
+  EXPECT_EQ(old->replaced[0].with, "k.py");
 }
 
 TEST(Events, TwoRunsWithTheSameScriptAreIdentical) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "agents/reply.h"
+#include "run/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 
@@ -35,8 +36,7 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
   auto reask = [&](const std::string& err) {
     auto msg = agents::reask_message(*ctx.prompts, err, agents::kFilesFormatHint);
     a.next = conv.followed_by(ex.reply, msg ? *msg : err);
-    a.events.push_back({{"type", "reply_error"}, {"task", problem.name}, {"agent", agent},
-                        {"iteration", iteration}, {"error", err}});
+    a.events.push_back(run::events::reply_error({problem.name, agent, iteration, err, ""}));
   };
   auto files = agents::parse_files_reply(ex.reply);
   if (!files) {
@@ -59,6 +59,20 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
     reask("the files you sent leave the decomposition unchanged");
     return a;
   }
+  if (agent == "split" && base && !must_replace.empty()) {
+    // LLMSplit splits each listed subproblem into exactly two. Which new part
+    // came from which listed one is not visible, and two split subproblems
+    // may share a new part, so: exactly 2 new for one, 2 to 2k for k.
+    const size_t k = must_replace.size(), added = problem::diff(*base, *topo).added.size();
+    if (k == 1 ? added != 2 : (added < 2 || added > 2 * k)) {
+      reask(k == 1 ? fmt::format("split {} into exactly two new subproblems; the files you sent add {}",
+                                 must_replace[0], added)
+                   : fmt::format("split each of the {} listed subproblems into exactly two new subproblems (at most "
+                                 "{} new ones in all); the files you sent add {}",
+                                 k, 2 * k, added));
+      return a;
+    }
+  }
   if (auto st = topo->write_to(dir, /*durable=*/false); !st) {
     // This machine's failure (a full disk, say), not the reply's: the run
     // stops, and its resume takes the cached reply from here.
@@ -79,8 +93,8 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
     vr.ok = false;
     vr.failures = {std::string("the verifier failed: ") + e.what()};
   }
-  a.events.push_back({{"type", "verify_decomposition"}, {"task", problem.name}, {"agent", agent},
-                      {"iteration", iteration}, {"sample", sample}, {"ok", vr.ok}, {"failures", vr.failures}});
+  a.events.push_back(
+      run::events::verify_decomposition({problem.name, agent, iteration, sample, vr.ok, vr.failures}));
   if (vr.ok) {
     a.topology = std::move(*topo);
     return a;

@@ -46,6 +46,14 @@ tree r1/solution >after
 cmp -s before after && pass "refused swap leaves the solution intact" || fail "refused swap changed the solution"
 tail -1 r1/events.jsonl | grep -q '"type":"swap_rejected"' && pass "refusal logged as swap_rejected" \
   || fail "no swap_rejected event"
+# One shape for swap_rejected, the search's and this command's (docs/RUN-DIRECTORY.md).
+tail -1 r1/events.jsonl | "$PY" -c '
+import json, sys
+e = json.loads(sys.stdin.read())
+r = e["replaced"]
+assert len(r) == 1 and r[0]["name"] == "linear" and r[0]["with"].endswith("wrong.py"), e
+assert e["result"]["status"] == "incorrect" and "tau" in e and "speedup_after" in e, e
+' && pass "swap_rejected has the one documented shape" || fail "swap_rejected shape"
 ls -a r1 | grep -qE '^\.(solution\.|swap-work-)' && fail "staging or work directory left behind" || pass "no staging directory left"
 
 # To the PyTorch reference: verified, installed, recorded, marked.

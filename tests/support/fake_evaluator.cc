@@ -61,7 +61,14 @@ eval::EvalResult FakeEvaluator::judge_source(const std::string& src, bool allow_
   if (status == "correct") {
     double base = number_after(rest, "base", 1.0);
     double speedup = number_after(rest, "speedup", 1.0);
-    return make_correct(base, base / speedup);
+    r = make_correct(base, base / speedup);
+    // "bytes=N": a work record as the worker writes one (checks.work), for the roofline.
+    if (double bytes = number_after(rest, "bytes", 0); bytes > 0) {
+      nlohmann::json work = {{"inputs_bytes", bytes / 2}, {"output_bytes", bytes / 2}, {"params_bytes", 0},
+                             {"bytes", bytes},          {"flops", 0},                {"dtype", "float32"}};
+      r.raw = {{"checks", {{"work", work}}}};
+    }
+    return r;
   }
   auto st = eval::status_from_string(status);
   r.status = st ? *st : eval::Status::kCrashed;
