@@ -29,6 +29,8 @@
 #             level1/23_Softmax at --slots-per-gpu 4, twice each (GPU_SUITE_KBLARGE_REPEAT)
 #   neighbours  a spinning-kernel candidate among eight honest example kernels at
 #             --slots-per-gpu 4: it is timeout/hang, the eight stay correct
+#   roofline  scripts/roofline_check.py: each verdict's work record (bytes, FLOPs) against
+#             counts made independently from the problem file (FlopCounterMode for FLOPs)
 #   concurrency  issue 4's target: a default 160-call `mkevolve run` of
 #             07_attention_block (3 subproblems) with the fixture LLM answering
 #             after 20 s; wall time against the 8-minute target
@@ -403,6 +405,17 @@ PYEOF
   [ $rc -eq 0 ] && rc=$check
   stage_result kblarge $rc $((SECONDS - t0))
 fi
+# --- roofline: the work records against independent counts (issue 15) -------
+if want roofline && have_bin roofline; then
+  t0=$SECONDS
+  kbarg=(); [ -d "$KB/KernelBench/level1" ] && kbarg=(--kb "$KB")
+  stage_timeout "${GPU_SUITE_ROOFLINE_LIMIT:-300}" "$PY" scripts/roofline_check.py --bin "$BIN" --python "$PY" \
+    "${kbarg[@]}" --out "$KB_OUT/roofline.json" 2>&1 | tee "$OUTDIR/roofline.txt"
+  rc=${PIPESTATUS[0]}
+  grep -E '^(ok|FAIL)' "$OUTDIR/roofline.txt" >>"$SUMMARY"
+  stage_result roofline "$rc" $((SECONDS - t0))
+fi
+
 if want neighbours && have_bin neighbours; then
   t0=$SECONDS
   K=$ROOT/examples/kernels

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Checks the roofline's inputs against independent counts (issue 15).
+
+    scripts/roofline_check.py --bin build/mkevolve [--kb DIR] [--test-cpu] [--out F]
+
+Evaluates a few correct kernels with `mkevolve eval --json` and compares, for
+each, the verdict's work record (checks.work, counted by the worker) with:
+
+- bytes: the problem's inputs, output and parameters, counted here from the
+  problem file on PyTorch's meta device (nothing allocated);
+- FLOPs: torch.utils.flop_counter.FlopCounterMode over the same forward, where
+  this torch has it (2.1 and later; not Debian's 1.13).
+
+The derived DRAM bandwidth (bytes / measured time) is then within 10% of the
+independent one exactly when the byte counts are; the same for FLOP rates.
+Prints one line per kernel and exits 1 if any count is off by more than 10%.
+A measurement, run by gpu-suite.sh's `roofline` stage; --test-cpu checks the
+script itself on a CPU (the worker's test mode).
+"""
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+P, K = ROOT / "examples" / "problems", ROOT / "examples" / "kernels"
+PAIRS = [(P / "01_relu.py", K / "01_relu__triton.py"), (P / "03_linear_gelu.py", K / "03_linear_gelu__tiled.py"),
+         (P / "02_softmax_wide.py", K / "02_softmax_wide__online.py")]
+KB_PAIRS = [("level1/19_ReLU.py", K / "01_relu__triton.py"), ("level1/23_Softmax.py", K / "02_softmax_wide__online.py"),
+            ("level1/21_Sigmoid.py", K / "kernelbench" / "21_Sigmoid__triton.py")]
+
+
+def independent(problem: Path) -> dict:
+    """Bytes and (where torch can) FLOPs of one call, counted here."""
+    import torch
+    spec = importlib.util.spec_from_file_location("problem_under_check", problem)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def nbytes(obj):
+        if isinstance(obj, torch.Tensor):
+            return obj.numel() * obj.element_size()
+        if isinstance(obj, (list, tuple)):
+            return sum(nbytes(x) for x in obj)
+        return 0
+    with torch.device("meta") if hasattr(torch.device("meta"), "__enter__") else _NoCtx():
+        torch.manual_seed(0)
+        model = mod.Model(*mod.get_init_inputs()).to("meta")
+        xs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
+    out = {"params": sum(p.numel() * p.element_size() for p in list(model.parameters()) + list(model.buffers()))}
+    flops = None
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+        with FlopCounterMode(display=False) as fc:
+            with torch.no_grad():
+                y = model(*xs)
+        flops = fc.get_total_flops()
+    except ImportError:
+        with torch.no_grad():
+            y = model(*xs)
+    out.update(inputs=nbytes(xs), output=nbytes(y), flops=flops)
+    out["bytes"] = out["inputs"] + out["output"] + out["params"]
+    return out
+
+
+class _NoCtx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bin", default=str(ROOT / "build" / "mkevolve"))
+    ap.add_argument("--python", default=os.environ.get("MKEVOLVE_PYTHON", sys.executable))
+    ap.add_argument("--kb", help="a KernelBench checkout: also its 6.4 GB level-1 problems")
+    ap.add_argument("--test-cpu", action="store_true")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    pairs = list(PAIRS)
+    if a.kb:
+        pairs += [(Path(a.kb) / "KernelBench" / rel, k) for rel, k in KB_PAIRS]
+    bad, rows = 0, []
+    if a.test_cpu:
+        # No Triton here: each problem's own reference is its candidate (as
+        # kernelbench_sweep.py does), which is enough to check the counts.
+        import tempfile
+        tmp = Path(tempfile.mkdtemp(prefix="roofline-check-"))
+        swapped = []
+        for problem, _ in pairs:
+            k = tmp / f"ref_{problem.stem}.py"
+            k.write_text(f"import importlib.util\nspec = importlib.util.spec_from_file_location('ref', {str(problem)!r})\n"
+                         "m = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(m)\n\n\n"
+                         "class ModelNew(m.Model):\n    pass\n")
+            swapped.append((problem, k))
+        pairs = swapped
+    for problem, kernel in pairs:
+        cmd = [a.bin, "eval", "--problem", str(problem), "--kernel", str(kernel), "--json", "--no-cache",
+               "--python", a.python]
+        if a.test_cpu:
+            cmd += ["--test-cpu-unsafe", "--allow-pytorch", "--no-perf", "--trials", "1"]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            print(f"{problem.name}: no verdict (exit {p.returncode}): {p.stderr.strip()[-300:]}")
+            bad += 1
+            continue
+        work = (r.get("checks") or {}).get("work")
+        ind = independent(problem)
+        ms = (r.get("runtime_ms") or {}).get("median") if isinstance(r.get("runtime_ms"), dict) else r.get("runtime_ms")
+        row = {"problem": problem.name, "kernel": kernel.name, "status": r.get("status"), "runtime_ms": ms,
+               "work": work, "independent": ind}
+        rows.append(row)
+        if not isinstance(work, dict) or "bytes" not in work:
+            print(f"{problem.name}: {r.get('status')}: no work record")
+            bad += 1
+            continue
+        b = work["bytes"] / ind["bytes"] if ind["bytes"] else float("nan")
+        line = f"{problem.name} with {kernel.name}: {r.get('status')}; bytes {work['bytes']} vs {ind['bytes']} ({b:.3f})"
+        ok = abs(b - 1) <= 0.10
+        if ind["flops"] is not None:
+            f = (work.get("flops") or 0) / ind["flops"] if ind["flops"] else (1.0 if not work.get("flops") else 0.0)
+            line += f"; FLOPs {work.get('flops')} vs {ind['flops']} ({f:.3f})"
+            ok = ok and abs(f - 1) <= 0.10
+        else:
+            line += "; FLOPs not checked (no FlopCounterMode in this torch)"
+        if ms:
+            line += f"; {work['bytes'] / (ms * 1e-3) / 1e9:.1f} GB/s derived at {ms:.4g} ms"
+        print(("ok   " if ok else "FAIL ") + line, flush=True)
+        bad += 0 if ok else 1
+    if a.out:
+        Path(a.out).write_text(json.dumps(rows, indent=1))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
