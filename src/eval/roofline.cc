@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "eval/evaluator.h"
+#include "util/json_fields.h"
 
 namespace mk::eval::roofline {
 
@@ -31,9 +32,11 @@ const Row kTable[] = {
     {"L4", "", {"L4", 300, 30.3, 121, 242, "NVIDIA L4 datasheet"}},
 };
 
-double num(const nlohmann::json& j, const char* k, double dflt = 0) {
-  auto it = j.find(k);
-  return it != j.end() && it->is_number() ? it->get<double>() : dflt;
+double num(const nlohmann::json& j, const char* k) { return fields::optnum(j, k).value_or(0); }
+
+const nlohmann::json& checks_of(const EvalResult& r) {
+  static const nlohmann::json none = nlohmann::json::object();
+  return r.raw.is_object() && r.raw.contains("checks") ? r.raw["checks"] : none;
 }
 
 std::string bytes_text(double b) {
@@ -72,11 +75,9 @@ std::optional<Work> work_from(const nlohmann::json& checks) {
   w.inputs_bytes = num(j, "inputs_bytes");
   w.output_bytes = num(j, "output_bytes");
   w.params_bytes = num(j, "params_bytes");
-  if (j.contains("flops") && j["flops"].is_number()) w.flops = j["flops"].get<double>();
-  if (j.contains("dtype") && j["dtype"].is_string()) w.dtype = j["dtype"].get<std::string>();
-  if (j.contains("uncounted_ops") && j["uncounted_ops"].is_array())
-    for (const auto& x : j["uncounted_ops"])
-      if (x.is_string()) w.uncounted.push_back(x.get<std::string>());
+  w.flops = fields::optnum(j, "flops");
+  w.dtype = fields::str(j, "dtype");
+  w.uncounted = fields::strings(j, "uncounted_ops");
   if (w.bytes <= 0) return std::nullopt;
   return w;
 }
@@ -87,8 +88,8 @@ std::vector<KernelTime> kernels_from(const nlohmann::json& checks) {
   const auto& rt = checks["runtime"];
   if (!rt.contains("kernels") || !rt["kernels"].is_array()) return out;
   for (const auto& k : rt["kernels"]) {
-    if (!k.is_object() || !k.contains("name") || !k["name"].is_string()) continue;
-    out.push_back({k["name"].get<std::string>(), num(k, "ms"), num(k, "share"), num(k, "launches")});
+    if (!k.is_object() || fields::str(k, "name").empty()) continue;
+    out.push_back({fields::str(k, "name"), num(k, "ms"), num(k, "share"), num(k, "launches")});
   }
   return out;
 }
@@ -124,17 +125,29 @@ std::optional<Verdict> analyze(const Work& w, const Peaks& p, double measured_ms
   return v;
 }
 
-std::string prompt_block(const EvalResult& r, const std::string& gpu_name) {
-  if (!r.correct() || !r.runtime.valid || r.runtime.median_ms <= 0) return {};
-  const nlohmann::json checks = r.raw.is_object() && r.raw.contains("checks") ? r.raw["checks"] : nlohmann::json();
-  auto w = work_from(checks);
-  if (!w) return {};
+std::optional<Analysis> analyze(const EvalResult& r, const std::string& gpu_name) {
+  if (!r.correct() || !r.runtime.valid) return std::nullopt;
+  auto w = work_from(checks_of(r));
   auto p = peaks_for(gpu_name);
-  if (!p)
-    return fmt::format("No roofline: there are no peak figures for the GPU \"{}\" here.\n",
-                       gpu_name.empty() ? "unknown" : gpu_name);
+  if (!w || !p) return std::nullopt;
   auto v = analyze(*w, *p, r.runtime.median_ms);
-  if (!v) return {};
+  if (!v) return std::nullopt;
+  return Analysis{std::move(*w), std::move(*p), *v};
+}
+
+std::string prompt_block(const EvalResult& r, const std::string& gpu_name) {
+  auto a = analyze(r, gpu_name);
+  if (!a) {
+    // Say why only where the rest was there: a GPU missing from the table.
+    const bool rest = r.correct() && r.runtime.valid && r.runtime.median_ms > 0 && work_from(checks_of(r));
+    return rest && !peaks_for(gpu_name)
+               ? fmt::format("No roofline: there are no peak figures for the GPU \"{}\" here.\n",
+                             gpu_name.empty() ? "unknown" : gpu_name)
+               : std::string();
+  }
+  const Work* w = &a->work;
+  const Peaks* p = &a->peaks;
+  const Verdict* v = &a->verdict;
   std::string out;
   out += fmt::format("GPU {} ({}): DRAM {:.0f} GB/s; {} {:.3g} TFLOP/s.\n", p->gpu, p->source, p->dram_gb_s,
                      v->peak_name, v->peak_tflops_used);
@@ -164,7 +177,7 @@ std::string prompt_block(const EvalResult& r, const std::string& gpu_name) {
                                          100 * v->achieved_tflops / v->peak_tflops_used)
                            : std::string());
   }
-  auto kernels = kernels_from(checks);
+  auto kernels = kernels_from(checks_of(r));
   if (!kernels.empty()) {
     out += "- GPU time per call by kernel (profiled beside the timed calls):\n";
     for (size_t i = 0; i < kernels.size() && i < 6; ++i)
@@ -189,19 +202,15 @@ std::string prompt_block(const EvalResult& r, const std::string& gpu_name) {
 }
 
 nlohmann::json summary_json(const EvalResult& r, const std::string& gpu_name) {
-  if (!r.correct() || !r.runtime.valid) return nullptr;
-  const nlohmann::json checks = r.raw.is_object() && r.raw.contains("checks") ? r.raw["checks"] : nlohmann::json();
-  auto w = work_from(checks);
-  auto p = peaks_for(gpu_name);
-  if (!w || !p) return nullptr;
-  auto v = analyze(*w, *p, r.runtime.median_ms);
-  if (!v) return nullptr;
+  auto a = analyze(r, gpu_name);
+  if (!a) return nullptr;
+  const Verdict* v = &a->verdict;
   return {{"fraction", v->fraction},
           {"headroom", v->model_does_not_fit ? nlohmann::json(nullptr) : nlohmann::json(v->headroom)},
           {"bound", v->bound},
           {"t_roof_ms", v->t_roof_ms},
           {"model_does_not_fit", v->model_does_not_fit},
-          {"gpu", p->gpu}};
+          {"gpu", a->peaks.gpu}};
 }
 
 }  // namespace mk::eval::roofline

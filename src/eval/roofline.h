@@ -67,6 +67,15 @@ struct Verdict {
 /// The roofline of a call that took measured_ms, or nullopt without a time.
 std::optional<Verdict> analyze(const Work& w, const Peaks& p, double measured_ms);
 
+/// A correct, timed verdict's roofline on gpu_name, with what it came from;
+/// nullopt without a work record, a time or the GPU's peaks.
+struct Analysis {
+  Work work;
+  Peaks peaks;
+  Verdict verdict;
+};
+std::optional<Analysis> analyze(const EvalResult& r, const std::string& gpu_name);
+
 /// The optimize prompt's profile block (at most ~25 lines) for a correct
 /// verdict on gpu_name; empty when there is nothing true to say (no work
 /// record, no time, a GPU the table lacks: then one line says so).

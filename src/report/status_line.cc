@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "report/json_fields.h"
+#include "util/json_fields.h"
 #include "report/summary.h"
 #include "report/svg.h"
 #include "util/strings.h"

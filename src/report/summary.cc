@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "report/json_fields.h"
+#include "util/json_fields.h"
 #include "report/svg.h"
 
 namespace mk::report {

@@ -1,5 +1,7 @@
 #include "run/events.h"
 
+#include "util/json_fields.h"
+
 namespace mk::run::events {
 
 namespace {
@@ -8,19 +10,9 @@ nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*
 bool is_type(const nlohmann::json& j, const char* type) {
   return j.is_object() && j.contains("type") && j["type"].is_string() && j["type"].get<std::string>() == type;
 }
-std::string str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-int integer(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int>() : 0;
-}
-std::optional<double> number(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
+int integer(const nlohmann::json& j, const char* key) { return static_cast<int>(fields::integer(j, key)); }
+using fields::optnum;
+using fields::str;
 }  // namespace
 
 nlohmann::json run_start(const std::string& method, const std::string& problem, const nlohmann::json& settings) {
@@ -152,12 +144,8 @@ nlohmann::json verify_decomposition(const VerifyDecomposition& v) {
 
 std::optional<VerifyDecomposition> parse_verify_decomposition(const nlohmann::json& j) {
   if (!is_type(j, kVerifyDecomposition)) return std::nullopt;
-  VerifyDecomposition v{str(j, "task"), str(j, "agent"), integer(j, "iteration"), integer(j, "sample"), false, {}};
-  v.ok = j.contains("ok") && j["ok"].is_boolean() && j["ok"].get<bool>();
-  if (auto f = j.find("failures"); f != j.end() && f->is_array())
-    for (const auto& x : *f)
-      if (x.is_string()) v.failures.push_back(x.get<std::string>());
-  return v;
+  return VerifyDecomposition{str(j, "task"),         str(j, "agent"),           integer(j, "iteration"),
+                             integer(j, "sample"),      fields::boolean(j, "ok"), fields::strings(j, "failures")};
 }
 
 nlohmann::json judge(const Judge& j) {
@@ -211,13 +199,13 @@ std::optional<SwapRejected> parse_swap_rejected(const nlohmann::json& j) {
   SwapRejected r;
   if (auto a = j.find("replaced"); a != j.end() && a->is_array()) {
     for (const auto& x : *a)
-      if (x.is_object()) r.replaced.push_back({str(x, "name"), str(x, "with"), number(x, "speedup")});
+      if (x.is_object()) r.replaced.push_back({str(x, "name"), str(x, "with"), optnum(x, "speedup")});
   } else if (!str(j, "name").empty()) {
     r.replaced.push_back({str(j, "name"), str(j, "to"), std::nullopt});  // mkevolve swap before one shape
   }
-  r.tau = number(j, "tau");
-  r.speedup_before = number(j, "speedup_before");
-  r.speedup_after = number(j, "speedup_after");
+  r.tau = optnum(j, "tau");
+  r.speedup_before = optnum(j, "speedup_before");
+  r.speedup_after = optnum(j, "speedup_after");
   r.reason = str(j, "reason");
   if (auto res = j.find("result"); res != j.end()) r.result = *res;
   return r;

@@ -251,10 +251,9 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       else if (b.best_correct() && b.best_correct()->result.runtime.valid) ms = b.best_correct()->result.runtime.median_ms;
       // --allocate headroom: weigh by how far the subkernel is from its
       // roofline too (1 where that is not known: no GPU, no work record).
-      if (o.allocate == "headroom" && b.best_correct() && !ctx.gpu_name.empty()) {
-        auto rf = eval::roofline::summary_json(b.best_correct()->result, ctx.gpu_name);
-        if (rf.is_object() && rf["headroom"].is_number()) ms *= std::max(1.0, rf["headroom"].get<double>());
-      }
+      if (o.allocate == "headroom" && b.best_correct())
+        if (auto a = eval::roofline::analyze(b.best_correct()->result, ctx.gpu_name))
+          ms *= std::max(1.0, a->verdict.headroom);  // 0 when the model does not fit: weight 1
       runtime.push_back(ms);
     }
     auto budget = allocate_budget(o.calls_per_iter, needs_work, runtime);

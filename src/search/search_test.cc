@@ -479,6 +479,13 @@ void script_two(Harness& h, const std::string& alpha, const std::string& beta) {
   h.llm.on("*", "beta", kernel_reply(beta));
 }
 
+// LLMFuse merges alpha and beta into alpha_beta, whose kernels get `fused`.
+void script_fuse_into_one(Harness& h, const std::string& fused) {
+  h.llm.on("*", "alpha_beta", kernel_reply(fused));
+  h.llm.on("fuse", files_reply({{"decomposed_problem.py", top_source({"alpha_beta"})},
+                                {"subkernel_problems/alpha_beta.py", sub_source("alpha_beta")}}));
+}
+
 TEST(MKEvolve, SpendsExactlyTheBudgetAndComposes) {
   Harness h;
   script_two(h, "correct speedup=2.0 base=3.0", "correct speedup=1.0 base=1.0");
@@ -743,9 +750,7 @@ TEST(MKEvolve, TheBestSolutionIsKeptWhenALaterIterationIsWorse) {
   Harness h;
   h.ctx.opts.fuse = true;
   script_two(h, "correct speedup=2.0", "correct speedup=2.0");
-  h.llm.on("*", "alpha_beta", kernel_reply("correct speedup=0.5"));
-  h.llm.on("fuse", files_reply({{"decomposed_problem.py", top_source({"alpha_beta"})},
-                                {"subkernel_problems/alpha_beta.py", sub_source("alpha_beta")}}));
+  script_fuse_into_one(h, "correct speedup=0.5");
   auto res = run_method(h.ctx, h.problem);
   auto its = h.sink.of_type("iteration");
   ASSERT_EQ(its.size(), 5u);
@@ -838,9 +843,7 @@ TEST(MKEvolve, FuseOnlyWhenAskedAndNothingFails) {
   Harness h;
   h.ctx.opts.fuse = true;
   script_two(h, "correct speedup=1.0", "correct speedup=1.0");
-  h.llm.on("*", "alpha_beta", kernel_reply("correct speedup=2.0"));
-  h.llm.on("fuse", files_reply({{"decomposed_problem.py", top_source({"alpha_beta"})},
-                                {"subkernel_problems/alpha_beta.py", sub_source("alpha_beta")}}));
+  script_fuse_into_one(h, "correct speedup=2.0");
   auto res = run_method(h.ctx, h.problem);
   EXPECT_EQ(h.llm.count("fuse"), 1);  // at t = 2; at t = 4 fusion declined? no: one subproblem left
   auto topo = h.sink.of_type("topology");

@@ -283,7 +283,7 @@ def reference_body(ctx, job: dict) -> int:
             if skip is None and t["alt"] and not C.is_finite_tree(out):
                 skip = "the reference output is not finite on signed-normal inputs"
             mutated = [] if skip else _mutated(xs, orig, before)
-            in_bytes = workmodel.tree_bytes(xs) if flops is not None else 0
+            in_bytes = C.tree_nbytes(xs) if flops is not None else 0
             constant = None if (skip or t["alt"] or t["id"] == "last") else C.is_constant_tree(out)
             del xs, orig
             pending = None

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from . import correctness as C
+
 # ATen ops that do heavy arithmetic and are counted below.
 _COUNTED = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "convolution", "_convolution",
             "cudnn_convolution", "cudnn_convolution_transpose", "convolution_overrideable",
@@ -66,17 +68,6 @@ def op_flops(name: str, args, out) -> int | None:
     return None
 
 
-def tree_bytes(obj) -> int:
-    import torch
-    if isinstance(obj, torch.Tensor):
-        return obj.numel() * obj.element_size()
-    if isinstance(obj, (list, tuple)):
-        return sum(tree_bytes(x) for x in obj)
-    if isinstance(obj, dict):
-        return sum(tree_bytes(x) for x in obj.values())
-    return 0
-
-
 def module_bytes(model) -> int:
     """Parameters and buffers, each storage once."""
     seen, total = set(), 0
@@ -124,9 +115,8 @@ def counter():
 def record(model, inputs_bytes: int, output, flop_counter) -> dict:
     """The work record: {"inputs_bytes", "output_bytes", "params_bytes", "bytes",
     "flops", "flops_by_op", "uncounted_ops", "dtype", "method"}."""
-    import torch
-    dtypes = sorted({str(t.dtype).replace("torch.", "") for t in _tensors(output)})
-    rec = {"inputs_bytes": int(inputs_bytes), "output_bytes": tree_bytes(output), "params_bytes": module_bytes(model),
+    dtypes = sorted({str(t.dtype).replace("torch.", "") for t in C._tensors_in(output, [])})
+    rec = {"inputs_bytes": int(inputs_bytes), "output_bytes": C.tree_nbytes(output), "params_bytes": module_bytes(model),
            "dtype": dtypes[0] if len(dtypes) == 1 else ",".join(dtypes) or None,
            "method": "aten ops of the reference's forward (matmul, convolution, attention)"}
     rec["bytes"] = rec["inputs_bytes"] + rec["output_bytes"] + rec["params_bytes"]
@@ -135,17 +125,5 @@ def record(model, inputs_bytes: int, output, flop_counter) -> dict:
     else:
         rec.update(flops=sum(flop_counter.flops.values()), flops_by_op=dict(flop_counter.flops),
                    uncounted_ops=sorted(flop_counter.uncounted))
-    del torch
     return rec
 
-
-def _tensors(obj):
-    import torch
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            yield from _tensors(x)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            yield from _tensors(x)

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mk::report::fields {
+namespace mk::fields {
 
 inline std::string str(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
@@ -42,4 +42,4 @@ inline std::vector<std::string> strings(const nlohmann::json& j, const char* key
   return out;
 }
 
-}  // namespace mk::report::fields
+}  // namespace mk::fields
