@@ -78,8 +78,9 @@ def main(argv=None):
         speed = res.get("speedup") or {}
         extra = ""
         if res.get("status") == "correct":
-            extra = "x{:.2f} eager, x{:.2f} compile, err {:.1e}".format(
-                speed.get("eager") or 0, speed.get("compile") or 0, res.get("max_abs_err") or 0)
+            x = lambda v: f"x{v:.2f}" if isinstance(v, (int, float)) else "-"  # noqa: E731 (null: no baseline)
+            extra = "{} eager, {} compile, err {:.1e}".format(
+                x(speed.get("eager")), x(speed.get("compile")), res.get("max_abs_err") or 0)
         elif verdict == "WRONG":
             extra = (res.get("message") or "; ".join(res.get("reasons") or []))[:160].replace("\n", " ")
         rows.append((stem, expected, got, verdict, extra))

@@ -395,7 +395,7 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 for r in rows:
     fp = (r.get("checks") or {}).get("footprint") or {}
     print(f"kblarge {r['problem'].rsplit('/', 1)[-1]}: {r['status']} {r.get('kind', '')} "
-          f"{r.get('runtime_ms') or '-'} ms, vs eager {r['speedup']['eager']:.3f}; "
+          f"{r.get('runtime_ms') or '-'} ms, vs eager {(r.get('speedup') or {}).get('eager') or 0:.3f}; "
           f"peak host {fp.get('host_peak_bytes', 0) / 1e9:.1f} GB, device {(fp.get('device_peak_bytes') or 0) / 1e9:.1f} GB; "
           f"{(r.get('message') or '')[:160] if r['status'] != 'correct' else ''}")
 print(f"kblarge: {sum(r['status'] == 'correct' for r in rows)} of {len(rows)} correct")

@@ -3,7 +3,7 @@
 `mkevolve eval --batch` (issue: evaluation at KernelBench's real sizes).
 
     python3 scripts/kernelbench_sweep.py --kb KB_ROOT --out DIR [--tag NAME] [--levels 1,2,3]
-        [--every N] [--perf] [--trials N] [--slots auto] [--timeout S] [--bin build/mkevolve]
+        [--every N] [--perf] [--trials N] [--slots auto] [--timeout S] [--compile-timeout S] [--bin build/mkevolve]
         [--skip-done FILE.jsonl]
 
 KB_ROOT holds KernelBench/level{1,2,3}/*.py (bring it with the search tool's
@@ -132,6 +132,10 @@ def timing_line(r: dict) -> str:
     rt = (r.get("runtime_ms") or {})
     med = rt.get("median") if isinstance(rt, dict) else rt
     flag = " OUTLIER" if eager and abs(eager - 1) > 0.1 else ""
+    if t.get("launch_bound"):
+        # The host's launches took longer than the GPU's work (worker timing.py):
+        # such times follow the host's load, not the GPU.
+        flag += f" (launch-bound: host launch {t.get('host_launch_ms', 0):.1f} ms > spin {t.get('spin_ms')} ms)"
     return (f"{os.path.basename(r.get('problem', ''))}: vs eager {eager:.3f}{flag}; candidate {med} ms "
             f"(min {t.get('min_ms')}, p90 {t.get('p90_ms')}) at {_clock(checks.get('gpu_clock'))}; "
             f"eager {base} ms at {_clock(checks.get('baseline_gpu_clock'))}")
@@ -150,6 +154,8 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--slots", default="auto")
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--compile-timeout", type=float,
+                    help="mkevolve's --compile-timeout: the torch.compile baseline's compile step (--perf)")
     ap.add_argument("--bin", default="build/mkevolve")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--no-cache", action="store_true", help="evaluate again what an earlier sweep here cached")
@@ -173,6 +179,8 @@ def main() -> int:
     name = lambda ext: os.path.join(a.out, a.tag + ext)  # noqa: E731
     cmd = [a.bin, "eval", "--batch", pairs, "--json", "--stream", "--allow-pytorch", "--slots-per-gpu", a.slots,
            "--trials", str(a.trials), "--timeout", str(a.timeout), "--python", a.python]
+    if a.compile_timeout:
+        cmd += ["--compile-timeout", str(a.compile_timeout)]
     if not a.perf:
         cmd.append("--no-perf")
     if a.no_cache:

@@ -77,7 +77,9 @@ json result_json(const fs::path& problem, const fs::path& kernel, const EvalResu
          {"runtime_ms", timing_or_null(r.runtime)},
          {"runtime_mean_ms", r.runtime.valid ? json(r.runtime.mean_ms) : json(nullptr)},
          {"baseline_ms", {{"eager", timing_or_null(r.eager)}, {"compile", timing_or_null(r.compiled)}}},
-         {"speedup", {{"eager", r.speedup_eager}, {"compile", r.speedup_compile}}},
+         // Unknown (no baseline of that kind, or not correct) is null, never 0.
+         {"speedup", {{"eager", r.speedup_eager > 0 ? json(r.speedup_eager) : json(nullptr)},
+                      {"compile", r.speedup_compile > 0 ? json(r.speedup_compile) : json(nullptr)}}},
          {"max_abs_err", max_abs_err_json(r)},
          {"uses_pytorch", r.uses_pytorch},
          {"cached", r.cached},
@@ -257,7 +259,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> kernels;
   bool as_json = false, no_perf = false, no_cache = false, test_cpu = false, allow_pytorch = false, no_prestart = false,
        stream = false;
-  int gpu = -1, slots = 1;
+  int gpu = -1, slots = 0;  // 0: auto
   eval::EvalOptions opts;
   auto* problem_opt = app.add_option("--problem", problem, "problem file (Model, get_inputs, get_init_inputs)");
   auto* kernel_opt = app.add_option(
@@ -280,9 +282,9 @@ int run(int argc, char** argv) {
   app.add_option("--cache-dir", cache_dir, "verdict cache directory (default: ~/.cache/mkevolve/results)");
   app.add_flag("--no-cache", no_cache, "evaluate again even when a cached verdict exists (and store none)");
   app.add_option("--slots-per-gpu", slots,
-                 "candidates evaluated at once per GPU at most, or auto (memory admission decides how many run)")
-      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}))
-      ->capture_default_str();
+                 "candidates evaluated at once per GPU at most, or auto: cores / 3 per GPU, at most 8 (the default); "
+                 "memory admission decides how many really run at once")
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}));
   app.add_flag("--no-prestart", no_prestart, method::kNoPrestartHelp);
   // Test-only: torch-only candidates on the CPU through the worker's test mode.
   // Never a real measurement; hidden from --help on purpose.

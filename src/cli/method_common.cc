@@ -37,9 +37,9 @@ void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge) {
   app.add_option("--python", f.python, "the worker's Python (default: $MKEVOLVE_PYTHON, config 'python', python3)");
   app.add_option("--gpu", f.gpu, "use only this visible GPU (index); default: all visible GPUs");
   app.add_option("--slots-per-gpu", f.slots_per_gpu,
-                 "candidates evaluated at once per GPU at most, or auto (memory admission decides how many run)")
-      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}))
-      ->capture_default_str();
+                 "candidates evaluated at once per GPU at most, or auto: cores / 3 per GPU, at most 8 (the default); "
+                 "memory admission decides how many really run at once")
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}));
   app.add_flag("--no-prestart", f.no_prestart, kNoPrestartHelp);
   // CI only: the worker's CPU test mode (torch-only candidates, no timing that
   // means anything). Hidden from --help on purpose.
@@ -52,6 +52,10 @@ void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
   app.add_option("--perf-trials", o.perf_trials, "timed calls per candidate")->capture_default_str();
   app.add_option("--warmup", o.warmup, "warm-up calls before timing")->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "hard deadline per candidate, seconds")->capture_default_str();
+  app.add_option("--compile-timeout", o.compile_timeout_s,
+                 "deadline for the torch.compile baseline's compile step, seconds; past it the baseline has eager "
+                 "only (default: 2 x max(--timeout, 60))")
+      ->check(CLI::PositiveNumber);
   app.add_option("--atol", o.atol,
                  "absolute tolerance for every output (default: by the output's dtype: 1e-4 for fp32, 1e-2 for "
                  "fp16/bf16, 0.1 for fp8; or the problem's MKEVOLVE_TOLERANCE)")

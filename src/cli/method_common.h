@@ -32,7 +32,7 @@ struct EnvFlags {
   std::string llm, judge, base_url, config_path, python, record;
   int llm_concurrency = 0;
   int gpu = -1;
-  int slots_per_gpu = 1;
+  int slots_per_gpu = 0;  ///< 0: auto (docs/EVAL.md, "How evaluation runs")
   bool no_prestart = false;  ///< start each candidate's processes on demand (PoolOptions::prestart)
   bool allow_llm_change = false;  ///< a resume may use another --llm, --judge, --base-url or --config
   bool test_cpu = false;  ///< hidden: the worker's CPU test mode (CI end-to-end tests only)

@@ -47,6 +47,8 @@ std::string baseline_key(const std::string& problem_hash, const EvalIdentity& id
   h.update(problem_hash).update(id.gpu_model).update(id.torch);
   h.update(std::to_string(o.warmup)).update(std::to_string(o.perf_trials)).update(o.test_cpu ? "test_cpu" : "gpu");
   h.update(o.timing);
+  // A deadline shorter than the compile needs gives a baseline without torch.compile.
+  if (o.compile_timeout_s > 0) h.update("compile_timeout=" + std::to_string(o.compile_timeout_s));
   return h.hex();
 }
 

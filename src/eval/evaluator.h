@@ -56,6 +56,10 @@ struct EvalOptions {
   /// short device-side spin); "synced": each call launched onto an idle GPU,
   /// host latency included (KernelBench's way). Both are recorded.
   std::string timing = "device";
+  /// The torch.compile baseline's compile step; past it the baseline keeps its
+  /// eager figure and has no torch.compile one. 0: the worker's default,
+  /// 2 x max(timeout_s, 60).
+  double compile_timeout_s = 0;
 };
 
 struct EvalRequest {

@@ -49,7 +49,13 @@ bool timed_without_lock(const json& answer) {
   if (!rec) {
     if (auto t = answer.find("timing_lock"); t != answer.end()) rec = &*t;
   }
-  return rec && rec->is_object() && rec->contains("held") && (*rec)["held"].is_boolean() && !(*rec)["held"].get<bool>();
+  auto unheld = [](const json* r) {
+    return r && r->is_object() && r->contains("held") && (*r)["held"].is_boolean() && !(*r)["held"].get<bool>();
+  };
+  if (unheld(rec)) return true;
+  // A baseline answer times torch.compile's module in a second timed phase.
+  auto c = answer.find("compile_timing_lock");
+  return c != answer.end() && unheld(&*c);
 }
 }  // namespace
 
@@ -906,6 +912,13 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
       if (!r.raw.is_object()) r.raw = json::object();
       if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
       r.raw["checks"]["baseline_gpu_clock"] = b->raw["gpu_clock"];
+    }
+    // Why there is no torch.compile figure (a compile error, or its step's deadline).
+    if (!b->compiled.valid && b->raw.is_object() && b->raw.contains("compile_error") &&
+        b->raw["compile_error"].is_string()) {
+      if (!r.raw.is_object()) r.raw = json::object();
+      if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
+      r.raw["checks"]["baseline_compile_error"] = b->raw["compile_error"];
     }
     if (timed_without_lock(b->raw)) {  // fine for now, not for the verdict cache
       if (!r.raw.is_object()) r.raw = json::object();

@@ -262,6 +262,19 @@ TEST(Cache, KeysSeparateWhatMatters) {
   EXPECT_EQ(options_to_json(o).at("timing"), "device");
 }
 
+TEST(Units, CompileTimeoutReachesTheWorkerAndKeysTheBaseline) {
+  EvalOptions o;
+  EXPECT_DOUBLE_EQ(options_to_json(o).at("compile_timeout_s").get<double>(), 0);  // the worker's default
+  EvalOptions short_one = o;
+  short_one.compile_timeout_s = 120;
+  EXPECT_DOUBLE_EQ(options_to_json(short_one).at("compile_timeout_s").get<double>(), 120);
+  EvalIdentity id{"NVIDIA H200", "2.11.0"};
+  // A shorter compile deadline may give a baseline without torch.compile: never
+  // the same cache entry as the default's.
+  EXPECT_NE(baseline_key("h", id, o), baseline_key("h", id, short_one));
+  EXPECT_EQ(baseline_key("h", id, o), baseline_key("h", id, EvalOptions{}));
+}
+
 TEST(Cache, StoresAndReadsBack) {
   TempDir dir("mk-cache");
   ResultCache rc(dir.path() / "results");

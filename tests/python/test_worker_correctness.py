@@ -419,6 +419,60 @@ def test_baseline_times_only_under_the_gpu_timing_lock(worker_server):
     assert w["held"] is True and t["held"] is True and w["waited_s"] >= 1.0, (w, t)
 
 
+def test_a_compile_past_its_deadline_keeps_the_eager_baseline(worker_server):
+    """An LSTM's torch.compile can take many minutes: the compile step has its
+    own deadline, and the eager figure measured before it survives."""
+    t0 = time.monotonic()
+    msg, _ = worker_server.request("baseline", problem=problem("add"),
+                                   options={"test_cpu": True, "perf_trials": 3, "warmup": 1,
+                                            "test_slow_compile_s": 30, "compile_timeout_s": 1.0})
+    assert msg["type"] == "result", msg
+    assert msg["eager"]["median_ms"] > 0
+    assert msg["compile"] is None and msg["compile_timed_out"] is True, msg
+    assert "did not finish within 1 s" in msg["compile_error"], msg
+    assert time.monotonic() - t0 < 25, "the compile step was not stopped at its deadline"
+
+
+def test_a_long_compile_stops_holding_the_gpu_after_its_cap(worker_server):
+    """The compile step holds the timing lock shared for at most
+    compile_lock_s; a neighbour's timed phase (an exclusive taker) then goes
+    ahead instead of waiting for the whole compile."""
+    import threading
+    from mkevolve_worker import gpulock
+    got = {}
+
+    def neighbour():
+        time.sleep(1.0)  # by then the baseline child is compiling (eager takes a moment)
+        lk = gpulock.TimingLock(worker_server.timing_lock)
+        t = time.monotonic()
+        got["rec"] = lk.acquire(60)
+        got["waited"] = time.monotonic() - t
+        got["at"] = time.monotonic()
+        lk.release()
+    th = threading.Thread(target=neighbour)
+    t0 = time.monotonic()
+    th.start()
+    msg, _ = worker_server.request("baseline", problem=problem("add"),
+                                   options={"test_cpu": True, "perf_trials": 3, "warmup": 1,
+                                            "test_slow_compile_s": 8, "compile_lock_s": 0.5})
+    th.join()
+    assert msg["type"] == "result", msg
+    cl = msg["compile_lock"]
+    assert cl["released_early"] is True and cl["cap_s"] == 0.5 and cl["held_s"] < 3, cl
+    assert got["rec"]["held"] is True
+    # The neighbour got the GPU long before the 8 s compile ended.
+    assert got["at"] - t0 < 6, got
+
+
+def test_the_eager_baseline_is_timed_before_the_compile_step(worker_server):
+    msg, _ = worker_server.request("baseline", problem=problem("add"),
+                                   options={"test_cpu": True, "perf_trials": 3, "warmup": 1})
+    assert msg["type"] == "result", msg
+    assert msg["timing_lock"]["held"] is True
+    # The compile step came after eager was timed: it holds the lock shared (recorded).
+    assert msg["compile_lock"]["held"] is True and msg["compile_lock"]["released_early"] is False, msg
+
+
 def test_a_failure_in_the_profiling_process_fails_the_candidate(worker_server, tmp_path):
     """The profiling process calls forward more often than the timed one (here
     on the CPU, where it runs the same calls without a profiler): a candidate

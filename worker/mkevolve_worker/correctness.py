@@ -46,6 +46,12 @@ DEFAULTS = {
     "host_mem_limit_bytes": 0,    # a candidate process over this much private host memory is killed (oom); 0: none
     "device_mem_limit_bytes": 0,  # a candidate process may reserve at most this much on the GPU; 0: none
     "reference_timeout_s": 0.0,   # each step of the reference's own deadline; 0: max(timeout_s, 600)
+    "compile_timeout_s": 0.0,     # the torch.compile baseline's compile step; 0: 2 x max(timeout_s, 60).
+                                  # Past it the baseline has eager only, and compile_error says why
+    "compile_lock_s": 60.0,       # at most this long the compile step holds the GPU's timing lock shared;
+                                  # longer compiles (mostly CPU work) go on without it, so they never
+                                  # hold up neighbours' timed phases for minutes
+    "test_slow_compile_s": 0.0,   # CPU test mode only: the compile step sleeps this long first
     "timing": "device",     # "device": GPU time (the host's launch hidden behind a short device-side spin);
                             # "synced": each call launched onto an idle GPU, host latency included
                             # (KernelBench's way). Both are recorded; this one is the speed.

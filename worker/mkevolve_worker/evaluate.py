@@ -924,52 +924,109 @@ class Evaluator:
         device = self._device(opts)
         job = {"problem": problem, "opts": opts, "device": device}
         self.progress("baselines")
-        # The baseline child compiles, then says timing_ready and waits: its
-        # timed calls, like a candidate's, run only under the GPU's timing lock.
-        # Its compiling and warm-up calls run on the GPU too, under the lock
-        # taken shared (never beside a neighbour's timed phase); the shared
-        # hold is dropped before the exclusive one is asked for.
+        # The baseline child times eager, compiles, then times torch.compile's
+        # module. Each timed phase runs only under the GPU's timing lock, taken
+        # when the child says timing_ready. Loading and the compile step (its
+        # autotuning and first calls run on the GPU) hold the lock shared, so
+        # they never run beside a neighbour's timed phase; but the compile step
+        # holds it at most compile_lock_s: past that a compile is CPU work
+        # (tracing, code generation), and neighbours' timings go ahead. The
+        # compile step has its own deadline: past it the baseline keeps eager.
         lock = gpulock.TimingLock()
-        lock_rec: dict = {}
-        clock: list = []  # the GPU's clock while the baselines are timed (gpuclock.py)
-        work, work_rec = self._take_shared(opts)
+        rec: dict = {"timing": {}, "compile_timing": {}, "compile_lock": None}
+        clocks: dict = {}  # what -> gpuclock.Sampler, the GPU's clock while that phase was timed
+        base_deadline = max(opts["timeout_s"], 60) * 2
+        compile_deadline = opts["compile_timeout_s"] or base_deadline
+        st = {"work": None, "work_rec": None, "compiling_since": None, "compile_timed_out": False,
+              "timing": None}
+        st["work"], st["work_rec"] = self._take_shared(opts)
+
+        def drop_shared():
+            if st["work"] is not None:
+                st["work"].release()
+                st["work"] = None
+                if st["compiling_since"] is not None and rec["compile_lock"] is not None:
+                    rec["compile_lock"]["held_s"] = round(time.monotonic() - st["compiling_since"], 3)
+
+        def end_timed_phase():
+            lock.release()
+            what, st["timing"] = st["timing"], None
+            if what is not None and what in clocks and not isinstance(clocks[what], dict):
+                clocks[what] = clocks[what].stop()
 
         def on_event(ch, ev):
-            if ev.get("ev") == "timing_ready" and not lock.held and not lock_rec:
-                work.release()
+            if ev.get("ev") == "timing_ready" and not lock.held:
+                what = "compile" if ev.get("what") == "compile" else "eager"
+                drop_shared()
+                if what == "compile":
+                    st["compiling_since"] = None
                 self.launcher.wait_warm(opts["timeout_s"])
-                lock_rec.update(lock.acquire(max(opts["timeout_s"], 60) * 2))
+                rec["timing" if what == "eager" else "compile_timing"].update(lock.acquire(base_deadline))
                 if device == "cuda":
-                    clock.append(gpuclock.Sampler().start())
+                    clocks[what] = gpuclock.Sampler().start()
+                st["timing"] = what
                 ch.go()
+            elif ev.get("ev") == "compiling" and st["compiling_since"] is None:
+                end_timed_phase()
+                st["work"], lock_rec = self._take_shared(opts)
+                rec["compile_lock"] = {**lock_rec, "cap_s": opts["compile_lock_s"], "released_early": False}
+                st["compiling_since"] = time.monotonic()
+                ch.go()
+
+        def on_tick(ch):
+            since = st["compiling_since"]
+            if since is None:
+                return False
+            held = time.monotonic() - since
+            if st["work"] is not None and held >= opts["compile_lock_s"]:
+                drop_shared()
+                rec["compile_lock"]["released_early"] = True
+            if held >= compile_deadline:
+                st["compile_timed_out"] = True
+                return True
+            return False
+
         try:
             child = isolation.spawn("base", lambda ctx: children.baseline_body(ctx, job), cut_network=False)
         except BaseException:
-            work.release()
+            drop_shared()
             raise
         try:
             try:
-                isolation.supervise(child, max(opts["timeout_s"], 60) * 2, on_event)
+                isolation.supervise(child, base_deadline + compile_deadline, on_event, on_tick=on_tick)
             except BaseException:
                 isolation.finish(child)
                 raise
             finally:
-                work.release()
-                lock.release()
-                gpu_clock = clock[0].stop() if clock else None
+                drop_shared()
+                end_timed_phase()
             err = _read_json(child.path("error.json"))
             out = _read_json(child.path("baseline.json"))
+            if st["compile_timed_out"]:
+                out = _read_json(child.path("eager.json"))
+                if isinstance(out, dict):
+                    out["compile"] = None
+                    out["compile_error"] = (f"torch.compile did not finish within {compile_deadline:g} s "
+                                            "(the compile step's deadline); no torch.compile baseline")
+                    out["compile_timed_out"] = True
             if child.timed_out:
-                raise ProblemError(f"{problem}: timing the baselines took more than {max(opts['timeout_s'], 60) * 2:g} s")
+                raise ProblemError(f"{problem}: timing the baselines took more than "
+                                   f"{base_deadline + compile_deadline:g} s")
             if isinstance(err, dict):
                 raise ProblemError(f"{problem}: {err.get('message')}")
             if not isinstance(out, dict):
                 raise ProblemError(f"{problem}: the baseline child died: {_first_line(child.tail()) or 'no output'}")
             out["device"] = device
-            out["timing_lock"] = lock_rec
-            out["warmup_lock"] = work_rec
-            if gpu_clock is not None:
-                out["gpu_clock"] = gpu_clock
+            out["timing_lock"] = rec["timing"]
+            if rec["compile_timing"]:
+                out["compile_timing_lock"] = rec["compile_timing"]
+            out["warmup_lock"] = st["work_rec"]
+            if rec["compile_lock"] is not None:
+                out["compile_lock"] = rec["compile_lock"]
+            if isinstance(clocks.get("eager"), dict):
+                out["gpu_clock"] = clocks["eager"]
+            if isinstance(clocks.get("compile"), dict):
+                out["compile_gpu_clock"] = clocks["compile"]
             return out
         finally:
             isolation.cleanup_dir(child.dir)

@@ -558,11 +558,15 @@ def _fork(name: str, run, *, cut_network: bool, extra_env: dict | None, socket_c
     return child
 
 
-def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset = frozenset()) -> Child:
+def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset = frozenset(),
+              on_tick=None) -> Child:
     """Waits for child to exit, collecting its events (each stamped with our
     own monotonic clock as ev["_t"]). on_event(child, ev) runs for each event;
     time spent inside it does not count against the child's deadline. At the
-    deadline the child's whole tree is killed and child.timed_out is set."""
+    deadline the child's whole tree is killed and child.timed_out is set.
+    on_tick(child), where given, runs at least every 50 ms; it returns True to
+    end the wait early (the child is then killed as at the deadline, but
+    child.timed_out is left unset: the caller knows why it stopped)."""
     deadline = time.monotonic() + timeout_s
     deadline += _take_events(child, on_event)  # lines wait_event() read but left
     ev_open = True
@@ -570,6 +574,8 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
         now = time.monotonic()
         if now >= deadline:
             child.timed_out = True
+            break
+        if on_tick is not None and on_tick(child):
             break
         wait = min(deadline - now, 0.05)
         if ev_open:

@@ -143,7 +143,11 @@ def time_cuda(call, refill, warmup: int, trials: int, flush, fed: bool = True) -
         host_ms = tail[len(tail) // 2] if tail else 0.0
         spin_ms = spin_ms_for(host_ms)
         cycles = int(spin_ms * spin_cycles_per_ms())
-        info.update(host_launch_ms=host_ms, spin_ms=spin_ms)
+        # The spin is capped (SPIN_MAX_MS): a call whose host launch takes longer
+        # (hundreds of small kernels, an unrolled recurrent layer) starves the
+        # GPU mid-call, so its "GPU time" includes host time and moves with the
+        # host's load. Say so rather than let such a time pass as the GPU's.
+        info.update(host_launch_ms=host_ms, spin_ms=spin_ms, launch_bound=bool(host_ms > spin_ms))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
     out = None
