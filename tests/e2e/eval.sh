@@ -125,6 +125,11 @@ if "$PY" -c 'import torch' 2>/dev/null; then
   if [[ $(grep -c '"status"' "$T/out") -ne 2 ]]; then fail "one JSON line per kernel"; else pass "one JSON line per kernel"; fi
   expect "cpu eval cached" 0 "cached" -- "$BIN" eval --problem problem.py --kernel good.py --python "$PY" \
     --test-cpu-unsafe --allow-pytorch --no-perf --timeout 120
+  # Unknown is null, never 0: torch 1.13 has no torch.compile, so that speedup is
+  # unknown, while the eager one is measured (timed, in test mode).
+  expect "cpu eval unknown speedup is null" 0 '"speedup":\{"compile":null,"eager":[0-9]' -- "$BIN" eval \
+    --problem problem.py --kernel good.py --python "$PY" --test-cpu-unsafe --allow-pytorch --no-cache --json \
+    --perf-trials 3 --warmup 1 --timeout 120
   # Candidates run in processes the server forked and warmed beforehand, unless --no-prestart.
   expect "cpu eval prestarted" 0 '"prestarted":true' -- "$BIN" eval --problem problem.py --kernel good.py \
     --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache --json --timeout 120
