@@ -119,6 +119,7 @@ Result<std::unique_ptr<RunDir>> RunDir::create(const fs::path& dir, const nlohma
     rd->notices_.push_back("config: left out '" + d + "' (looks like a credential; run directories never hold secrets)");
   rd->versions_ = to_json(v);
   rd->versions_["recorded"] = iso8601_utc();
+  rd->versions_["run_format"] = kRunFormat;
   for (const char* sub : {"cache/llm", "cache/eval", "candidates", "topology"}) {
     fs::create_directories(dir / sub, ec);
     if (ec) return Error{"cannot create " + (dir / sub).string() + ": " + ec.message()};
@@ -149,6 +150,17 @@ Result<std::unique_ptr<RunDir>> RunDir::open(const fs::path& dir) {
     auto versions = read_json_file(dir / "versions.json");
     if (!versions) return Error{"cannot open run: " + versions.error()};
     rd->versions_ = std::move(*versions);
+    // A newer mkevolve's run: its events or files may mean what this binary
+    // cannot tell. Refuse before anything is read, written or paid for.
+    if (auto f = rd->versions_.find("run_format"); f != rd->versions_.end() && f->is_number_integer() &&
+                                                    f->get<int>() > kRunFormat) {
+      std::string by = rd->versions_.value("mkevolve", std::string());
+      return Error{"cannot open run " + dir.string() + ": it was written by a newer mkevolve" +
+                       (by.empty() ? std::string() : " (" + by + ")") + ", in run format " +
+                       std::to_string(f->get<int>()) + "; this mkevolve reads formats up to " +
+                       std::to_string(kRunFormat) + ". Use the newer mkevolve for it",
+                   ErrorKind::kBadInput};
+    }
   } else {
     rd->versions_ = nlohmann::json::object();
     rd->notices_.push_back((dir / "versions.json").string() + " is missing; versions will be unknown in reports");

@@ -37,6 +37,13 @@ struct Versions {
 
 nlohmann::json to_json(const Versions& v);
 
+/// The run directory's format: its layout, config.json, summary.json and the
+/// event schema of run/events.h. versions.json records it as "run_format";
+/// a directory without it was written before the number existed (format 0, read
+/// as format 1 is). Raise it when a reader of the old format would misread the
+/// new one; open() refuses a directory of a newer format than this binary reads.
+inline constexpr int kRunFormat = 1;
+
 class RunDir {
  public:
   /// Ok when DIR may hold a new run (absent, or an empty directory); else why

@@ -105,6 +105,37 @@ TEST(RunDir, CreateWritesConfigVersionsAndLayout) {
   EXPECT_FALSE(fs::exists(dir / "lock")) << "closing a run releases and removes its lock";
 }
 
+TEST(RunDir, RecordsItsFormatAndRefusesANewerOne) {
+  TempDir tmp;
+  fs::path dir = tmp.path() / "run";
+  {
+    auto rd = RunDir::create(dir, json{{"method", "mkevolve"}}, test_versions());
+    ASSERT_TRUE(rd.ok()) << rd.error();
+  }
+  json v = json::parse(slurp(dir / "versions.json"));
+  EXPECT_EQ(v["run_format"], kRunFormat);
+  {
+    auto same = RunDir::open(dir);
+    ASSERT_TRUE(same.ok()) << same.error();
+  }
+  // A directory from before the number existed is read as before.
+  v.erase("run_format");
+  {
+    std::ofstream(dir / "versions.json") << v.dump();
+    auto old = RunDir::open(dir);
+    ASSERT_TRUE(old.ok()) << old.error();
+  }
+  v["run_format"] = kRunFormat + 1;
+  v["mkevolve"] = "9.9.9";
+  std::ofstream(dir / "versions.json") << v.dump();
+  auto newer = RunDir::open(dir);
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.error_kind(), ErrorKind::kBadInput);
+  EXPECT_NE(newer.error().find("newer mkevolve (9.9.9)"), std::string::npos) << newer.error();
+  EXPECT_NE(newer.error().find("format " + std::to_string(kRunFormat + 1)), std::string::npos) << newer.error();
+  EXPECT_FALSE(fs::exists(dir / "lock")) << "a refused open leaves no lock behind";
+}
+
 TEST(RunDir, CreateRefusesANonEmptyDirectory) {
   TempDir tmp;
   fs::path dir = make_run(tmp, 1);
