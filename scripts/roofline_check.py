@@ -74,6 +74,25 @@ class _NoCtx:
         return False
 
 
+def profile_share(checks: dict):
+    """What the profiling process took of one evaluation (issue 15: at most 10%):
+    from the step before "profile collected" to it, less the wait for the profile
+    lock, over the candidate's time until it exited, less its waits for the
+    timing and profile locks. None without the phases (no profile, CPU mode)."""
+    phases = checks.get("phases_s")
+    if not isinstance(phases, list):
+        return None
+    t = [(str(p[0]), float(p[1])) for p in phases if isinstance(p, list) and len(p) == 2]
+    names = [n for n, _ in t]
+    if "profile collected" not in names or "exited" not in names:
+        return None
+    i = names.index("profile collected")
+    waited = lambda k: float((checks.get(k) or {}).get("waited_s") or 0.0)
+    prof = t[i][1] - (t[i - 1][1] if i else 0.0) - waited("profile_lock")
+    own = t[names.index("exited")][1] - waited("timing_lock") - waited("profile_lock")
+    return round(prof / own, 4) if own > 0 else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", default=str(ROOT / "build" / "mkevolve"))
@@ -116,6 +135,7 @@ def main() -> int:
         ms = (r.get("runtime_ms") or {}).get("median") if isinstance(r.get("runtime_ms"), dict) else r.get("runtime_ms")
         row = {"problem": problem.name, "kernel": kernel.name, "status": r.get("status"), "runtime_ms": ms,
                "work": work, "independent": ind}
+        row["profile_share"] = profile_share(r.get("checks") or {})
         rows.append(row)
         if not isinstance(work, dict) or "bytes" not in work:
             print(f"{problem.name}: {r.get('status')}: no work record")
@@ -132,6 +152,8 @@ def main() -> int:
             line += "; FLOPs not checked (no FlopCounterMode in this torch)"
         if ms:
             line += f"; {work['bytes'] / (ms * 1e-3) / 1e9:.1f} GB/s derived at {ms:.4g} ms"
+        if row["profile_share"] is not None:
+            line += f"; profiling {100 * row['profile_share']:.0f}% of the evaluation"
         print(("ok   " if ok else "FAIL ") + line, flush=True)
         bad += 0 if ok else 1
     if a.out:
