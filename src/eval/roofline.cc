@@ -94,6 +94,24 @@ std::vector<KernelTime> kernels_from(const nlohmann::json& checks) {
   return out;
 }
 
+std::vector<TritonKernelInfo> triton_kernels_from(const nlohmann::json& checks) {
+  std::vector<TritonKernelInfo> out;
+  if (!checks.is_object() || !checks.contains("runtime") || !checks["runtime"].is_object()) return out;
+  const auto& rt = checks["runtime"];
+  if (!rt.contains("triton_kernels") || !rt["triton_kernels"].is_array()) return out;
+  auto opt_int = [](const nlohmann::json& k, const char* key) -> std::optional<int> {
+    auto v = fields::optnum(k, key);
+    return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
+  };
+  for (const auto& k : rt["triton_kernels"]) {
+    if (!k.is_object() || fields::str(k, "name").empty()) continue;
+    out.push_back({fields::str(k, "name"), opt_int(k, "n_regs"), opt_int(k, "n_spills"), opt_int(k, "shared_bytes"),
+                   opt_int(k, "num_warps"), opt_int(k, "num_stages"), opt_int(k, "blocks_per_sm"),
+                   fields::optnum(k, "occupancy"), fields::str(k, "limited_by")});
+  }
+  return out;
+}
+
 std::optional<Verdict> analyze(const Work& w, const Peaks& p, double measured_ms) {
   if (!(measured_ms > 0) || !(p.dram_gb_s > 0)) return std::nullopt;
   Verdict v;
@@ -183,6 +201,23 @@ std::string prompt_block(const EvalResult& r, const std::string& gpu_name) {
     for (size_t i = 0; i < kernels.size() && i < 6; ++i)
       out += fmt::format("  - {}: {} ({:.0f}%), {:.3g} launch(es)\n", kernels[i].name, ms_text(kernels[i].ms),
                          100 * kernels[i].share, kernels[i].launches);
+  }
+  // Registers, spills and occupancy from the compiled kernels' metadata
+  // (an autotuned kernel lists each config it compiled).
+  auto tk = triton_kernels_from(checks_of(r));
+  if (!tk.empty()) {
+    out += "- Compiled Triton kernels (compile metadata; occupancy estimated from it):\n";
+    for (size_t i = 0; i < tk.size() && i < 4; ++i) {
+      const auto& k = tk[i];
+      auto n = [](const std::optional<int>& x) { return x ? std::to_string(*x) : std::string("?"); };
+      out += fmt::format("  - {}: {} registers/thread, {} spilled, {} B shared, {} warps, {} stages", k.name,
+                         n(k.n_regs), n(k.n_spills), n(k.shared_bytes), n(k.num_warps), n(k.num_stages));
+      if (k.occupancy)
+        out += fmt::format("; occupancy {:.0f}%{}", 100 * *k.occupancy,
+                           k.limited_by.empty() ? "" : " (limited by " + k.limited_by + ")");
+      out += k.n_spills && *k.n_spills > 0 ? ": spills go to local memory, cut registers or the tile size\n" : "\n";
+    }
+    if (tk.size() > 4) out += fmt::format("  - and {} more\n", tk.size() - 4);
   }
   // The one line on what limits it most.
   if (v->model_does_not_fit) {

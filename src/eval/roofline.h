@@ -53,6 +53,16 @@ struct KernelTime {
 };
 std::vector<KernelTime> kernels_from(const nlohmann::json& checks);
 
+/// One compiled Triton kernel's metadata (checks.runtime.triton_kernels, the
+/// worker's tritonmeta.py): what limits how many of its blocks an SM holds.
+struct TritonKernelInfo {
+  std::string name;
+  std::optional<int> n_regs, n_spills, shared_bytes, num_warps, num_stages, blocks_per_sm;
+  std::optional<double> occupancy;  ///< 0..1
+  std::string limited_by;           ///< registers, shared memory, warps, blocks per SM
+};
+std::vector<TritonKernelInfo> triton_kernels_from(const nlohmann::json& checks);
+
 struct Verdict {
   double t_memory_ms = 0, t_compute_ms = 0, t_roof_ms = 0, measured_ms = 0;
   std::string bound;            ///< memory or compute

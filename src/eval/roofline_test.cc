@@ -87,6 +87,29 @@ TEST(Roofline, AKernelFasterThanItsRoofMeansTheModelDoesNotFit) {
   EXPECT_TRUE(s["model_does_not_fit"].get<bool>());
 }
 
+TEST(Roofline, ThePromptBlockGivesRegistersSpillsAndOccupancyFromTheCompileMetadata) {
+  EvalResult r = verdict(3.0209, relu_work());
+  r.raw["checks"]["runtime"]["triton_kernels"] = {
+      {{"name", "relu_kernel"}, {"n_regs", 128}, {"n_spills", 0}, {"shared_bytes", 0}, {"num_warps", 4},
+       {"num_stages", 3}, {"occupancy", 0.25}, {"blocks_per_sm", 4}, {"limited_by", "registers"}},
+      {{"name", "tiled_kernel"}, {"n_regs", 255}, {"n_spills", 24}, {"shared_bytes", 98304}, {"num_warps", 8},
+       {"num_stages", 2}, {"occupancy", 0.125}, {"limited_by", "registers"}},
+      {{"name", "broken"}}};
+  std::string block = prompt_block(r, "NVIDIA H200");
+  EXPECT_NE(block.find("relu_kernel: 128 registers/thread, 0 spilled, 0 B shared, 4 warps, 3 stages; occupancy 25% "
+                       "(limited by registers)\n"),
+            std::string::npos)
+      << block;
+  EXPECT_NE(block.find("tiled_kernel: 255 registers/thread, 24 spilled"), std::string::npos) << block;
+  EXPECT_NE(block.find("spills go to local memory"), std::string::npos) << block;
+  EXPECT_NE(block.find("broken: ? registers/thread"), std::string::npos) << block;  // unknowns say so
+  int lines = 0;
+  for (char c : block) lines += c == '\n';
+  EXPECT_LE(lines, 25);
+  // Without the metadata the block has no such lines.
+  EXPECT_EQ(prompt_block(verdict(3.0209, relu_work()), "NVIDIA H200").find("registers/thread"), std::string::npos);
+}
+
 TEST(Roofline, ThePromptBlockIsShortAndSaysWhatLimitsTheKernel) {
   nlohmann::json kernels = {{{"name", "relu_kernel"}, {"ms", 3.01}, {"share", 0.997}, {"launches", 1}},
                             {{"name", "fill_kernel"}, {"ms", 0.009}, {"share", 0.003}, {"launches", 1}}};

@@ -696,8 +696,15 @@ def profile_body(ctx, job: dict) -> int:
             acts = []
     except BaseException as e:  # noqa: BLE001
         return _fail(ctx, e, where, loader.loaded_own_files(kernel) or files)
-    write_json(os.path.join(ctx.dir, "runtime.json"), {"activities": acts, "output_nbytes": out_nbytes[0],
-                                                       "device_peak": device_peak(device)})
+    record = {"activities": acts, "output_nbytes": out_nbytes[0], "device_peak": device_peak(device)}
+    if device == "cuda":
+        # Registers, spills and occupancy of the kernels it compiled (never fails it).
+        try:
+            from . import tritonmeta
+            record.update(tritonmeta.candidate_kernels(loader.loaded_own_files(kernel), mod))
+        except Exception:  # noqa: BLE001
+            pass
+    write_json(os.path.join(ctx.dir, "runtime.json"), record)
     ctx.send({"ev": "phase", "phase": "profiled"})
     return 0
 

@@ -782,6 +782,8 @@ class Evaluator:
             acts = [a for a in rt["activities"] if isinstance(a, dict)]
             j = judge(acts, own, opts["allow_pytorch"], out_bytes, forwards=forwards)
             j["own_triton_functions"] = sorted(own)
+            from .tritonmeta import runtime_fields
+            j.update(runtime_fields(rt))  # registers, spills, occupancy (tritonmeta.py)
             res.checks["runtime"] = j
             subs = _subkernel_files(kernel)
             if subs:
