@@ -255,6 +255,12 @@ int progress_rank(const Candidate& c) {
 
 bool better(const Candidate& a, const Candidate& b) {
   if (a.reward != b.reward) return a.reward > b.reward;
+  // Without a torch.compile baseline (a torch without it, or a compile past
+  // its deadline) every reward is 0: the eager speedup still orders them.
+  // One subproblem's candidates share their baselines, so this changes no
+  // order where torch.compile's figure exists.
+  if (a.correct() && b.correct() && a.result.speedup_eager != b.result.speedup_eager)
+    return a.result.speedup_eager > b.result.speedup_eager;
   int ra = progress_rank(a), rb = progress_rank(b);
   if (ra != rb) return ra > rb;
   if (a.iteration != b.iteration) return a.iteration > b.iteration;

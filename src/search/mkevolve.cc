@@ -331,7 +331,13 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     // Stopped part-way (Ctrl-C, a full disk): the iteration is not over. Its
     // resume redoes the rest from the log, so nothing logs it as done.
     if (ctx.should_stop()) break;
-    if (cur.speedup >= best.speedup) {
+    // r >= r*, the newer winning ties. A correct solution always beats an
+    // incorrect one, and where no torch.compile baseline exists (every
+    // speedup 0) the eager speedup decides.
+    bool take = cur.correct != best.correct ? cur.correct
+                : cur.speedup != best.speedup ? cur.speedup > best.speedup
+                                              : cur.e2e.speedup_eager >= best.e2e.speedup_eager;
+    if (take) {
       best = cur;
       if (best.correct) announce_best(ctx, best);  // no "new best" for an iteration without a solution
     }

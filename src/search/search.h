@@ -145,8 +145,9 @@ struct Candidate {
   nlohmann::json summary() const;
 };
 
-/// Beam order: reward, then how far the candidate got (runs but wrong beats
-/// does not compile), then newest first. A strict, deterministic order.
+/// Beam order: reward, then (both correct) the speedup vs eager, which decides
+/// where no torch.compile baseline exists, then how far the candidate got (runs
+/// but wrong beats does not compile), then newest first. A strict, deterministic order.
 bool better(const Candidate& a, const Candidate& b);
 
 /// What LLMEvolveKernel works on: the reference file the evaluator checks

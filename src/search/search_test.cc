@@ -763,6 +763,43 @@ TEST(MKEvolve, TheBestSolutionIsKeptWhenALaterIterationIsWorse) {
   for (const auto& it : its) EXPECT_LE(it["e2e"]["speedup_compile"].get<double>(), res.best.speedup + 1e-9);
 }
 
+TEST(Beam, WithoutATorchCompileBaselineTheEagerSpeedupRanks) {
+  Harness h;
+  h.ev.no_compile_baseline = true;
+  // Later samples are slower (2 - k/10): only the eager speedup tells them
+  // apart, and it must beat "newest first".
+  h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+    return kernel_reply(fmt::format("correct speedup={}", 2.0 - r.sample / 10.0));
+  });
+  BeamState b = evolve_kernel(h.ctx, h.task(), {}, 6, 1, &h.sink);
+  ASSERT_EQ(b.members.size(), 4u);
+  EXPECT_EQ(b.members[0].reward, 0) << "no torch.compile baseline: no reward";
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(b.members[i].sample, i);
+}
+
+TEST(MKEvolve, WithoutATorchCompileBaselineAnIncorrectIterationNeverReplacesACorrectBest) {
+  // Every speedup vs torch.compile is 0 here; t = 1 is correct end to end,
+  // a fusion at t = 2 is not. The run returns t = 1's solution.
+  Harness h;
+  h.ev.no_compile_baseline = true;
+  h.ctx.opts.fuse = true;
+  script_two(h, "correct speedup=2.0", "correct speedup=2.0");
+  h.llm.on("*", "alpha_beta", kernel_reply("correct speedup=3.0", "# FAKE-E2E: incorrect"));
+  h.ctx.opts.iterations = 2;  // t = 2 fuses; no TotalFuse after it
+  h.llm.on("fuse", files_reply({{"decomposed_problem.py", top_source({"alpha_beta"})},
+                                {"subkernel_problems/alpha_beta.py", sub_source("alpha_beta")}}));
+  auto res = run_method(h.ctx, h.problem);
+  auto its = h.sink.of_type("iteration");
+  ASSERT_GE(its.size(), 2u);
+  EXPECT_EQ(its[0]["e2e"]["status"], "correct");
+  bool wrong_later = false;
+  for (size_t i = 1; i < its.size(); ++i) wrong_later |= its[i]["e2e"].value("status", "") == "incorrect";
+  EXPECT_TRUE(wrong_later) << "the fixture should make a later iteration wrong end to end";
+  EXPECT_TRUE(res.best.correct);
+  EXPECT_EQ(res.best.topology.names(), (std::vector<std::string>{"alpha", "beta"}));
+  EXPECT_EQ(res.status, "ok") << res.error;
+}
+
 TEST(MKEvolve, TotalFuseNeverFiresOnAMonolithicStructure) {
   // Decomposition fell back to the original module: a composition that fails
   // end to end while its one subkernel passed cannot be fused any further, so

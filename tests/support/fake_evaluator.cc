@@ -151,6 +151,10 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
       r = judge_source(src ? *src : "", req.options.allow_pytorch);
     }
   }
+  if (no_compile_baseline) {
+    r.compiled = {};
+    r.speedup_compile = 0;
+  }
   return ready(std::move(r));
 }
 

@@ -38,6 +38,9 @@ class FakeEvaluator : public eval::Evaluator {
   static eval::EvalResult judge_source(const std::string& source, bool allow_pytorch);
 
   std::vector<eval::EvalRequest> requests() const;
+  /// As on a machine without torch.compile (or past its deadline): no such
+  /// baseline, so speedup_compile is 0 in every verdict; eager stays.
+  bool no_compile_baseline = false;
   std::vector<eval::DecompositionRequest> decomposition_requests() const;
   int e2e_count() const;
 
