@@ -55,8 +55,8 @@ Result<nlohmann::json> read_json_file(const fs::path& p) {
 }  // namespace
 
 nlohmann::json to_json(const Versions& v) {
-  return {{"mkevolve", v.mkevolve}, {"torch", v.torch}, {"triton", v.triton},
-          {"gpu", v.gpu},           {"python", v.python}, {"tf32", v.tf32}};
+  return {{"mkevolve", v.mkevolve}, {"torch", v.torch},   {"triton", v.triton},          {"gpu", v.gpu},
+          {"python", v.python},     {"tf32", v.tf32},     {"run_format", kRunFormat}};
 }
 
 std::string shell_quote(const std::string& s) {
@@ -119,7 +119,6 @@ Result<std::unique_ptr<RunDir>> RunDir::create(const fs::path& dir, const nlohma
     rd->notices_.push_back("config: left out '" + d + "' (looks like a credential; run directories never hold secrets)");
   rd->versions_ = to_json(v);
   rd->versions_["recorded"] = iso8601_utc();
-  rd->versions_["run_format"] = kRunFormat;
   for (const char* sub : {"cache/llm", "cache/eval", "candidates", "topology"}) {
     fs::create_directories(dir / sub, ec);
     if (ec) return Error{"cannot create " + (dir / sub).string() + ": " + ec.message()};
