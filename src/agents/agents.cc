@@ -211,8 +211,8 @@ std::string files_listing(const problem::Topology& topo) {
 
 }  // namespace
 
-Result<Conversation> decompose_prompt(const Prompts& p, const problem::Problem& problem) {
-  return render(p, "decompose", {{"problem_source", problem.source}});
+Result<Conversation> decompose_prompt(const Prompts& p, const problem::Problem& problem, const std::string& previous) {
+  return render(p, "decompose", {{"problem_source", problem.source}, {"previous", previous}});
 }
 
 Result<Conversation> generate_prompt(const KernelContext& k, const std::string& problem_source) {

@@ -85,7 +85,10 @@ struct KernelContext {
   std::string hardware;  ///< hardware_text(...)
   std::string gpu_name;  ///< for the optimize prompt's roofline block (eval/roofline.h); empty: none
 };
-Result<Conversation> decompose_prompt(const Prompts& p, const problem::Problem& problem);
+/// previous: an earlier decomposition of a module this one is a variant of
+/// (mkevolve adapt), in the prompt's file format; empty for a plain decompose.
+Result<Conversation> decompose_prompt(const Prompts& p, const problem::Problem& problem,
+                                      const std::string& previous = {});
 Result<Conversation> generate_prompt(const KernelContext& k, const std::string& problem_source);
 Result<Conversation> debug_prompt(const KernelContext& k, const std::string& problem_source,
                                   const std::string& kernel, const eval::EvalResult& result);

@@ -86,6 +86,19 @@ TEST(Prompts, DecomposeConveysTheRules) {
     EXPECT_NE(u.find(must), std::string::npos) << must;
 }
 
+TEST(Prompts, DecomposeShowsAnEarlierDecompositionOnlyWhenAdapting) {
+  auto p = repo_prompts();
+  auto prob = problem::Problem::from_source("x", "class Model: pass");
+  auto plain = decompose_prompt(p, prob);
+  auto adapting = decompose_prompt(p, prob, "### subkernel_problems/linear.py\n\nEARLIER-FILE\n");
+  ASSERT_TRUE(plain.ok() && adapting.ok());
+  std::string a = adapting->messages[0].content, b = plain->messages[0].content;
+  EXPECT_NE(a.find("An earlier decomposition to start from"), std::string::npos);
+  EXPECT_NE(a.find("EARLIER-FILE"), std::string::npos);
+  EXPECT_LT(a.find("EARLIER-FILE"), a.find("## The module to decompose"));
+  EXPECT_EQ(b.find("An earlier decomposition"), std::string::npos);
+}
+
 TEST(Prompts, UnknownVariableAndMissingDirAreErrors) {
   mk::TempDir tmp;
   ASSERT_TRUE(write_file_atomic(tmp.path() / "x.md", "hello {{who}}").ok());

@@ -90,7 +90,7 @@ Result<std::string> substitute(const std::string& name, const std::string& text,
 
 const std::map<std::string, std::vector<std::string>>& Prompts::required() {
   static const std::map<std::string, std::vector<std::string>> r = {
-      {"decompose", {"problem_source"}},
+      {"decompose", {"problem_source", "previous"}},
       {"decompose_feedback", {"failures"}},
       {"refine_feedback", {"failures"}},
       {"generate", {"problem_source", "hardware"}},

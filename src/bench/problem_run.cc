@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -94,6 +95,70 @@ StopWatcher::~StopWatcher() {
 }
 
 // ---- directories -------------------------------------------------------------------
+
+Result<search::Reuse> load_reuse(const fs::path& dir) {
+  auto bad = [](std::string m) { return Error{std::move(m), ErrorKind::kBadInput}; };
+  auto json_file = [](const fs::path& p) -> std::optional<nlohmann::json> {
+    auto t = read_file(p);
+    if (!t) return std::nullopt;
+    auto j = nlohmann::json::parse(*t, nullptr, false);
+    if (j.is_discarded()) return std::nullopt;
+    return j;
+  };
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / "config.json", ec))
+    return bad(dir.string() + " is not a run directory (no config.json)");
+  if (auto v = json_file(dir / "versions.json"); v && v->is_object() && v->value("run_format", 0) > run::kRunFormat)
+    return bad(fmt::format("{}: written by a newer mkevolve (run format {}); this one reads up to {}", dir.string(),
+                           v->value("run_format", 0), run::kRunFormat));
+  const fs::path man_path = dir / "solution" / "manifest.json";
+  auto man = json_file(man_path);
+  if (!man || !man->is_object() || !man->contains("subkernels") || !(*man)["subkernels"].is_array())
+    return bad(man_path.string() + ": missing or not a solution manifest (did the run finish with a solution?)");
+  if (!man->value("correct", false))
+    return bad(man_path.string() + ": the run's solution is not a verified one; there is nothing to reuse");
+  const int it = man->value("iteration", 0);
+  const fs::path topo_path = dir / run::RunDir::topology_rel(it);
+  auto tj = json_file(topo_path);
+  auto topo = tj ? problem::Topology::from_json(*tj) : Result<problem::Topology>(Error{"missing or not JSON"});
+  if (!topo) return bad(topo_path.string() + ": " + topo.error() + " (the solution's decomposition)");
+  search::Reuse r;
+  r.from = fs::absolute(dir, ec).lexically_normal().string();  // the manifest names it from anywhere
+  if (r.from.empty()) r.from = dir.string();
+  r.top_level = topo->top_level;
+  for (const auto& s : (*man)["subkernels"]) {
+    if (!s.is_object()) continue;
+    std::string name = s.value("name", "");
+    // Every subkernel of a written package has a kernel; Swap's PyTorch stand-ins are not reused.
+    if (name.empty() || (s.contains("pytorch") && s["pytorch"].is_boolean() && s["pytorch"].get<bool>())) continue;
+    const problem::Subproblem* sp = topo->find(name);
+    const fs::path kfile = dir / "solution" / "subkernel_implementations" / (name + ".py");
+    auto k = read_file(kfile);
+    if (!sp) return bad(fmt::format("{}: has no subproblem {}, which the manifest lists", topo_path.string(), name));
+    if (!k) return bad(kfile.string() + ": " + k.error());
+    r.problems[name] = sp->source;
+    r.kernels[name] = *k;
+    r.calls[name] = 0;
+  }
+  if (r.kernels.empty())
+    return bad(man_path.string() + ": the solution has no Triton subkernel to reuse (only PyTorch stand-ins)");
+  if (auto log = read_file(dir / "events.jsonl")) {
+    std::istringstream in(*log);
+    std::string line;
+    while (std::getline(in, line)) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (!e.is_object()) continue;
+      std::string type = e.value("type", ""), task = e.value("task", "");
+      if (!r.calls.count(task)) continue;
+      std::string agent = e.value("agent", "");
+      if (type == "llm_call" && (agent == "generate" || agent == "debug" || agent == "optimize"))
+        r.calls[task] += 1;
+      else if (auto u = run::events::parse_reuse(e); u && u->correct)
+        r.calls[task] += u->calls_saved;
+    }
+  }
+  return r;
+}
 
 Result<Resumed> open_for_resume(const fs::path& dir) {
   auto opened = run::RunDir::open(dir);
@@ -255,6 +320,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   if (best.correct && best.kernels.size() == best.topology.subproblems.size()) {
     problem::SolutionManifest man;
     man.pytorch_subkernels = best.pytorch;
+    man.reused_from = best.reused;
     man.extra = best.to_json();
     man.extra["problem"] = pr.problem.name;
     man.extra["problem_hash"] = pr.problem.hash;

@@ -95,6 +95,14 @@ struct Resumed {
 /// Errors name the directory and what is wrong.
 Result<Resumed> open_for_resume(const fs::path& dir);
 
+/// mkevolve adapt: what a finished run offers a variant of its problem: its
+/// solution's decomposition (the topology of the solution's iteration), each
+/// verified Triton subkernel (PyTorch stand-ins from Swap are left out) and the
+/// kernel LLM calls the run spent on it (its llm_call events, plus what it saved
+/// itself when it was an adaptation). Reads only; takes no lock. Errors are bad
+/// input (ErrorKind::kBadInput) naming the file and what is wrong.
+Result<search::Reuse> load_reuse(const fs::path& dir);
+
 /// The run's final run_end event when the run completed: the log's last run_end
 /// (with no resume after it) has result "ok" or "no_correct", and summary.json
 /// (written after the solution and the report) says "finished". nullopt when the

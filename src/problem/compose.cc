@@ -191,6 +191,8 @@ Status write_solution_package(const fs::path& package_dir, const Topology& topo,
                                  {"problem_hash", sp.hash},
                                  {"kernel_hash", sha256_hex(k)},
                                  {"pytorch", manifest.pytorch_subkernels.count(sp.name) > 0}});
+    if (auto r = manifest.reused_from.find(sp.name); r != manifest.reused_from.end())
+      man["subkernels"].back()["reused_from"] = r->second;
   }
   if (st) st = w("manifest.json", man.dump(2) + "\n");
   if (!st) {

@@ -32,6 +32,7 @@ std::string pytorch_implementation(const Subproblem& sp);
 struct SolutionManifest {
   std::map<std::string, std::string> kernel_hashes;  ///< subproblem -> sha256 of its implementation
   std::set<std::string> pytorch_subkernels;          ///< implemented by the PyTorch reference (Swap)
+  std::map<std::string, std::string> reused_from;    ///< subproblem -> the run its subkernel was reused from (adapt)
   nlohmann::json extra;                              ///< method, speedups, ... (written as given)
 };
 

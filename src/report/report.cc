@@ -304,7 +304,8 @@ std::string render_markdown(const RunSummary& s) {
                                         (r.headroom ? "" : ", model does not fit")
                                   : std::string("\u2014")) +
              " | ";
-      md += "| " + md_cell(r.name) + (r.uses_pytorch ? " (PyTorch)" : "") + " | " +
+      md += "| " + md_cell(r.name) + (r.uses_pytorch ? " (PyTorch)" : "") +
+            (r.reused_from.empty() ? "" : " (reused from " + md_cell(r.reused_from) + ")") + " | " +
             (r.status == "correct" ? "\u2713 correct" : r.status == "failing" ? "\u2717 failing" : r.status) + " | " +
             ms(r.runtime_ms) + " | " + speedup(r.speedup_compile) + " | " + pct(r.share) + " | " + rf +
             std::to_string(r.usage.calls) + " | " + tokens_note(r.usage) + " |\n";
@@ -314,6 +315,20 @@ std::string render_markdown(const RunSummary& s) {
       md += fmt::format("Most headroom: {}, {:.2f}x its {} roofline time (the time its bytes and FLOPs need at the "
                         "GPU's datasheet peaks).\n\n",
                         md_cell(most->name), *most->headroom, most->bound);
+  }
+
+  if (!s.reuse.empty()) {
+    // mkevolve adapt: what the earlier run's subkernels did on the variant.
+    md += "## Reused subkernels\n\n";
+    md += "Each subproblem of this variant that matches one of the earlier run's was checked with that run's "
+          "verified subkernel first, with no LLM call. LLM calls saved: " +
+          std::to_string(s.calls_saved()) + " (what the earlier run spent on the subkernels reused here).\n\n";
+    md += "| subproblem | from | match | re-verified here | LLM calls saved |\n|---|---|---|---|---|\n";
+    for (const auto& u : s.reuse)
+      md += "| " + md_cell(u.task) + " | " + md_cell(u.from_run) + ": " + md_cell(u.from_task) + " | " +
+            md_cell(u.match) + " | " + (u.correct ? "\u2713 correct" : "\u2717 " + md_cell(u.status) + ", evolved") +
+            " | " + std::to_string(u.correct ? u.calls_saved : 0) + " |\n";
+    md += "\n";
   }
 
   md += "## LLM usage by agent\n\n";

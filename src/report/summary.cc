@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "run/events.h"
 #include "util/json_fields.h"
 #include "report/svg.h"
 
@@ -209,6 +210,8 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
         best_from_events = v;
         s.best_t = static_cast<int>(integer(ev, "t", -1));
       }
+    } else if (auto r = run::events::parse_reuse(ev)) {
+      s.reuse.push_back({r->task, r->from_run, r->from_task, r->match, r->status, r->correct, r->calls_saved});
     } else if (type == "swap") {
       s.swaps.push_back(ev);
       std::vector<std::string> names = strings(ev, "names");
@@ -270,6 +273,9 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
   });
   for (auto& r : current) {
     if (auto it = s.by_task.find(r.name); it != s.by_task.end()) r.usage = it->second;
+    // adapt: a subkernel that passed as reused and got no kernel call since is the reused one.
+    for (const auto& u : s.reuse)
+      if (u.task == r.name && u.correct && r.usage.calls == 0 && r.status == "correct") r.reused_from = u.from_run;
     if (r.uses_pytorch) s.pytorch_subkernels.push_back(r.name);
     if (r.status != "correct") s.failing_locally.push_back(r.name);
   }

@@ -63,6 +63,14 @@ struct SubkernelRow {
   TokenTotals usage;   ///< LLM calls made for this subproblem
   std::optional<double> roofline_fraction, headroom;  ///< against the GPU's roofline, when known
   std::string bound;   ///< memory or compute (with roofline_fraction)
+  std::string reused_from;  ///< mkevolve adapt: the run its verified subkernel came from ("" if none)
+};
+
+/// mkevolve adapt: one subproblem that met an earlier run's subkernel (a reuse event).
+struct ReuseRow {
+  std::string task, from_run, from_task, match, status;
+  bool correct = false;
+  int64_t calls_saved = 0;
 };
 
 struct RunSummary {
@@ -100,6 +108,12 @@ struct RunSummary {
   bool contains_pytorch = false;                ///< the final solution runs PyTorch code (names may be unknown)
   bool final_e2e_failed = false;
   std::vector<std::string> failing_locally;     ///< final subkernels that fail their own check
+  std::vector<ReuseRow> reuse;                  ///< adapt: the subkernels met in the earlier run, in order
+  int64_t calls_saved() const {
+    int64_t n = 0;
+    for (const auto& r : reuse) n += r.correct ? r.calls_saved : 0;
+    return n;
+  }
 
   std::optional<int64_t> max_calls, max_tokens;  ///< budgets from run_start settings / config
 };

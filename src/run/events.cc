@@ -155,6 +155,18 @@ nlohmann::json judge(const Judge& j) {
   return e;
 }
 
+nlohmann::json reuse(const Reuse& r) {
+  return {{"type", kReuse},          {"task", r.task},       {"from_run", r.from_run},
+          {"from_task", r.from_task}, {"match", r.match},     {"candidate", r.candidate},
+          {"status", r.status},      {"correct", r.correct}, {"calls_saved", r.calls_saved}};
+}
+
+std::optional<Reuse> parse_reuse(const nlohmann::json& j) {
+  if (!is_type(j, kReuse)) return std::nullopt;
+  return Reuse{str(j, "task"),   str(j, "from_run"),          str(j, "from_task"), str(j, "match"),
+               str(j, "candidate"), str(j, "status"), fields::boolean(j, "correct"), integer(j, "calls_saved")};
+}
+
 std::optional<Judge> parse_judge(const nlohmann::json& j) {
   if (!is_type(j, kJudge)) return std::nullopt;
   return Judge{str(j, "task"),    str(j, "candidate"), integer(j, "iteration"),

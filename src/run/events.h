@@ -32,6 +32,7 @@ inline constexpr const char* kFinalCheck = "final_check";
 inline constexpr const char* kReplyError = "reply_error";
 inline constexpr const char* kVerifyDecomposition = "verify_decomposition";
 inline constexpr const char* kJudge = "judge";
+inline constexpr const char* kReuse = "reuse";
 inline constexpr const char* kBudget = "budget";
 inline constexpr const char* kSwapSkipped = "swap_skipped";
 inline constexpr const char* kSwapRejected = "swap_rejected";
@@ -173,6 +174,25 @@ struct Judge {
 };
 nlohmann::json judge(const Judge& j);
 std::optional<Judge> parse_judge(const nlohmann::json& j);
+
+/// reuse (mkevolve adapt): a subproblem of the variant met a verified
+/// subkernel of the run it adapts. match: same source, same module, other
+/// shapes, or same name (search.h, match_reuse); status/correct: that subkernel re-verified
+/// on the variant's subproblem (its eval event follows, agent "reused"). A
+/// correct one takes no kernel LLM call: calls_saved is what the earlier run
+/// spent on it.
+struct Reuse {
+  std::string task{};        ///< the variant's subproblem
+  std::string from_run{};    ///< the earlier run's directory
+  std::string from_task{};   ///< its subproblem
+  std::string match{};
+  std::string candidate{};
+  std::string status{};
+  bool correct = false;
+  int calls_saved = 0;
+};
+nlohmann::json reuse(const Reuse& r);
+std::optional<Reuse> parse_reuse(const nlohmann::json& j);
 
 /// budget: AllocateLLMBudget's split of one iteration's calls. rule: even
 /// (some subproblem has no correct kernel yet) or runtime.

@@ -268,6 +268,105 @@ bool better(const Candidate& a, const Candidate& b) {
   return a.id < b.id;
 }
 
+namespace detail {
+
+void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, CandidateRecord& rec,
+                     std::vector<nlohmann::json>& events, int iteration, bool judge) {
+  fs::path file = ctx.workspace / "candidates" / detail::safe_name(task.task) / (c.id + ".py");
+  if (auto st = problem::write_file_plain(file, c.source); !st) {
+    // This machine's failure (a full disk, say), never the candidate's: no
+    // verdict, and the run stops so that it can be resumed once there is room.
+    // The reply is in the LLM cache, so the resume does not pay for it again.
+    // Nothing was evaluated, so nothing of this job is logged, its LLM call
+    // included: the resume redoes the job, its reply served from the cache
+    // (as after a kill between the call and its verdict).
+    events.clear();
+    ctx.set_fatal(st.error() + "; free space (or fix the directory), then resume");
+    c.result.status = eval::Status::kNoVerdict;
+    c.result.kind = "io_error";
+    c.result.feedback = st.error();
+    c.no_verdict = true;
+    return;
+  } else {
+    eval::EvalRequest req;
+    req.problem = task.problem_file;
+    req.kernel = file;
+    req.options = ctx.opts.eval;
+    req.options.allow_pytorch = task.allow_pytorch;
+    req.task = task.task;
+    c.result = detail::evaluate(ctx, req);
+    // No verdict: the harness failed (the pool already retried it). Try again
+    // later; it is never this candidate's failure.
+    double wait = ctx.opts.no_verdict_wait_s;
+    for (int k = 0; k < 3 && c.result.status == eval::Status::kNoVerdict && c.result.kind != "too_large"; ++k) {
+      for (double waited = 0; waited < wait && !ctx.should_stop(); waited += 0.1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (ctx.should_stop()) break;
+      c.result = detail::evaluate(ctx, req);
+      wait *= 3;
+    }
+  }
+  c.evaluated = true;
+  c.no_verdict = c.result.status == eval::Status::kNoVerdict;
+
+  if (judge && ctx.judge && c.result.correct()) {
+    auto jc = agents::judge_prompt(*ctx.prompts, task.problem_source, c.source);
+    if (jc) {
+      // Each try is one logged, counted call; the provider retried each already.
+      agents::Exchange jex;
+      for (int k = 0; k < std::max(1, ctx.opts.judge_attempts) && !ctx.should_stop(); ++k) {
+        int js = ctx.reserve_samples("judge:" + task.task, 1);
+        jex = detail::call(ctx, *ctx.judge, *jc, "judge", task.task, js, iteration, &events);
+        if (jex.call.ok || jex.call.cancelled || jex.call.fatal) break;
+      }
+      if (!jex.call.ok && !jex.call.cancelled) {
+        bool hold = ctx.opts.judge_failure != "pass";
+        events.push_back(
+            run::events::judge({c.task, c.id, iteration, "failed", jex.call.error, hold ? "hold" : "pass"}));
+        if (hold) {
+          // Not judged is not passed: the candidate has no verdict yet.
+          c.result.status = eval::Status::kNoVerdict;
+          c.result.kind = "judge_failed";
+          c.result.feedback = "the cheat judge could not be asked: " + jex.call.error;
+          c.result.speedup_compile = c.result.speedup_eager = 0;
+          c.no_verdict = true;
+        }
+      } else if (jex.call.ok) {
+        auto v = agents::parse_verdict(jex.reply);
+        if (v && v->cheating) {
+          c.result.status = eval::Status::kCheating;
+          c.result.kind = "judge";
+          c.result.reasons.push_back("cheat judge: " + v->reason);
+          c.result.feedback = "An LLM reviewer judged this kernel to be cheating: " + v->reason;
+          c.result.speedup_compile = c.result.speedup_eager = 0;
+        }
+        events.push_back(run::events::judge({c.task, c.id, iteration,
+                                                 !v ? "unparseable" : (v->cheating ? "cheat" : "pass"),
+                                                 v ? v->reason : v.error(), ""}));
+      }
+    }
+  }
+  c.reward = c.result.correct() ? c.result.speedup_compile : 0;
+  events.push_back(detail::eval_event(c.task, c.id, iteration, c.result, c.reward, "local"));
+  rec.files["kernel.py"] = c.source;
+  rec.result = detail::result_json(c.result);
+  rec.result["reward"] = c.reward;
+  // Diagnostics for result.json only (events stay free of wall-clock times, so a
+  // replayed run logs the same events): where the candidate's time went.
+  if (c.result.eval_s > 0) {
+    rec.result["queued_s"] = c.result.queued_s;
+    rec.result["eval_s"] = c.result.eval_s;
+  }
+  if (c.result.raw.is_object()) {
+    const auto& ch = c.result.raw.value("checks", nlohmann::json::object());
+    if (ch.is_object() && ch.contains("phases_s")) rec.result["phases_s"] = ch["phases_s"];
+  }
+  if (ctx.sink) ctx.sink->store_candidate(rec);
+}
+
+
+}  // namespace detail
+
 namespace {
 
 struct Job {
@@ -325,96 +424,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   }
   c.source = *parsed;
   c.raw_reply = ex.reply;
-  fs::path file = ctx.workspace / "candidates" / detail::safe_name(task.task) / (c.id + ".py");
-  if (auto st = problem::write_file_plain(file, c.source); !st) {
-    // This machine's failure (a full disk, say), never the candidate's: no
-    // verdict, and the run stops so that it can be resumed once there is room.
-    // The reply is in the LLM cache, so the resume does not pay for it again.
-    // Nothing was evaluated, so nothing of this job is logged, its LLM call
-    // included: the resume redoes the job, its reply served from the cache
-    // (as after a kill between the call and its verdict).
-    out.events.clear();
-    ctx.set_fatal(st.error() + "; free space (or fix the directory), then resume");
-    c.result.status = eval::Status::kNoVerdict;
-    c.result.kind = "io_error";
-    c.result.feedback = st.error();
-    c.no_verdict = true;
-    return out;
-  } else {
-    eval::EvalRequest req;
-    req.problem = task.problem_file;
-    req.kernel = file;
-    req.options = ctx.opts.eval;
-    req.options.allow_pytorch = task.allow_pytorch;
-    req.task = task.task;
-    c.result = detail::evaluate(ctx, req);
-    // No verdict: the harness failed (the pool already retried it). Try again
-    // later; it is never this candidate's failure.
-    double wait = ctx.opts.no_verdict_wait_s;
-    for (int k = 0; k < 3 && c.result.status == eval::Status::kNoVerdict && c.result.kind != "too_large"; ++k) {
-      for (double waited = 0; waited < wait && !ctx.should_stop(); waited += 0.1)
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (ctx.should_stop()) break;
-      c.result = detail::evaluate(ctx, req);
-      wait *= 3;
-    }
-  }
-  c.evaluated = true;
-  c.no_verdict = c.result.status == eval::Status::kNoVerdict;
-
-  if (ctx.judge && c.result.correct()) {
-    auto jc = agents::judge_prompt(*ctx.prompts, task.problem_source, c.source);
-    if (jc) {
-      // Each try is one logged, counted call; the provider retried each already.
-      agents::Exchange jex;
-      for (int k = 0; k < std::max(1, ctx.opts.judge_attempts) && !ctx.should_stop(); ++k) {
-        int js = ctx.reserve_samples("judge:" + task.task, 1);
-        jex = detail::call(ctx, *ctx.judge, *jc, "judge", task.task, js, iteration, &out.events);
-        if (jex.call.ok || jex.call.cancelled || jex.call.fatal) break;
-      }
-      if (!jex.call.ok && !jex.call.cancelled) {
-        bool hold = ctx.opts.judge_failure != "pass";
-        out.events.push_back(
-            run::events::judge({c.task, c.id, iteration, "failed", jex.call.error, hold ? "hold" : "pass"}));
-        if (hold) {
-          // Not judged is not passed: the candidate has no verdict yet.
-          c.result.status = eval::Status::kNoVerdict;
-          c.result.kind = "judge_failed";
-          c.result.feedback = "the cheat judge could not be asked: " + jex.call.error;
-          c.result.speedup_compile = c.result.speedup_eager = 0;
-          c.no_verdict = true;
-        }
-      } else if (jex.call.ok) {
-        auto v = agents::parse_verdict(jex.reply);
-        if (v && v->cheating) {
-          c.result.status = eval::Status::kCheating;
-          c.result.kind = "judge";
-          c.result.reasons.push_back("cheat judge: " + v->reason);
-          c.result.feedback = "An LLM reviewer judged this kernel to be cheating: " + v->reason;
-          c.result.speedup_compile = c.result.speedup_eager = 0;
-        }
-        out.events.push_back(run::events::judge({c.task, c.id, iteration,
-                                                 !v ? "unparseable" : (v->cheating ? "cheat" : "pass"),
-                                                 v ? v->reason : v.error(), ""}));
-      }
-    }
-  }
-  c.reward = c.result.correct() ? c.result.speedup_compile : 0;
-  out.events.push_back(detail::eval_event(c.task, c.id, iteration, c.result, c.reward, "local"));
-  rec.files["kernel.py"] = c.source;
-  rec.result = detail::result_json(c.result);
-  rec.result["reward"] = c.reward;
-  // Diagnostics for result.json only (events stay free of wall-clock times, so a
-  // replayed run logs the same events): where the candidate's time went.
-  if (c.result.eval_s > 0) {
-    rec.result["queued_s"] = c.result.queued_s;
-    rec.result["eval_s"] = c.result.eval_s;
-  }
-  if (c.result.raw.is_object()) {
-    const auto& ch = c.result.raw.value("checks", nlohmann::json::object());
-    if (ch.is_object() && ch.contains("phases_s")) rec.result["phases_s"] = ch["phases_s"];
-  }
-  if (ctx.sink) ctx.sink->store_candidate(rec);
+  detail::evaluate_source(ctx, task, c, rec, out.events, iteration, true);
   return out;
 }
 

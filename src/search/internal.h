@@ -21,6 +21,15 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
                       const std::string& agent, const std::string& task, int sample, int iteration,
                       std::vector<nlohmann::json>* events);
 
+/// The candidate c, whose source is known (parsed from a reply, or reused by
+/// `mkevolve adapt`), evaluated against task's problem: its file written under
+/// the workspace, the evaluation (retried after a no-verdict), the cheat judge
+/// (when judge is true and one is configured), its reward, its eval event and
+/// its stored record. A failure to write the file is the machine's: no verdict,
+/// and the run stops (events cleared, so the resume redoes it).
+void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, CandidateRecord& rec,
+                     std::vector<nlohmann::json>& events, int iteration, bool judge);
+
 /// Evaluates, turning an evaluator exception into a crashed result.
 eval::EvalResult evaluate(SearchContext& ctx, eval::EvalRequest req);
 std::string safe_name(const std::string& s);

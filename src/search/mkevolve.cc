@@ -2,6 +2,8 @@
 // (Algorithm 2), Evaluate, Swap and PostFuse, and the baselines that share
 // its prompts, evaluator and budget.
 #include <future>
+#include <regex>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -22,6 +24,21 @@ using problem::Topology;
 /// A subproblem's beam: by name and source, so that two subproblems with the
 /// same code get a beam each, and a changed subproblem starts afresh.
 std::string beam_key(const Subproblem& sp) { return sp.name + "#" + sp.hash; }
+
+/// A subproblem file with its module-level numeric constants (its sizes) and
+/// blank lines set aside: two files equal this way define the same module for
+/// other shapes.
+std::string without_sizes(const std::string& src) {
+  static const std::regex sizes(R"(^[A-Za-z_][A-Za-z0-9_]*\s*=\s*[-+0-9.eE*/(), ]+(#.*)?$)");
+  std::istringstream in(src);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.pop_back();
+    if (line.empty() || std::regex_match(line, sizes)) continue;
+    out += line + "\n";
+  }
+  return out;
+}
 
 fs::path subproblem_file(const SearchContext& ctx, const Subproblem& sp) {
   return ctx.workspace / "subproblems" / fmt::format("{}-{}.py", sp.name, sp.hash.substr(0, 12));
@@ -150,13 +167,51 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
 
 // ---- MKEvolve ------------------------------------------------------------------
 
+/// mkevolve adapt: each subproblem of the variant that matches one of the
+/// earlier run's starts its beam with that run's subkernel, re-verified here
+/// on the variant's subproblem (no LLM call, no judge: the earlier run judged
+/// it). A correct one needs no kernel calls; a failing one is the first
+/// member its debug prompts start from; one without a verdict is left out.
+void seed_reused(SearchContext& ctx, const Reuse& r, const Topology& topo, std::map<std::string, BeamState>& beams) {
+  for (const auto& sp : topo.subproblems) {
+    auto m = match_reuse(r, sp);
+    if (!m || ctx.should_stop()) continue;
+    if (auto st = problem::write_file_plain(subproblem_file(ctx, sp), sp.source); !st) {
+      ctx.set_fatal(st.error());
+      return;
+    }
+    KernelTask task{sp.name, subproblem_file(ctx, sp), sp.source, std::nullopt, "generate", false};
+    Candidate c;
+    c.task = sp.name;
+    c.agent = "reused";
+    c.parent = m->name;
+    c.id = fmt::format("{}-reused", detail::safe_name(sp.name));
+    c.source = r.kernels.at(m->name);
+    CandidateRecord rec{c.id, c.task, c.agent, 0, 0, {}, nlohmann::json()};
+    std::vector<nlohmann::json> events;
+    detail::evaluate_source(ctx, task, c, rec, events, 0, false);
+    if (!ctx.fatal_message().empty() || ctx.should_stop()) return;
+    int saved = c.correct() && r.calls.count(m->name) ? r.calls.at(m->name) : 0;
+    emit(ctx, run::events::reuse({sp.name, r.from, m->name, m->how, c.id, eval::to_string(c.result.status),
+                                  c.correct(), saved}));
+    for (const auto& e : events) emit(ctx, e);
+    if (c.no_verdict) continue;  // no evidence either way: evolved as a new subproblem
+    BeamState b;
+    b.members.push_back(std::move(c));
+    beams[beam_key(sp)] = std::move(b);
+  }
+}
+
 Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
   const SearchOptions& o = ctx.opts;
-  const bool refine = o.method != "single-split";
+  // adapt keeps the structure its decomposition gives (the variant's, drawn
+  // from the earlier run's); single-split never refines.
+  const bool refine = o.method != "single-split" && o.method != "adapt";
   Topology topo = llm_decompose(ctx, problem, ctx.sink);
   if (ctx.sink && !ctx.should_stop()) ctx.sink->snapshot_topology(0, topo);
 
   std::map<std::string, BeamState> beams;  // by beam_key: subproblem name and content hash
+  if (o.reuse && !ctx.should_stop()) seed_reused(ctx, *o.reuse, topo, beams);
   LastEval last;
   Solution best;
   best.method = o.method;
@@ -257,6 +312,9 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       runtime.push_back(ms);
     }
     auto budget = allocate_budget(o.calls_per_iter, needs_work, runtime);
+    // adapt: kernel calls go only where no verified subkernel is yet.
+    if (o.reuse && std::find(needs_work.begin(), needs_work.end(), true) == needs_work.end())
+      std::fill(budget.begin(), budget.end(), 0);
     run::events::Budget be;
     be.iteration = t;
     for (size_t i = 0; i < budget.size(); ++i) be.allocation.emplace_back(topo.subproblems[i].name, budget[i]);
@@ -298,6 +356,9 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     cur.method = o.method;
     cur.topology = topo;
     cur.kernels = kernels;
+    for (const auto& sp : topo.subproblems)
+      if (const Candidate* c = beams[beam_key(sp)].best_correct(); c && c->agent == "reused" && o.reuse)
+        cur.reused[sp.name] = o.reuse->from;
     cur.local = local;
     cur.iteration = t;
     last = LastEval{};
@@ -452,6 +513,7 @@ nlohmann::json to_json(const SearchOptions& o) {
           {"max_tokens", o.max_tokens},
           {"reasoning_effort", o.reasoning_effort},
           {"judge_failure", o.judge_failure},
+          {"reuse", o.reuse ? o.reuse->to_json() : nlohmann::json(nullptr)},
           {"total_budget", o.total_budget()},
           {"eval",
            {{"trials", o.eval.trials},
@@ -465,7 +527,44 @@ nlohmann::json to_json(const SearchOptions& o) {
             {"seed", o.eval.seed},
             {"test_cpu", o.eval.test_cpu},
             {"timing", o.eval.timing},
+            {"compile_timeout_s", o.eval.compile_timeout_s},
             {"gpu", o.eval.gpu}}}};
+}
+
+nlohmann::json Reuse::to_json() const {
+  return {{"from", from}, {"top_level", top_level}, {"problems", problems}, {"kernels", kernels}, {"calls", calls}};
+}
+
+Result<Reuse> Reuse::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return Error{"reuse: not an object"};
+  try {
+    Reuse r;
+    r.from = j.value("from", std::string());
+    r.top_level = j.value("top_level", std::string());
+    if (j.contains("problems")) r.problems = j["problems"].get<std::map<std::string, std::string>>();
+    if (j.contains("kernels")) r.kernels = j["kernels"].get<std::map<std::string, std::string>>();
+    if (j.contains("calls")) r.calls = j["calls"].get<std::map<std::string, int>>();
+    return r;
+  } catch (const std::exception& e) {
+    return Error{std::string("reuse: ") + e.what()};
+  }
+}
+
+std::optional<ReuseMatch> match_reuse(const Reuse& r, const Subproblem& sp) {
+  // Each kind of match tries the subproblem of the same name first.
+  auto find = [&](auto same, const char* how) -> std::optional<ReuseMatch> {
+    if (r.problems.count(sp.name) && r.kernels.count(sp.name) && same(r.problems.at(sp.name)))
+      return ReuseMatch{sp.name, how};
+    for (const auto& [name, src] : r.problems)
+      if (r.kernels.count(name) && same(src)) return ReuseMatch{name, how};
+    return std::nullopt;
+  };
+  if (auto m = find([&](const std::string& s) { return s == sp.source; }, "same source")) return m;
+  const std::string mine = without_sizes(sp.source);
+  if (auto m = find([&](const std::string& s) { return without_sizes(s) == mine; }, "same module, other shapes"))
+    return m;
+  if (r.problems.count(sp.name) && r.kernels.count(sp.name)) return ReuseMatch{sp.name, "same name"};
+  return std::nullopt;
 }
 
 std::string correctness_fact(const eval::EvalOptions& o) {
@@ -505,6 +604,11 @@ Result<SearchOptions> options_from_json(const nlohmann::json& j) {
     o.max_tokens = j.value("max_tokens", o.max_tokens);
     o.reasoning_effort = j.value("reasoning_effort", o.reasoning_effort);
     o.judge_failure = j.value("judge_failure", o.judge_failure);
+    if (j.contains("reuse") && j["reuse"].is_object()) {
+      auto r = Reuse::from_json(j["reuse"]);
+      if (!r) return Error{"run options: " + r.error()};
+      o.reuse = std::move(*r);
+    }
     if (j.contains("eval")) {
       const auto& e = j["eval"];
       o.eval.trials = e.value("trials", o.eval.trials);
@@ -526,6 +630,7 @@ Result<SearchOptions> options_from_json(const nlohmann::json& j) {
       o.eval.test_cpu = e.value("test_cpu", o.eval.test_cpu);
       o.eval.gpu = e.value("gpu", o.eval.gpu);
       o.eval.timing = e.value("timing", o.eval.timing);
+      o.eval.compile_timeout_s = e.value("compile_timeout_s", o.eval.compile_timeout_s);
     }
     return o;
   } catch (const std::exception& e) {
@@ -539,6 +644,7 @@ nlohmann::json Solution::to_json() const {
     nlohmann::json s = {{"name", sp.name}, {"has_kernel", kernels.count(sp.name) > 0},
                         {"pytorch", pytorch.count(sp.name) > 0}};
     if (local.count(sp.name)) s["local"] = local.at(sp.name);
+    if (reused.count(sp.name)) s["reused_from"] = reused.at(sp.name);
     subs.push_back(s);
   }
   nlohmann::json j = {{"method", method},
@@ -708,11 +814,13 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
   Solution best;
   if (o.method == "parallel" || o.method == "beam") {
     best = run_baseline(ctx, problem);
-  } else if (o.method == "mkevolve" || o.method == "single-split") {
+  } else if (o.method == "mkevolve" || o.method == "single-split" || (o.method == "adapt" && o.reuse)) {
     best = run_mkevolve(ctx, problem);
   } else {
     res.status = "error";
-    res.error = fmt::format("unknown method '{}': use parallel, beam, mkevolve or single-split", o.method);
+    res.error = o.method == "adapt" ? std::string("method adapt needs the run it adapts (mkevolve adapt RUN_DIR ...)")
+                                    : fmt::format("unknown method '{}': use parallel, beam, mkevolve or single-split",
+                                                  o.method);
     emit(ctx, run_end_event(res, Solution{}));
     return res;
   }

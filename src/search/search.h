@@ -25,6 +25,29 @@ namespace mk::search {
 
 namespace fs = std::filesystem;
 
+/// `mkevolve adapt` (issue 17): a finished run whose verified subkernels a run
+/// on a variant of its problem reuses. Copied whole into config.json, so a
+/// resume needs no access to that run.
+struct Reuse {
+  std::string from;                             ///< that run's directory, as given
+  std::string top_level;                        ///< its decomposed_problem.py
+  std::map<std::string, std::string> problems;  ///< subproblem name -> its reference source
+  std::map<std::string, std::string> kernels;   ///< subproblem name -> its verified subkernel
+  std::map<std::string, int> calls;             ///< subproblem name -> kernel LLM calls that run spent on it
+  nlohmann::json to_json() const;
+  static Result<Reuse> from_json(const nlohmann::json& j);
+};
+
+/// How a subproblem of the variant matches one of the earlier run's, best
+/// first: the same file (source and shapes); the same module with other
+/// shapes (the file with its module-level numeric constants set aside); or
+/// only the same name. The old subkernel is re-verified in every case.
+struct ReuseMatch {
+  std::string name;   ///< the earlier run's subproblem
+  std::string how;    ///< "same source", "same module, other shapes", "same name"
+};
+std::optional<ReuseMatch> match_reuse(const Reuse& r, const problem::Subproblem& sp);
+
 /// Every setting of a run; each is a flag of `mkevolve run`.
 struct SearchOptions {
   std::string method = "mkevolve";  ///< parallel | beam | mkevolve | single-split
@@ -41,6 +64,10 @@ struct SearchOptions {
   std::optional<double> swap_tau;   ///< --swap TAU (Swap off when unset)
   std::map<std::string, std::string> swap_with;  ///< subproblem -> alternative kernel source (user/other run)
   int postfuse = 0;                 ///< --postfuse N: LLM calls for the end-to-end fusion attempt
+  /// method "adapt": the run to reuse subkernels from (its decomposition is the
+  /// decompose prompt's starting point); kernel calls go only to subproblems
+  /// without a verified subkernel, and the structure is not refined.
+  std::optional<Reuse> reuse;
   int decompose_workers = 4;        ///< K
   int decompose_attempts = 3;       ///< sequential tries per decompose worker
   int refine_attempts = 3;          ///< tries per split/fuse
@@ -204,6 +231,7 @@ struct Solution {
   std::map<std::string, std::string> kernels;       ///< subproblem -> implementation source
   std::map<std::string, nlohmann::json> local;      ///< subproblem -> its best candidate's summary
   std::set<std::string> pytorch;                    ///< subkernels replaced by PyTorch (Swap)
+  std::map<std::string, std::string> reused;        ///< subkernel -> the run it was reused from (adapt)
   eval::EvalResult e2e;
   double speedup = 0;                               ///< vs torch.compile; 0 unless correct
   bool correct = false;

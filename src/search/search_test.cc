@@ -395,6 +395,50 @@ TEST(Parallel, SamplesTheInitialPromptIndependently) {
 
 // ---- AllocateLLMBudget ------------------------------------------------------------
 
+TEST(Adapt, MatchesByFileThenByModuleAtOtherShapesThenByName) {
+  const std::string linear =
+      "import torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self, a, b):\n        super().__init__()\n"
+      "        self.p = nn.Linear(a, b)\n\n    def forward(self, x):\n        return self.p(x)\n\n\n";
+  Reuse r;
+  r.from = "/runs/r1";
+  r.problems = {{"linear", linear + "tokens = 64\nd = 32 * 2\n"}, {"other", linear + "tokens = 128\n"},
+                {"act", "class Model: pass\n"}, {"unverified", "x = 1\n"}};
+  r.kernels = {{"linear", "k1"}, {"other", "k2"}, {"act", "k3"}};  // "unverified" has no kernel
+  auto m = match_reuse(r, problem::Subproblem::make("proj", linear + "tokens = 64\nd = 32 * 2\n"));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->name, "linear");
+  EXPECT_EQ(m->how, "same source");
+  // Other sizes: the module matches with its numeric constants set aside; the same name wins a tie.
+  m = match_reuse(r, problem::Subproblem::make("other", linear + "tokens = 4096\nd = 7\n"));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->name, "other");
+  EXPECT_EQ(m->how, "same module, other shapes");
+  // Only the name in common: still tried (the old kernel is re-verified before it counts).
+  m = match_reuse(r, problem::Subproblem::make("act", "class Model:\n    relu = True\n"));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->how, "same name");
+  // Nothing in common, or a match whose subproblem has no verified kernel: none.
+  EXPECT_FALSE(match_reuse(r, problem::Subproblem::make("gelu", "class Model:\n    gelu = True\n")));
+  EXPECT_FALSE(match_reuse(r, problem::Subproblem::make("unverified", "x = 1\n")));
+  // A changed forward is another module, whatever its sizes.
+  std::string changed = linear;
+  changed.replace(changed.find("return self.p(x)"), 16, "return self.p(x).relu()");
+  EXPECT_FALSE(match_reuse(r, problem::Subproblem::make("proj", changed + "tokens = 64\nd = 32 * 2\n")));
+}
+
+TEST(Adapt, TheReuseRecordSurvivesTheRunsConfig) {
+  SearchOptions o;
+  o.method = "adapt";
+  o.reuse = Reuse{"/runs/r1", "top", {{"linear", "src"}}, {{"linear", "kernel"}}, {{"linear", 3}}};
+  auto back = options_from_json(to_json(o));
+  ASSERT_TRUE(back.ok()) << back.error();
+  ASSERT_TRUE(back->reuse);
+  EXPECT_EQ(back->reuse->from, "/runs/r1");
+  EXPECT_EQ(back->reuse->kernels.at("linear"), "kernel");
+  EXPECT_EQ(back->reuse->calls.at("linear"), 3);
+  EXPECT_FALSE(options_from_json(to_json(SearchOptions{}))->reuse);
+}
+
 TEST(Allocate, EvenAmongNewOrIncorrect) {
   auto b = allocate_budget(32, {true, false, true}, {5, 100, 1});
   EXPECT_EQ(b, (std::vector<int>{16, 0, 16}));

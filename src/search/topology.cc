@@ -108,7 +108,14 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
 }  // namespace
 
 problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& problem, EventSink* sink) {
-  auto first = agents::decompose_prompt(*ctx.prompts, problem);
+  // mkevolve adapt: the earlier run's decomposition is the starting point.
+  std::string previous;
+  if (const auto& r = ctx.opts.reuse) {
+    previous = "### decomposed_problem.py\n\n```python\n" + r->top_level + "```\n";
+    for (const auto& [name, src] : r->problems)
+      previous += "\n### subkernel_problems/" + name + ".py\n\n```python\n" + src + "```\n";
+  }
+  auto first = agents::decompose_prompt(*ctx.prompts, problem, previous);
   const int k = std::max(1, ctx.opts.decompose_workers);
   if (first) {
     std::vector<agents::Conversation> convs(k, *first);

@@ -1,0 +1,83 @@
+// `mkevolve adapt`: a finished run's verified subkernels reused for a variant
+// of its problem (issue 17). The variant is decomposed with the earlier
+// decomposition as the starting point; each subproblem that matches one of
+// the earlier run's is checked with that run's subkernel first, at no LLM
+// cost; only the new or failing ones are evolved, with --budget kernel calls.
+// The result is a run directory like `run`'s, resumable with `run --resume`.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "bench/problem_run.h"
+#include "cli/args.h"
+#include "cli/method_common.h"
+#include "cli/registry.h"
+#include "util/fs.h"
+
+namespace mk::cli {
+namespace {
+
+int adapt_cmd(int argc, char** argv) {
+  CLI::App app{"Adapts a finished run to a variant of its problem: the variant is decomposed starting from the "
+               "run's decomposition; every subproblem that matches one of the run's (the same file, the same "
+               "module at other shapes, or the same name) is checked with the run's verified subkernel first, with "
+               "no LLM call; only the new or failing subproblems are evolved, with --budget kernel calls; then the "
+               "subkernels are composed and verified end to end. Writes a run directory as `run` does (resume it "
+               "with `mkevolve run --resume DIR`, adapt it again). The eval settings are the earlier run's. Exit "
+               "status as for `run`.",
+               argv[0]};
+  method::RunRequest req;
+  req.cmd = "adapt";
+  std::string from, variant, out;
+  int budget = 8;
+  bool quiet = false, events_json = false;
+  app.add_option("run_dir", from, "the finished run whose verified subkernels to reuse")->required();
+  app.add_option("variant", variant, "the variant's problem file (Model, get_inputs, get_init_inputs)")->required();
+  app.add_option("--out", out, "the run directory to create (must not exist or be empty)")->required();
+  app.add_option("--budget", budget, "kernel LLM calls for the new or failing subproblems")->capture_default_str();
+  method::add_env_flags(app, req.env, true);
+  app.add_flag("-q,--quiet", quiet, "print nothing but the result");
+  app.add_flag("--events-json", events_json, "print every event as one JSON line (for scripts)");
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
+  auto say = [](const std::string& m) {
+    std::fprintf(stderr, "mkevolve adapt: %s\n", m.c_str());
+    return kExitUsage;
+  };
+  if (budget < 1) return say("--budget must be at least 1");
+  auto reuse = bench::load_reuse(from);
+  if (!reuse) return say(reuse.error());
+  auto cfg_text = read_file(fs::path(from) / "config.json");
+  auto cfg = cfg_text ? nlohmann::json::parse(*cfg_text, nullptr, false) : nlohmann::json();
+  if (!cfg.is_object()) return say(from + "/config.json: not a JSON object");
+  auto opts = search::options_from_json(cfg.value("options", nlohmann::json::object()));
+  if (!opts) return say(from + "/config.json: " + opts.error());
+  // The earlier run's settings (its tolerances, beam, token limits), one
+  // iteration of --budget calls, no structure changes and no Swap or PostFuse.
+  req.opts = *opts;
+  req.opts.method = "adapt";
+  req.opts.iterations = 1;
+  req.opts.calls_per_iter = budget;
+  req.opts.fuse = false;
+  req.opts.postfuse = 0;
+  req.opts.swap_tau.reset();
+  req.opts.swap_with.clear();
+  req.opts.reuse = std::move(*reuse);
+  // The earlier run's LLM and endpoint, unless this command names one.
+  if (req.env.llm.empty()) {
+    req.env.llm = cfg.value("llm", "");
+    if (req.env.base_url.empty()) req.env.base_url = cfg.value("base_url", "");
+  }
+  req.problem_file = variant;
+  req.out = out;
+  if (std::string err = method::search_options_error(req.opts); !err.empty()) return say(err);
+  req.mode = quiet ? report::StatusLine::Mode::kQuiet
+                   : events_json ? report::StatusLine::Mode::kEventsJson : report::StatusLine::Mode::kAuto;
+  return method::run_in_directory(std::move(req));
+}
+
+static Register reg("adapt", "reuse a finished run's verified subkernels for a variant of its problem; evolve only "
+                             "the new or failing subproblems",
+                    &adapt_cmd);
+
+}  // namespace
+}  // namespace mk::cli
