@@ -118,9 +118,18 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
   if (!man->value("correct", false))
     return bad(man_path.string() + ": the run's solution is not a verified one; there is nothing to reuse");
   const int it = man->value("iteration", 0);
-  const fs::path topo_path = dir / run::RunDir::topology_rel(it);
-  auto tj = json_file(topo_path);
-  auto topo = tj ? problem::Topology::from_json(*tj) : Result<problem::Topology>(Error{"missing or not JSON"});
+  fs::path topo_path = dir / run::RunDir::topology_rel(it);
+  Result<problem::Topology> topo = Error{"missing or not JSON"};
+  if (man->value("monolithic", false)) {
+    // The whole problem as one subkernel (PostFuse's result, a baseline's, or
+    // the decomposition's fallback): no snapshot needs to exist for it.
+    topo_path = dir / "problem.py";
+    auto p = problem::Problem::load(topo_path);
+    if (p) topo = problem::Topology::wrap_original(*p);
+    else topo = Error{p.error()};
+  } else if (auto tj = json_file(topo_path)) {
+    topo = problem::Topology::from_json(*tj);
+  }
   if (!topo) return bad(topo_path.string() + ": " + topo.error() + " (the solution's decomposition)");
   search::Reuse r;
   r.from = fs::absolute(dir, ec).lexically_normal().string();  // the manifest names it from anywhere
@@ -142,6 +151,8 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
   }
   if (r.kernels.empty())
     return bad(man_path.string() + ": the solution has no Triton subkernel to reuse (only PyTorch stand-ins)");
+  if (auto cfg = json_file(dir / "config.json"); cfg && cfg->is_object())
+    r.judged = !cfg->value("judge", std::string()).empty();
   if (auto log = read_file(dir / "events.jsonl")) {
     std::istringstream in(*log);
     std::string line;

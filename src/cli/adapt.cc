@@ -23,8 +23,8 @@ int adapt_cmd(int argc, char** argv) {
                "module at other shapes, or the same name) is checked with the run's verified subkernel first, with "
                "no LLM call; only the new or failing subproblems are evolved, with --budget kernel calls; then the "
                "subkernels are composed and verified end to end. Writes a run directory as `run` does (resume it "
-               "with `mkevolve run --resume DIR`, adapt it again). The eval settings are the earlier run's. Exit "
-               "status as for `run`.",
+               "with `mkevolve run --resume DIR`, adapt it again). The eval settings, the LLM and the cheat judge are "
+               "the earlier run's unless given here. Exit status as for `run`.",
                argv[0]};
   method::RunRequest req;
   req.cmd = "adapt";
@@ -62,11 +62,12 @@ int adapt_cmd(int argc, char** argv) {
   req.opts.swap_tau.reset();
   req.opts.swap_with.clear();
   req.opts.reuse = std::move(*reuse);
-  // The earlier run's LLM and endpoint, unless this command names one.
+  // The earlier run's LLM, endpoint and cheat judge, unless this command names them.
   if (req.env.llm.empty()) {
     req.env.llm = cfg.value("llm", "");
     if (req.env.base_url.empty()) req.env.base_url = cfg.value("base_url", "");
   }
+  if (req.env.judge.empty()) req.env.judge = cfg.value("judge", "");
   req.problem_file = variant;
   req.out = out;
   if (std::string err = method::search_options_error(req.opts); !err.empty()) return say(err);

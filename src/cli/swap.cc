@@ -211,6 +211,7 @@ int swap_cmd(int argc, char** argv) {
   (*entry)["kernel_hash"] = sha256_hex(new_src);
   (*entry)["pytorch"] = to_pytorch;
   (*entry)["local"] = result_summary(lr);
+  entry->erase("reused_from");  // no longer the subkernel an adaptation reused
   man["e2e"] = result_summary(er);
   man["correct"] = true;
   man["speedup"] = er.speedup_compile;

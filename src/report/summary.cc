@@ -273,9 +273,16 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
   });
   for (auto& r : current) {
     if (auto it = s.by_task.find(r.name); it != s.by_task.end()) r.usage = it->second;
-    // adapt: a subkernel that passed as reused and got no kernel call since is the reused one.
+    // adapt: a subkernel that passed as reused, got no kernel call since and
+    // was not swapped is the reused one.
+    bool swapped = false;
+    for (const auto& sw : s.swaps) {
+      auto names = strings(sw, "names");
+      swapped |= str(sw, "name") == r.name || std::find(names.begin(), names.end(), r.name) != names.end();
+    }
     for (const auto& u : s.reuse)
-      if (u.task == r.name && u.correct && r.usage.calls == 0 && r.status == "correct") r.reused_from = u.from_run;
+      if (u.task == r.name && u.correct && r.usage.calls == 0 && r.status == "correct" && !swapped)
+        r.reused_from = u.from_run;
     if (r.uses_pytorch) s.pytorch_subkernels.push_back(r.name);
     if (r.status != "correct") s.failing_locally.push_back(r.name);
   }

@@ -109,7 +109,7 @@ struct RunSummary {
   bool final_e2e_failed = false;
   std::vector<std::string> failing_locally;     ///< final subkernels that fail their own check
   std::vector<ReuseRow> reuse;                  ///< adapt: the subkernels met in the earlier run, in order
-  int64_t calls_saved() const {
+  int64_t calls_saved() const {  // each earlier subkernel's calls once (the search saves them once)
     int64_t n = 0;
     for (const auto& r : reuse) n += r.correct ? r.calls_saved : 0;
     return n;

@@ -25,6 +25,19 @@ using problem::Topology;
 /// same code get a beam each, and a changed subproblem starts afresh.
 std::string beam_key(const Subproblem& sp) { return sp.name + "#" + sp.hash; }
 
+/// A file with trailing spaces and trailing blank lines dropped: how a reply's
+/// files come back may differ from the earlier run's in nothing else.
+std::string normalized(const std::string& src) {
+  std::istringstream in(src);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.pop_back();
+    out += line + "\n";
+  }
+  while (out.size() >= 2 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n') out.pop_back();
+  return out;
+}
+
 /// A subproblem file with its module-level numeric constants (its sizes) and
 /// blank lines set aside: two files equal this way define the same module for
 /// other shapes.
@@ -169,10 +182,13 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
 
 /// mkevolve adapt: each subproblem of the variant that matches one of the
 /// earlier run's starts its beam with that run's subkernel, re-verified here
-/// on the variant's subproblem (no LLM call, no judge: the earlier run judged
-/// it). A correct one needs no kernel calls; a failing one is the first
-/// member its debug prompts start from; one without a verdict is left out.
+/// on the variant's subproblem with no kernel LLM call (the cheat judge, when
+/// one is set, reviews it only if the earlier run had none). A correct one
+/// needs no kernel calls; a failing one is the first member its debug prompts
+/// start from; one without a verdict is left out. The calls an earlier
+/// subkernel cost are saved once, by the first subproblem that reuses it.
 void seed_reused(SearchContext& ctx, const Reuse& r, const Topology& topo, std::map<std::string, BeamState>& beams) {
+  std::set<std::string> counted;
   for (const auto& sp : topo.subproblems) {
     auto m = match_reuse(r, sp);
     if (!m || ctx.should_stop()) continue;
@@ -189,9 +205,9 @@ void seed_reused(SearchContext& ctx, const Reuse& r, const Topology& topo, std::
     c.source = r.kernels.at(m->name);
     CandidateRecord rec{c.id, c.task, c.agent, 0, 0, {}, nlohmann::json()};
     std::vector<nlohmann::json> events;
-    detail::evaluate_source(ctx, task, c, rec, events, 0, false);
+    detail::evaluate_source(ctx, task, c, rec, events, 0, !r.judged);
     if (!ctx.fatal_message().empty() || ctx.should_stop()) return;
-    int saved = c.correct() && r.calls.count(m->name) ? r.calls.at(m->name) : 0;
+    int saved = c.correct() && r.calls.count(m->name) && counted.insert(m->name).second ? r.calls.at(m->name) : 0;
     emit(ctx, run::events::reuse({sp.name, r.from, m->name, m->how, c.id, eval::to_string(c.result.status),
                                   c.correct(), saved}));
     for (const auto& e : events) emit(ctx, e);
@@ -532,7 +548,8 @@ nlohmann::json to_json(const SearchOptions& o) {
 }
 
 nlohmann::json Reuse::to_json() const {
-  return {{"from", from}, {"top_level", top_level}, {"problems", problems}, {"kernels", kernels}, {"calls", calls}};
+  return {{"from", from},       {"top_level", top_level}, {"problems", problems},
+          {"kernels", kernels}, {"calls", calls},         {"judged", judged}};
 }
 
 Result<Reuse> Reuse::from_json(const nlohmann::json& j) {
@@ -544,6 +561,7 @@ Result<Reuse> Reuse::from_json(const nlohmann::json& j) {
     if (j.contains("problems")) r.problems = j["problems"].get<std::map<std::string, std::string>>();
     if (j.contains("kernels")) r.kernels = j["kernels"].get<std::map<std::string, std::string>>();
     if (j.contains("calls")) r.calls = j["calls"].get<std::map<std::string, int>>();
+    r.judged = j.value("judged", false);
     return r;
   } catch (const std::exception& e) {
     return Error{std::string("reuse: ") + e.what()};
@@ -559,7 +577,8 @@ std::optional<ReuseMatch> match_reuse(const Reuse& r, const Subproblem& sp) {
       if (r.kernels.count(name) && same(src)) return ReuseMatch{name, how};
     return std::nullopt;
   };
-  if (auto m = find([&](const std::string& s) { return s == sp.source; }, "same source")) return m;
+  const std::string same = normalized(sp.source);
+  if (auto m = find([&](const std::string& s) { return normalized(s) == same; }, "same source")) return m;
   const std::string mine = without_sizes(sp.source);
   if (auto m = find([&](const std::string& s) { return without_sizes(s) == mine; }, "same module, other shapes"))
     return m;

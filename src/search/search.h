@@ -34,6 +34,7 @@ struct Reuse {
   std::map<std::string, std::string> problems;  ///< subproblem name -> its reference source
   std::map<std::string, std::string> kernels;   ///< subproblem name -> its verified subkernel
   std::map<std::string, int> calls;             ///< subproblem name -> kernel LLM calls that run spent on it
+  bool judged = false;                          ///< that run had a cheat judge (its kernels passed it)
   nlohmann::json to_json() const;
   static Result<Reuse> from_json(const nlohmann::json& j);
 };

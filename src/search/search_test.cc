@@ -426,6 +426,56 @@ TEST(Adapt, MatchesByFileThenByModuleAtOtherShapesThenByName) {
   EXPECT_FALSE(match_reuse(r, problem::Subproblem::make("proj", changed + "tokens = 64\nd = 32 * 2\n")));
 }
 
+TEST(Adapt, ReusedSubkernelsTakeNoKernelCallAndAFailingOneIsEvolvedFromIt) {
+  // The earlier run solved alpha and gamma. The variant has alpha twice over
+  // (alpha and beta share alpha's file), and gamma's file with another body:
+  // gamma is tried by name, fails, and only it gets the budget, its debug
+  // prompts starting from the old kernel. alpha's calls are saved once.
+  Harness h;
+  h.ctx.opts.method = "adapt";
+  h.ctx.opts.iterations = 1;
+  h.ctx.opts.calls_per_iter = 3;
+  Reuse r;
+  r.from = "/runs/r1";
+  r.top_level = top_source({"alpha", "gamma"});
+  r.problems = {{"alpha", sub_source("alpha")}, {"gamma", sub_source("gamma")}};
+  r.kernels = {{"alpha", "# FAKE: correct speedup=1.5\nclass ModelNew: pass\n"},
+               {"gamma", "# FAKE: incorrect\nclass ModelNew: pass\n"}};
+  r.calls = {{"alpha", 5}, {"gamma", 7}};
+  h.ctx.opts.reuse = r;
+  h.llm.on("decompose", files_reply({{"decomposed_problem.py", top_source({"alpha", "beta", "gamma"})},
+                                     {"subkernel_problems/alpha.py", sub_source("alpha")},
+                                     {"subkernel_problems/beta.py", sub_source("alpha")},
+                                     {"subkernel_problems/gamma.py", sub_source("gamma2")}}));
+  h.llm.on("*", "gamma", kernel_reply("correct speedup=1.2"));
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(res.status, "ok") << res.error;
+  auto reuse = h.sink.of_type("reuse");
+  ASSERT_EQ(reuse.size(), 3u);
+  EXPECT_EQ(reuse[0]["task"], "alpha");
+  EXPECT_EQ(reuse[0]["match"], "same source");
+  EXPECT_EQ(reuse[0]["calls_saved"], 5);
+  EXPECT_EQ(reuse[1]["task"], "beta");
+  EXPECT_EQ(reuse[1]["from_task"], "alpha");
+  EXPECT_EQ(reuse[1]["calls_saved"], 0) << "alpha's calls are saved once";
+  EXPECT_EQ(reuse[2]["match"], "same name");
+  EXPECT_FALSE(reuse[2]["correct"].get<bool>());
+  EXPECT_EQ(reuse[2]["calls_saved"], 0);
+  // Every kernel call went to gamma; its first round debugs the old kernel.
+  int kernel_calls = 0;
+  for (const auto& e : h.sink.of_type("llm_call")) {
+    if (e["agent"] == "decompose") continue;
+    ++kernel_calls;
+    EXPECT_EQ(e["task"], "gamma") << e.dump();
+  }
+  EXPECT_EQ(kernel_calls, 3);
+  EXPECT_GE(h.llm.count("debug"), 1);
+  EXPECT_TRUE(res.best.correct);
+  EXPECT_EQ(res.best.reused.count("alpha"), 1u);
+  EXPECT_EQ(res.best.reused.count("beta"), 1u);
+  EXPECT_EQ(res.best.reused.count("gamma"), 0u);
+}
+
 TEST(Adapt, TheReuseRecordSurvivesTheRunsConfig) {
   SearchOptions o;
   o.method = "adapt";
