@@ -268,7 +268,7 @@ TEST(Units, CompileTimeoutReachesTheWorkerAndKeysTheBaseline) {
   EvalOptions short_one = o;
   short_one.compile_timeout_s = 120;
   EXPECT_DOUBLE_EQ(options_to_json(short_one).at("compile_timeout_s").get<double>(), 120);
-  EvalIdentity id{"NVIDIA H200", "2.11.0"};
+  EvalIdentity id{"NVIDIA H200", "2.11.0", "3.6.0", "w"};
   // A shorter compile deadline may give a baseline without torch.compile: never
   // the same cache entry as the default's.
   EXPECT_NE(baseline_key("h", id, o), baseline_key("h", id, short_one));
