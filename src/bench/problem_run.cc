@@ -2,16 +2,17 @@
 
 #include <chrono>
 #include <cmath>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "bench/summary.h"
 #include "problem/compose.h"
 #include "report/report.h"
+#include "run/event_log.h"
 #include "run/events.h"
 #include "run/interrupt.h"
 #include "util/fs.h"
+#include "util/json_fields.h"
 
 namespace mk::bench {
 
@@ -98,21 +99,14 @@ StopWatcher::~StopWatcher() {
 
 Result<search::Reuse> load_reuse(const fs::path& dir) {
   auto bad = [](std::string m) { return Error{std::move(m), ErrorKind::kBadInput}; };
-  auto json_file = [](const fs::path& p) -> std::optional<nlohmann::json> {
-    auto t = read_file(p);
-    if (!t) return std::nullopt;
-    auto j = nlohmann::json::parse(*t, nullptr, false);
-    if (j.is_discarded()) return std::nullopt;
-    return j;
-  };
   std::error_code ec;
   if (!fs::is_regular_file(dir / "config.json", ec))
     return bad(dir.string() + " is not a run directory (no config.json)");
-  if (auto v = json_file(dir / "versions.json"); v && v->is_object() && v->value("run_format", 0) > run::kRunFormat)
+  if (auto v = read_json_file(dir / "versions.json"); v && v->is_object() && v->value("run_format", 0) > run::kRunFormat)
     return bad(fmt::format("{}: written by a newer mkevolve (run format {}); this one reads up to {}", dir.string(),
                            v->value("run_format", 0), run::kRunFormat));
   const fs::path man_path = dir / "solution" / "manifest.json";
-  auto man = json_file(man_path);
+  auto man = read_json_file(man_path);
   if (!man || !man->is_object() || !man->contains("subkernels") || !(*man)["subkernels"].is_array())
     return bad(man_path.string() + ": missing or not a solution manifest (did the run finish with a solution?)");
   if (!man->value("correct", false))
@@ -127,7 +121,7 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
     auto p = problem::Problem::load(topo_path);
     if (p) topo = problem::Topology::wrap_original(*p);
     else topo = Error{p.error()};
-  } else if (auto tj = json_file(topo_path)) {
+  } else if (auto tj = read_json_file(topo_path)) {
     topo = problem::Topology::from_json(*tj);
   }
   if (!topo) return bad(topo_path.string() + ": " + topo.error() + " (the solution's decomposition)");
@@ -151,21 +145,17 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
   }
   if (r.kernels.empty())
     return bad(man_path.string() + ": the solution has no Triton subkernel to reuse (only PyTorch stand-ins)");
-  if (auto cfg = json_file(dir / "config.json"); cfg && cfg->is_object())
+  if (auto cfg = read_json_file(dir / "config.json"); cfg && cfg->is_object())
     r.judged = !cfg->value("judge", std::string()).empty();
-  if (auto log = read_file(dir / "events.jsonl")) {
-    std::istringstream in(*log);
-    std::string line;
-    while (std::getline(in, line)) {
-      auto e = nlohmann::json::parse(line, nullptr, false);
-      if (!e.is_object()) continue;
-      std::string type = e.value("type", ""), task = e.value("task", "");
-      if (!r.calls.count(task)) continue;
-      std::string agent = e.value("agent", "");
-      if (type == "llm_call" && (agent == "generate" || agent == "debug" || agent == "optimize"))
+  // The kernel calls the run spent on each (and, for an adaptation, the ones it saved).
+  if (auto events = run::read_event_log(dir / "events.jsonl")) {
+    for (const auto& e : *events) {
+      const std::string task = fields::str(e, "task");
+      if (fields::str(e, "type") == run::events::kLlmCall && r.calls.count(task) &&
+          run::events::is_kernel_agent(fields::str(e, "agent")))
         r.calls[task] += 1;
-      else if (auto u = run::events::parse_reuse(e); u && u->correct)
-        r.calls[task] += u->calls_saved;
+      else if (auto u = run::events::parse_reuse(e); u && u->correct && r.calls.count(u->task))
+        r.calls[u->task] += u->calls_saved;
     }
   }
   return r;

@@ -46,8 +46,8 @@ int adapt_cmd(int argc, char** argv) {
   if (budget < 1) return say("--budget must be at least 1");
   auto reuse = bench::load_reuse(from);
   if (!reuse) return say(reuse.error());
-  auto cfg_text = read_file(fs::path(from) / "config.json");
-  auto cfg = cfg_text ? nlohmann::json::parse(*cfg_text, nullptr, false) : nlohmann::json();
+  auto cfg_read = read_json_file(fs::path(from) / "config.json");
+  nlohmann::json cfg = cfg_read ? *cfg_read : nlohmann::json();
   if (!cfg.is_object()) return say(from + "/config.json: not a JSON object");
   auto opts = search::options_from_json(cfg.value("options", nlohmann::json::object()));
   if (!opts) return say(from + "/config.json: " + opts.error());

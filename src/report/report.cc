@@ -8,6 +8,7 @@
 
 #include "report/svg.h"
 #include "run/event_log.h"
+#include "run/events.h"
 #include "util/fs.h"
 
 namespace mk::report {
@@ -202,7 +203,7 @@ std::string render_markdown(const RunSummary& s) {
         " vs eager, " + ms(s.final_runtime_ms) + " ms\n";
   int64_t kernel_calls = 0;  // what the call budget counts: generate, debug, optimize, postfuse
   for (const auto& [agent, t] : s.agents)
-    if (agent == "generate" || agent == "debug" || agent == "optimize" || agent == "postfuse") kernel_calls += t.calls;
+    if (run::events::is_kernel_agent(agent)) kernel_calls += t.calls;
   md += "- LLM: " + human_count(static_cast<double>(s.llm_total.calls)) + " calls" +
         (s.max_calls ? " (" + budget_text(kernel_calls, s.max_calls) +
                            " in the kernel budget; decompose, split, fuse and judge calls are outside it)"

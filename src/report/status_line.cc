@@ -10,6 +10,7 @@
 #include "util/json_fields.h"
 #include "report/summary.h"
 #include "report/svg.h"
+#include "run/events.h"
 #include "util/strings.h"
 
 namespace mk::report {
@@ -77,7 +78,7 @@ void StatusLine::update(const json& ev) {
   } else if (type == "llm_call") {
     ++calls_;
     const std::string agent = str(ev, "agent");
-    if (agent == "generate" || agent == "debug" || agent == "optimize" || agent == "postfuse") ++kernel_calls_;
+    if (run::events::is_kernel_agent(agent)) ++kernel_calls_;
     if (ev.value("cached", false)) {
       ++cached_;
     } else if (auto u = ev.find("usage"); u != ev.end() && u->is_object()) {

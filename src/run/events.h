@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -76,6 +77,12 @@ struct LlmCall {
   std::string error{};       ///< when !ok: one line (no secrets)
 };
 nlohmann::json llm_call(const LlmCall& c);
+
+/// The agents whose calls the kernel budget counts: generate, debug, optimize,
+/// postfuse (decompose, split, fuse and judge calls are outside it).
+inline bool is_kernel_agent(std::string_view agent) {
+  return agent == "generate" || agent == "debug" || agent == "optimize" || agent == "postfuse";
+}
 
 struct Eval {
   std::string task{};        ///< subproblem name, or the problem for end-to-end evaluations

@@ -44,14 +44,6 @@ Status check_component(const std::string& s, std::string_view what) {
   return Status::Ok();
 }
 
-Result<nlohmann::json> read_json_file(const fs::path& p) {
-  auto text = read_file(p);
-  if (!text) return Error{text.error()};
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_discarded()) return Error{p.string() + ": not valid JSON"};
-  return j;
-}
-
 }  // namespace
 
 nlohmann::json to_json(const Versions& v) {

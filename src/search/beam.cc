@@ -59,7 +59,11 @@ int Accounting::calls(const std::string& agent) const {
 }
 
 int Accounting::kernel_calls() const {
-  return calls("generate") + calls("debug") + calls("optimize") + calls("postfuse");
+  std::lock_guard<std::mutex> lk(mu_);
+  int n = 0;
+  for (const auto& [agent, e] : by_agent_)
+    if (run::events::is_kernel_agent(agent)) n += e.first;
+  return n;
 }
 
 nlohmann::json Accounting::to_json() const {

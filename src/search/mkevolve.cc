@@ -43,10 +43,9 @@ std::string normalized(const std::string& src) {
 /// other shapes.
 std::string without_sizes(const std::string& src) {
   static const std::regex sizes(R"(^[A-Za-z_][A-Za-z0-9_]*\s*=\s*[-+0-9.eE*/(), ]+(#.*)?$)");
-  std::istringstream in(src);
+  std::istringstream in(normalized(src));
   std::string line, out;
   while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.pop_back();
     if (line.empty() || std::regex_match(line, sizes)) continue;
     out += line + "\n";
   }

@@ -48,6 +48,14 @@ Result<std::string> read_file(const fs::path& path) {
   return ss.str();
 }
 
+Result<nlohmann::json> read_json_file(const fs::path& p) {
+  auto text = read_file(p);
+  if (!text) return Error{text.error()};
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return Error{p.string() + ": not valid JSON"};
+  return j;
+}
+
 Status write_file_atomic(const fs::path& path, std::string_view content) {
   std::error_code ec;
   if (path.has_parent_path()) {

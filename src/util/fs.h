@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "util/result.h"
 
 namespace mk {
@@ -13,6 +15,9 @@ namespace fs = std::filesystem;
 
 /// Reads a whole file. The error names the path and the reason.
 Result<std::string> read_file(const fs::path& path);
+
+/// Reads and parses a JSON file. The error names the path and what is wrong.
+Result<nlohmann::json> read_json_file(const fs::path& path);
 
 /// Writes via a temp file in the same directory, fsync, then rename, so readers
 /// see either the old or the new content, never a torn file. Creates parent dirs.
