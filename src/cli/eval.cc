@@ -2,6 +2,7 @@
 // through one worker pool. One row (or one JSON line) per (problem, kernel)
 // pair: --problem P with each --kernel, then each line of --batch FILE.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "eval/gpus.h"
 #include "eval/inputs.h"
 #include "eval/pool.h"
+#include "eval/roofline.h"
 #include "eval/sources.h"
 #include "util/config.h"
 
@@ -67,7 +69,14 @@ json max_abs_err_json(const EvalResult& r) {
   return r.max_abs_err;
 }
 
-json result_json(const fs::path& problem, const fs::path& kernel, const EvalResult& r) {
+// The model name of the visible GPU a verdict ran on ("" for the CPU slot).
+std::string gpu_name_of(const std::vector<eval::Gpu>& gpus, int index) {
+  for (const auto& g : gpus)
+    if (g.index == index) return g.name;
+  return {};
+}
+
+json result_json(const fs::path& problem, const fs::path& kernel, const EvalResult& r, const std::string& gpu_name) {
   json j{{"kernel", kernel.string()},
          {"problem", problem.string()},
          {"status", eval::to_string(r.status)},
@@ -83,7 +92,10 @@ json result_json(const fs::path& problem, const fs::path& kernel, const EvalResu
          {"max_abs_err", max_abs_err_json(r)},
          {"uses_pytorch", r.uses_pytorch},
          {"cached", r.cached},
-         {"gpu", r.gpu}};
+         {"gpu", r.gpu},
+         // Where the time goes against the GPU's peaks (eval/roofline.h); null
+         // unless correct and timed on a GPU of the peaks table.
+         {"roofline", eval::roofline::analysis_json(r, gpu_name)}};
   if (r.raw.is_object()) {
     if (r.raw.contains("checks")) j["checks"] = r.raw["checks"];
     if (r.raw.contains("baseline_error")) j["baseline_error"] = r.raw["baseline_error"];
@@ -114,7 +126,8 @@ std::string err_text(const EvalResult& r) {
 }
 
 void print_table(const std::vector<BatchPair>& pairs, const std::vector<EvalResult>& results, const json& hello,
-                 const eval::EvalOptions& opts, const std::string& isolation) {
+                 const eval::EvalOptions& opts, const std::string& isolation, const std::vector<eval::Gpu>& gpus,
+                 bool roofline_blocks) {
   const auto labels = problem_labels(pairs);
   const bool problem_column = !labels.empty();
   std::vector<std::vector<std::string>> rows;
@@ -156,6 +169,35 @@ void print_table(const std::vector<BatchPair>& pairs, const std::vector<EvalResu
     }
     if (r.raw.is_object() && r.raw.contains("baseline_error") && r.raw["baseline_error"].is_string())
       std::printf("  baselines: %s\n", r.raw["baseline_error"].get<std::string>().c_str());
+  }
+  // The roofline of each correct, timed kernel: one line, or with --roofline
+  // the block an optimize prompt would carry for it.
+  bool roof_header = false;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& r = results[i];
+    const std::string gpu = gpu_name_of(gpus, r.gpu);
+    auto a = eval::roofline::analyze(r, gpu);
+    std::string block = roofline_blocks ? eval::roofline::prompt_block(r, gpu) : std::string();
+    if (!a && block.empty()) continue;
+    if (!roof_header) std::printf("\nroofline (bytes and FLOPs one call must do, against the GPU's peaks):\n");
+    roof_header = true;
+    std::string name = pairs[i].kernel.filename().string();
+    if (problem_column) name += " on " + labels.at(file_key(pairs[i].problem));
+    if (roofline_blocks) {
+      for (size_t p = block.find('\n'); p != std::string::npos && p + 1 < block.size(); p = block.find('\n', p + 3))
+        block.replace(p, 1, "\n    ");
+      std::printf("  %s:\n    %s", name.c_str(), block.c_str());
+      continue;
+    }
+    const auto& v = a->verdict;
+    if (v.model_does_not_fit)
+      std::printf("  %s: %s-bound; measured below its roofline time (%.4g ms): the byte/FLOP model does not fit it\n",
+                  name.c_str(), v.bound.c_str(), v.t_roof_ms);
+    else
+      std::printf("%s", fmt::format("  {}: {}-bound, {:.0f}% of the roofline (headroom {:.2f}x); {:.0f} GB/s{}\n", name,
+                                    v.bound, 100 * v.fraction, v.headroom, v.achieved_gb_s,
+                                    v.achieved_tflops > 0 ? fmt::format(", {:.3g} TFLOP/s", v.achieved_tflops) : "")
+                            .c_str());
   }
   if (hello.is_object()) {
     auto str = [&](const char* k) {
@@ -258,7 +300,7 @@ int run(int argc, char** argv) {
   std::string problem, batch, python, config_path, cache_dir;
   std::vector<std::string> kernels;
   bool as_json = false, no_perf = false, no_cache = false, test_cpu = false, allow_pytorch = false, no_prestart = false,
-       stream = false;
+       stream = false, roofline_blocks = false;
   int gpu = -1, slots = 0;  // 0: auto
   eval::EvalOptions opts;
   auto* problem_opt = app.add_option("--problem", problem, "problem file (Model, get_inputs, get_init_inputs)");
@@ -276,6 +318,9 @@ int run(int argc, char** argv) {
   app.add_option("--gpu", gpu, "use only this visible GPU (index)");
   method::add_eval_flags(app, opts);
   app.add_flag("--no-perf", no_perf, "correctness and cheat checks only, no timing");
+  app.add_flag("--roofline", roofline_blocks,
+               "print each correct kernel's roofline as an optimize prompt would show it (bytes, FLOPs, bound, "
+               "headroom, kernels by time, registers, spills, occupancy)");
   app.add_flag("--allow-pytorch", allow_pytorch, "Swap's policy: a PyTorch implementation may pass (it is marked)");
   app.add_option("--python", python, "the worker's Python (default: $MKEVOLVE_PYTHON, config 'python', python3)");
   app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)");
@@ -374,7 +419,7 @@ int run(int argc, char** argv) {
     futs.push_back((*pool)->submit(std::move(req)));
   }
   auto print_json = [&](size_t i, const EvalResult& r, bool with_index) {
-    json j = result_json(pairs[i].problem, pairs[i].kernel, r);
+    json j = result_json(pairs[i].problem, pairs[i].kernel, r, gpu_name_of((*pool)->gpus(), r.gpu));
     if (with_index) j["index"] = i;
     std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     std::fflush(stdout);
@@ -401,7 +446,8 @@ int run(int argc, char** argv) {
       if (as_json) print_json(i, results[i], false);
     }
   }
-  if (!as_json) print_table(pairs, results, (*pool)->hello(), opts, (*pool)->isolation());
+  if (!as_json)
+    print_table(pairs, results, (*pool)->hello(), opts, (*pool)->isolation(), (*pool)->gpus(), roofline_blocks);
 
   bool env_problem = false, all_correct = true;
   const EvalResult* bad_problem = nullptr;

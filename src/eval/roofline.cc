@@ -248,4 +248,26 @@ nlohmann::json summary_json(const EvalResult& r, const std::string& gpu_name) {
           {"gpu", a->peaks.gpu}};
 }
 
+nlohmann::json analysis_json(const EvalResult& r, const std::string& gpu_name) {
+  auto a = analyze(r, gpu_name);
+  if (!a) return nullptr;
+  const Verdict& v = a->verdict;
+  nlohmann::json j = summary_json(r, gpu_name);
+  j["t_memory_ms"] = v.t_memory_ms;
+  j["t_compute_ms"] = v.t_compute_ms;
+  j["measured_ms"] = v.measured_ms;
+  j["achieved_gb_s"] = v.achieved_gb_s;
+  j["achieved_tflops"] = v.achieved_tflops;
+  j["work"] = {{"bytes", a->work.bytes},
+               {"flops", a->work.flops ? nlohmann::json(*a->work.flops) : nlohmann::json(nullptr)},
+               {"dtype", a->work.dtype},
+               {"uncounted_ops", a->work.uncounted}};
+  j["peaks"] = {{"gpu", a->peaks.gpu},
+                {"dram_gb_s", a->peaks.dram_gb_s},
+                {"tflops", v.peak_tflops_used},
+                {"unit", v.peak_name},
+                {"source", a->peaks.source}};
+  return j;
+}
+
 }  // namespace mk::eval::roofline

@@ -95,4 +95,11 @@ std::string prompt_block(const EvalResult& r, const std::string& gpu_name);
 /// reports; null when unavailable.
 nlohmann::json summary_json(const EvalResult& r, const std::string& gpu_name);
 
+/// Everything `mkevolve eval --json` reports of a verdict's roofline: the
+/// summary's fields, the memory and compute times, the achieved bandwidth and
+/// FLOP rate, the work it was computed from, and the peaks with their source;
+/// null when unavailable (not correct, not timed, no work record, a GPU the
+/// table lacks).
+nlohmann::json analysis_json(const EvalResult& r, const std::string& gpu_name);
+
 }  // namespace mk::eval::roofline

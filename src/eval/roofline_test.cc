@@ -149,5 +149,26 @@ TEST(Roofline, NothingUntrueWithoutTheRecordsOrThePeaks) {
             std::string::npos);
 }
 
+TEST(Roofline, TheEvalRecordCarriesTheAnalysisAndItsInputs) {
+  // What `mkevolve eval --json` prints as "roofline": KernelBench 19_ReLU on the H200.
+  auto j = analysis_json(verdict(3.0209, relu_work()), "NVIDIA H200");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["bound"], "memory");
+  EXPECT_NEAR(j["t_memory_ms"].get<double>(), 12.884901888e9 / 4800e9 * 1e3, 1e-9);
+  EXPECT_NEAR(j["achieved_gb_s"].get<double>(), 12.884901888e9 / 3.0209e-3 / 1e9, 1e-6);
+  EXPECT_NEAR(j["headroom"].get<double>(), 3.0209 / 2.684354, 1e-5);
+  EXPECT_EQ(j["measured_ms"], 3.0209);
+  EXPECT_EQ(j["work"]["bytes"], 2 * 4096.0 * 393216.0 * 4);
+  EXPECT_EQ(j["work"]["flops"], 0);
+  EXPECT_EQ(j["peaks"]["gpu"], "H200 SXM");
+  EXPECT_EQ(j["peaks"]["dram_gb_s"], 4800);
+  EXPECT_FALSE(j["peaks"]["source"].get<std::string>().empty());
+  // Nothing where the block would say nothing.
+  EvalResult wrong = verdict(3.0, relu_work());
+  wrong.status = Status::kIncorrect;
+  EXPECT_TRUE(analysis_json(wrong, "NVIDIA H200").is_null());
+  EXPECT_TRUE(analysis_json(verdict(3.0, relu_work()), "NVIDIA GeForce GTX 1080").is_null());
+}
+
 }  // namespace
 }  // namespace mk::eval::roofline

@@ -130,6 +130,8 @@ if "$PY" -c 'import torch' 2>/dev/null; then
   expect "cpu eval unknown speedup is null" 0 '"speedup":\{"compile":null,"eager":[0-9]' -- "$BIN" eval \
     --problem problem.py --kernel good.py --python "$PY" --test-cpu-unsafe --allow-pytorch --no-cache --json \
     --perf-trials 3 --warmup 1 --timeout 120
+  # No GPU, no peaks: the roofline is null (known only on a GPU of the peaks table).
+  if grep -q '"roofline":null' "$T/out"; then pass "cpu eval roofline is null"; else fail "cpu eval roofline is null"; fi
   # Candidates run in processes the server forked and warmed beforehand, unless --no-prestart.
   expect "cpu eval prestarted" 0 '"prestarted":true' -- "$BIN" eval --problem problem.py --kernel good.py \
     --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache --json --timeout 120

@@ -253,3 +253,27 @@ def test_forged_ipc_output_is_the_candidates_own_failure(server, tmp_path, name)
         {k: r.get(k) for k in ("status", "kind", "message")}
     assert "outside its allocation" in r["message"] or "no device allocation" in r["message"] \
         or "could not be mapped" in r["message"], r["message"]
+
+
+def test_roofline_records_of_a_gemm(server):
+    """Issue 15 on a GPU: the work record of a GEMM counts its FLOPs exactly
+    (2*M*N*K for x @ W.T), and the profiling process reads each compiled Triton
+    kernel's metadata (registers, warps, stages, an occupancy estimate)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("p03", os.path.join(REPO, "examples/problems/03_linear_gelu.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = mod.get_inputs()[0]
+    in_f, out_f = mod.get_init_inputs()[:2]
+    m = x.numel() // x.shape[-1]
+    r = _eval(server, "roofline", "examples/problems/03_linear_gelu.py", "examples/kernels/03_linear_gelu__tiled.py")
+    assert r["type"] == "result" and r["status"] == "correct", r
+    work = r["checks"]["work"]
+    assert work["flops"] == 2 * m * in_f * out_f, work
+    tk = r["checks"]["runtime"].get("triton_kernels")
+    print("\ntriton_kernels:", json.dumps(tk)[:600])
+    assert isinstance(tk, list) and tk, r["checks"]["runtime"]
+    for k in tk:
+        assert k["n_regs"] > 0 and k["num_warps"] > 0 and k["num_stages"] >= 1, k
+        assert k["n_spills"] >= 0 and k["shared_bytes"] >= 0, k
+        assert 0 < k["occupancy"] <= 1, k
