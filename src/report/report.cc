@@ -644,17 +644,34 @@ std::string render_html(const RunSummary& s) {
   if (s.final_subkernels.empty()) {
     h += "<p>None yet.</p>";
   } else {
+    // As in report.md: the roofline column only where some subkernel has one.
+    bool roof = false;
+    const SubkernelRow* most = nullptr;
+    for (const auto& r : s.final_subkernels) {
+      roof = roof || r.roofline_fraction.has_value();
+      if (r.headroom && (!most || *r.headroom > *most->headroom)) most = &r;
+    }
     h += "<table><tr><th>subkernel</th><th>status</th><th>runtime (ms)</th><th>vs torch.compile</th>"
-         "<th>share of e2e time</th><th>LLM calls</th><th>tokens</th></tr>";
+         "<th>share of e2e time</th>" +
+         std::string(roof ? "<th>of the roofline</th>" : "") + "<th>LLM calls</th><th>tokens</th></tr>";
     for (const auto& r : s.final_subkernels) {
       auto note = s.lineage.find(r.name);
+      std::string rf;
+      if (roof)
+        rf = td(r.roofline_fraction ? escape(fmt::format("{:.0f}% ({})", 100 * *r.roofline_fraction, r.bound) +
+                                             (r.headroom ? "" : ", model does not fit"))
+                                    : std::string("\u2014"));
       h += "<tr>" +
            td(escape(r.name) + (note != s.lineage.end() ? "<div class=\"note\">" + escape(note->second) + "</div>" : "") +
               (r.uses_pytorch ? "<span class=\"pill torch\">PyTorch</span>" : "")) +
-           td(pill(r.status)) + td(ms(r.runtime_ms)) + td(speedup(r.speedup_compile)) + td(pct(r.share)) +
+           td(pill(r.status)) + td(ms(r.runtime_ms)) + td(speedup(r.speedup_compile)) + td(pct(r.share)) + rf +
            td(std::to_string(r.usage.calls)) + td(escape(tokens_note(r.usage))) + "</tr>";
     }
     h += "</table>";
+    if (most)
+      h += "<p>Most headroom: <b>" + escape(most->name) + "</b>, " +
+           escape(fmt::format("{:.2f}x its {} roofline time", *most->headroom, most->bound)) +
+           " (the time its bytes and FLOPs need at the GPU's datasheet peaks).</p>";
   }
   h += "</section>\n";
 

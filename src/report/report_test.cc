@@ -225,10 +225,18 @@ TEST(Report, TheFinalSubkernelsShowTheirRooflineAndTheMostHeadroom) {
   EXPECT_NE(md.find("| 31% (compute) |"), std::string::npos) << md;
   const std::string second = s.final_subkernels.at(1).name;
   EXPECT_NE(md.find("Most headroom: " + second + ", 3.20x its compute roofline time"), std::string::npos) << md;
+  // report.html shows the same.
+  std::string html = render_html(s);
+  EXPECT_NE(html.find("<th>of the roofline</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td>89% (memory)</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("Most headroom: <b>" + second + "</b>, 3.20x its compute roofline time"), std::string::npos);
   // Without roofline records (the CPU, the fixture as it is): no column, no line.
   std::string plain = render_markdown(fixture_summary());
   EXPECT_EQ(plain.find("of the roofline"), std::string::npos);
   EXPECT_EQ(plain.find("Most headroom"), std::string::npos);
+  std::string plain_html = render_html(fixture_summary());
+  EXPECT_EQ(plain_html.find("of the roofline"), std::string::npos);
+  EXPECT_EQ(plain_html.find("Most headroom"), std::string::npos);
 }
 
 // Events as the search writes them: the schema's fields plus the search's own
