@@ -88,6 +88,12 @@ void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
                  "an idle GPU, host latency included (KernelBench's way)")
       ->check(CLI::IsMember({"device", "synced"}))
       ->capture_default_str();
+  app.add_option("--profile", o.profile,
+                 "where the roofline's per-kernel figures come from: cupti (GPU time per kernel, every evaluation) "
+                 "or ncu (also Nsight Compute's counters for each correct candidate: measured DRAM bytes, "
+                 "throughput and achieved occupancy; needs ncu on the GPU machine, adds seconds per candidate)")
+      ->check(CLI::IsMember({"cupti", "ncu"}))
+      ->capture_default_str();
 }
 
 void add_call_flags(CLI::App& app, search::SearchOptions& o, bool with_judge) {

@@ -37,6 +37,7 @@ std::string result_key(const std::string& problem_hash, const std::string& kerne
   h.update(num(o.timeout_s)).update(o.measure_perf ? "perf" : "noperf").update("dist:" + o.trials_dist);
   h.update(std::to_string(o.seed)).update(o.allow_pytorch ? "allow_pytorch" : "triton_only");
   h.update(o.test_cpu ? "test_cpu" : "gpu").update(o.timing);
+  if (o.profile != "cupti") h.update("profile=" + o.profile);  // a verdict with checks.ncu is another record
   h.update(id.gpu_model).update(id.torch).update(id.triton).update(id.worker);
   return h.hex();
 }

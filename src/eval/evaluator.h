@@ -60,6 +60,11 @@ struct EvalOptions {
   /// eager figure and has no torch.compile one. 0: the worker's default,
   /// 2 x max(timeout_s, 60).
   double compile_timeout_s = 0;
+  /// Where the roofline's per-kernel figures come from: "cupti" (the runtime
+  /// profile every evaluation takes) or "ncu" (also Nsight Compute's hardware
+  /// counters for a correct candidate: measured DRAM bytes, throughput,
+  /// achieved occupancy; checks.ncu). Advisory: never changes a verdict.
+  std::string profile = "cupti";
 };
 
 struct EvalRequest {

@@ -22,6 +22,7 @@ json options_to_json(const EvalOptions& o) {
               {"test_cpu", o.test_cpu},
               {"timing", o.timing},
               {"compile_timeout_s", o.compile_timeout_s},
+              {"profile_ncu", o.profile == "ncu"},
               {"baselines", false}};
 }
 

@@ -112,6 +112,28 @@ std::vector<TritonKernelInfo> triton_kernels_from(const nlohmann::json& checks) 
   return out;
 }
 
+std::optional<NcuProfile> ncu_from(const nlohmann::json& checks) {
+  if (!checks.is_object() || !checks.contains("ncu") || !checks["ncu"].is_object()) return std::nullopt;
+  const auto& n = checks["ncu"];
+  NcuProfile p;
+  p.error = fields::str(n, "error");
+  p.source = fields::str(n, "source");
+  p.time_ms = fields::optnum(n, "time_ms");
+  p.dram_bytes = fields::optnum(n, "dram_bytes");
+  p.n_kernels = static_cast<int>(num(n, "n_kernels"));
+  if (n.contains("kernels") && n["kernels"].is_array())
+    for (const auto& k : n["kernels"]) {
+      if (!k.is_object()) continue;
+      auto regs = fields::optnum(k, "registers");
+      p.kernels.push_back({fields::str(k, "name"), fields::optnum(k, "time_ms"), fields::optnum(k, "dram_bytes"),
+                           fields::optnum(k, "sm_pct"), fields::optnum(k, "memory_pct"),
+                           fields::optnum(k, "achieved_occupancy_pct"),
+                           regs ? std::optional<int>(static_cast<int>(*regs)) : std::nullopt});
+    }
+  if (p.error.empty() && p.kernels.empty()) p.error = "no kernel was profiled";
+  return p;
+}
+
 std::optional<Verdict> analyze(const Work& w, const Peaks& p, double measured_ms) {
   if (!(measured_ms > 0) || !(p.dram_gb_s > 0)) return std::nullopt;
   Verdict v;
@@ -219,8 +241,39 @@ std::string prompt_block(const EvalResult& r, const std::string& gpu_name) {
     }
     if (tk.size() > 4) out += fmt::format("  - and {} more\n", tk.size() - 4);
   }
+  // Nsight Compute's counters, where they were taken (--profile ncu).
+  auto nc = ncu_from(checks_of(r));
+  std::optional<double> excess;  // measured DRAM bytes over the bytes the call must move
+  if (nc && !nc->error.empty()) {
+    out += fmt::format("- Nsight Compute: no counters ({}).\n", nc->error.substr(0, 160));
+  } else if (nc) {
+    out += "- " + (nc->source.empty() ? std::string("Nsight Compute hardware counters") : nc->source) + ":\n";
+    if (nc->dram_bytes && w->bytes > 0) {
+      excess = *nc->dram_bytes / w->bytes;
+      out += fmt::format("  - DRAM moved {} in {} kernel(s), {:.2f}x the {} the call must move{}\n",
+                         bytes_text(*nc->dram_bytes), nc->n_kernels, *excess, bytes_text(w->bytes),
+                         nc->time_ms && *nc->time_ms > 0
+                             ? fmt::format("; {:.0f} GB/s over its {} of kernel time",
+                                           *nc->dram_bytes / (*nc->time_ms * 1e-3) / 1e9, ms_text(*nc->time_ms))
+                             : std::string());
+    }
+    auto pct = [](const std::optional<double>& x) { return x ? fmt::format("{:.0f}%", *x) : std::string("?"); };
+    for (size_t i = 0; i < nc->kernels.size() && i < 4; ++i) {
+      const auto& k = nc->kernels[i];
+      out += fmt::format("  - {}: {}, DRAM {}, SM busy {}, memory busy {}, achieved occupancy {}\n", k.name,
+                         k.time_ms ? ms_text(*k.time_ms) : std::string("?"),
+                         k.dram_bytes ? bytes_text(*k.dram_bytes) : std::string("?"), pct(k.sm_pct),
+                         pct(k.memory_pct), pct(k.occupancy_pct));
+    }
+    if (nc->kernels.size() > 4) out += fmt::format("  - and {} more\n", nc->kernels.size() - 4);
+  }
   // The one line on what limits it most.
-  if (v->model_does_not_fit) {
+  if (excess && *excess > 1.5) {
+    out += fmt::format("- What limits it most: it moves {:.1f}x the DRAM bytes it must (re-reads, uncoalesced or "
+                       "strided access, intermediates written and read back); cut the traffic before tuning the "
+                       "arithmetic.\n",
+                       *excess);
+  } else if (v->model_does_not_fit) {
     out += "- What limits it most: unknown from this model; profile further before restructuring.\n";
   } else if (v->headroom < 1.15) {
     out += fmt::format("- What limits it most: it is within 15% of the {} roofline; only doing less work ({}) can "
@@ -267,6 +320,19 @@ nlohmann::json analysis_json(const EvalResult& r, const std::string& gpu_name) {
                 {"tflops", v.peak_tflops_used},
                 {"unit", v.peak_name},
                 {"source", a->peaks.source}};
+  // The source of the per-kernel figures, and Nsight Compute's totals where taken.
+  if (auto nc = ncu_from(checks_of(r))) {
+    j["profile_source"] = "ncu";
+    j["ncu"] = {{"source", nc->source},
+                {"error", nc->error.empty() ? nlohmann::json(nullptr) : nlohmann::json(nc->error)},
+                {"dram_bytes", nc->dram_bytes ? nlohmann::json(*nc->dram_bytes) : nlohmann::json(nullptr)},
+                {"time_ms", nc->time_ms ? nlohmann::json(*nc->time_ms) : nlohmann::json(nullptr)},
+                {"dram_bytes_over_model", nc->dram_bytes && a->work.bytes > 0
+                                              ? nlohmann::json(*nc->dram_bytes / a->work.bytes)
+                                              : nlohmann::json(nullptr)}};
+  } else {
+    j["profile_source"] = "cupti";
+  }
   return j;
 }
 

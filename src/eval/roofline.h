@@ -63,6 +63,23 @@ struct TritonKernelInfo {
 };
 std::vector<TritonKernelInfo> triton_kernels_from(const nlohmann::json& checks);
 
+/// Nsight Compute's counters for one call (checks.ncu, with `--profile ncu`):
+/// what each kernel really did to the hardware.
+struct NcuKernel {
+  std::string name;
+  std::optional<double> time_ms, dram_bytes, sm_pct, memory_pct, occupancy_pct;  ///< pct: of the peak, 0..100
+  std::optional<int> registers;
+};
+struct NcuProfile {
+  std::string source;            ///< "Nsight Compute <version> hardware counters: ..."
+  std::vector<NcuKernel> kernels;
+  int n_kernels = 0;
+  std::optional<double> time_ms, dram_bytes;  ///< one call's totals
+  std::string error;             ///< set when ncu was asked for and failed (no kernels then)
+};
+/// nullopt when the verdict has no checks.ncu (the profile was cupti).
+std::optional<NcuProfile> ncu_from(const nlohmann::json& checks);
+
 struct Verdict {
   double t_memory_ms = 0, t_compute_ms = 0, t_roof_ms = 0, measured_ms = 0;
   std::string bound;            ///< memory or compute

@@ -149,6 +149,44 @@ TEST(Roofline, NothingUntrueWithoutTheRecordsOrThePeaks) {
             std::string::npos);
 }
 
+TEST(Roofline, NsightComputesCountersJoinTheBlockWhenTaken) {
+  // A relu-like kernel that moves twice the bytes it must (a re-read), as
+  // ncu.py's checks.ncu records it (--profile ncu).
+  EvalResult r = verdict(6.0, relu_work());
+  const double model = 2 * 4096.0 * 393216.0 * 4;
+  r.raw["checks"]["ncu"] = {
+      {"source", "Nsight Compute 2025.3.1.0 hardware counters: one call, caches flushed before each kernel"},
+      {"n_kernels", 1},
+      {"time_ms", 5.9},
+      {"dram_bytes", 2 * model},
+      {"kernels",
+       {{{"name", "relu_kernel"}, {"time_ms", 5.9}, {"dram_bytes", 2 * model}, {"sm_pct", 11.0},
+         {"memory_pct", 91.0}, {"achieved_occupancy_pct", 87.0}, {"registers", 18}}}}};
+  std::string b = prompt_block(r, "NVIDIA H200");
+  EXPECT_NE(b.find("Nsight Compute 2025.3.1.0 hardware counters"), std::string::npos) << b;
+  EXPECT_NE(b.find("DRAM moved 25.8 GB in 1 kernel(s), 2.00x the 12.9 GB the call must move"), std::string::npos)
+      << b;
+  EXPECT_NE(b.find("relu_kernel: 5.9 ms, DRAM 25.8 GB, SM busy 11%, memory busy 91%, achieved occupancy 87%"),
+            std::string::npos)
+      << b;
+  EXPECT_NE(b.find("What limits it most: it moves 2.0x the DRAM bytes it must"), std::string::npos) << b;
+  int lines = 0;
+  for (char c : b) lines += c == '\n';
+  EXPECT_LE(lines, 25) << b;
+  auto j = analysis_json(r, "NVIDIA H200");
+  EXPECT_EQ(j["profile_source"], "ncu");
+  EXPECT_DOUBLE_EQ(j["ncu"]["dram_bytes_over_model"].get<double>(), 2.0);
+  // ncu asked for and failed: one line says so, nothing else changes.
+  EvalResult f = verdict(3.0209, relu_work());
+  f.raw["checks"]["ncu"] = {{"error", "Nsight Compute (ncu) was not found"}};
+  std::string fb = prompt_block(f, "NVIDIA H200");
+  EXPECT_NE(fb.find("- Nsight Compute: no counters (Nsight Compute (ncu) was not found)."), std::string::npos) << fb;
+  EXPECT_NE(fb.find("within 15% of the memory roofline"), std::string::npos) << fb;
+  // The default profile: no ncu line at all.
+  EXPECT_EQ(prompt_block(verdict(3.0209, relu_work()), "NVIDIA H200").find("Nsight"), std::string::npos);
+  EXPECT_EQ(analysis_json(verdict(3.0209, relu_work()), "NVIDIA H200")["profile_source"], "cupti");
+}
+
 TEST(Roofline, TheEvalRecordCarriesTheAnalysisAndItsInputs) {
   // What `mkevolve eval --json` prints as "roofline": KernelBench 19_ReLU on the H200.
   auto j = analysis_json(verdict(3.0209, relu_work()), "NVIDIA H200");

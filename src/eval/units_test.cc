@@ -275,6 +275,19 @@ TEST(Units, CompileTimeoutReachesTheWorkerAndKeysTheBaseline) {
   EXPECT_EQ(baseline_key("h", id, o), baseline_key("h", id, EvalOptions{}));
 }
 
+TEST(Units, TheNsightComputeProfileReachesTheWorkerAndKeysTheVerdict) {
+  EvalOptions o;
+  EXPECT_EQ(options_to_json(o).at("profile_ncu"), false);
+  EvalOptions n = o;
+  n.profile = "ncu";
+  EXPECT_EQ(options_to_json(n).at("profile_ncu"), true);
+  EvalIdentity id{"NVIDIA H200", "2.11.0", "3.6.0", "w"};
+  // A verdict with the counters is another record; the baselines are the same.
+  EXPECT_NE(result_key("p", "k", o, id), result_key("p", "k", n, id));
+  EXPECT_EQ(result_key("p", "k", o, id), result_key("p", "k", EvalOptions{}, id));
+  EXPECT_EQ(baseline_key("p", id, o), baseline_key("p", id, n));
+}
+
 TEST(Cache, StoresAndReadsBack) {
   TempDir dir("mk-cache");
   ResultCache rc(dir.path() / "results");

@@ -277,3 +277,22 @@ def test_roofline_records_of_a_gemm(server):
         assert k["n_regs"] > 0 and k["num_warps"] > 0 and k["num_stages"] >= 1, k
         assert k["n_spills"] >= 0 and k["shared_bytes"] >= 0, k
         assert 0 < k["occupancy"] <= 1, k
+
+
+def test_nsight_compute_counters(server):
+    """--profile ncu on a GPU: Nsight Compute profiles one call of a correct
+    candidate in its own sandboxed process; relu must move about the bytes the
+    work model counts (one read and one write of the tensor, caches flushed)."""
+    from mkevolve_worker import ncu
+    if ncu.find_ncu() is None:
+        pytest.skip("no ncu on this machine")
+    r = _eval(server, "ncu", "examples/problems/01_relu.py", "examples/kernels/01_relu__triton.py",
+              profile_ncu=True)
+    assert r["type"] == "result" and r["status"] == "correct", r
+    n = r["checks"].get("ncu")
+    print("\nncu:", json.dumps(n)[:800])
+    assert isinstance(n, dict) and not n.get("error"), n
+    assert any(k["name"].startswith("relu_kernel") for k in n["kernels"]), n
+    model = r["checks"]["work"]["bytes"]
+    assert 0.9 * model <= n["dram_bytes"] <= 1.1 * model, (n["dram_bytes"], model)
+    assert n["time_ms"] > 0 and 0 < n["dram_gb_s"] < 6000

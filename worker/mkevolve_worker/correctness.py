@@ -42,6 +42,8 @@ DEFAULTS = {
     "profile": True,        # the runtime profile, in a second process of the candidate (CUPTI's start-up,
                             # 3.3 s on an H200, overlaps the first process's compile and trials); turning it
                             # off leaves the static layer alone against foreign kernels
+    "profile_ncu": False,   # a correct, timed candidate is also profiled by Nsight Compute (ncu.py):
+                            # measured DRAM bytes, SM and memory throughput, achieved occupancy per kernel
     "static_check": True,   # false is honoured only in --test-mode (to exercise the runtime layers alone)
     "host_mem_limit_bytes": 0,    # a candidate process over this much private host memory is killed (oom); 0: none
     "device_mem_limit_bytes": 0,  # a candidate process may reserve at most this much on the GPU; 0: none

@@ -103,6 +103,7 @@ class Evaluator:
         self.launcher = spares.Launcher(keep_spares)
         self.progress = progress or (lambda phase: None)
         self._gpu = None
+        self._ncu_version = None
 
     # -- GPU facts (queried in a child: the server never initialises CUDA) --
 
@@ -185,6 +186,11 @@ class Evaluator:
         (timed in their own child, only for a correct candidate)."""
         res = self._evaluate(problem, kernel, options)
         opts = self._options(options)
+        if (opts["profile_ncu"] and res["status"] == errors.CORRECT and opts["perf"] and not opts["test_cpu"]
+                and isinstance(res.get("checks"), dict)):
+            # Advisory hardware counters: never change the verdict.
+            res["checks"]["ncu"] = self.ncu_profile(self._file(problem, "problem"), self._file(kernel, "kernel"),
+                                                    opts)
         if opts["baselines"] and res["status"] == errors.CORRECT and opts["perf"]:
             b = self.baseline(problem, options)
             res["baseline_ms"] = {k: ({"median": b[k]["median_ms"], "mean": b[k]["mean_ms"]} if b.get(k) else None)
@@ -235,6 +241,44 @@ class Evaluator:
                   host_source="/proc Pss_Anon+Pss_Shmem of the server's process tree, sampled every 100 ms, "
                               "plus sealed files it held (footprint.py)")
         return out
+
+    def ncu_profile(self, problem: str, kernel: str, opts: dict) -> dict:
+        """checks.ncu for a correct candidate: one call under Nsight Compute, in
+        a sandboxed child of its own (ncu.py), with the GPU's timing lock taken
+        shared, as the CUPTI profile's burst is. Its failure is recorded as an
+        error, never the candidate's."""
+        from . import ncu
+        exe = ncu.find_ncu()
+        if exe is None:
+            return {"error": "Nsight Compute (ncu) was not found on PATH, in /usr/local/cuda/bin or "
+                             "/opt/nvidia/nsight-compute (set MKEVOLVE_NCU to its path)"}
+        if self._ncu_version is None:
+            self._ncu_version = ncu.version(exe) or ""
+        job = {"ncu": exe, "problem": problem, "kernel": kernel, "seed": opts["seed"]}
+        t0 = time.monotonic()
+        timeout = max(opts["timeout_s"], 120.0)
+        child = self._run_shared("ncu", lambda ctx: ncu.child_body(ctx, job), timeout, opts)
+        try:
+            try:  # written inside the candidate's process tree: no links, no FIFOs, bounded
+                text = bytes(tensorio._read_untrusted(child.path("ncu.csv"), MAX_JSON)).decode("utf-8", "replace")
+            except (OSError, tensorio.FormatError):
+                text = ""
+            kernels = ncu.parse_csv(text)
+            seconds = round(time.monotonic() - t0, 3)
+            if child.timed_out:
+                return {"error": f"ncu took more than {timeout:g} s", "seconds": seconds}
+            if not kernels:
+                why = f"exit status {child.exit_code()}" if child.term_signal() is None else \
+                    errors.describe_signal(child.term_signal())
+                notes = [ln for ln in text.splitlines() if "==ERROR==" in ln or "==WARNING==" in ln][:5]
+                return {"error": f"ncu profiled no kernel ({why}): "
+                                 + errors.redact_env_secrets(" ".join(notes) or child.tail()[-600:]),
+                        "seconds": seconds}
+            out = ncu.summarize(kernels, self._ncu_version or None)
+            out["seconds"] = seconds
+            return out
+        finally:
+            isolation.cleanup_dir(child.dir)
 
     def _ref_timeout(self, opts: dict) -> float:
         """Each step of the reference's own deadline (draw, compute, hand over):
