@@ -6,6 +6,7 @@ row, one row per kernel."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -109,6 +110,39 @@ FAKE_NCU = textwrap.dedent('''\
     ''')
 
 
+def in_child(fn):
+    """fn() -> JSON-able, run in a forked process: the evaluator kills every
+    descendant of the process it runs in once a child is done (the session's
+    worker server included), so it must not run in pytest's own."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            out = json.dumps(fn())
+        except BaseException as e:  # noqa: BLE001
+            out = json.dumps({"exception": repr(e)})
+        os.write(w, out.encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 1 << 16):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def ncu_profile(problem, kernel, opts):
+    def run():
+        ev = evaluate.Evaluator(test_mode=True)
+        try:
+            return ev.ncu_profile(problem, kernel, opts)
+        finally:
+            ev.close()
+    return in_child(run)
+
+
 def test_the_evaluator_runs_ncu_in_a_sandboxed_child(tmp_path, monkeypatch):
     text = sample(BASE_UNITS, ['"0","1","python3","h","relu_kernel","1","7","(1024, 1, 1)","(64, 1, 1)","0","9.0",'
                                '"4096","4096","50","1000","18","5","90"'])
@@ -122,11 +156,7 @@ def test_the_evaluator_runs_ncu_in_a_sandboxed_child(tmp_path, monkeypatch):
     kernel = tmp_path / "k.py"
     problem.write_text("x = 1\n")
     kernel.write_text("y = 2\n")
-    ev = evaluate.Evaluator(test_mode=True)
-    try:
-        out = ev.ncu_profile(str(problem), str(kernel), {"seed": 42, "timeout_s": 60.0})
-    finally:
-        ev.close()
+    out = ncu_profile(str(problem), str(kernel), {"seed": 42, "timeout_s": 60.0})
     assert "error" not in out, out
     assert out["n_kernels"] == 1 and out["kernels"][0]["name"] == "relu_kernel"
     assert out["dram_bytes"] == 8192 and out["time_ms"] == pytest.approx(0.001)
@@ -139,14 +169,10 @@ def test_a_failing_ncu_is_an_error_record_not_a_verdict(tmp_path, monkeypatch):
     exe.chmod(0o755)
     monkeypatch.setenv("MKEVOLVE_NCU", str(exe))
     monkeypatch.setenv("MKEVOLVE_TIMING_LOCK", str(tmp_path / "timing.lock"))
-    ev = evaluate.Evaluator(test_mode=True)
-    try:
-        out = ev.ncu_profile(str(tmp_path), str(tmp_path), {"seed": 1, "timeout_s": 30.0})
-        assert "could not start" in out["error"] and "exit status 1" in out["error"]
-        monkeypatch.setenv("MKEVOLVE_NCU", str(tmp_path / "nowhere"))
-        assert "not found" in ev.ncu_profile(str(tmp_path), str(tmp_path), {"seed": 1, "timeout_s": 30.0})["error"]
-    finally:
-        ev.close()
+    out = ncu_profile(str(tmp_path), str(tmp_path), {"seed": 1, "timeout_s": 30.0})
+    assert "could not start" in out["error"] and "exit status 1" in out["error"], out
+    monkeypatch.setenv("MKEVOLVE_NCU", str(tmp_path / "nowhere"))
+    assert "not found" in ncu_profile(str(tmp_path), str(tmp_path), {"seed": 1, "timeout_s": 30.0})["error"]
 
 
 def test_loopback_comes_up_in_a_fresh_network_namespace():
