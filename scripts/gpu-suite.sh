@@ -17,6 +17,14 @@
 #             re-verified on its own with `mkevolve eval`
 #   suite     `mkevolve bench` over 01_relu, 06_mlp3 and 07_attention_block with
 #             the fixture LLM examples/sessions/gpu_fixture.py, then bench-report
+#   adapt     issue 17 (the paper's Figure 3 in small): each kernel of the fixture LLM
+#             examples/sessions/conv_pool_fixture.py evaluated on its own, then
+#             `mkevolve run` of examples/sessions/conv_pool.py (conv+ReLU, AvgPool2d, 1x1
+#             conv) and `mkevolve adapt` of that run to its MaxPool2d and LPPool2d
+#             variants (--budget 4); scripts/adapt_summary.py prints what each adaptation
+#             reused, spent and saved, and its speedups. At most GPU_SUITE_ADAPT_LIMIT (300)
+#             seconds in all; GPU_SUITE_ADAPT_CPU=1 runs the same flow on the CPU in the
+#             worker's test mode with torch-only stand-ins (tests/e2e/adapt_conv_pool.sh)
 #   probe     scripts/probe_eval_costs.py: profiler start-up and timing of two
 #             example kernels in fresh processes, several ways (diagnostics)
 #   kbsweep   every KernelBench level 1-3 problem's own reference as its candidate
@@ -56,7 +64,9 @@
 # Time, measured on one H200 on 2026-11-30 (docs/GPU-RESULTS.md): pytest 381 s
 # (sharing the GPU), repeat 128 s, suite 160 s (GPU_SUITE_SLOTS=4 and
 # GPU_SUITE_SUITE_ARGS="--iterations 1 --calls-per-iter 6"), concurrency more than
-# 9 minutes; manifest and bench not yet timed in full (several minutes each).
+# 9 minutes; manifest and bench not yet timed in full (several minutes each); adapt
+# not yet run on a GPU (at most GPU_SUITE_ADAPT_LIMIT = 300 s; about 2 minutes on
+# the CPU in test mode at the small sizes).
 # Where one command may run at most 10 minutes, give each call at most what fits,
 # wrap the script in `timeout` (the stages stay in its process group), and run
 # the timing stages (repeat, bench, probe, concurrency) alone on the GPU:
@@ -64,6 +74,7 @@
 #   GPU_SUITE_STAGES="build manifest suite" GPU_SUITE_SLOTS=4 scripts/gpu-suite.sh
 #   GPU_SUITE_STAGES="build bench" scripts/gpu-suite.sh
 #   GPU_SUITE_STAGES="build concurrency" GPU_SUITE_SLOTS=4 scripts/gpu-suite.sh
+#   GPU_SUITE_STAGES="build adapt" scripts/gpu-suite.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -131,7 +142,7 @@ note "$("$PY" -c 'import sys, torch, triton; print("python", sys.version.split()
 # --- build -------------------------------------------------------------------
 BIN=${MKEVOLVE_BIN:-}
 if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency ||
-  want kbsweep || want kbtiming || want kblarge || want neighbours; then
+  want kbsweep || want kbtiming || want kblarge || want neighbours || want adapt || want roofline; then
   t0=$SECONDS
   rc=0
   if [ -z "$BIN" ]; then
@@ -307,6 +318,104 @@ if want suite && have_bin suite; then
   [ -f "$WORK/suite-report.md" ] && sed -n 1,40p "$WORK/suite-report.md" | tee "$OUTDIR/suite_report_head.txt"
   note "suite: mkevolve bench exit $rc"
   stage_result suite $rc $((SECONDS - t0))
+fi
+
+# --- adapt: a finished run's subkernels reused for variants (issue 17) -----------------
+if want adapt && have_bin adapt; then
+  t0=$SECONDS
+  export XDG_CACHE_HOME=$CACHES/adapt
+  A_OUT=${OUT:-$OUTDIR}   # streamed straight into $OUT: a call stopped at its limit keeps what ran
+  A_LOG=$A_OUT/adapt.log
+  A_DIR=$WORK/adapt
+  A_LIMIT=${GPU_SUITE_ADAPT_LIMIT:-300}
+  A_END=$((SECONDS + A_LIMIT))
+  A_SESS=$ROOT/examples/sessions
+  mkdir -p "$A_DIR"
+  # conv_pool_fixture.py is a HAND-WRITTEN FIXTURE LLM, not a real one. One counter
+  # state for every run here, so no two replies are the same file.
+  A_FIX=(--state "$A_DIR/fixture-state")
+  A_EVAL=()   # flags for eval and run (adapt takes the base run's eval settings)
+  A_ENV=(--slots-per-gpu auto)
+  A_PROB=$A_SESS   # conv_pool.py and its variants
+  if [ -n "${GPU_SUITE_ADAPT_CPU:-}" ]; then
+    # The same flow on the CPU: the worker's test mode, torch-only stand-ins (not GPU
+    # kernels), and copies of the problems at batch 2 and 16x16 images that --dump writes.
+    A_FIX+=(--cpu --small)
+    A_ENV+=(--test-cpu-unsafe)
+    A_EVAL+=(--trials 2 --perf-trials 2 --warmup 1)
+    A_PROB=$A_DIR/kernels/problems
+  fi
+  A_LLM="exec:$PY $A_SESS/conv_pool_fixture.py ${A_FIX[*]}"
+  : >"$A_LOG"
+  # adapt_step NAME CAP COMMAND...: one step under min(CAP, the stage's time left), its
+  # output appended to adapt.log as it comes.
+  adapt_step() {
+    local name=$1 cap=$2 left=$((A_END - SECONDS)) rc
+    shift 2
+    [ "$left" -lt "$cap" ] && cap=$left
+    if [ "$cap" -le 5 ]; then
+      echo "== adapt: $name not run, the stage's $A_LIMIT s are spent" | tee -a "$A_LOG" "$SUMMARY"
+      return 124
+    fi
+    echo "== $name (limit ${cap} s): $*" | tee -a "$A_LOG"
+    stage_timeout "$cap" "$@" >>"$A_LOG" 2>&1 </dev/null
+    rc=$?
+    echo "== $name: exit $rc after $((SECONDS - t0)) s of the stage" | tee -a "$A_LOG"
+    return $rc
+  }
+  rc=0
+  # 1. Every fixture kernel on its own against its subproblem, correctness only, so a
+  #    broken kernel shows here by name; a later step runs only if its kernels passed.
+  "$PY" "$A_SESS/conv_pool_fixture.py" --dump "$A_DIR/kernels" "${A_FIX[@]}" >>"$A_LOG" 2>&1 || rc=1
+  adapt_step "each fixture kernel on its own" 90 "$BIN" eval --batch "$A_DIR/kernels/batch.txt" --json --no-cache \
+    --no-perf "${A_EVAL[@]}" "${A_ENV[@]}" || rc=1
+  grep -h '^{' "$A_LOG" | "$PY" -c '
+import json, sys
+ok = []
+for line in sys.stdin:
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if "kernel" in r and "status" in r:
+        name = r["kernel"].rsplit("/", 1)[-1][:-3]
+        print("  kernel", name, r["status"], r.get("kind") or "", (r.get("message") or "")[:200])
+        if r["status"] == "correct":
+            ok.append(name)
+open(sys.argv[1], "w").write("".join(n + "\n" for n in ok))
+' "$A_DIR/kernels_ok.txt" | tee -a "$A_LOG"
+  kernels_ok() {  # NAME...: every one of them passed on its own
+    local k
+    for k in "$@"; do grep -qx "$k" "$A_DIR/kernels_ok.txt" 2>/dev/null || return 1; done
+  }
+  # 2. The base network, then 3. each variant adapted from it.
+  if kernels_ok conv_relu avg_pool pointwise_conv; then
+    adapt_step "run conv_pool" 150 "$BIN" run "$A_PROB/conv_pool.py" --llm "$A_LLM" --out "$A_DIR/conv_pool" \
+      --iterations 1 --calls-per-iter 6 --decompose-workers 1 "${A_EVAL[@]}" "${A_ENV[@]}" || rc=1
+  else
+    echo "== adapt: run conv_pool not run, one of its kernels failed on its own" | tee -a "$A_LOG" "$SUMMARY"
+    rc=1
+  fi
+  adapted=()
+  for v in maxpool:max_pool lppool:lp_pool; do
+    [ -f "$A_DIR/conv_pool/solution/manifest.json" ] || break   # no finished base run: nothing to adapt
+    if ! kernels_ok "${v#*:}"; then
+      echo "== adapt: adapt to conv_pool_${v%%:*} not run, its ${v#*:} kernel failed on its own" |
+        tee -a "$A_LOG" "$SUMMARY"
+      rc=1
+      continue
+    fi
+    adapted+=("$A_DIR/conv_pool_${v%%:*}")
+    adapt_step "adapt to conv_pool_${v%%:*}" 120 "$BIN" adapt "$A_DIR/conv_pool" "$A_PROB/conv_pool_${v%%:*}.py" \
+      --llm "$A_LLM" --out "$A_DIR/conv_pool_${v%%:*}" --budget 4 "${A_ENV[@]}" || rc=1
+  done
+  if [ ${#adapted[@]} -gt 0 ]; then
+    "$PY" scripts/adapt_summary.py --budget 4 "$A_DIR/conv_pool" "${adapted[@]}" 2>&1 | tee -a "$A_LOG" \
+      | tee "$A_OUT/adapt.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    tail -n 1 "$A_OUT/adapt.txt" >>"$SUMMARY"
+  fi
+  stage_result adapt $rc $((SECONDS - t0))
 fi
 
 # --- concurrency: the 8-minute target ------------------------------------------------

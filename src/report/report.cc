@@ -152,6 +152,14 @@ std::string llm_text(const RunSummary& s) {
   return out;
 }
 
+/// mkevolve adapt: what the "Reused subkernels" sections of both reports say.
+std::string reuse_lead() {
+  return "This run adapted an earlier run to a variant of its problem (mkevolve adapt). Each subproblem of the "
+         "variant that matches one of the earlier run's was checked with that run's verified subkernel first, with "
+         "no LLM call; one that failed the check was evolved like a new subproblem.";
+}
+const char* kCallsSavedNote = "what the earlier run spent on the subkernels reused here, each counted once";
+
 }  // namespace
 
 std::string tf32_statement(const RunSummary& s) {
@@ -321,14 +329,12 @@ std::string render_markdown(const RunSummary& s) {
   if (!s.reuse.empty()) {
     // mkevolve adapt: what the earlier run's subkernels did on the variant.
     md += "## Reused subkernels\n\n";
-    md += "Each subproblem of this variant that matches one of the earlier run's was checked with that run's "
-          "verified subkernel first, with no LLM call. LLM calls saved: " +
-          std::to_string(s.calls_saved()) + " (what the earlier run spent on the subkernels reused here).\n\n";
+    md += reuse_lead() + " LLM calls saved: " + std::to_string(s.calls_saved()) + " (" + kCallsSavedNote + ").\n\n";
     md += "| subproblem | from | match | re-verified here | LLM calls saved |\n|---|---|---|---|---|\n";
     for (const auto& u : s.reuse)
       md += "| " + md_cell(u.task) + " | " + md_cell(u.from_run) + ": " + md_cell(u.from_task) + " | " +
             md_cell(u.match) + " | " + (u.correct ? "\u2713 correct" : "\u2717 " + md_cell(u.status) + ", evolved") +
-            " | " + std::to_string(u.correct ? u.calls_saved : 0) + " |\n";
+            " | " + std::to_string(u.saved()) + " |\n";
     md += "\n";
   }
 
@@ -421,6 +427,10 @@ tr.total td{font-weight:650;border-top:2px solid #d0d7de}
 .pill{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
 .pill.ok{background:#dafbe1;color:#1a7f37}.pill.no{background:#ffebe9;color:#cf222e}.pill.new{background:#eaeef2;color:#57606a}
 .pill.torch{background:#fff8c5;color:#7d4e00;margin-left:6px}
+.pill.reused{background:#ddf4ff;color:#0550ae;margin-left:6px}
+th.path,td.path{white-space:normal;word-break:break-all;text-align:left}
+p.saved{font-size:15px;margin:0 0 4px}
+p.saved .small{color:#6e7781;font-size:12.5px;font-weight:400}
 .changes{margin:10px 0 0;padding-left:18px;color:#424a53}
 footer{color:#6e7781;font-size:12.5px}
 footer table{font-size:12.5px}
@@ -590,7 +600,8 @@ std::string render_html(const RunSummary& s) {
            std::to_string(s.llm_total.calls) + " calls" +
                (s.max_calls ? " of " + std::to_string(*s.max_calls) : "") +
                (s.max_tokens ? " \u00b7 budget " + human_count(static_cast<double>(*s.max_tokens)) : "") +
-               (s.llm_total.estimated ? " \u00b7 some estimated" : ""));
+               (s.llm_total.estimated ? " \u00b7 some estimated" : "") +
+               (s.reuse.empty() ? "" : " \u00b7 " + std::to_string(s.calls_saved()) + " saved by reuse"));
   h += "</div>\n";
 
   if (std::string t = pytorch_text(s); !t.empty())
@@ -663,7 +674,10 @@ std::string render_html(const RunSummary& s) {
                                     : std::string("\u2014"));
       h += "<tr>" +
            td(escape(r.name) + (note != s.lineage.end() ? "<div class=\"note\">" + escape(note->second) + "</div>" : "") +
-              (r.uses_pytorch ? "<span class=\"pill torch\">PyTorch</span>" : "")) +
+              (r.uses_pytorch ? "<span class=\"pill torch\">PyTorch</span>" : "") +
+              (r.reused_from.empty() ? ""
+                                     : "<span class=\"pill reused\">reused</span><div class=\"note\">from " +
+                                           escape(r.reused_from) + "</div>")) +
            td(pill(r.status)) + td(ms(r.runtime_ms)) + td(speedup(r.speedup_compile)) + td(pct(r.share)) + rf +
            td(std::to_string(r.usage.calls)) + td(escape(tokens_note(r.usage))) + "</tr>";
     }
@@ -674,6 +688,21 @@ std::string render_html(const RunSummary& s) {
            " (the time its bytes and FLOPs need at the GPU's datasheet peaks).</p>";
   }
   h += "</section>\n";
+
+  if (!s.reuse.empty()) {
+    // mkevolve adapt: what the earlier run's subkernels did on the variant.
+    h += "<section><h2>Reused subkernels</h2><p class=\"lead\">" + escape(reuse_lead()) +
+         "</p><p class=\"saved\">LLM calls saved: <b>" + std::to_string(s.calls_saved()) +
+         "</b> <span class=\"small\">(" + escape(kCallsSavedNote) + ")</span></p>";
+    h += "<table><tr><th>subproblem</th><th class=\"path\">from</th><th>match</th><th>re-verified here</th>"
+         "<th>LLM calls saved</th></tr>";
+    for (const auto& u : s.reuse)
+      h += "<tr>" + td(escape(u.task)) +
+           td("<code>" + escape(u.from_run) + "</code>: " + escape(u.from_task), "path") + td(escape(u.match)) +
+           td(u.correct ? pill("correct") : "<span class=\"pill no\">\u2717 " + escape(u.status) + "</span> evolved") +
+           td(std::to_string(u.saved())) + "</tr>";
+    h += "</table></section>\n";
+  }
 
   h += "<section><h2>LLM usage by agent</h2><p class=\"lead\">Tokens paid for, by agent. Replies served from the "
        "response cache cost nothing and count only as cached calls.</p>";

@@ -205,6 +205,58 @@ TEST(Report, SwapToPyTorchIsFlagged) {
   EXPECT_NE(render_markdown(s).find("| 5_classifier_head | t5-s0 | pytorch | 1.34\u00d7 | 1.31\u00d7 |"), std::string::npos);
 }
 
+// mkevolve adapt: a and b reuse the earlier run's subkernel a (its 5 calls
+// saved once), c matched by name failed its re-check and was evolved; the
+// earlier run's path needs escaping.
+std::vector<json> adapted_run() {
+  using namespace run::events;
+  const std::string from = "/runs/<x>&1";
+  std::vector<json> ev;
+  ev.push_back(run_start("adapt", "variant", {{"T", 1}}));
+  ev.push_back(topology({.iteration = 1, .change = "initial", .subproblems = {{"a", "new"}, {"b", "new"}, {"c", "new"}}}));
+  ev.push_back(reuse({"a", from, "a", "same source", "a-reused", "correct", true, 5}));
+  ev.push_back(reuse({"b", from, "a", "same module, other shapes", "b-reused", "correct", true, 0}));
+  ev.push_back(reuse({"c", from, "c", "same name", "c-reused", "incorrect", false, 0}));
+  for (int i = 0; i < 2; ++i)
+    ev.push_back(llm_call({.agent = "debug", .task = "c", .usage = {.input = 100, .output = 50}}));
+  ev.push_back(iteration({.t = 1,
+                          .e2e = {.status = "correct", .speedup_compile = 1.2, .speedup_eager = 1.4},
+                          .subkernels = {{.name = "a", .correct = true, .speedup_compile = 1.1},
+                                         {.name = "b", .correct = true, .speedup_compile = 0.9},
+                                         {.name = "c", .correct = true, .speedup_compile = 1.3}},
+                          .calls_used = 2}));
+  ev.push_back(run_end({.status = "finished", .best_speedup_compile = 1.2, .solution_dir = "solution"}));
+  return ev;
+}
+
+TEST(Report, ReusedSubkernelsAndTheCallsSavedInBothReports) {
+  RunSummary s = summarize(adapted_run(), json::object(), json::object());
+  EXPECT_EQ(s.calls_saved(), 5);
+  std::string md = render_markdown(s);
+  for (const char* needle : {"## Reused subkernels", "LLM calls saved: 5 (", "| a (reused from /runs/<x>&1) |",
+                             "| b (reused from /runs/<x>&1) |", "| a | /runs/<x>&1: a | same source | \u2713 correct | 5 |",
+                             "| b | /runs/<x>&1: a | same module, other shapes | \u2713 correct | 0 |",
+                             "| c | /runs/<x>&1: c | same name | \u2717 incorrect, evolved | 0 |"})
+    EXPECT_NE(md.find(needle), std::string::npos) << "missing: " << needle << "\n" << md;
+  EXPECT_EQ(md.find("| c (reused from"), std::string::npos) << "c was evolved here, not reused";
+
+  std::string html = render_html(s);
+  for (const char* needle :
+       {"<h2>Reused subkernels</h2>", "LLM calls saved: <b>5</b>", "2 calls \u00b7 5 saved by reuse",
+        "<td class=\"path\"><code>/runs/&lt;x&gt;&amp;1</code>: a</td><td>same source</td>",
+        "<td>same module, other shapes</td>", "<span class=\"pill no\">\u2717 incorrect</span> evolved</td><td>0</td>",
+        "<span class=\"pill reused\">reused</span><div class=\"note\">from /runs/&lt;x&gt;&amp;1</div>"})
+    EXPECT_NE(html.find(needle), std::string::npos) << "missing: " << needle;
+  EXPECT_EQ(count(html, "pill reused"), 2u) << "a and b are marked, c is not";
+  EXPECT_EQ(html.find("<x>"), std::string::npos);
+  EXPECT_EQ(count(html, "<section"), count(html, "</section>"));
+  EXPECT_EQ(count(html, "<table"), count(html, "</table>"));
+  EXPECT_EQ(count(html, "<tr"), count(html, "</tr>"));
+  // A run that adapted nothing has no such section.
+  EXPECT_EQ(render_html(fixture_summary()).find("Reused subkernels"), std::string::npos);
+  EXPECT_EQ(render_html(fixture_summary()).find("saved by reuse"), std::string::npos);
+}
+
 TEST(Report, TheFinalSubkernelsShowTheirRooflineAndTheMostHeadroom) {
   auto ev = fixture_events();
   // The last iteration event, as a GPU run writes it: a roofline record per subkernel.

@@ -70,7 +70,8 @@ struct SubkernelRow {
 struct ReuseRow {
   std::string task, from_run, from_task, match, status;
   bool correct = false;
-  int64_t calls_saved = 0;
+  int64_t calls_saved = 0;  ///< as the reuse event says (0 for the second subproblem that reuses one kernel)
+  int64_t saved() const { return correct ? calls_saved : 0; }  ///< none unless it passed here
 };
 
 struct RunSummary {
@@ -111,7 +112,7 @@ struct RunSummary {
   std::vector<ReuseRow> reuse;                  ///< adapt: the subkernels met in the earlier run, in order
   int64_t calls_saved() const {  // each earlier subkernel's calls once (the search saves them once)
     int64_t n = 0;
-    for (const auto& r : reuse) n += r.correct ? r.calls_saved : 0;
+    for (const auto& r : reuse) n += r.saved();
     return n;
   }
 

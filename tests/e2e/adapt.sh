@@ -10,7 +10,8 @@
 #      subkernel must be reused with no LLM call, only linear_relu evolved, and
 #      the composed package must verify;
 #   3. the adapted run resumed (nothing left to do) and adapted again (every
-#      subkernel reused, no kernel call at all).
+#      subkernel reused, no kernel call at all);
+#   4. `mkevolve swap` of a reused subkernel clears its reused_from.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 
@@ -108,6 +109,27 @@ print("second adaptation:", reuse, f"{len(kernel)} kernel calls")
 sys.exit(0 if ok else 1)
 PY
 if [[ $? -eq 0 ]]; then pass "second adaptation reuses both subkernels, no kernel call"; else fail "second adaptation"; fi
+
+# `mkevolve swap` of a reused subkernel: the manifest entry it replaces loses
+# reused_from (it is no longer the earlier run's kernel); the other keeps it,
+# and the report marks only that one.
+expect "swap a reused subkernel" 0 "swapped linear -> pytorch" -- "$BIN" swap r3 --subkernel linear --with pytorch \
+  --python "$PY" --test-cpu-unsafe "${SMALL[@]}"
+"$PY" - r3 <<'PY'
+import json, sys
+m = json.load(open(f"{sys.argv[1]}/solution/manifest.json"))
+by = {s["name"]: s for s in m["subkernels"]}
+print("reused_from after the swap:", {n: s.get("reused_from") for n, s in by.items()})
+ok = "reused_from" not in by["linear"] and str(by["linear_relu"].get("reused_from")).endswith("/r2") \
+    and by["linear"]["pytorch"] is True
+sys.exit(0 if ok else 1)
+PY
+if [[ $? -eq 0 ]]; then pass "the swapped subkernel lost reused_from in the manifest, the other kept it"
+else fail "manifest after swapping a reused subkernel"; fi
+expect "report after the swap" 0 "" -- "$BIN" report r3 -q
+if grep -qF "| linear (PyTorch) |" r3/report.md && grep -qE "\| linear_relu \(reused from /.*/r2\) \|" r3/report.md
+then pass "report marks only the subkernel still reused"
+else fail "report after the swap"; grep -n "reused from" r3/report.md | head; fi
 
 if [[ $fails -ne 0 ]]; then echo "$fails e2e check(s) failed"; exit 1; fi
 echo "all adapt e2e checks passed"
