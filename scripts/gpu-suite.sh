@@ -37,6 +37,8 @@
 #             level1/23_Softmax at --slots-per-gpu 4, twice each (GPU_SUITE_KBLARGE_REPEAT)
 #   neighbours  a spinning-kernel candidate among eight honest example kernels at
 #             --slots-per-gpu 4: it is timeout/hang, the eight stay correct
+#   ncu       --profile ncu: ncu's raw CSV for one relu call (ncu_sample.csv), the GPU test of the
+#             worker's ncu path, and `mkevolve eval --profile ncu --roofline` on relu and a GEMM
 #   roofline  scripts/roofline_check.py: each verdict's work record (bytes, FLOPs) against
 #             counts made independently from the problem file (FlopCounterMode for FLOPs), the
 #             roofline eval --json reports, compile metadata; GPU_SUITE_ROOFLINE_ARGS="--overhead 3"
@@ -142,7 +144,7 @@ note "$("$PY" -c 'import sys, torch, triton; print("python", sys.version.split()
 # --- build -------------------------------------------------------------------
 BIN=${MKEVOLVE_BIN:-}
 if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency ||
-  want kbsweep || want kbtiming || want kblarge || want neighbours || want adapt || want roofline; then
+  want kbsweep || want kbtiming || want kblarge || want neighbours || want adapt || want roofline || want ncu; then
   t0=$SECONDS
   rc=0
   if [ -z "$BIN" ]; then
@@ -517,6 +519,40 @@ PYEOF
   [ $rc -eq 0 ] && rc=$check
   stage_result kblarge $rc $((SECONDS - t0))
 fi
+# --- ncu: Nsight Compute's counters through --profile ncu (issue 15) ----------
+if want ncu && have_bin ncu; then
+  t0=$SECONDS
+  N_OUT=${OUT:-$OUTDIR}
+  {
+    # 1. ncu itself on one relu call, exactly as the worker starts it: the raw CSV
+    #    (a recorded sample for the CPU parser tests).
+    NJ=$(mktemp -d /tmp/ncu-sample.XXXXXX)
+    printf '{"problem": "%s", "kernel": "%s", "seed": 42}' "$ROOT/examples/problems/01_relu.py" \
+      "$ROOT/examples/kernels/01_relu__triton.py" >"$NJ/job.json"
+    PYTHONPATH=$ROOT/worker stage_timeout 90 "$PY" - "$NJ" "$N_OUT/ncu_sample.csv" <<'PYEOF'
+import subprocess, sys
+from mkevolve_worker import ncu
+exe = ncu.find_ncu()
+print("ncu:", exe, ncu.version(exe) if exe else None)
+cmd = ncu.command(exe, sys.argv[2], sys.executable, sys.argv[1] + "/job.json")
+p = subprocess.run(cmd, capture_output=True, text=True)
+print("exit", p.returncode, p.stderr[-400:])
+print(open(sys.argv[2]).read()[-1500:])
+print("parsed:", ncu.parse_csv(open(sys.argv[2]).read()))
+PYEOF
+    # 2. The GPU test: the worker's ncu path on relu (bytes against the work model).
+    OUT= stage_timeout 120 "$PY" -m pytest -q -p no:cacheprovider -s tests/gpu/test_worker_gpu.py -k "nsight or roofline"
+    # 3. What a person and the optimize prompt see.
+    printf '%s %s\n' "$ROOT/examples/problems/01_relu.py" "$ROOT/examples/kernels/01_relu__triton.py" \
+      "$ROOT/examples/problems/03_linear_gelu.py" "$ROOT/examples/kernels/03_linear_gelu__tiled.py" >"$NJ/batch.txt"
+    stage_timeout 150 "$BIN" eval --batch "$NJ/batch.txt" --profile ncu --roofline --no-cache 2>&1 || true
+  } >"$N_OUT/ncu.log" 2>&1
+  rc=0
+  grep -q "passed" "$N_OUT/ncu.log" && ! grep -qE "[0-9]+ failed" "$N_OUT/ncu.log" || rc=1
+  grep -E "passed|failed|DRAM moved|Nsight Compute: no counters" "$N_OUT/ncu.log" | head -8 | tee -a "$SUMMARY"
+  stage_result ncu $rc $((SECONDS - t0))
+fi
+
 # --- roofline: the work records against independent counts (issue 15) -------
 if want roofline && have_bin roofline; then
   t0=$SECONDS
