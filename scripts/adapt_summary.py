@@ -77,11 +77,14 @@ def e2e_line(man: dict, fc: dict | None) -> str:
             + (f", {ms:.4f} ms" if isinstance(ms, (int, float)) else ""))
 
 
-def subkernel_line(man: dict) -> str:
+def subkernel_line(man: dict, evs: list[dict]) -> str:
+    """Each subkernel of the solution with its own speedup vs torch.compile, from
+    the last iteration event (the manifest names the subkernels, not their speeds)."""
+    its = [e for e in evs if e.get("type") == "iteration"]
+    speed = {s.get("name"): s.get("speedup_compile") for s in (its[-1].get("subkernels") or [])} if its else {}
     parts = []
     for s in man.get("subkernels", []):
-        local = s.get("local") or {}
-        parts.append(f"{s.get('name')} {x(local.get('speedup_compile'))}"
+        parts.append(f"{s.get('name')} {x(speed.get(s.get('name')))}"
                      + (" (reused)" if s.get("reused_from") else ""))
     return "subkernels vs torch.compile: " + (", ".join(parts) if parts else "\u2014")
 
@@ -93,7 +96,7 @@ def base_report(run: pathlib.Path) -> list[str]:
     print(f"base run {run.name}: {sum(calls.values())} kernel LLM calls "
           f"({', '.join(f'{t} {n}' for t, n in sorted(calls.items())) or 'none'})")
     print("  " + e2e_line(man, final_check(evs)))
-    print("  " + subkernel_line(man))
+    print("  " + subkernel_line(man, evs))
     if not man.get("correct"):
         bad.append(f"{run.name}: no correct solution")
     return bad
@@ -126,7 +129,7 @@ def adapt_report(run: pathlib.Path, budget: int) -> list[str]:
     print(f"  LLM calls spent: {sum(calls.values()) + decompose} ({decompose} decompose, {sum(calls.values())} kernel); "
           f"LLM calls saved: {saved}")
     print("  " + e2e_line(man, final_check(evs)))
-    print("  " + subkernel_line(man))
+    print("  " + subkernel_line(man, evs))
 
     for t in SHARED:
         ev = [e for e in reuse if e.get("task") == t]

@@ -176,6 +176,11 @@ TEST(Roofline, NsightComputesCountersJoinTheBlockWhenTaken) {
   auto j = analysis_json(r, "NVIDIA H200");
   EXPECT_EQ(j["profile_source"], "ncu");
   EXPECT_DOUBLE_EQ(j["ncu"]["dram_bytes_over_model"].get<double>(), 2.0);
+  // Fewer bytes than the model: the writes L2 still held are not DRAM traffic yet.
+  EvalResult few = r;
+  few.raw["checks"]["ncu"]["dram_bytes"] = 0.82 * model;
+  EXPECT_NE(prompt_block(few, "NVIDIA H200").find("0.82x the 12.9 GB the call must move (writes still in the L2 cache"),
+            std::string::npos);
   // ncu asked for and failed: one line says so, nothing else changes.
   EvalResult f = verdict(3.0209, relu_work());
   f.raw["checks"]["ncu"] = {{"error", "Nsight Compute (ncu) was not found"}};

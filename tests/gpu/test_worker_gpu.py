@@ -283,6 +283,7 @@ def test_nsight_compute_counters(server):
     """--profile ncu on a GPU: Nsight Compute profiles one call of a correct
     candidate in its own sandboxed process; relu must move about the bytes the
     work model counts (one read and one write of the tensor, caches flushed)."""
+    sys.path.insert(0, os.path.join(REPO, "worker"))
     from mkevolve_worker import ncu
     if ncu.find_ncu() is None:
         pytest.skip("no ncu on this machine")
@@ -293,6 +294,10 @@ def test_nsight_compute_counters(server):
     print("\nncu:", json.dumps(n)[:800])
     assert isinstance(n, dict) and not n.get("error"), n
     assert any(k["name"].startswith("relu_kernel") for k in n["kernels"]), n
-    model = r["checks"]["work"]["bytes"]
-    assert 0.9 * model <= n["dram_bytes"] <= 1.1 * model, (n["dram_bytes"], model)
+    work = r["checks"]["work"]
+    k = next(k for k in n["kernels"] if k["name"].startswith("relu_kernel"))
+    # Reads come from DRAM (caches flushed); writes still held in L2 when the
+    # call ends are not counted, so the total may be short by up to the L2's size.
+    assert 0.95 * work["inputs_bytes"] <= k["dram_read_bytes"] <= 1.05 * work["inputs_bytes"], (k, work)
+    assert k["dram_read_bytes"] <= n["dram_bytes"] <= 1.05 * work["bytes"], (n, work)
     assert n["time_ms"] > 0 and 0 < n["dram_gb_s"] < 6000

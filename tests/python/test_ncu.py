@@ -188,3 +188,20 @@ def test_loopback_comes_up_in_a_fresh_network_namespace():
     if code == 3:
         pytest.skip("no network namespace here")
     assert code == 0
+
+
+def test_the_csv_ncu_wrote_on_an_h200():
+    """ncu 2025.3.1's own output for one relu call (examples/kernels/01_relu__triton.py on
+    examples/problems/01_relu.py), recorded by gpu-suite's ncu stage on 2026-12-02: every
+    device attribute and each metric's avg/max/min/sum as columns, numbers with
+    thousands separators, units in the second row."""
+    path = os.path.join(os.path.dirname(__file__), "fixtures", "ncu_raw_h200.csv")
+    with open(path) as f:
+        ks = ncu.parse_csv(f.read())
+    assert len(ks) == 1
+    k = ks[0]
+    assert k["name"] == "relu_kernel" and k["grid"] == "(16384, 1, 1)" and k["block"] == "(128, 1, 1)"
+    assert k["dram_read_bytes"] == 67116032 and k["dram_write_bytes"] == 42779648
+    assert k["time_ms"] == pytest.approx(0.031808)
+    assert k["memory_pct"] == 71.92 and k["sm_pct"] == 6.55 and k["achieved_occupancy_pct"] == 82.52
+    assert k["registers"] == 18
