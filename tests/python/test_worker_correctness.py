@@ -496,3 +496,20 @@ class ModelNew(nn.Module):
     r = worker_server.eval(problem("add"), str(k), perf=True, perf_trials=3, warmup=1)
     assert r["status"] == "runtime_error", r
     assert "second, profiled process" in r["message"] and "call 31" in r["message"], r
+
+
+def test_a_composed_package_reports_each_subkernels_time_in_test_mode(worker_server, tmp_path):
+    """Issue 12: in CPU test mode the profiling process times each subkernel
+    module's calls in the composed forward (wall clock), summed per file over
+    its instances: one positive entry per subkernel."""
+    import composed_package
+    prob, top = composed_package.write(tmp_path)
+    r = worker_server.eval(prob, top, perf=True, perf_trials=2, warmup=1)
+    assert r["status"] == "correct", r
+    per = r.get("subkernel_runtime_ms")
+    assert isinstance(per, dict) and set(per) == {"linear", "relu"} and all(v > 0 for v in per.values()), r
+    sr = r["checks"]["subkernel_runtime"]
+    assert sr["source"] == "module calls in the composed forward (cpu wall clock)", sr
+    assert sr["instances"] == {"linear": 2, "relu": 1} and sr["modules_ms"] == per and sr["forwards"] > 0
+    # Without timing there is no profiling process, so nothing is reported.
+    assert "subkernel_runtime_ms" not in worker_server.eval(prob, top)

@@ -737,3 +737,79 @@ def test_kernel_times_per_forward_sorted_by_time():
     assert rows[1]["launches"] == 2 and total == 0.4
     out = R.judge(acts, {"relu_kernel", "add_kernel"}, False, 1 << 20, forwards=10)
     assert out["kernels"] == rows and out["kernel_ms"] == 0.4
+
+
+# -- per-subkernel time by module hooks (ModuleTimer) ----------------------------------
+
+
+def test_module_timer_sums_each_subkernels_calls_over_its_instances(tmp_path, monkeypatch):
+    """Every call of a subkernel's module in the composed forward is timed once
+    and summed per file over its instances; a helper module of the same file
+    called inside it is not timed again. A clock that advances one tick per
+    reading makes each timed call worth exactly one tick (1000 ms)."""
+    import composed_package
+    _, top = composed_package.write(tmp_path)
+    mod = loader.import_candidate(top)
+    model = mod.ModelNew(16)
+    subs = loader.subkernel_files(top)
+    assert sorted(subs) == ["linear", "relu"]
+    ticks = iter(range(10_000))
+    monkeypatch.setattr(runtime_check.ModuleTimer, "_now", lambda self: next(ticks))
+    timer = runtime_check.ModuleTimer(model, subs, "cpu")
+    assert timer.instances == {"linear": 2, "relu": 1}
+    with torch.no_grad():
+        for _ in range(3):
+            model(torch.randn(8, 16))
+    rec = timer.result()
+    assert rec["ms"] == {"linear": 6000.0, "relu": 3000.0}, rec
+    assert rec["clock"] == "cpu wall clock" and rec["instances"] == {"linear": 2, "relu": 1}
+    # The hooks are gone afterwards, and the module's output was never touched.
+    assert not model.a._forward_hooks and not model.a._forward_pre_hooks
+    assert runtime_check.module_runtimes(rec, subs, 3) == {"linear": 2000.0, "relu": 1000.0}
+
+
+def test_module_timer_on_the_real_clock_gives_positive_times(tmp_path):
+    import composed_package
+    _, top = composed_package.write(tmp_path)
+    model = loader.import_candidate(top).ModelNew(16)
+    timer = runtime_check.ModuleTimer(model, loader.subkernel_files(top), "cpu")
+    x = torch.randn(8, 16)
+    with torch.no_grad():
+        want = model(x)
+    rec = timer.result()
+    assert set(rec["ms"]) == {"linear", "relu"} and all(v > 0 for v in rec["ms"].values()), rec
+    with torch.no_grad():
+        assert torch.equal(model(x), want)
+
+
+def test_module_timer_that_fails_is_unused_not_fatal(tmp_path, monkeypatch):
+    import composed_package
+    _, top = composed_package.write(tmp_path)
+    model = loader.import_candidate(top).ModelNew(16)
+    timer = runtime_check.ModuleTimer(model, loader.subkernel_files(top), "cpu")
+
+    def boom(self):
+        raise RuntimeError("no clock")
+    monkeypatch.setattr(runtime_check.ModuleTimer, "_now", boom)
+    with torch.no_grad():
+        model(torch.randn(8, 16))  # the forward still runs
+    assert timer.broken and timer.result() == {}
+
+
+def test_module_runtimes_keep_only_known_sane_figures():
+    rec = {"ms": {"linear": 6.0, "relu": 0.0, "other": 5.0, "nan": float("nan"), "neg": -1.0, "flag": True},
+           "clock": "cpu wall clock"}
+    subs = {"linear": "a", "relu": "b", "nan": "c", "neg": "d", "flag": "e"}
+    assert runtime_check.module_runtimes(rec, subs, 3) == {"linear": 2.0}
+    assert runtime_check.module_runtimes("forged", subs, 3) == {}
+    assert runtime_check.module_runtimes({"ms": [1, 2]}, subs, 3) == {}
+
+
+def test_subkernel_runtimes_prefer_a_complete_profile_then_complete_module_timing():
+    subs = {"linear": "a", "relu": "b"}
+    full, part, mods = {"linear": 0.5, "relu": 0.1}, {"linear": 0.5}, {"linear": 0.7, "relu": 0.2}
+    assert runtime_check.choose_subkernel_runtimes(subs, full, mods) == (full, "profile")
+    # A kernel name both files define (or a PyTorch subkernel) leaves the profile short:
+    assert runtime_check.choose_subkernel_runtimes(subs, part, mods) == (mods, "modules")
+    assert runtime_check.choose_subkernel_runtimes(subs, part, {"relu": 0.2}) == (part, "profile")
+    assert runtime_check.choose_subkernel_runtimes(subs, {}, {}) == ({}, "")

@@ -673,6 +673,14 @@ def profile_body(ctx, job: dict) -> int:
         bufs = C.to_device(pool[0], device)
         refill = timing.make_refill(bufs, pool, last)
         out_nbytes = [0]
+        # A composed package: each subkernel module's share of the forward,
+        # timed around its calls (runtime_check.ModuleTimer; never in the timed process).
+        timer = None
+        try:
+            subs = loader.subkernel_files(kernel)
+            timer = runtime_check.ModuleTimer(model, subs, device) if subs else None
+        except Exception:  # noqa: BLE001  (a figure for the budget, never the candidate's failure)
+            timer = None
         # The burst of calls waits for the server: it runs only when no
         # candidate on this GPU is being timed (gpulock.py, shared).
         ctx.send({"ev": "profile_ready"})
@@ -697,6 +705,8 @@ def profile_body(ctx, job: dict) -> int:
     except BaseException as e:  # noqa: BLE001
         return _fail(ctx, e, where, loader.loaded_own_files(kernel) or files)
     record = {"activities": acts, "output_nbytes": out_nbytes[0], "device_peak": device_peak(device)}
+    if timer is not None:
+        record["modules"] = timer.result()
     if device == "cuda":
         # Registers, spills and occupancy of the kernels it compiled (never fails it).
         try:

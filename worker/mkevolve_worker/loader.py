@@ -130,6 +130,20 @@ def candidate_files(path: str) -> list[str]:
     return sorted(files)
 
 
+def subkernel_files(kernel: str) -> dict[str, str]:
+    """{name: path} of a composed package's subkernels (the .py files of
+    subkernel_implementations/ beside the kernel), or {} for a plain kernel."""
+    d = os.path.join(os.path.dirname(os.path.abspath(kernel)), "subkernel_implementations")
+    if not os.path.isdir(d):
+        return {}
+    out = {}
+    for n in sorted(os.listdir(d)):
+        p = os.path.join(d, n)
+        if n.endswith(".py") and n != "__init__.py" and os.path.isfile(p) and not os.path.islink(p):
+            out[n[:-3]] = p
+    return out
+
+
 def loaded_own_files(path: str) -> list[str]:
     """Candidate files plus modules the candidate actually imported from its own directory."""
     files = set(candidate_files(path))

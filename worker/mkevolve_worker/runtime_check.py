@@ -236,3 +236,133 @@ def _summarize(names: list[str]) -> list[str]:
         if n not in seen:
             seen.append(n)
     return seen[:20]
+
+
+# -- per-subkernel time by module hooks ------------------------------------------------
+
+
+def _class_file(cls) -> str | None:
+    """The real path of the file that defines cls, or None."""
+    import sys
+    f = getattr(sys.modules.get(getattr(cls, "__module__", None) or ""), "__file__", None)
+    return os.path.realpath(f) if isinstance(f, str) else None
+
+
+class ModuleTimer:
+    """Times each subkernel's module calls inside a composed package's forward.
+
+    Hooks (forward pre and post) go on every module whose class is defined in
+    one of `files` ({subkernel: path of subkernel_implementations/<name>.py})
+    and that is not inside another such module (a subkernel's own helper
+    modules are part of it); each call's time is added to its subkernel, over
+    all its instances. A call made while another timed call runs is not timed
+    again. On the CPU the clock is the wall clock; on the GPU a CUDA
+    event pair on the current stream around each call, read once after the
+    calls (it includes the GPU's waits for the host's launches inside the call).
+
+    It runs in the profiling process only, never in the timed one. A hook
+    never raises: a failure marks the timer broken and its figures unused."""
+
+    def __init__(self, model, files: dict[str, str], device: str):
+        self.device = device
+        self.broken = False
+        self.instances: dict[str, int] = {}
+        self._total_ms: dict[str, float] = {}
+        self._pairs: list[tuple] = []
+        self._stack: list = []
+        self._handles: list = []
+        by_path = {os.path.realpath(p): n for n, p in files.items()}
+        found = [(m, by_path.get(_class_file(type(m)) or "")) for m in model.modules()]
+        found = [(m, n) for m, n in found if n is not None]
+        # A subkernel's own helper modules (inside another found one) are part of it.
+        inner = {id(c) for m, _ in found for c in m.modules() if c is not m}
+        for m, name in found:
+            if id(m) in inner:
+                continue
+            self.instances[name] = self.instances.get(name, 0) + 1
+            self._handles.append(m.register_forward_pre_hook(self._pre(name)))
+            self._handles.append(m.register_forward_hook(self._post()))
+
+    def _now(self):
+        if self.device == "cuda":
+            import torch
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+        import time
+        return time.perf_counter()
+
+    def _pre(self, name: str):
+        def hook(module, args):
+            try:
+                self._stack.append(None if self._stack else (name, self._now()))
+            except Exception:  # noqa: BLE001
+                self.broken = True
+                self._stack.append(None)
+            return None
+        return hook
+
+    def _post(self):
+        def hook(module, args, output):
+            try:
+                top = self._stack.pop() if self._stack else None
+                if top is not None:
+                    name, start = top
+                    end = self._now()
+                    if self.device == "cuda":
+                        self._pairs.append((name, start, end))
+                    else:
+                        self._total_ms[name] = self._total_ms.get(name, 0.0) + (end - start) * 1e3
+            except Exception:  # noqa: BLE001
+                self.broken = True
+            return None
+        return hook
+
+    def result(self) -> dict:
+        """{"ms": {subkernel: total ms over every call}, "instances", "clock"};
+        {} when broken. Removes the hooks."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        if self.broken or self._stack:
+            return {}
+        total = dict(self._total_ms)
+        if self.device == "cuda":
+            try:
+                import torch
+                torch.cuda.synchronize()
+                for name, s, e in self._pairs:
+                    total[name] = total.get(name, 0.0) + float(s.elapsed_time(e))
+            except Exception:  # noqa: BLE001
+                return {}
+        return {"ms": total, "instances": dict(self.instances),
+                "clock": "cuda events" if self.device == "cuda" else "cpu wall clock"}
+
+
+def module_runtimes(record, subkernels, forwards: int) -> dict:
+    """Per subkernel, ms per forward call from a ModuleTimer result that the
+    (untrusted) profiling process wrote: only known subkernels, finite
+    non-negative figures; positive entries only."""
+    if not isinstance(record, dict) or not isinstance(record.get("ms"), dict):
+        return {}
+    out = {}
+    for name, ms in record["ms"].items():
+        if name in subkernels and isinstance(ms, (int, float)) and not isinstance(ms, bool) and 0 < ms < 1e12:
+            out[name] = round(float(ms) / max(1, int(forwards)), 6)
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def choose_subkernel_runtimes(subkernels, profile: dict, modules: dict) -> tuple[dict, str]:
+    """Which per-subkernel figures a composed package reports, and their source.
+    The profile's attribution (GPU time of each file's own kernels) when it
+    covers every subkernel; else the module timing when that does (one clock
+    for all: a kernel name two files define, or a PyTorch subkernel, leaves
+    the profile short); else whatever the profile attributed."""
+    subs = set(subkernels)
+    if profile and subs <= set(profile):
+        return dict(profile), "profile"
+    if modules and subs <= set(modules):
+        return dict(modules), "modules"
+    if profile:
+        return dict(profile), "profile"
+    return {}, ""
