@@ -100,6 +100,8 @@ json result_json(const fs::path& problem, const fs::path& kernel, const EvalResu
     if (r.raw.contains("checks")) j["checks"] = r.raw["checks"];
     if (r.raw.contains("baseline_error")) j["baseline_error"] = r.raw["baseline_error"];
     if (r.raw.contains("harness_retries")) j["harness_retries"] = r.raw["harness_retries"];
+    // A composed package: each subkernel's time per forward call (checks.subkernel_runtime says how).
+    if (r.raw.contains("subkernel_runtime_ms")) j["subkernel_runtime_ms"] = r.raw["subkernel_runtime_ms"];
   }
   return j;
 }
