@@ -1,6 +1,8 @@
 #include "agents/agents.h"
+
 #include "eval/roofline.h"
 
+#include <chrono>
 #include <cmath>
 #include <sstream>
 
@@ -70,6 +72,7 @@ Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::strin
   ex.call.task = task;
   ex.call.sample = sample;
   if (gate) gate->acquire();
+  const auto t0 = std::chrono::steady_clock::now();
   llm::Reply reply;
   try {
     reply = llm.complete(req);
@@ -79,6 +82,7 @@ Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::strin
     err.message = std::string("provider threw: ") + e.what();
     reply = llm::Reply::Err(std::move(err));
   }
+  ex.call.latency_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (gate) gate->release();
   if (reply.ok()) {
     const auto& c = *reply.completion;

@@ -55,6 +55,9 @@ struct CallRecord {
   bool from_cache = false;
   bool truncated = false;
   std::string model;
+  /// From the request to the reply, once a place under the Gate was had (the
+  /// provider stack's retries and concurrency waits included).
+  double latency_s = 0;
   nlohmann::json to_json() const;
 };
 

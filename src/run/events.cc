@@ -57,6 +57,8 @@ nlohmann::json llm_call(const LlmCall& c) {
                       {"latency_ms", c.latency_ms},
                       {"ok", c.ok}};
   if (!c.ok || !c.error.empty()) j["error"] = c.error;
+  if (c.round) j["round"] = *c.round;
+  if (!c.candidate.empty()) j["candidate"] = c.candidate;
   return j;
 }
 
@@ -71,6 +73,9 @@ nlohmann::json eval(const Eval& e) {
                       {"runtime_ms", opt(e.runtime_ms)},
                       {"uses_pytorch", e.uses_pytorch}};
   if (e.e2e) j["e2e"] = true;
+  if (e.queued_s) j["queued_s"] = *e.queued_s;
+  if (e.eval_s) j["eval_s"] = *e.eval_s;
+  if (e.baseline_s) j["baseline_s"] = *e.baseline_s;
   return j;
 }
 
@@ -138,14 +143,18 @@ std::optional<ReplyError> parse_reply_error(const nlohmann::json& j) {
 }
 
 nlohmann::json verify_decomposition(const VerifyDecomposition& v) {
-  return {{"type", kVerifyDecomposition}, {"task", v.task},     {"agent", v.agent},      {"iteration", v.iteration},
-          {"sample", v.sample},           {"ok", v.ok},         {"failures", v.failures}};
+  nlohmann::json j = {{"type", kVerifyDecomposition}, {"task", v.task}, {"agent", v.agent},
+                      {"iteration", v.iteration},     {"sample", v.sample}, {"ok", v.ok},
+                      {"failures", v.failures}};
+  if (v.seconds) j["seconds"] = *v.seconds;
+  return j;
 }
 
 std::optional<VerifyDecomposition> parse_verify_decomposition(const nlohmann::json& j) {
   if (!is_type(j, kVerifyDecomposition)) return std::nullopt;
   return VerifyDecomposition{str(j, "task"),         str(j, "agent"),           integer(j, "iteration"),
-                             integer(j, "sample"),      fields::boolean(j, "ok"), fields::strings(j, "failures")};
+                             integer(j, "sample"),      fields::boolean(j, "ok"), fields::strings(j, "failures"),
+                             optnum(j, "seconds")};
 }
 
 nlohmann::json judge(const Judge& j) {

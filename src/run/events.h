@@ -72,9 +72,17 @@ struct LlmCall {
   TokenUsage usage{};
   bool cached = false;     ///< served from the response cache (cost nothing this time)
   bool truncated = false;  ///< the reply hit the token limit
+  /// From the request to the reply as the search saw it (the provider's
+  /// retries and its --llm-concurrency waits included; a cache hit is fast).
   int64_t latency_ms = 0;
   bool ok = true;
   std::string error{};       ///< when !ok: one line (no secrets)
+  /// The dependent step of the call's chain (critical_path.h): the
+  /// decomposition round, the split/fuse try, or the beam round of its task in
+  /// its iteration (0, 1, ...); absent in logs written before it existed.
+  std::optional<int> round{};
+  /// The kernel candidate the call wrote or judged (kernel agents and judge).
+  std::string candidate{};
 };
 nlohmann::json llm_call(const LlmCall& c);
 
@@ -92,6 +100,10 @@ struct Eval {
   std::optional<double> speedup_compile{}, speedup_eager{}, runtime_ms{};
   bool uses_pytorch = false;  ///< the candidate calls PyTorch ops for part of its work
   bool e2e = false;           ///< an end-to-end evaluation of the composed module
+  /// Seconds waiting for an evaluation slot, evaluating (baselines measured
+  /// for it included), and of that the baselines; absent when not measured
+  /// (a cached verdict, an evaluator that does not time itself).
+  std::optional<double> queued_s{}, eval_s{}, baseline_s{};
 };
 nlohmann::json eval(const Eval& e);
 
@@ -164,6 +176,7 @@ struct VerifyDecomposition {
   int sample = 0;
   bool ok = false;
   std::vector<std::string> failures{};
+  std::optional<double> seconds{};  ///< how long the check took (absent: not measured)
 };
 nlohmann::json verify_decomposition(const VerifyDecomposition& v);
 std::optional<VerifyDecomposition> parse_verify_decomposition(const nlohmann::json& j);
