@@ -91,6 +91,7 @@ struct EvalResult {
   bool cached = false;
   double queued_s = 0;                ///< pool: waited this long for a slot (0 when not measured)
   double eval_s = 0;                  ///< pool: the evaluation itself took this long (0 when not measured)
+  double baseline_s = 0;              ///< pool: of eval_s, measuring (or waiting for) the problem's baselines
   nlohmann::json raw;                 ///< the worker's full result object
   bool correct() const { return status == Status::kCorrect; }
 };
@@ -125,6 +126,14 @@ class Evaluator {
     (void)problem;
     (void)test_cpu;
     return {};
+  }
+  /// Starts measuring a problem's baselines (eager, torch.compile) ahead of
+  /// its first evaluation, so that no candidate's evaluation waits for them
+  /// (the search asks for each subproblem's as soon as it is known). Returns
+  /// at once. The default (evaluators without baselines of their own) does nothing.
+  virtual void prefetch_baselines(const std::filesystem::path& problem, const EvalOptions& options) {
+    (void)problem;
+    (void)options;
   }
   EvalResult evaluate(EvalRequest req) { return submit(std::move(req)).get(); }
 };

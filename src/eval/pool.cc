@@ -495,6 +495,7 @@ void WorkerPool::deliver(const std::string& flight, const Promise& leader, EvalR
     EvalResult copy = r;
     copy.cached = true;  // answered without an evaluation of its own
     copy.eval_s = 0;
+    copy.baseline_s = 0;
     p->set_value(std::move(copy));
   }
   leader->set_value(std::move(r));
@@ -816,7 +817,11 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
   bool cacheable = r.kind != "protocol_error" && r.kind != "worker_error" && r.kind != "shutdown" &&
                    r.status != Status::kNoVerdict && !(r.kind == "killed" && attempt == 0);
   r.gpu = slot.gpu;
-  if (req.options.measure_perf && !stopping() && r.kind != "environment") add_baselines(slot, req, *ph, r);
+  if (req.options.measure_perf && !stopping() && r.kind != "environment") {
+    auto b0 = std::chrono::steady_clock::now();
+    add_baselines(slot, req, *ph, r);
+    r.baseline_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - b0).count();
+  }
   if (r.correct() && r.runtime.valid && r.runtime.median_ms > 0) {
     if (r.eager.valid) r.speedup_eager = r.eager.median_ms / r.runtime.median_ms;
     if (r.compiled.valid) r.speedup_compile = r.compiled.median_ms / r.runtime.median_ms;
@@ -833,21 +838,41 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
   return r;
 }
 
-void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r) {
-  if (r.eager.valid) return;  // the worker measured them itself
+EvalIdentity WorkerPool::baseline_identity(const Slot& slot) const {
   EvalIdentity id = identity_for(slot);
   if (id.torch.empty()) {  // the candidate took the server down: use the pool-wide identity
     std::lock_guard lock(mu_);
     id.torch = torch_.value_or("");
   }
-  std::string key = baseline_key(problem_hash, id, req.options);
-  if (baselines_) {
-    if (auto b = baselines_->get(key)) {
-      r.eager = b->eager;
-      r.compiled = b->compiled;
-      return;
-    }
-  }
+  return id;
+}
+
+void WorkerPool::prefetch_baselines(const fs::path& problem, const EvalOptions& options) {
+  if (!options.measure_perf || (options.test_cpu && !opts_.test_mode) || (gpus_.empty() && !options.test_cpu)) return;
+  EvalRequest req;
+  req.problem = absolute_path(problem);
+  req.options = options;
+  req.task = "baselines";
+  Job job;
+  job.gpu = options.gpu;
+  job.run = [this, req](Slot& slot) {
+    if (slot.gpu < 0 && !req.options.test_cpu) return;
+    auto ph = hash_sources(req.problem);
+    if (!ph || !ensure_server(slot)) return;  // the first evaluation of the problem will say why
+    EvalIdentity id = baseline_identity(slot);
+    std::string key = baseline_key(*ph, id, req.options);
+    if (baselines_ && baselines_->get(key)) return;
+    // Admitted by the problem's footprint, estimated here when none was measured
+    // yet (as its first evaluation would), so that it need not run alone.
+    if (opts_.memory_admission) (void)footprint_for(slot, req, footprint_key(*ph, id, req.options));
+    (void)measure_baselines(slot, req, *ph, id, key);
+  };
+  job.cancel = [](const std::string&) {};
+  enqueue(std::move(job));
+}
+
+Result<Baseline> WorkerPool::measure_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash,
+                                               const EvalIdentity& id, const std::string& key) {
   std::shared_future<Result<Baseline>> fut;
   std::shared_ptr<std::promise<Result<Baseline>>> mine;
   {
@@ -902,7 +927,21 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
       baseline_inflight_.erase(key);
     }
   }
-  const Result<Baseline>& b = fut.get();
+  return fut.get();
+}
+
+void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r) {
+  if (r.eager.valid) return;  // the worker measured them itself
+  EvalIdentity id = baseline_identity(slot);
+  std::string key = baseline_key(problem_hash, id, req.options);
+  if (baselines_) {
+    if (auto b = baselines_->get(key)) {
+      r.eager = b->eager;
+      r.compiled = b->compiled;
+      return;
+    }
+  }
+  const Result<Baseline> b = measure_baselines(slot, req, problem_hash, id, key);
   if (b) {
     r.eager = b->eager;
     r.compiled = b->compiled;

@@ -93,6 +93,9 @@ class WorkerPool final : public Evaluator {
   /// loads, and its reference runs once on the device that will evaluate.
   /// The error names the file and what is wrong.
   mk::Status check_problem(const std::filesystem::path& problem, bool test_cpu) override;
+  /// Queues the problem's baseline measurement (eager, torch.compile) unless the
+  /// baseline cache has it; an evaluation that needs it meanwhile joins it.
+  void prefetch_baselines(const std::filesystem::path& problem, const EvalOptions& options) override;
 
   /// Starts one server (if none runs) and checks its hello: the environment
   /// errors (no interpreter, no torch, no Triton, wrong protocol) show up here.
@@ -142,6 +145,12 @@ class WorkerPool final : public Evaluator {
   /// Why one call of a problem with footprint fp cannot fit here ("" when it can).
   std::string too_large(Slot& slot, const std::optional<Footprint>& fp);
   void add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r);
+  /// The identity a baseline is kept under (the pool-wide torch when the slot's server is gone).
+  EvalIdentity baseline_identity(const Slot& slot) const;
+  /// Measures the baselines under `key` on this slot, or waits for the request
+  /// already measuring them; a failure lets a later request try again.
+  Result<Baseline> measure_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash,
+                                     const EvalIdentity& id, const std::string& key);
   EvalIdentity identity_for(const Slot& slot) const;
   std::optional<EvalIdentity> identity_for_gpu(int gpu) const;
 

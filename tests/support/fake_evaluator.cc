@@ -1,6 +1,8 @@
 #include "support/fake_evaluator.h"
 
+#include <chrono>
 #include <regex>
+#include <thread>
 
 #include "util/fs.h"
 
@@ -78,11 +80,108 @@ eval::EvalResult FakeEvaluator::judge_source(const std::string& src, bool allow_
   return r;
 }
 
+FakeEvaluator::~FakeEvaluator() {
+  for (auto& f : prefetch_) f.wait();
+}
+
+void FakeEvaluator::take_slot() {
+  std::unique_lock<std::mutex> lk(mu_);
+  slot_cv_.wait(lk, [&] { return slots <= 0 || busy_ < slots; });
+  ++busy_;
+}
+
+void FakeEvaluator::give_slot() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    --busy_;
+  }
+  slot_cv_.notify_all();
+}
+
+void FakeEvaluator::baselines(const std::string& problem) {
+  std::shared_future<void> fut;
+  std::shared_ptr<std::promise<void>> mine;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (auto it = baselines_.find(problem); it != baselines_.end()) {
+      fut = it->second;
+    } else {
+      mine = std::make_shared<std::promise<void>>();
+      fut = mine->get_future().share();
+      baselines_[problem] = fut;
+      measured_.push_back(problem);
+      ++in_evals_;
+    }
+  }
+  if (mine) {  // measured here, in the caller's slot
+    std::this_thread::sleep_for(std::chrono::duration<double>(baseline_delay_s));
+    mine->set_value();
+  }
+  fut.wait();
+}
+
+void FakeEvaluator::prefetch_baselines(const std::filesystem::path& problem, const eval::EvalOptions& options) {
+  if (baseline_delay_s <= 0 || !options.measure_perf) return;
+  auto mine = std::make_shared<std::promise<void>>();
+  {
+    // Registered before this returns, so that no evaluation submitted later measures them again.
+    std::lock_guard<std::mutex> lk(mu_);
+    if (baselines_.count(problem.string())) return;
+    baselines_[problem.string()] = mine->get_future().share();
+    measured_.push_back(problem.string());
+  }
+  auto f = std::async(std::launch::async, [this, mine] {
+    take_slot();
+    std::this_thread::sleep_for(std::chrono::duration<double>(baseline_delay_s));
+    give_slot();
+    mine->set_value();
+  });
+  std::lock_guard<std::mutex> lk(mu_);
+  prefetch_.push_back(std::move(f));
+}
+
+int FakeEvaluator::baselines_in_evals() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return in_evals_;
+}
+
+std::vector<std::string> FakeEvaluator::baselines_measured() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return measured_;
+}
+
 std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
+  if (on_submit) on_submit(req);
   {
     std::lock_guard<std::mutex> lk(mu_);
     requests_.push_back(req);
   }
+  // Simulated time, as the pool's: a slot, the evaluation, then the baselines in the same slot.
+  double queued_s = 0, eval_s = 0, baseline_s = 0;
+  if (timed()) {
+    auto q0 = std::chrono::steady_clock::now();
+    take_slot();
+    auto t0 = std::chrono::steady_clock::now();
+    queued_s = std::chrono::duration<double>(t0 - q0).count();
+    std::this_thread::sleep_for(std::chrono::duration<double>(eval_delay_s));
+    if (baseline_delay_s > 0 && req.options.measure_perf) {
+      auto b0 = std::chrono::steady_clock::now();
+      baselines(req.problem.string());
+      baseline_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - b0).count();
+    }
+    give_slot();
+    eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  eval::EvalResult r = judge(req);
+  if (timed()) {
+    r.queued_s = queued_s;
+    r.eval_s = eval_s;
+    r.baseline_s = baseline_s;
+  }
+  return ready(std::move(r));
+}
+
+eval::EvalResult FakeEvaluator::judge(const eval::EvalRequest& req) {
   eval::EvalResult r;
   if (req.kernel.filename() == "decomposed_solution.py") {
     auto dir = req.kernel.parent_path() / "subkernel_implementations";
@@ -155,7 +254,7 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
     r.compiled = {};
     r.speedup_compile = 0;
   }
-  return ready(std::move(r));
+  return r;
 }
 
 std::future<eval::DecompositionResult> FakeEvaluator::verify_decomposition(eval::DecompositionRequest req) {

@@ -18,10 +18,14 @@
 // ms and passes only under allow_pytorch.
 #pragma once
 
+#include <condition_variable>
+#include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "eval/evaluator.h"
@@ -30,7 +34,10 @@ namespace mk::testing {
 
 class FakeEvaluator : public eval::Evaluator {
  public:
+  ~FakeEvaluator() override;
   std::future<eval::EvalResult> submit(eval::EvalRequest req) override;
+  /// Starts the problem's baseline measurement (with baseline_delay_s) on a thread of its own.
+  void prefetch_baselines(const std::filesystem::path& problem, const eval::EvalOptions& options) override;
   std::future<eval::DecompositionResult> verify_decomposition(eval::DecompositionRequest req) override;
   nlohmann::json hardware_info() override;
 
@@ -44,11 +51,43 @@ class FakeEvaluator : public eval::Evaluator {
   std::vector<eval::DecompositionRequest> decomposition_requests() const;
   int e2e_count() const;
 
+  /// Time, for benchmarks and the critical-path tests (all off by default):
+  /// every evaluation takes eval_delay_s; a problem's baselines (by its file)
+  /// take baseline_delay_s, measured by its first evaluation (which then takes
+  /// that much longer, as the pool's does) unless prefetch_baselines started
+  /// them, in which case an evaluation that needs them waits for what is left.
+  /// slots > 0 lets that many evaluations and baseline measurements run at
+  /// once; the others wait for a slot. Results then carry queued_s, eval_s
+  /// (the baselines included) and baseline_s.
+  double eval_delay_s = 0, baseline_delay_s = 0;
+  int slots = 0;
+  /// Called first thing in submit, on the caller's thread (tests use it to
+  /// see which evaluations overlap).
+  std::function<void(const eval::EvalRequest&)> on_submit;
+  /// Problems whose baselines were measured, in the order they started.
+  std::vector<std::string> baselines_measured() const;
+  /// How many of them an evaluation measured (not prefetch_baselines).
+  int baselines_in_evals() const;
+
  private:
   mutable std::mutex mu_;
   std::vector<eval::EvalRequest> requests_;
   std::vector<eval::DecompositionRequest> decomp_;
   std::map<std::string, int> seen_;  ///< evaluations per kernel path
+
+  eval::EvalResult judge(const eval::EvalRequest& req);
+  bool timed() const { return eval_delay_s > 0 || baseline_delay_s > 0 || slots > 0; }
+  void take_slot();
+  void give_slot();
+  /// The problem's baselines: measured here (in the caller's slot) when
+  /// nobody has started them, else waited for.
+  void baselines(const std::string& problem);
+  int in_evals_ = 0;
+  std::condition_variable slot_cv_;
+  int busy_ = 0;
+  std::map<std::string, std::shared_future<void>> baselines_;
+  std::vector<std::string> measured_;
+  std::vector<std::future<void>> prefetch_;
 };
 
 }  // namespace mk::testing
