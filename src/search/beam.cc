@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <future>
 
@@ -109,7 +110,8 @@ nlohmann::json result_json(const eval::EvalResult& r) {
   return j;
 }
 
-nlohmann::json llm_event(const agents::CallRecord& c, int iteration) {
+nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round,
+                         const std::string& candidate) {
   run::events::LlmCall l;
   l.agent = c.agent;
   l.task = c.task;
@@ -118,10 +120,12 @@ nlohmann::json llm_event(const agents::CallRecord& c, int iteration) {
   l.truncated = c.truncated;
   l.ok = c.ok;
   l.error = c.error;
+  // A measurement, like the run directory's timestamps: a resume matches
+  // events by what they are (RunSink), never by their times.
+  l.latency_ms = static_cast<int64_t>(std::llround(c.latency_s * 1000));
+  l.round = round;
+  l.candidate = candidate;
   nlohmann::json j = run::events::llm_call(l);
-  // The search does not time calls (a replayed run must log the same events),
-  // so latency is left out rather than logged as 0.
-  j.erase("latency_ms");
   j["sample"] = c.sample;
   j["iteration"] = iteration;
   if (!c.model.empty()) j["model"] = c.model;
@@ -142,6 +146,13 @@ nlohmann::json eval_event(const std::string& task, const std::string& candidate,
   if (r.runtime.valid) e.runtime_ms = r.runtime.median_ms;
   e.uses_pytorch = r.uses_pytorch;
   e.e2e = scope == "e2e";
+  // Where the evaluation's time went (critical_path.h); measured only by an
+  // evaluator that times itself, and never for a cached verdict.
+  if (r.eval_s > 0) {
+    e.queued_s = r.queued_s;
+    e.eval_s = r.eval_s;
+    e.baseline_s = r.baseline_s;
+  }
   nlohmann::json j = run::events::eval(e);
   j["scope"] = scope;
   j["iteration"] = iteration;
@@ -173,7 +184,7 @@ nlohmann::json topology_event(int iteration, const std::string& reason, const pr
 
 agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conversation& conv,
                       const std::string& agent, const std::string& task, int sample, int iteration,
-                      std::vector<nlohmann::json>* events) {
+                      std::vector<nlohmann::json>* events, std::optional<int> round, const std::string& candidate) {
   if (ctx.sink) ctx.sink->progress({{"type", "llm_start"}, {"agent", agent}, {"task", task}, {"sample", sample}});
   // The effort is for the agents that write and restructure code; the judge's review is short.
   std::string effort = agent == "judge" ? std::string() : ctx.opts.reasoning_effort;
@@ -188,7 +199,7 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
   }
   if (ctx.acct) ctx.acct->add(ex.call);
   if (ex.call.fatal) ctx.set_fatal(fmt::format("LLM call for {} ({}) failed: {}", task, agent, ex.call.error));
-  auto ev = llm_event(ex.call, iteration);
+  auto ev = llm_event(ex.call, iteration, round, candidate);
   if (events) events->push_back(ev);
   if (ctx.sink) {
     // Live progress only, under its own type: the durable llm_call record is
@@ -275,7 +286,7 @@ bool better(const Candidate& a, const Candidate& b) {
 namespace detail {
 
 void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, CandidateRecord& rec,
-                     std::vector<nlohmann::json>& events, int iteration, bool judge) {
+                     std::vector<nlohmann::json>& events, int iteration, bool judge, int round) {
   fs::path file = ctx.workspace / "candidates" / detail::safe_name(task.task) / (c.id + ".py");
   if (auto st = problem::write_file_plain(file, c.source); !st) {
     // This machine's failure (a full disk, say), never the candidate's: no
@@ -320,7 +331,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
       agents::Exchange jex;
       for (int k = 0; k < std::max(1, ctx.opts.judge_attempts) && !ctx.should_stop(); ++k) {
         int js = ctx.reserve_samples("judge:" + task.task, 1);
-        jex = detail::call(ctx, *ctx.judge, *jc, "judge", task.task, js, iteration, &events);
+        jex = detail::call(ctx, *ctx.judge, *jc, "judge", task.task, js, iteration, &events, round, c.id);
         if (jex.call.ok || jex.call.cancelled || jex.call.fatal) break;
       }
       if (!jex.call.ok && !jex.call.cancelled) {
@@ -378,6 +389,7 @@ struct Job {
   std::string agent;
   std::string parent;
   int sample = 0;
+  int round = 0;  ///< the beam round it belongs to (its llm_call events say so)
 };
 
 struct JobOut {
@@ -403,7 +415,8 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   rec.iteration = iteration;
   rec.sample = c.sample;
 
-  auto ex = detail::call(ctx, *ctx.llm, job.conv, job.agent, task.task, job.sample, iteration, &out.events);
+  auto ex = detail::call(ctx, *ctx.llm, job.conv, job.agent, task.task, job.sample, iteration, &out.events,
+                         job.round, c.id);
   if (ex.call.cancelled) {
     // Interrupted: nothing to log or store; a resumed run makes this call for real.
     c.reply_error = "LLM call cancelled (interrupted)";
@@ -428,7 +441,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   }
   c.source = *parsed;
   c.raw_reply = ex.reply;
-  detail::evaluate_source(ctx, task, c, rec, out.events, iteration, true);
+  detail::evaluate_source(ctx, task, c, rec, out.events, iteration, true, job.round);
   return out;
 }
 
@@ -486,7 +499,7 @@ BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState be
   const int width = std::max(1, ctx.opts.beam_width);
   const int expansion = std::max(1, ctx.opts.expansion);
   int remaining = budget;
-  while (remaining > 0 && !ctx.should_stop()) {
+  for (int round = 0; remaining > 0 && !ctx.should_stop(); ++round) {
     std::vector<Job> jobs;
     if (beam.members.empty()) {
       int n = std::min(width, remaining);
@@ -502,11 +515,14 @@ BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState be
         }
         conv = *g;
       }
-      for (int i = 0; i < n; ++i) jobs.push_back({conv, task.initial_agent, "", base + i});
+      for (int i = 0; i < n; ++i) jobs.push_back({conv, task.initial_agent, "", base + i, round});
     } else {
       int n = std::min(remaining, static_cast<int>(beam.members.size()) * expansion);
       int base = ctx.reserve_samples(task.task, n);
-      for (int i = 0; i < n; ++i) jobs.push_back(next_job(ctx, task, beam.members[i / expansion], base + i));
+      for (int i = 0; i < n; ++i) {
+        jobs.push_back(next_job(ctx, task, beam.members[i / expansion], base + i));
+        jobs.back().round = round;
+      }
       if (ctx.should_stop()) break;
     }
     auto children = run_jobs(ctx, task, jobs, iteration, sink);
@@ -546,7 +562,7 @@ std::vector<Candidate> parallel_sampling(SearchContext& ctx, const KernelTask& t
   if (ctx.should_stop() || budget <= 0) return {};
   int base = ctx.reserve_samples(task.task, budget);
   std::vector<Job> jobs;
-  for (int i = 0; i < budget; ++i) jobs.push_back({*g, "generate", "", base + i});
+  for (int i = 0; i < budget; ++i) jobs.push_back({*g, "generate", "", base + i, 0});
   std::vector<Candidate> all = run_jobs(ctx, task, jobs, iteration, sink);
   std::stable_sort(all.begin(), all.end(), better);
   return all;

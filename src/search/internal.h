@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,15 +12,19 @@
 
 namespace mk::search::detail {
 
-nlohmann::json llm_event(const agents::CallRecord& c, int iteration);
+/// round and candidate: the call's place on its chain (run/critical_path.h).
+nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round = std::nullopt,
+                         const std::string& candidate = "");
 nlohmann::json eval_event(const std::string& task, const std::string& candidate, int iteration,
                           const eval::EvalResult& r, double reward, const std::string& scope);
 nlohmann::json result_json(const eval::EvalResult& r);
 
-/// Calls the LLM, records accounting and fatal errors, appends the llm_call event.
+/// Calls the LLM, records accounting and fatal errors, appends the llm_call
+/// event (with its round and candidate, when given).
 agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conversation& conv,
                       const std::string& agent, const std::string& task, int sample, int iteration,
-                      std::vector<nlohmann::json>* events);
+                      std::vector<nlohmann::json>* events, std::optional<int> round = std::nullopt,
+                      const std::string& candidate = "");
 
 /// The candidate c, whose source is known (parsed from a reply, or reused by
 /// `mkevolve adapt`), evaluated against task's problem: its file written under
@@ -28,7 +33,7 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
 /// its stored record. A failure to write the file is the machine's: no verdict,
 /// and the run stops (events cleared, so the resume redoes it).
 void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, CandidateRecord& rec,
-                     std::vector<nlohmann::json>& events, int iteration, bool judge);
+                     std::vector<nlohmann::json>& events, int iteration, bool judge, int round = 0);
 
 /// Evaluates, turning an evaluator exception into a crashed result.
 eval::EvalResult evaluate(SearchContext& ctx, eval::EvalRequest req);

@@ -1,12 +1,14 @@
 // The MKEvolve outer loop (Algorithm 1), EvolveSubproblemTopology
 // (Algorithm 2), Evaluate, Swap and PostFuse, and the baselines that share
 // its prompts, evaluator and budget.
+#include <chrono>
 #include <future>
 #include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "agents/reply.h"
 #include "problem/compose.h"
 #include "eval/roofline.h"
 #include "run/events.h"
@@ -15,6 +17,29 @@
 #include "util/fs.h"
 
 namespace mk::search {
+
+namespace detail {
+
+/// An end-to-end evaluation and its eval event, not yet emitted (the event is
+/// null when nothing was evaluated: the package could not be written).
+struct Composed {
+  eval::EvalResult r;
+  nlohmann::json event;
+};
+
+}  // namespace detail
+
+using detail::Composed;
+
+/// A final check started before the search ended (the last iteration's
+/// end-to-end evaluation runs beside it): the solution it checks, and its result.
+struct SearchContext::EarlyCheck {
+  std::map<std::string, std::string> kernels;
+  std::string top_level;
+  bool allow_pytorch = false;
+  std::shared_future<Composed> result;
+  bool taken = false;
+};
 
 namespace {
 
@@ -130,6 +155,92 @@ void announce_best(SearchContext& ctx, const Solution& s) {
   ctx.bests.push_back(std::make_shared<const Solution>(s));
 }
 
+/// The options of the final check: the search's, with a fresh seed (new inputs and weights).
+eval::EvalOptions final_check_options(const SearchContext& ctx) {
+  eval::EvalOptions o = ctx.opts.eval;
+  o.seed += 1;
+  return o;
+}
+
+Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& problem, const Topology& topo,
+                              const std::map<std::string, std::string>& kernels, const fs::path& dir,
+                              bool allow_pytorch, const std::string& label, const eval::EvalOptions& options);
+
+/// Starts the final check of a solution that the search may return, on a
+/// thread of its own; run_method takes its result instead of checking again.
+void start_early_check(SearchContext& ctx, const problem::Problem& problem, const Topology& topo,
+                       const std::map<std::string, std::string>& kernels, bool allow_pytorch) {
+  auto e = std::make_shared<SearchContext::EarlyCheck>();
+  e->kernels = kernels;
+  e->top_level = topo.top_level;
+  e->allow_pytorch = allow_pytorch;
+  fs::path dir = ctx.workspace / fmt::format("final-early-{}", ctx.early_checks.size());
+  eval::EvalOptions o = final_check_options(ctx);
+  e->result = std::async(std::launch::async, [&ctx, problem, topo, kernels, dir, allow_pytorch, o] {
+                return compose_and_evaluate(ctx, problem, topo, kernels, dir, allow_pytorch, "final", o);
+              }).share();
+  ctx.early_checks.push_back(std::move(e));
+}
+
+/// The cheat judge's second look at a solution about to be returned (the
+/// paper: only kernels that pass the cheating detector one more time are
+/// returned): each of its own subkernels against its subproblem, together.
+/// Swap's PyTorch stand-ins are not judged. Logs each subkernel's calls and
+/// its `judge` event (candidate "final") in subkernel order.
+struct FinalJudgement {
+  std::string verdict = "pass";  ///< pass, cheat, failed (a judge call kept failing)
+  std::string reason;
+};
+FinalJudgement judge_final(SearchContext& ctx, const Solution& s, int iteration) {
+  struct One {
+    std::string name;
+    std::vector<nlohmann::json> events;
+    std::string verdict = "pass", reason;
+  };
+  std::vector<One> ones;
+  for (const auto& sp : s.topology.subproblems)
+    if (s.kernels.count(sp.name) && !s.pytorch.count(sp.name)) ones.push_back({sp.name, {}, "pass", ""});
+  std::vector<std::future<void>> futs;
+  for (auto& one : ones)
+    futs.push_back(std::async(std::launch::async, [&ctx, &s, &one, iteration] {
+      const problem::Subproblem* sp = s.topology.find(one.name);
+      auto jc = agents::judge_prompt(*ctx.prompts, sp->source, s.kernels.at(one.name));
+      if (!jc) return;
+      agents::Exchange jex;
+      const std::string cand = detail::safe_name(one.name) + "-final";
+      for (int k = 0; k < std::max(1, ctx.opts.judge_attempts) && !ctx.should_stop(); ++k) {
+        int js = ctx.reserve_samples("judge:" + one.name, 1);
+        jex = detail::call(ctx, *ctx.judge, *jc, "judge", one.name, js, iteration, &one.events, 0, cand);
+        if (jex.call.ok || jex.call.cancelled || jex.call.fatal) break;
+      }
+      if (jex.call.cancelled) return;
+      if (!jex.call.ok) {
+        one.verdict = "failed";
+        one.reason = jex.call.error;
+        one.events.push_back(run::events::judge({one.name, "final", iteration, "failed", jex.call.error,
+                                                 ctx.opts.judge_failure != "pass" ? "hold" : "pass"}));
+        return;
+      }
+      auto v = agents::parse_verdict(jex.reply);
+      // An unparseable verdict lets it pass, as in the beam (the evaluator's checks passed).
+      if (v && v->cheating) {
+        one.verdict = "cheat";
+        one.reason = v->reason;
+      }
+      one.events.push_back(run::events::judge({one.name, "final", iteration,
+                                               !v ? "unparseable" : (v->cheating ? "cheat" : "pass"),
+                                               v ? v->reason : v.error(), ""}));
+    }));
+  for (auto& f : futs) f.get();
+  FinalJudgement out;
+  for (const auto& one : ones) {
+    for (const auto& e : one.events) emit(ctx, e);
+    if (one.verdict == "cheat" && out.verdict != "cheat") out = {"cheat", one.name + ": " + one.reason};
+    else if (one.verdict == "failed" && out.verdict == "pass") out = {"failed", one.name + ": " + one.reason};
+  }
+  return out;
+}
+
 // ---- baselines ---------------------------------------------------------------
 
 Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
@@ -187,7 +298,16 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
 /// start from; one without a verdict is left out. The calls an earlier
 /// subkernel cost are saved once, by the first subproblem that reuses it.
 void seed_reused(SearchContext& ctx, const Reuse& r, const Topology& topo, std::map<std::string, BeamState>& beams) {
-  std::set<std::string> counted;
+  // The re-verifications are independent of one another: they run at once,
+  // and their outcomes are taken in subproblem order.
+  struct Seed {
+    const Subproblem* sp;
+    ReuseMatch m;
+    Candidate c;
+    CandidateRecord rec;
+    std::vector<nlohmann::json> events;
+  };
+  std::vector<Seed> seeds;
   for (const auto& sp : topo.subproblems) {
     auto m = match_reuse(r, sp);
     if (!m || ctx.should_stop()) continue;
@@ -195,25 +315,34 @@ void seed_reused(SearchContext& ctx, const Reuse& r, const Topology& topo, std::
       ctx.set_fatal(st.error());
       return;
     }
-    KernelTask task{sp.name, subproblem_file(ctx, sp), sp.source, std::nullopt, "generate", false};
-    Candidate c;
-    c.task = sp.name;
-    c.agent = "reused";
-    c.parent = m->name;
-    c.id = fmt::format("{}-reused", detail::safe_name(sp.name));
-    c.source = r.kernels.at(m->name);
-    CandidateRecord rec{c.id, c.task, c.agent, 0, 0, {}, nlohmann::json()};
-    std::vector<nlohmann::json> events;
-    detail::evaluate_source(ctx, task, c, rec, events, 0, !r.judged);
+    Seed s{&sp, *m, {}, {}, {}};
+    s.c.task = sp.name;
+    s.c.agent = "reused";
+    s.c.parent = m->name;
+    s.c.id = fmt::format("{}-reused", detail::safe_name(sp.name));
+    s.c.source = r.kernels.at(m->name);
+    s.rec = CandidateRecord{s.c.id, s.c.task, s.c.agent, 0, 0, {}, nlohmann::json()};
+    seeds.push_back(std::move(s));
+  }
+  std::vector<std::future<void>> futs;
+  for (auto& s : seeds)
+    futs.push_back(std::async(std::launch::async, [&ctx, &r, &s] {
+      KernelTask task{s.sp->name, subproblem_file(ctx, *s.sp), s.sp->source, std::nullopt, "generate", false};
+      detail::evaluate_source(ctx, task, s.c, s.rec, s.events, 0, !r.judged, 0);
+    }));
+  for (auto& f : futs) f.get();
+  std::set<std::string> counted;
+  for (auto& s : seeds) {
     if (!ctx.fatal_message().empty() || ctx.should_stop()) return;
-    int saved = c.correct() && r.calls.count(m->name) && counted.insert(m->name).second ? r.calls.at(m->name) : 0;
-    emit(ctx, run::events::reuse({sp.name, r.from, m->name, m->how, c.id, eval::to_string(c.result.status),
+    Candidate& c = s.c;
+    int saved = c.correct() && r.calls.count(s.m.name) && counted.insert(s.m.name).second ? r.calls.at(s.m.name) : 0;
+    emit(ctx, run::events::reuse({s.sp->name, r.from, s.m.name, s.m.how, c.id, eval::to_string(c.result.status),
                                   c.correct(), saved}));
-    for (const auto& e : events) emit(ctx, e);
+    for (const auto& e : s.events) emit(ctx, e);
     if (c.no_verdict) continue;  // no evidence either way: evolved as a new subproblem
     BeamState b;
     b.members.push_back(std::move(c));
-    beams[beam_key(sp)] = std::move(b);
+    beams[beam_key(*s.sp)] = std::move(b);
   }
 }
 
@@ -309,6 +438,9 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       }
     }
     if (ctx.should_stop()) break;
+    // Each subproblem's baselines are measured while its first kernel calls
+    // are in flight, not by its first candidate's evaluation (cached ones cost nothing).
+    for (const auto& sp : topo.subproblems) ctx.evaluator->prefetch_baselines(subproblem_file(ctx, sp), o.eval);
 
     // AllocateLLMBudget.
     std::vector<bool> needs_work;
@@ -378,6 +510,13 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     cur.iteration = t;
     last = LastEval{};
     if (missing.empty() && !ctx.should_stop()) {
+      // The last iteration, when nothing but the final check follows it: the
+      // final check of each solution the run may return (this one, or the
+      // best so far) runs beside this end-to-end evaluation instead of after it.
+      if (t == o.iterations && o.postfuse == 0 && !o.swap_tau && ctx.overlap_final_check) {
+        start_early_check(ctx, problem, topo, kernels, false);
+        if (best.correct) start_early_check(ctx, problem, best.topology, best.kernels, !best.pytorch.empty());
+      }
       cur.e2e = evaluate_composed(ctx, problem, topo, kernels, ctx.workspace / "e2e" / fmt::format("t{}", t), false,
                                   fmt::format("t{}", t));
       cur.correct = cur.e2e.correct();
@@ -680,6 +819,16 @@ nlohmann::json Solution::to_json() const {
 eval::EvalResult evaluate_composed(SearchContext& ctx, const problem::Problem& problem, const Topology& topo,
                                    const std::map<std::string, std::string>& kernels, const fs::path& dir,
                                    bool allow_pytorch, const std::string& label) {
+  Composed c = compose_and_evaluate(ctx, problem, topo, kernels, dir, allow_pytorch, label, ctx.opts.eval);
+  if (!c.event.is_null()) emit(ctx, c.event);
+  return c.r;
+}
+
+namespace {
+
+Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& problem, const Topology& topo,
+                              const std::map<std::string, std::string>& kernels, const fs::path& dir,
+                              bool allow_pytorch, const std::string& label, const eval::EvalOptions& options) {
   problem::SolutionManifest man;
   man.extra = {{"problem", problem.name}, {"problem_hash", problem.hash}};
   eval::EvalResult r;
@@ -696,21 +845,22 @@ eval::EvalResult evaluate_composed(SearchContext& ctx, const problem::Problem& p
     r.status = eval::Status::kNoVerdict;
     r.kind = "io_error";
     r.feedback = st.error();
-    return r;
+    return {r, nullptr};
   } else {
     eval::EvalRequest req;
     req.problem = problem.path;
     req.kernel = dir / "solution" / "decomposed_solution.py";
-    req.options = ctx.opts.eval;
+    req.options = options;
     req.options.allow_pytorch = allow_pytorch;
     req.task = problem.name;
     r = detail::evaluate(ctx, req);
   }
   int iteration = 0;
   if (label.size() > 1 && label[0] == 't') iteration = std::atoi(label.c_str() + 1);
-  emit(ctx, detail::eval_event(problem.name, label, iteration, r, r.correct() ? r.speedup_compile : 0, "e2e"));
-  return r;
+  return {r, detail::eval_event(problem.name, label, iteration, r, r.correct() ? r.speedup_compile : 0, "e2e")};
 }
+
+}  // namespace
 
 std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Problem& problem, const Solution& best,
                                         double tau) {
@@ -829,6 +979,9 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
     e["hardware"] = ctx.hardware;
     emit(ctx, e);
   }
+  // The whole problem's baselines (its end-to-end evaluations and the final
+  // check need them) are measured while the first LLM calls are in flight.
+  if (ctx.evaluator) ctx.evaluator->prefetch_baselines(problem.path, o.eval);
   Solution best;
   if (o.method == "parallel" || o.method == "beam") {
     best = run_baseline(ctx, problem);
@@ -873,16 +1026,48 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
     bool settled = false;
     for (size_t k = 0; k < order.size() && !settled && ctx.fatal_message().empty() && !ctx.should_stop(); ++k) {
       const Solution& cand = order[k];
-      ctx.opts.eval.seed = seed + 1;  // nothing else runs now
-      eval::EvalResult fc = evaluate_composed(ctx, problem, cand.topology, cand.kernels,
-                                              ctx.workspace / (k == 0 ? std::string("final") : fmt::format("final-{}", k)),
-                                              !cand.pytorch.empty(), "final");
-      ctx.opts.eval.seed = seed;
+      Composed c;
+      std::shared_ptr<SearchContext::EarlyCheck> early;
+      for (const auto& e : ctx.early_checks)
+        if (!e->taken && e->kernels == cand.kernels && e->top_level == cand.topology.top_level &&
+            e->allow_pytorch == !cand.pytorch.empty())
+          early = e;
+      if (early) {
+        // Started beside the last iteration's end-to-end evaluation: the path
+        // waited only for what was left of it (critical_path.h reads waited_s).
+        early->taken = true;
+        auto w0 = std::chrono::steady_clock::now();
+        c = early->result.get();
+        if (!c.event.is_null())
+          c.event["waited_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+      } else {
+        c = compose_and_evaluate(ctx, problem, cand.topology, cand.kernels,
+                                 ctx.workspace / (k == 0 ? std::string("final") : fmt::format("final-{}", k)),
+                                 !cand.pytorch.empty(), "final", final_check_options(ctx));
+      }
+      if (!c.event.is_null()) emit(ctx, c.event);
+      eval::EvalResult fc = c.r;
       bool passed = fc.correct();
       // No verdict (the harness failed) is logged and charged to nobody. A
       // package that could not be written was not checked: the run stops
       // (fatal, below) and its resume checks it.
       if (!ctx.fatal_message().empty()) break;
+      if (passed && ctx.judge) {
+        // With --judge, the cheat judge looks at its kernels once more.
+        FinalJudgement j = judge_final(ctx, cand, o.iterations + 1);
+        if (ctx.should_stop() || !ctx.fatal_message().empty()) break;
+        if (j.verdict == "cheat") {
+          passed = false;
+          fc.status = eval::Status::kCheating;
+          fc.kind = "judge";
+          fc.feedback = "An LLM reviewer judged this kernel to be cheating: " + j.reason;
+        } else if (j.verdict == "failed" && o.judge_failure != "pass") {
+          passed = false;  // not judged: no verdict, so the solution stays as it was (below)
+          fc.status = eval::Status::kNoVerdict;
+          fc.kind = "judge_failed";
+          fc.feedback = "the cheat judge could not be asked: " + j.reason;
+        }
+      }
       auto e = run::events::final_check(passed, seed + 1, eval::to_string(fc.status), fc.kind,
                                         passed ? std::optional<double>(fc.speedup_compile) : std::nullopt,
                                         passed ? std::string() : agents::trim_text(fc.feedback, 6, 6, 800));
@@ -899,6 +1084,9 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
       best.speedup = 0;
     }
   }
+  // Early final checks that were not needed (the other solution was returned) still run: wait for them.
+  for (const auto& e : ctx.early_checks) e->result.wait();
+  ctx.early_checks.clear();
   res.best = best;
   res.accounting = ctx.acct ? ctx.acct->to_json() : nlohmann::json::object();
   if (!ctx.fatal_message().empty()) {

@@ -130,6 +130,14 @@ struct SearchContext {
   /// Every solution that became the best, in order (the final check falls
   /// back along it, newest first, when the best fails it).
   std::vector<std::shared_ptr<const Solution>> bests;
+  /// Final checks started before the search ended (mkevolve.cc): the last
+  /// iteration runs the final check of each solution it may return beside its
+  /// own end-to-end evaluation, and run_method takes their results.
+  struct EarlyCheck;
+  std::vector<std::shared_ptr<EarlyCheck>> early_checks;
+  /// Whether the last iteration overlaps the final check so (benchmarks
+  /// switch it off to measure what it saves; it changes no result).
+  bool overlap_final_check = true;
   std::atomic<bool>* stop = nullptr;    ///< set by SIGINT: finish the round and return
   Accounting* acct = nullptr;
 

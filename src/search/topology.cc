@@ -1,5 +1,7 @@
 // LLMDecompose, LLMSplit and LLMFuse: agents that change the subproblem
 // structure, each verified by Evaluator::verify_decomposition.
+#include <chrono>
+#include <cmath>
 #include <future>
 
 #include <fmt/format.h>
@@ -23,11 +25,11 @@ struct Attempt {
 /// One try: call, parse, build the topology, verify. On failure, `next` holds
 /// the conversation continued with what went wrong.
 Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const problem::Topology* base,
-                const agents::Conversation& conv, const std::string& agent, int sample, int iteration,
+                const agents::Conversation& conv, const std::string& agent, int sample, int iteration, int round,
                 const fs::path& dir, const std::vector<std::string>& must_replace) {
   Attempt a;
   a.next = conv;
-  auto ex = detail::call(ctx, *ctx.llm, conv, agent, problem.name, sample, iteration, &a.events);
+  auto ex = detail::call(ctx, *ctx.llm, conv, agent, problem.name, sample, iteration, &a.events, round);
   if (!ex.call.ok) return a;  // retry the same conversation
   if (agent == "fuse" && agents::is_no_change_reply(ex.reply)) {
     a.gave_up = true;
@@ -87,14 +89,16 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
   req.test_cpu = ctx.opts.eval.test_cpu;
   req.timeout_s = ctx.opts.eval.timeout_s;
   eval::DecompositionResult vr;
+  const auto t0 = std::chrono::steady_clock::now();
   try {
     vr = ctx.evaluator->verify_decomposition(req).get();
   } catch (const std::exception& e) {
     vr.ok = false;
     vr.failures = {std::string("the verifier failed: ") + e.what()};
   }
-  a.events.push_back(
-      run::events::verify_decomposition({problem.name, agent, iteration, sample, vr.ok, vr.failures}));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  a.events.push_back(run::events::verify_decomposition(
+      {problem.name, agent, iteration, sample, vr.ok, vr.failures, std::round(secs * 1000) / 1000}));
   if (vr.ok) {
     a.topology = std::move(*topo);
     return a;
@@ -125,7 +129,7 @@ problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& prob
       for (int w = 0; w < k; ++w) {
         fs::path dir = ctx.workspace / "decompose" / fmt::format("w{}-a{}", w, round);
         futs.push_back(std::async(std::launch::async, [&, w, dir] {
-          return attempt(ctx, problem, nullptr, convs[w], "decompose", base + w, 0, dir, {});
+          return attempt(ctx, problem, nullptr, convs[w], "decompose", base + w, 0, round, dir, {});
         }));
       }
       std::optional<problem::Topology> winner;
@@ -186,7 +190,7 @@ std::optional<problem::Topology> llm_refine(SearchContext& ctx, const problem::P
   for (int i = 0; i < tries && !ctx.should_stop(); ++i) {
     int sample = ctx.reserve_samples(kind + ":" + problem.name, 1);
     fs::path dir = ctx.workspace / "topologies" / fmt::format("t{}-{}-a{}", iteration, kind, i);
-    Attempt a = attempt(ctx, problem, &topo, c, kind, sample, iteration, dir, must_replace);
+    Attempt a = attempt(ctx, problem, &topo, c, kind, sample, iteration, i, dir, must_replace);
     if (sink)
       for (const auto& e : a.events) sink->emit(e);
     if (a.gave_up) return std::nullopt;
