@@ -57,6 +57,7 @@ Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
     o.calls = s.value("calls", int64_t{0});
     o.uses_pytorch = s.value("uses_pytorch", false);
     o.error = s.value("error", std::string());
+    if (s.contains("time")) o.time = s["time"];
     if (s.contains("timeline")) {
       for (const auto& p : s["timeline"]) {
         TimelinePoint tp;
@@ -81,11 +82,13 @@ nlohmann::json summary_to_json(const Outcome& o) {
   for (const auto& p : o.timeline)
     tl.push_back({{"calls", p.calls}, {"tokens", p.tokens}, {"correct", p.correct},
                   {"speedup_compile", p.speedup_compile}, {"speedup_eager", p.speedup_eager}});
-  return {{"problem_id", o.problem_id}, {"problem_name", o.problem_name}, {"method", o.method},
-          {"status", o.status}, {"correct", o.correct},
-          {"speedup", {{"compile", o.speedup_compile}, {"eager", o.speedup_eager}}},
-          {"tokens", {{"total", o.tokens}}}, {"calls", o.calls}, {"uses_pytorch", o.uses_pytorch},
-          {"error", o.error}, {"timeline", tl}};
+  nlohmann::json j = {{"problem_id", o.problem_id}, {"problem_name", o.problem_name}, {"method", o.method},
+                      {"status", o.status}, {"correct", o.correct},
+                      {"speedup", {{"compile", o.speedup_compile}, {"eager", o.speedup_eager}}},
+                      {"tokens", {{"total", o.tokens}}}, {"calls", o.calls}, {"uses_pytorch", o.uses_pytorch},
+                      {"error", o.error}, {"timeline", tl}};
+  if (!o.time.is_null()) j["time"] = o.time;
+  return j;
 }
 
 double fast_p(const std::vector<Outcome>& outcomes, double p, bool vs_eager) {

@@ -40,6 +40,9 @@ struct Outcome {
   bool uses_pytorch = false;   ///< solution contains PyTorch subkernels (Swap)
   std::string error;
   std::vector<TimelinePoint> timeline;
+  /// Wall time, the LLM critical path and where the rest went
+  /// (run::TimeAccount::to_json); null when not known.
+  nlohmann::json time;
 };
 
 /// Parses a run's summary.json. Errors name the field that is wrong.

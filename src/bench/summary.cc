@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "run/critical_path.h"
+
 namespace mk::bench {
 
 namespace {
@@ -119,6 +121,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   o.uses_pytorch = o.correct && best_pytorch;
   o.calls = calls;
   o.tokens = tokens;
+  o.time = run::time_account(events).to_json();
   return o;
 }
 

@@ -13,6 +13,7 @@
 #include "llm/factory.h"
 #include "problem/compose.h"
 #include "report/report.h"
+#include "run/critical_path.h"
 #include "run/events.h"
 #include "run/interrupt.h"
 #include "util/fs.h"
@@ -533,6 +534,8 @@ int run_in_directory(RunRequest req) {
   }
   if (out.report_error.empty()) std::printf("report: %s\n", (rd->root() / "report.md").string().c_str());
   else say("report: " + out.report_error);
+  // Wall time against the LLM critical path (run/critical_path.h; summary.json's "time").
+  std::printf("%s\n", run::time_account(rd->events()).line().c_str());
   return out.wrote_solution ? kExitOk : kExitFailure;
 }
 

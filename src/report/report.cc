@@ -199,6 +199,36 @@ Result<RunSummary> load_run(const fs::path& run_dir, std::vector<std::string>* w
 
 // ---------------------------------------------------------------- markdown
 
+/// Wall time against the LLM critical path (run/critical_path.h), phase by phase.
+static std::string time_section(const run::TimeAccount& t) {
+  if (t.phases.empty()) return "";
+  auto secs = [](std::optional<double> v) { return v ? fmt::format("{:.1f} s", *v) : std::string("\u2014"); };
+  std::string md = "## Time\n\n";
+  auto ra = t.ratio();
+  md += "Wall time " + secs(t.wall_s) + ". LLM critical path: " +
+        (t.llm_s ? fmt::format("{} rounds, {}", t.rounds, secs(t.llm_s)) : std::string("\u2014")) +
+        " (the longest chain of LLM rounds that depend on one another, each as long as its slowest call). "
+        "Wall time / critical path: " +
+        (ra ? fmt::format("{:.2f}", *ra) : std::string("\u2014")) + ".\n\n";
+  md += "The path is what each phase's wall time waited for: the slowest decomposition worker of each round, each "
+        "split/fuse try, the subproblem whose beam rounds took longest (each round's slowest candidate: LLM calls, "
+        "waiting for a slot, evaluating, baselines), then the end-to-end evaluations. Other: what the path does not "
+        "explain.\n\n";
+  md += "| phase | LLM rounds | LLM critical path | wall | path: LLM | evaluating | waiting for a slot | baselines | "
+        "end-to-end | decomposition checks | other |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  auto row = [&](const std::string& label, int rounds, std::optional<double> llm, std::optional<double> wall,
+                 const run::PathTimes& p) {
+    std::optional<double> other;
+    if (wall) other = *wall - p.sum();
+    md += "| " + md_cell(label) + " | " + std::to_string(rounds) + " | " + secs(llm) + " | " + secs(wall) + " | " +
+          secs(p.llm_s) + " | " + secs(p.eval_s) + " | " + secs(p.queued_s) + " | " + secs(p.baseline_s) + " | " +
+          secs(p.e2e_s) + " | " + secs(p.verify_s) + " | " + secs(other) + " |\n";
+  };
+  for (const auto& p : t.phases) row(p.label, p.rounds, p.llm_s, p.wall_s, p.path);
+  row("**run**", t.rounds, t.llm_s, t.wall_s, t.path);
+  return md + "\n";
+}
+
 std::string render_markdown(const RunSummary& s) {
   std::string md;
   md += "# MKEvolve report: " + (s.problem.empty() ? std::string("(unknown problem)") : s.problem) + "\n\n";
@@ -375,6 +405,7 @@ std::string render_markdown(const RunSummary& s) {
     md += "\n";
   }
 
+  md += time_section(s.time);
   md += "## Environment\n\n| mkevolve | torch | triton | GPU | python |\n|---|---|---|---|---|\n";
   md += "| " + md_cell(vstr(s.versions, "mkevolve")) + " | " + md_cell(vstr(s.versions, "torch")) + " | " +
         md_cell(vstr(s.versions, "triton")) + " | " + md_cell(vstr(s.versions, "gpu")) + " | " +

@@ -340,6 +340,7 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
 
   s.max_calls = budget(s.settings, s.config, {"max_calls", "call_budget", "calls"});
   s.max_tokens = budget(s.settings, s.config, {"max_tokens_total", "token_budget", "max_total_tokens", "tokens"});
+  s.time = run::time_account(events);
   return s;
 }
 

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "run/critical_path.h"
+
 namespace mk::report {
 
 struct TokenTotals {
@@ -117,6 +119,7 @@ struct RunSummary {
   }
 
   std::optional<int64_t> max_calls, max_tokens;  ///< budgets from run_start settings / config
+  run::TimeAccount time;  ///< wall time, the LLM critical path, and where the rest went
 };
 
 /// Builds the summary from events in the schema of run/events.h. Unknown event types and missing fields are tolerated.
