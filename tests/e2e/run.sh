@@ -44,6 +44,7 @@ fi
 # A whole run on the CPU from the fixture session.
 expect "fixture run" 0 "solution: .*r1/solution" -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --out r1 \
   --python "$PY" --test-cpu-unsafe "${SMALL[@]}"
+cp "$T/out" "$T/run1.out"
 for f in r1/solution/decomposed_solution.py r1/solution/subkernel_implementations/linear_gelu.py \
          r1/solution/subkernel_problems/linear.py r1/solution/manifest.json r1/topology/iteration-0.json \
          r1/topology/iteration-2.json r1/report.md r1/report.html r1/problem.py; do
@@ -75,6 +76,21 @@ if (cd r1 && "$PY" -c "from solution.decomposed_solution import ModelNew; print(
 else fail "import from DIR"; sed 's/^/     | /' "$T/imp"; fi
 expect "mkevolve eval accepts the solution package" 0 "decomposed_solution.py +correct" -- "$BIN" eval \
   --problem r1/problem.py --kernel r1/solution --test-cpu-unsafe --python "$PY" --perf-trials 2 --warmup 1
+# Issue 12: the composed package reports each subkernel's time in its forward
+# (CPU test mode: the wall time of each subkernel module's calls), one positive entry each.
+"$BIN" eval --problem r1/problem.py --kernel r1/solution/decomposed_solution.py --test-cpu-unsafe --python "$PY" \
+  --perf-trials 2 --warmup 1 --json >"$T/sub.json" 2>"$T/sub.err"
+if "$PY" - "$T/sub.json" r1/solution/subkernel_implementations <<'PY'
+import json, os, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+subs = sorted(f[:-3] for f in os.listdir(sys.argv[2]) if f.endswith(".py") and f != "__init__.py")
+per = r.get("subkernel_runtime_ms") or {}
+assert r["status"] == "correct", r["status"]
+assert sorted(per) == subs and all(isinstance(v, float) and v > 0 for v in per.values()), (per, subs)
+assert r["checks"]["subkernel_runtime"]["source"].startswith("module calls"), r["checks"]["subkernel_runtime"]
+PY
+then pass "eval of the package reports subkernel_runtime_ms, one positive entry per subkernel"
+else fail "subkernel_runtime_ms of the package"; tail -5 "$T/sub.json" "$T/sub.err" | sed 's/^/     | /'; fi
 # Trained weights: change the original's weights after construction, build ModelNew from it, compare.
 if (cd r1 && "$PY" - <<'PY'
 import importlib.util, torch
@@ -121,6 +137,30 @@ fc = [e for e in ev if e["type"] == "final_check"]
 sys.exit(0 if len(fc) == 1 and fc[0]["passed"] and types[-2] == "final_check" and types[-1] == "run_end" else 1)'
 then pass "a passed final_check (fresh seed) comes just before run_end"; else fail "no final_check before run_end"; fi
 [[ $last == *'"type":"run_end"'* && $last == *'"status":"finished"'* && $last == *'"result":"ok"'* ]] && pass "log ends with run_end finished (ok)" || fail "log end: $last"
+# Issue 12: the wall time against the LLM critical path, in summary.json, report.md and the last line.
+# The fixture's chain: 1 decomposition round; t=1 one beam round (2 calls per
+# subproblem); t=2 the failing linear_gelu's 4 calls in 2 rounds of 2 (its beam holds 2).
+if "$PY" - r1 <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1] + "/summary.json"))["time"]
+cp = t["critical_path"]
+assert cp["rounds"] == 4, cp
+assert isinstance(cp["llm_s"], float) and cp["llm_s"] >= 0, cp
+assert isinstance(t["wall_s"], float) and t["wall_s"] > 0, t
+assert [p["label"] for p in t["phases"]] == ["decomposition", "iteration 1", "iteration 2", "after the search"], t
+assert [p["rounds"] for p in t["phases"]] == [1, 1, 2, 0], t["phases"]
+for k in ("llm_s", "eval_s", "queued_s", "baseline_s", "e2e_s", "verify_s", "other_s"):
+    assert isinstance(t["path"][k], float), (k, t["path"])
+ev = [json.loads(l) for l in open(sys.argv[1] + "/events.jsonl")]
+assert all("round" in e and "latency_ms" in e for e in ev if e["type"] == "llm_call")
+assert any(e.get("eval_s") for e in ev if e["type"] == "eval"), "no eval event carries its time"
+PY
+then pass "summary.json states the critical path (4 rounds), the wall time and where it went"
+else fail "summary.json time"; fi
+grep -q '^## Time' r1/report.md && pass "report.md has a Time section" || fail "report.md: no Time section"
+last_line=$(grep -v '^$' "$T/run1.out" | tail -1)
+[[ $last_line == "time: wall "*"; LLM critical path 4 rounds, "*"; wall / critical path "* ]] &&
+  pass "run's last line states the wall time and the critical path" || fail "run's last line: $last_line"
 calls=$(grep -c '"type":"llm_call"' r1/events.jsonl)
 kernel_calls=$(grep '"type":"llm_call"' r1/events.jsonl | grep -cE '"agent":"(generate|debug|optimize)"')
 [[ $kernel_calls -eq 8 ]] && pass "spent exactly 2 x 4 kernel calls" || fail "kernel calls: $kernel_calls"
