@@ -274,7 +274,9 @@ void WorkerPool::slot_loop(Slot& slot) {
       std::deque<Job>::iterator it;
       cv_.wait(lock, [&] {
         if (stopping_) return true;
-        it = std::find_if(queue_.begin(), queue_.end(), [&](const Job& j) { return j.gpu < 0 || j.gpu == slot.gpu; });
+        auto fits = [&](const Job& j) { return j.gpu < 0 || j.gpu == slot.gpu; };
+        it = std::find_if(queue_.begin(), queue_.end(), [&](const Job& j) { return fits(j) && !j.background; });
+        if (it == queue_.end()) it = std::find_if(queue_.begin(), queue_.end(), fits);
         return it != queue_.end();
       });
       if (stopping_) break;
@@ -855,6 +857,7 @@ void WorkerPool::prefetch_baselines(const fs::path& problem, const EvalOptions& 
   req.task = "baselines";
   Job job;
   job.gpu = options.gpu;
+  job.background = true;
   job.run = [this, req](Slot& slot) {
     if (slot.gpu < 0 && !req.options.test_cpu) return;
     auto ph = hash_sources(req.problem);
@@ -862,6 +865,11 @@ void WorkerPool::prefetch_baselines(const fs::path& problem, const EvalOptions& 
     EvalIdentity id = baseline_identity(slot);
     std::string key = baseline_key(*ph, id, req.options);
     if (baselines_ && baselines_->get(key)) return;
+    {
+      // An evaluation got there first and measures them: nothing to add.
+      std::lock_guard lock(baseline_mu_);
+      if (baseline_inflight_.count(key)) return;
+    }
     // Admitted by the problem's footprint, estimated here when none was measured
     // yet (as its first evaluation would), so that it need not run alone.
     if (opts_.memory_admission) (void)footprint_for(slot, req, footprint_key(*ph, id, req.options));

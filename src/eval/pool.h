@@ -128,6 +128,9 @@ class WorkerPool final : public Evaluator {
   struct Slot;
   struct Job {
     int gpu = -1;  ///< required visible GPU index, -1 any
+    /// Taken only when no other job waits (prefetched baselines: they must
+    /// never hold back an evaluation or a decomposition check).
+    bool background = false;
     std::function<void(Slot&)> run;
     std::function<void(const std::string&)> cancel;
   };

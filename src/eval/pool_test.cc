@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <chrono>
 #include <thread>
 
 #include "eval/proc.h"
@@ -554,6 +555,44 @@ TEST_F(PoolTest, BaselinesAreMeasuredOnceAndReusedAcrossPools) {
   ASSERT_TRUE(write_file_atomic(problem(), "class Model: pass\ndef get_inputs(): return [1]\n").ok());
   pool->evaluate(request(kernel("k10", "# FAKE: correct\n")));
   EXPECT_EQ(logged("baseline"), 2);
+}
+
+TEST_F(PoolTest, PrefetchedBaselinesAreMeasuredOnceAndServeTheFirstEvaluation) {
+  auto pool = make(options());
+  pool->prefetch_baselines(problem(), EvalOptions{});
+  pool->prefetch_baselines(problem(), EvalOptions{});  // asked twice: measured once
+  EvalResult r = pool->evaluate(request(kernel("first", "# FAKE: correct\n")));
+  EXPECT_DOUBLE_EQ(r.eager.median_ms, 4.0);
+  EXPECT_DOUBLE_EQ(r.compiled.median_ms, 2.0);
+  EXPECT_EQ(logged("baseline"), 1);
+  EXPECT_EQ(pool->stats().baseline_runs, 1);
+  // With --no-perf there are no baselines to fetch.
+  EvalOptions np;
+  np.measure_perf = false;
+  auto other = dir.path() / "other.py";
+  ASSERT_TRUE(write_file_atomic(other, "class Model: pass\ndef get_inputs(): return [2]\n").ok());
+  pool->prefetch_baselines(other, np);
+  EXPECT_EQ(pool->evaluate(request(kernel("second", "# FAKE: correct\n"))).status, Status::kCorrect);
+  EXPECT_EQ(logged("baseline"), 1);
+}
+
+TEST_F(PoolTest, APrefetchWaitsForTheEvaluationsQueuedAfterIt) {
+  // One slot, busy with a slow evaluation; then a prefetch for another problem
+  // and an evaluation are queued, in that order: the evaluation goes first.
+  auto pool = make(options());
+  auto slow = pool->submit(request(kernel("slow", "# FAKE: slow 0.5\n# FAKE: correct\n")));
+  auto other = dir.path() / "other.py";
+  ASSERT_TRUE(write_file_atomic(other, "class Model: pass\ndef get_inputs(): return [2]\n").ok());
+  pool->prefetch_baselines(other, EvalOptions{});
+  auto next = pool->submit(request(kernel("next", "# FAKE: correct\n")));
+  EXPECT_EQ(slow.get().status, Status::kCorrect);
+  EXPECT_EQ(next.get().status, Status::kCorrect);
+  for (int i = 0; i < 100 && logged("baseline") < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::ifstream in(log_path());
+  std::vector<std::string> order;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("eval ", 0) == 0 || line.rfind("baseline ", 0) == 0) order.push_back(line.substr(0, line.find(' ')) + (line.find("other.py") != std::string::npos ? " other" : ""));
+  EXPECT_EQ(order, (std::vector<std::string>{"eval", "baseline", "eval", "baseline other"}));
 }
 
 TEST_F(PoolTest, BaselinesTimedWithoutTheGpuLockAreUsedButNotKept) {
