@@ -513,3 +513,21 @@ def test_a_composed_package_reports_each_subkernels_time_in_test_mode(worker_ser
     assert sr["instances"] == {"linear": 2, "relu": 1} and sr["modules_ms"] == per and sr["forwards"] > 0
     # Without timing there is no profiling process, so nothing is reported.
     assert "subkernel_runtime_ms" not in worker_server.eval(prob, top)
+
+
+def test_a_composed_package_whose_top_level_concatenates_is_evaluated_not_flagged(worker_server, tmp_path):
+    """Issue 12, finding 4: one rule for the top level (toplevel.py). Packing
+    subkernel outputs with torch.cat, which the decomposition verifier allows,
+    is not PyTorch compute in the composed package's top level either."""
+    import composed_package
+    prob, top = composed_package.write_cat(tmp_path)
+    r = worker_server.eval(prob, top)
+    assert r["status"] == "correct", r
+    # Test mode does not enforce the static layer, but it still runs it: the
+    # top level's torch.cat is not PyTorch compute (the torch-only stand-ins in
+    # subkernel_implementations/ are, and launch no Triton kernel, which is why
+    # other rules fire here).
+    vs = r["checks"]["static"]["violations"]
+    assert any(v["rule"] == "torch-compute" for v in vs), vs  # the stand-ins' addmm: the layer did run
+    flagged = [v for v in vs if v["file"].endswith("decomposed_solution.py") and v["rule"] == "torch-compute"]
+    assert flagged == [], flagged
