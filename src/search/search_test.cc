@@ -1180,7 +1180,7 @@ TEST(Events, FollowTheDocumentedSchema) {
   run_method(h.ctx, h.problem);
   const std::map<std::string, std::vector<std::string>> required = {
       {"run_start", {"method", "problem", "settings"}},
-      {"llm_call", {"agent", "task", "usage", "cached", "truncated", "ok"}},
+      {"llm_call", {"agent", "task", "usage", "cached", "truncated", "latency_ms", "ok", "round"}},
       {"eval", {"task", "candidate", "status", "kind", "speedup_compile", "speedup_eager", "runtime_ms", "uses_pytorch"}},
       {"topology", {"iteration", "change", "subproblems", "detail"}},
       {"iteration", {"t", "e2e", "subkernels", "calls_used", "tokens"}},
