@@ -530,7 +530,10 @@ if want concurrency-start && have_bin concurrency-start; then
       >/dev/null 2>&1 </dev/null &
      echo $! >"$CONC/pid")
     sleep 5
-    if kill -0 "$(cat "$CONC/pid")" 2>/dev/null || [ -f "$CONC/rc" ]; then
+    if [ -f "$CONC/rc" ]; then
+      note "concurrency-start: the run ended at once (exit $(cat "$CONC/rc"))"; tail -n 20 "$CONC/run.log" 2>/dev/null
+      stage_result concurrency-start 1 $((SECONDS - t0))
+    elif kill -0 "$(cat "$CONC/pid")" 2>/dev/null; then
       note "concurrency-start: started pid $(cat "$CONC/pid") at $(date -u +%H:%M:%SZ) in $CONC; collect with GPU_SUITE_STAGES=\"build concurrency-collect\""
       stage_result concurrency-start 0 $((SECONDS - t0))
     else
