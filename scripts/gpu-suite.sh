@@ -498,6 +498,20 @@ else:
           f"{sum(calls.values())} LLM calls so far, slots-per-gpu {slots}")
 print("llm calls by agent:", dict(calls))
 print("evaluations by status:", dict(evals))
+# Every candidate's time (result.json: the pool's queue wait and evaluation time), not only the path's.
+import glob, statistics
+q, ev = [], []
+for f in glob.glob(f"{run}/candidates/*/*/result.json"):
+    try:
+        r = json.load(open(f))
+    except (OSError, ValueError):
+        continue
+    if r.get("eval_s"):
+        q.append(r.get("queued_s", 0.0))
+        ev.append(r["eval_s"])
+if ev:
+    print(f"candidates: {len(ev)}; evaluation median {statistics.median(ev):.1f} s (sum {sum(ev):.0f} s); "
+          f"queue wait median {statistics.median(q):.1f} s, max {max(q):.1f} s")
 ok = rc == 0 and t is not None and t.get("ratio") is not None
 sys.exit(0 if ok else 1)
 PYEOF
