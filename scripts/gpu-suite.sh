@@ -308,6 +308,8 @@ if want run && have_bin run; then
     rc=$?
     note "run: solution re-verified: $("$PY" -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["status"], "speedup", o.get("speedup"), "max_abs_err", o.get("max_abs_err"))' "$OUTDIR/run_solution_eval.json" 2>&1 | tail -1)"
     grep -q '"status": *"correct"' "$OUTDIR/run_solution_eval.json" || rc=1
+    # Each subkernel's time in the composed forward (issue 12): the profile's and the module timing's.
+    note "run: subkernel_runtime_ms $("$PY" -c 'import json,sys; o=json.load(open(sys.argv[1])); c=o.get("checks",{}).get("subkernel_runtime",{}); print(o.get("subkernel_runtime_ms"), "source:", c.get("source"), "profile:", c.get("profile_ms"), "modules:", c.get("modules_ms"), "instances:", c.get("instances"))' "$OUTDIR/run_solution_eval.json" 2>&1 | tail -1)"
   fi
   stage_result run $rc $((SECONDS - t0))
 fi
