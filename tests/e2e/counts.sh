@@ -168,6 +168,23 @@ else
   if cmp -s <(shape base) <(shape ci); then pass "same events and decisions as the uninterrupted run"
   else fail "events differ from the uninterrupted run"; diff <(shape base) <(shape ci) | head -10; fi
   [[ "$(py_files base)" == "$(py_files ci)" ]] && pass "same solution files" || fail "solution files differ"
+  # The resumed run's views count what its log holds (each call once, the
+  # tokens billed before and after the resume), never the resumed process's tally.
+  if "$PY" - ci <<'PY'
+import json, re, sys
+d = sys.argv[1]
+calls = [json.loads(l) for l in open(d + "/events.jsonl")]
+calls = [e for e in calls if e["type"] == "llm_call"]
+n = len(calls)
+tokens = sum(sum(e["usage"][f] for f in ("input", "output", "cache_read", "cache_write"))
+             for e in calls if not e.get("cached"))
+s = json.load(open(d + "/summary.json"))
+m = re.search(r"^- LLM: (\d+) calls", open(d + "/report.md").read(), re.M)
+got = (s["calls"], s["tokens"]["total"], int(m.group(1)) if m else None)
+sys.exit(0 if got == (n, tokens, n) else f"summary.json calls, tokens, report.md calls: {got}; the log: {n}, {tokens}")
+PY
+  then pass "after the resume: summary.json and report.md count the log's calls and tokens"
+  else fail "after the resume, the counts disagree with the log"; fi
 fi
 
 if [[ $fails -ne 0 ]]; then echo "$fails counts check(s) failed"; exit 1; fi
