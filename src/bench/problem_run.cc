@@ -36,9 +36,11 @@ void RunSink::emit(const nlohmann::json& e) {
     const auto& old = replay_[next_];
     auto same = [&](const char* k) { return old.value(k, nlohmann::json()) == e.value(k, nlohmann::json()); };
     if (same("type") && same("agent") && same("task") && same("candidate") && same("iteration") && same("sample")) {
-      ++next_;
       ++skipped_;
-      if (status_) status_->on_event(e);
+      // The logged record, not this process's copy: it holds what the call
+      // was billed for then (a resumed call is served from the cache).
+      if (status_) status_->on_event(replay_[next_], /*replayed=*/true);
+      ++next_;
       return;
     }
     replaying_ = false;
@@ -150,10 +152,9 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
   // The kernel calls the run spent on each (and, for an adaptation, the ones it saved).
   if (auto events = run::read_event_log(dir / "events.jsonl")) {
     for (const auto& e : *events) {
-      const std::string task = fields::str(e, "task");
-      if (fields::str(e, "type") == run::events::kLlmCall && r.calls.count(task) &&
-          run::events::is_kernel_agent(fields::str(e, "agent")))
-        r.calls[task] += 1;
+      if (auto c = run::events::LlmCall::from_json(e); c && r.calls.count(c->task) &&
+                                                        run::events::is_kernel_agent(c->agent))
+        r.calls[c->task] += 1;
       else if (auto u = run::events::parse_reuse(e); u && u->correct && r.calls.count(u->task))
         r.calls[u->task] += u->calls_saved;
     }
@@ -185,16 +186,16 @@ Result<Resumed> open_for_resume(const fs::path& dir) {
 
 std::optional<nlohmann::json> finished_run_end(const std::vector<nlohmann::json>& events, const fs::path& run_root) {
   std::optional<nlohmann::json> end;
+  std::string result;
   for (const auto& e : events) {
-    const std::string t = e.value("type", "");
-    if (t == "run_end") {
+    if (auto r = run::events::RunEnd::from_json(e)) {
       end = e;
-    } else if (t == "resume") {
+      result = r->result;
+    } else if (run::events::Resume::from_json(e)) {
       end.reset();
     }
   }
   if (!end) return std::nullopt;
-  const std::string result = end->value("result", "");
   if (result != "ok" && result != "no_correct") return std::nullopt;
   auto summary = read_file(run_root / "summary.json");
   if (!summary) return std::nullopt;

@@ -3,21 +3,11 @@
 #include <cmath>
 
 #include "run/critical_path.h"
+#include "run/events.h"
 
 namespace mk::bench {
 
 namespace {
-
-// Tokens of one llm_call event: the sum of its usage (schema: src/run/events.h).
-int64_t call_tokens(const nlohmann::json& e) {
-  if (!e.contains("usage")) return 0;
-  const auto& t = e["usage"];
-  if (!t.is_object()) return 0;
-  int64_t s = 0;
-  for (const char* k : {"input", "output", "cache_read", "cache_write"})
-    if (t.contains(k) && t[k].is_number()) s += t[k].get<int64_t>();
-  return s;
-}
 
 double num(const nlohmann::json& e, const char* k) {
   if (!e.is_object() || !e.contains(k) || !e[k].is_number()) return 0;
@@ -38,7 +28,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   // Eager speedups of correct whole-problem evaluations, by their compile speedup,
   // so a "best" event (which carries only the compile speedup) finds its eager one.
   std::vector<std::pair<double, double>> whole;
-  const nlohmann::json* end = nullptr;
+  std::optional<run::events::RunEnd> end;
 
   auto push_point = [&] {
     TimelinePoint p{calls, tokens, best_correct, best_correct ? best_compile : 0, best_correct ? best_eager : 0};
@@ -58,18 +48,17 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
 
   for (const auto& e : events) {
     if (!e.is_object()) continue;
-    const std::string type = e.value("type", "");
-    if (type == "llm_call") {
+    if (auto c = run::events::LlmCall::from_json(e)) {
       ++calls;
-      tokens += call_tokens(e);
-    } else if (type == "eval") {
-      const bool is_whole = e.value("e2e", false) || e.value("task", "") == info.problem_name;
-      if (is_whole && e.value("status", "") == "correct")
-        whole.emplace_back(num(e, "speedup_compile"), num(e, "speedup_eager"));
-    } else if (type == "best") {
-      best_correct = e.value("correct", false);
-      best_compile = num(e, "speedup_compile");
-      best_pytorch = e.value("contains_pytorch_subkernels", false);
+      tokens += c->billed_tokens();  // as report.md and the status line count them
+    } else if (auto ev = run::events::Eval::from_json(e)) {
+      const bool is_whole = ev->e2e || ev->task == info.problem_name;
+      if (is_whole && ev->status == "correct")
+        whole.emplace_back(ev->speedup_compile.value_or(0), ev->speedup_eager.value_or(0));
+    } else if (auto b = run::events::Best::from_json(e)) {
+      best_correct = b->correct;
+      best_compile = b->speedup_compile.value_or(0);
+      best_pytorch = b->contains_pytorch_subkernels;
       best_eager = 0;
       for (auto it = whole.rbegin(); it != whole.rend(); ++it)
         if (std::fabs(it->first - best_compile) <= 1e-9 * std::max(1.0, best_compile)) {
@@ -77,39 +66,34 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
           break;
         }
       push_point();
-    } else if (type == "iteration") {
+    } else if (run::events::Iteration::from_json(e)) {
       push_point();
-    } else if (type == "run_end") {
-      end = &e;
-    } else if (type == "resume") {
-      end = nullptr;  // a later run_end (of the resumed process) decides
+    } else if (auto r = run::events::RunEnd::from_json(e)) {
+      end = std::move(r);
+    } else if (run::events::Resume::from_json(e)) {
+      end.reset();  // a later run_end (of the resumed process) decides
     }
   }
 
   std::string status = "interrupted";
   if (end) {
-    const std::string s = end->value("status", "");
+    const std::string& s = end->status;
     if (s == "ok" || s == "no_correct" || s == "finished") status = "finished";
     else if (s == "interrupted") status = "interrupted";
     else {
       status = "failed";
-      o.error = end->is_object() && (*end).contains("message") && (*end)["message"].is_string()
-                    ? (*end)["message"].get<std::string>()
-                    : std::string();
+      o.error = end->message;
       if (o.error.empty()) o.error = s.empty() ? "the run ended without a status" : "the run ended with status " + s;
     }
-    if (end->contains("correct")) best_correct = end->value("correct", false);
-    if (end->contains("best_speedup_compile")) best_compile = num(*end, "best_speedup_compile");
-    if (end->contains("contains_pytorch_subkernels")) best_pytorch = end->value("contains_pytorch_subkernels", false);
-    if (end->contains("solution") && (*end)["solution"].contains("e2e")) {
-      const auto& sol_e2e = (*end)["solution"]["e2e"];
+    if (end->correct) best_correct = *end->correct;
+    if (end->best_speedup_compile) best_compile = *end->best_speedup_compile;
+    if (end->contains_pytorch_subkernels) best_pytorch = *end->contains_pytorch_subkernels;
+    if (end->solution.is_object() && end->solution.contains("e2e")) {
+      const auto& sol_e2e = end->solution["e2e"];
       if (num(sol_e2e, "speedup_eager") > 0) best_eager = num(sol_e2e, "speedup_eager");
     }
-    if (end->contains("accounting") && (*end)["accounting"].is_object()) {
-      const auto& a = (*end)["accounting"];
-      if (a.contains("calls") && a["calls"].is_number()) calls = std::max(calls, a["calls"].get<int64_t>());
-      if (a.contains("tokens") && a["tokens"].is_number()) tokens = std::max(tokens, a["tokens"].get<int64_t>());
-    }
+    // Calls and tokens are the log's own llm_call records, never run_end's
+    // accounting (a resumed process's tally differs from what the log holds).
     push_point();
   }
   if (!info.status.empty()) status = info.status;

@@ -240,12 +240,11 @@ int swap_cmd(int argc, char** argv) {
   sw.to = to;
   sw.speedup_before = before;
   sw.speedup_after = er.speedup_compile;
-  json e = run::events::swap(sw);
-  e["local"] = result_summary(lr);
-  e["e2e"] = result_summary(er);
-  e["contains_pytorch_subkernels"] = any_pytorch;
-  e["by"] = "mkevolve swap";
-  if (auto st = (*rd)->log_event(e); !st) say(st.error());
+  sw.local = result_summary(lr);
+  sw.e2e = result_summary(er);
+  sw.contains_pytorch_subkernels = any_pytorch;
+  sw.by = "mkevolve swap";
+  if (auto st = (*rd)->log_event(sw.to_json()); !st) say(st.error());
   cleanup();
   std::printf("swapped %s -> %s in %s%s\n", name.c_str(), to_pytorch ? "pytorch" : with.c_str(), sol.string().c_str(),
               any_pytorch ? " (contains PyTorch subkernels: not pure Triton)" : "");

@@ -239,11 +239,8 @@ std::string render_markdown(const RunSummary& s) {
   md += "- Final end-to-end: " + (s.final_e2e_status.empty() ? std::string("not evaluated") : s.final_e2e_status) +
         ", " + speedup(s.final_speedup_compile) + " vs torch.compile, " + speedup(s.final_speedup_eager) +
         " vs eager, " + ms(s.final_runtime_ms) + " ms\n";
-  int64_t kernel_calls = 0;  // what the call budget counts: generate, debug, optimize, postfuse
-  for (const auto& [agent, t] : s.agents)
-    if (run::events::is_kernel_agent(agent)) kernel_calls += t.calls;
   md += "- LLM: " + human_count(static_cast<double>(s.llm_total.calls)) + " calls" +
-        (s.max_calls ? " (" + budget_text(kernel_calls, s.max_calls) +
+        (s.max_calls ? " (" + budget_text(s.kernel_calls, s.max_calls) +
                            " in the kernel budget; decompose, split, fuse and judge calls are outside it)"
                      : std::string()) +
         ", " +
@@ -629,7 +626,10 @@ std::string render_html(const RunSummary& s) {
            escape(s.end_message.empty() ? (s.ended ? "" : "no run_end event yet") : s.end_message), status_cls);
   h += kpi("LLM", human_count(static_cast<double>(s.llm_total.total())) + " tokens",
            std::to_string(s.llm_total.calls) + " calls" +
-               (s.max_calls ? " of " + std::to_string(*s.max_calls) : "") +
+               // The budget counts kernel calls only, never all calls against it.
+               (s.max_calls ? " \u00b7 " + std::to_string(s.kernel_calls) + " of " + std::to_string(*s.max_calls) +
+                                  " in the kernel budget"
+                            : "") +
                (s.max_tokens ? " \u00b7 budget " + human_count(static_cast<double>(*s.max_tokens)) : "") +
                (s.llm_total.estimated ? " \u00b7 some estimated" : "") +
                (s.reuse.empty() ? "" : " \u00b7 " + std::to_string(s.calls_saved()) + " saved by reuse"));

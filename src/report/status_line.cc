@@ -64,58 +64,43 @@ StatusLine::~StatusLine() { finish(); }
 
 void StatusLine::update(const json& ev) {
   const std::string type = str(ev, "type");
-  if (type == "run_start") {
-    if (!str(ev, "method").empty()) method_ = str(ev, "method");
-    problem_ = str(ev, "problem");
-    if (auto s = ev.find("settings"); s != ev.end() && s->is_object()) {
-      if (auto T = optnum(*s, "T")) T_ = static_cast<int>(*T);
-      if (!opts_.max_calls)
-        if (auto v = optnum(*s, "max_calls")) opts_.max_calls = static_cast<int64_t>(*v);
-      if (!opts_.max_tokens)
-        if (auto v = optnum(*s, "token_budget")) opts_.max_tokens = static_cast<int64_t>(*v);
-    }
+  if (auto rs = run::events::RunStart::from_json(ev)) {
+    if (!rs->method.empty()) method_ = rs->method;
+    problem_ = rs->problem;
+    if (auto T = optnum(rs->settings, "T")) T_ = static_cast<int>(*T);
+    if (!opts_.max_calls)
+      if (auto v = optnum(rs->settings, "max_calls")) opts_.max_calls = static_cast<int64_t>(*v);
+    if (!opts_.max_tokens)
+      if (auto v = optnum(rs->settings, "token_budget")) opts_.max_tokens = static_cast<int64_t>(*v);
     phase_.clear();
-  } else if (type == "llm_call") {
+  } else if (auto c = run::events::LlmCall::from_json(ev)) {
     ++calls_;
-    const std::string agent = str(ev, "agent");
-    if (run::events::is_kernel_agent(agent)) ++kernel_calls_;
-    if (ev.value("cached", false)) {
-      ++cached_;
-    } else if (auto u = ev.find("usage"); u != ev.end() && u->is_object()) {
-      tokens_ += integer(*u, "input") + integer(*u, "output") + integer(*u, "cache_read") + integer(*u, "cache_write");
-    }
-  } else if (type == "eval") {
+    if (run::events::is_kernel_agent(c->agent)) ++kernel_calls_;
+    if (c->cached) ++cached_;
+    tokens_ += c->billed_tokens();
+  } else if (run::events::Eval::from_json(ev)) {
     ++evals_done_;
   } else if (type == "eval_start") {  // live progress, not logged
     ++evals_in_flight_;
   } else if (type == "eval_done") {
     evals_in_flight_ = std::max(0, evals_in_flight_ - 1);
-  } else if (type == "topology") {
-    t_ = static_cast<int>(integer(ev, "iteration"));
+  } else if (auto tp = run::events::Topology::from_json(ev)) {
+    t_ = tp->iteration;
     ok_ = failed_ = fresh_ = 0;
-    if (auto sp = ev.find("subproblems"); sp != ev.end() && sp->is_array())
-      for (const auto& s : *sp) {
-        std::string st = str(s, "status");
-        (st == "correct" ? ok_ : st == "failing" ? failed_ : fresh_)++;
-      }
-  } else if (type == "iteration") {
-    t_ = static_cast<int>(integer(ev, "t"));
-    if (auto sk = ev.find("subkernels"); sk != ev.end() && sk->is_array()) {
-      ok_ = failed_ = fresh_ = 0;
-      for (const auto& s : *sk) (s.value("correct", false) ? ok_ : failed_)++;
-    }
-    // The iteration's own counts are authoritative (they include calls made before a resume).
-    if (integer(ev, "calls_used") > calls_) calls_ = integer(ev, "calls_used");
-    if (integer(ev, "tokens") > tokens_) tokens_ = integer(ev, "tokens");
-  } else if (type == "best") {
-    best_ = optnum(ev, "speedup_compile");
+    for (const auto& s : tp->subproblems) (s.status == "correct" ? ok_ : s.status == "failing" ? failed_ : fresh_)++;
+  } else if (auto it = run::events::Iteration::from_json(ev)) {
+    t_ = it->t;
+    ok_ = failed_ = fresh_ = 0;
+    for (const auto& s : it->subkernels) (s.correct ? ok_ : failed_)++;
+  } else if (auto b = run::events::Best::from_json(ev)) {
+    if (b->correct) best_ = b->speedup_compile;
   } else if (type == "postfuse") {
     phase_ = "post-fusion";
   } else if (type == "swap") {
     phase_ = "swap";
-  } else if (type == "run_end") {
-    if (auto b = optnum(ev, "best_speedup_compile")) best_ = b;
-    phase_ = str(ev, "status");
+  } else if (auto end = run::events::RunEnd::from_json(ev)) {
+    if (end->best_speedup_compile) best_ = end->best_speedup_compile;
+    phase_ = end->status;
   }
 }
 
@@ -137,65 +122,65 @@ std::string StatusLine::current() const {
 }
 
 std::string StatusLine::describe(const json& ev) const {
-  const std::string type = str(ev, "type");
   std::string ts = str(ev, "ts");
   std::string when = ts.size() >= 19 ? ts.substr(11, 8) + " " : "";
-  if (type == "run_start") {
-    std::string line = when + "start: " + str(ev, "method") + " on " + str(ev, "problem");
-    if (auto s = ev.find("settings"); s != ev.end() && s->is_object() && !s->empty()) line += " " + s->dump();
+  if (auto rs = run::events::RunStart::from_json(ev)) {
+    std::string line = when + "start: " + rs->method + " on " + rs->problem;
+    if (rs->settings.is_object() && !rs->settings.empty()) line += " " + rs->settings.dump();
     return line;
   }
-  if (type == "resume") return when + "resumed a run with " + std::to_string(integer(ev, "events_before")) + " events";
+  if (auto r = run::events::Resume::from_json(ev))
+    return when + "resumed a run with " + std::to_string(r->events_before) + " events";
   // A failed call is said once, from its durable record (the live llm_done
   // progress event only says a call ended).
-  if (type == "llm_call") {
-    if (ev.value("ok", true)) return "";
-    return when + "LLM call failed (" + str(ev, "agent") + ", " + str(ev, "task") + "): " + str(ev, "error");
+  if (auto c = run::events::LlmCall::from_json(ev)) {
+    if (c->ok) return "";
+    return when + "LLM call failed (" + c->agent + ", " + c->task + "): " + c->error;
   }
-  if (type == "topology") {
-    std::string change = str(ev, "change");
-    int ok = 0, bad = 0, fresh = 0, n = 0;
-    if (auto sp = ev.find("subproblems"); sp != ev.end() && sp->is_array())
-      for (const auto& s : *sp) {
-        std::string st = str(s, "status");
-        (st == "correct" ? ok : st == "failing" ? bad : fresh)++;
-        ++n;
-      }
-    std::string line = when + "t=" + std::to_string(integer(ev, "iteration")) + " structure " +
-                       (change.empty() ? "?" : change) + ": " + std::to_string(n) + " subproblems (" +
-                       std::to_string(ok) + "\u2713 " + std::to_string(bad) + "\u2717" +
+  if (auto tp = run::events::Topology::from_json(ev)) {
+    int ok = 0, bad = 0, fresh = 0;
+    for (const auto& s : tp->subproblems) (s.status == "correct" ? ok : s.status == "failing" ? bad : fresh)++;
+    std::string line = when + "t=" + std::to_string(tp->iteration) + " structure " +
+                       (tp->change.empty() ? "?" : tp->change) + ": " + std::to_string(tp->subproblems.size()) +
+                       " subproblems (" + std::to_string(ok) + "\u2713 " + std::to_string(bad) + "\u2717" +
                        (fresh ? " " + std::to_string(fresh) + " new" : "") + ")";
-    if (!str(ev, "detail").empty()) line += "; " + str(ev, "detail");
+    if (!tp->detail.empty()) line += "; " + tp->detail;
     return line;
   }
-  if (type == "iteration") {
-    std::string line = when + "t=" + std::to_string(integer(ev, "t")) + (T_ > 0 ? "/" + std::to_string(T_) : "") +
+  if (auto it = run::events::Iteration::from_json(ev)) {
+    std::string line = when + "t=" + std::to_string(it->t) + (T_ > 0 ? "/" + std::to_string(T_) : "") +
                        " done: end-to-end ";
-    if (auto e = ev.find("e2e"); e != ev.end() && e->is_object()) {
-      std::string st = str(*e, "status");
-      line += st.empty() ? "not evaluated" : st;
-      if (st == "correct") line += " " + x(optnum(*e, "speedup_compile")) + " vs torch.compile";
-    }
+    const std::string& st = it->e2e.status;
+    line += st.empty() ? "not evaluated" : st;
+    if (st == "correct") line += " " + x(it->e2e.speedup_compile) + " vs torch.compile";
     int ok = 0, bad = 0;
-    if (auto sk = ev.find("subkernels"); sk != ev.end() && sk->is_array())
-      for (const auto& s : *sk) (s.value("correct", false) ? ok : bad)++;
+    for (const auto& s : it->subkernels) (s.correct ? ok : bad)++;
     line += "; subkernels " + std::to_string(ok) + "\u2713 " + std::to_string(bad) + "\u2717";
-    line += "; " + std::to_string(integer(ev, "calls_used")) + " LLM calls, " +
-            human_count(static_cast<double>(integer(ev, "tokens"))) + " tokens so far";
+    // The counts of the llm_call records seen so far (a resume feeds the
+    // status line the records its log already holds), as report.md counts them.
+    line += "; " + std::to_string(calls_) + " LLM calls, " + human_count(static_cast<double>(tokens_)) +
+            " tokens so far";
     return line;
   }
-  if (type == "best" && ev.contains("correct") && !ev.value("correct", true)) return "";  // older logs
-  if (type == "best") return when + "new best: " + x(optnum(ev, "speedup_compile")) + " vs torch.compile at t=" + std::to_string(integer(ev, "t"));
-  if (type == "swap")
-    return when + "swapped " + str(ev, "name") + ": " + str(ev, "from") + " -> " + str(ev, "to") + " (end-to-end " +
-           x(optnum(ev, "speedup_before")) + " -> " + x(optnum(ev, "speedup_after")) + ")";
-  if (type == "postfuse")
-    return when + "post-fusion attempt " + std::to_string(integer(ev, "attempt")) + ": " + str(ev, "status") +
-           (optnum(ev, "speedup_compile") ? " " + x(optnum(ev, "speedup_compile")) : "");
-  if (type == "run_end") {
-    std::string line = when + "run " + str(ev, "status") + ": best " + x(optnum(ev, "best_speedup_compile")) + " vs torch.compile";
-    if (!str(ev, "solution_dir").empty()) line += "; solution in " + str(ev, "solution_dir");
-    if (!str(ev, "message").empty()) line += "; " + str(ev, "message");
+  if (auto b = run::events::Best::from_json(ev)) {
+    if (!b->correct) return "";  // older logs held placeholders for iterations without a solution
+    // A correct solution whose torch.compile baseline is unknown (a torch
+    // without it, or a compile past its deadline) has speedup 0: say so.
+    if (!b->speedup_compile || *b->speedup_compile <= 0)
+      return when + "new best at t=" + std::to_string(b->t) +
+             ": correct end to end; its speedup vs torch.compile is unknown (no torch.compile baseline)";
+    return when + "new best: " + x(b->speedup_compile) + " vs torch.compile at t=" + std::to_string(b->t);
+  }
+  if (auto sw = run::events::Swap::from_json(ev))
+    return when + "swapped " + sw->name + ": " + sw->from + " -> " + sw->to + " (end-to-end " + x(sw->speedup_before) +
+           " -> " + x(sw->speedup_after) + ")";
+  if (auto pf = run::events::Postfuse::from_json(ev))
+    return when + "post-fusion attempt " + std::to_string(pf->attempt) + ": " + pf->status +
+           (pf->speedup_compile ? " " + x(pf->speedup_compile) : "");
+  if (auto end = run::events::RunEnd::from_json(ev)) {
+    std::string line = when + "run " + end->status + ": best " + x(end->best_speedup_compile) + " vs torch.compile";
+    if (!end->solution_dir.empty()) line += "; solution in " + end->solution_dir;
+    if (!end->message.empty()) line += "; " + end->message;
     return line;
   }
   return "";
@@ -221,10 +206,11 @@ void StatusLine::redraw() {
   drawn_ = true;
 }
 
-void StatusLine::on_event(const json& ev) {
+void StatusLine::on_event(const json& ev, bool replayed) {
   std::lock_guard g(mu_);
   if (mode_ == Mode::kQuiet) return;
   if (mode_ == Mode::kEventsJson) {
+    if (replayed) return;  // already in the log, printed by the process that logged it
     std::string line = ev.dump(-1, ' ', false, json::error_handler_t::replace);
     std::fputs(line.c_str(), out_);
     std::fputc('\n', out_);

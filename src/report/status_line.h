@@ -35,7 +35,10 @@ class StatusLine {
 
   /// Thread-safe. Updates the counters and prints what the mode calls for.
   /// Also takes the search's live progress events (eval_start, eval_done).
-  void on_event(const nlohmann::json& ev);
+  /// replayed: a record the log already held before this process (a resume
+  /// re-executes the run and meets them again); it counts, and --events-json
+  /// does not print it again.
+  void on_event(const nlohmann::json& ev, bool replayed = false);
   /// Evaluations running now (the evaluator pool knows; events do not say).
   void set_evals_in_flight(int n);
   /// A line that stays (a notice or warning); printed above the status line.

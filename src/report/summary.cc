@@ -17,21 +17,19 @@ namespace {
 using nlohmann::json;
 using namespace fields;
 
-void add_usage(TokenTotals& t, const json& ev) {
+void add_usage(TokenTotals& t, const run::events::LlmCall& c) {
   ++t.calls;
-  if (boolean(ev, "cached")) ++t.cached;
-  if (ev.contains("ok") && ev["ok"].is_boolean() && !ev["ok"].get<bool>()) ++t.failed;
-  if (boolean(ev, "truncated")) ++t.truncated;
-  if (auto u = ev.find("usage"); u != ev.end() && u->is_object()) {
-    // A cached reply cost nothing this time; its tokens were paid for by the call that filled the cache.
-    if (!boolean(ev, "cached")) {
-      t.input += integer(*u, "input");
-      t.output += integer(*u, "output");
-      t.cache_read += integer(*u, "cache_read");
-      t.cache_write += integer(*u, "cache_write");
-    }
-    if (boolean(*u, "estimated")) t.estimated = true;
+  if (c.cached) ++t.cached;
+  if (!c.ok) ++t.failed;
+  if (c.truncated) ++t.truncated;
+  // A cached reply cost nothing this time; its tokens were paid for by the call that filled the cache.
+  if (!c.cached) {
+    t.input += c.usage.input;
+    t.output += c.usage.output;
+    t.cache_read += c.usage.cache_read;
+    t.cache_write += c.usage.cache_write;
   }
+  if (c.usage.estimated) t.estimated = true;
 }
 
 std::optional<int64_t> budget(const json& settings, const json& config, std::initializer_list<const char*> keys) {
@@ -93,40 +91,36 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
   for (const auto& ev : events) {
     if (!ev.is_object()) continue;
     const std::string type = str(ev, "type");
-    if (type == "run_start") {
-      if (s.method.empty()) s.method = str(ev, "method");
-      if (s.problem.empty()) s.problem = str(ev, "problem");
-      if (auto st = ev.find("settings"); st != ev.end() && st->is_object()) s.settings = *st;
-    } else if (type == "resume") {
+    if (auto rs = run::events::RunStart::from_json(ev)) {
+      if (s.method.empty()) s.method = rs->method;
+      if (s.problem.empty()) s.problem = rs->problem;
+      if (rs->settings.is_object()) s.settings = rs->settings;
+    } else if (auto r = run::events::Resume::from_json(ev)) {
       ++s.resumes;
-      if (auto ch = ev.find("llm_changes"); ch != ev.end() && ch->is_array())
-        for (const auto& c : *ch)
-          if (c.is_object())
-            s.llm_changes.push_back(fmt::format("{} '{}' -> '{}' (resume {})", str(c, "flag"), str(c, "from"),
-                                                str(c, "to"), s.resumes));
-    } else if (type == "llm_call") {
-      std::string agent = str(ev, "agent");
-      add_usage(agents[agent.empty() ? "(unknown)" : agent], ev);
-      add_usage(s.by_task[str(ev, "task")], ev);
-      add_usage(s.llm_total, ev);
-    } else if (type == "eval") {
-      ++s.evals_by_status[str(ev, "status").empty() ? "unknown" : str(ev, "status")];
-    } else if (type == "topology") {
+      for (const auto& c : r->llm_changes)
+        s.llm_changes.push_back(fmt::format("{} '{}' -> '{}' (resume {})", c.flag, c.from, c.to, s.resumes));
+    } else if (auto c = run::events::LlmCall::from_json(ev)) {
+      add_usage(agents[c->agent.empty() ? "(unknown)" : c->agent], *c);
+      add_usage(s.by_task[c->task], *c);
+      add_usage(s.llm_total, *c);
+      if (run::events::is_kernel_agent(c->agent)) ++s.kernel_calls;
+    } else if (auto e = run::events::Eval::from_json(ev)) {
+      ++s.evals_by_status[e->status.empty() ? "unknown" : e->status];
+    } else if (auto tp = run::events::Topology::from_json(ev)) {
       StructureColumn col;
-      col.iteration = static_cast<int>(integer(ev, "iteration"));
-      col.change = str(ev, "change");
-      col.detail = str(ev, "detail");
-      col.from = strings(ev, "from");
-      col.into = strings(ev, "into");
+      col.iteration = tp->iteration;
+      col.change = tp->change;
+      col.detail = tp->detail;
+      col.from = tp->from;
+      col.into = tp->into;
       std::set<std::string> names;
-      if (boolean(ev, "subproblems_unknown") && !structure.empty()) {
+      if (tp->subproblems_unknown && !structure.empty()) {
         col.subproblems = structure.rbegin()->second.subproblems;
         for (const auto& [n, st] : col.subproblems) names.insert(n);
-      } else if (auto sp = ev.find("subproblems"); sp != ev.end() && sp->is_array()) {
-        for (const auto& x : *sp) {
-          if (!x.is_object()) continue;
-          col.subproblems.emplace_back(str(x, "name"), str(x, "status"));
-          names.insert(str(x, "name"));
+      } else {
+        for (const auto& x : tp->subproblems) {
+          col.subproblems.emplace_back(x.name, x.status);
+          names.insert(x.name);
         }
       }
       // Which subproblems were replaced by which: as the event says, else by difference.
@@ -157,44 +151,41 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       } else {
         structure[col.iteration] = std::move(col);
       }
-    } else if (type == "iteration") {
+    } else if (auto it = run::events::Iteration::from_json(ev)) {
       IterationRow row;
-      row.t = static_cast<int>(integer(ev, "t"));
-      if (auto e = ev.find("e2e"); e != ev.end() && e->is_object()) {
-        row.e2e_status = str(*e, "status");
-        row.speedup_compile = optnum(*e, "speedup_compile");
-        row.speedup_eager = optnum(*e, "speedup_eager");
-        row.runtime_ms = optnum(*e, "runtime_ms");
-      }
-      row.calls_used = integer(ev, "calls_used");
-      row.tokens = integer(ev, "tokens");
+      row.t = it->t;
+      row.e2e_status = it->e2e.status;
+      row.speedup_compile = it->e2e.speedup_compile;
+      row.speedup_eager = it->e2e.speedup_eager;
+      row.runtime_ms = it->e2e.runtime_ms;
+      // The calls and tokens so far, counted in the log itself (as every
+      // other count here), never the search's own tally: a resumed process's
+      // tally misses what was paid for before it.
+      row.calls_used = s.llm_total.calls;
+      row.tokens = s.llm_total.total();
       current.clear();
-      if (auto sk = ev.find("subkernels"); sk != ev.end() && sk->is_array()) {
-        for (const auto& x : *sk) {
-          if (!x.is_object()) continue;
-          SubkernelPoint p;
-          p.correct = boolean(x, "correct");
-          p.speedup_compile = optnum(x, "speedup_compile");
-          p.runtime_ms = optnum(x, "runtime_ms");
-          p.share = optnum(x, "share");
-          p.uses_pytorch = boolean(x, "uses_pytorch");
-          std::string name = str(x, "name");
-          row.subkernels[name] = p;
-          if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
-          SubkernelRow r;
-          r.name = name;
-          r.status = p.correct ? "correct" : "failing";
-          r.runtime_ms = p.runtime_ms;
-          r.speedup_compile = p.speedup_compile;
-          r.share = p.share;
-          r.uses_pytorch = p.uses_pytorch;
-          if (auto rf = x.find("roofline"); rf != x.end() && rf->is_object()) {
-            r.roofline_fraction = optnum(*rf, "fraction");
-            r.headroom = optnum(*rf, "headroom");
-            r.bound = str(*rf, "bound");
-          }
-          current.push_back(r);
+      for (const auto& x : it->subkernels) {
+        SubkernelPoint p;
+        p.correct = x.correct;
+        p.speedup_compile = x.speedup_compile;
+        p.runtime_ms = x.runtime_ms;
+        p.share = x.share;
+        p.uses_pytorch = x.uses_pytorch;
+        row.subkernels[x.name] = p;
+        if (std::find(order.begin(), order.end(), x.name) == order.end()) order.push_back(x.name);
+        SubkernelRow r;
+        r.name = x.name;
+        r.status = p.correct ? "correct" : "failing";
+        r.runtime_ms = p.runtime_ms;
+        r.speedup_compile = p.speedup_compile;
+        r.share = p.share;
+        r.uses_pytorch = p.uses_pytorch;
+        if (x.roofline.is_object()) {
+          r.roofline_fraction = optnum(x.roofline, "fraction");
+          r.headroom = optnum(x.roofline, "headroom");
+          r.bound = str(x.roofline, "bound");
         }
+        current.push_back(r);
       }
       s.final_e2e_status = row.e2e_status;
       s.final_speedup_compile = row.speedup_compile;
@@ -205,10 +196,10 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       if (ev.contains("contains_pytorch_subkernels") && ev["contains_pytorch_subkernels"].is_boolean())
         s.contains_pytorch = ev["contains_pytorch_subkernels"].get<bool>();
     }
-    if (type == "best") {
-      if (auto v = optnum(ev, "speedup_compile"); v && (!best_from_events || *v >= *best_from_events)) {
+    if (auto b = run::events::Best::from_json(ev)) {
+      if (auto v = b->speedup_compile; b->correct && v && (!best_from_events || *v >= *best_from_events)) {
         best_from_events = v;
-        s.best_t = static_cast<int>(integer(ev, "t", -1));
+        s.best_t = b->t;
       }
     } else if (auto r = run::events::parse_reuse(ev)) {
       s.reuse.push_back({r->task, r->from_run, r->from_task, r->match, r->status, r->correct, r->calls_saved});
@@ -231,12 +222,12 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       }
     } else if (type == "postfuse") {
       s.postfuse.push_back(ev);
-    } else if (type == "run_end") {
+    } else if (auto end = run::events::RunEnd::from_json(ev)) {
       s.ended = true;
-      s.end_status = str(ev, "status");
-      s.end_message = str(ev, "message");
-      s.solution_dir = str(ev, "solution_dir");
-      if (auto b = optnum(ev, "best_speedup_compile")) best_from_events = std::max(best_from_events.value_or(*b), *b);
+      s.end_status = end->status;
+      s.end_message = end->message;
+      s.solution_dir = end->solution_dir;
+      if (auto b = end->best_speedup_compile) best_from_events = std::max(best_from_events.value_or(*b), *b);
     }
   }
 

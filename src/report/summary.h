@@ -95,6 +95,8 @@ struct RunSummary {
   std::vector<std::pair<std::string, TokenTotals>> agents;  ///< by agent, most tokens first
   std::map<std::string, TokenTotals> by_task;
   TokenTotals llm_total;
+  /// The calls the kernel budget (max_calls) counts: generate, debug, optimize, postfuse.
+  int64_t kernel_calls = 0;
   std::map<std::string, int64_t> evals_by_status;
 
   std::vector<SubkernelRow> final_subkernels;

@@ -95,7 +95,7 @@ Log sample_run() {
   l.at(132.5, events::iteration({2, {}, {}, 0, 0}));
   // The final check's evaluation (its eval event says iteration 0) belongs after the search.
   l.at(134.6, Log::eval("p", "final", 0, 0.0, 2.0, 0.0, true));
-  l.at(134.6, events::final_check(true, 43, "correct", "", 1.2, ""));
+  l.at(134.6, events::FinalCheck{.passed = true, .seed = 43, .status = "correct", .speedup_compile = 1.2}.to_json());
   l.at(135.0, events::run_end({"finished", 1.2, "solution", ""}));
   return l;
 }

@@ -38,26 +38,21 @@ inline constexpr const char* kBudget = "budget";
 inline constexpr const char* kSwapSkipped = "swap_skipped";
 inline constexpr const char* kSwapRejected = "swap_rejected";
 
-/// run_start: the search begins. settings holds T, L, budget_per_iter,
-/// beam_width and any other knob worth seeing in the report; budgets, when set,
-/// are settings.max_calls (LLM calls) and settings.token_budget (tokens).
-nlohmann::json run_start(const std::string& method, const std::string& problem, const nlohmann::json& settings);
+/// The schema version of the records this build writes: "v" in each typed
+/// record (a record without it was written before the number existed and
+/// reads as version 1). Raise it when a field changes meaning; a reader of an
+/// older version still takes what it knows and keeps the rest (Meta::extra).
+inline constexpr int kSchema = 1;
 
-/// resume: a run was reopened; events_before is how many events it had.
-/// llm_changes: what --allow-llm-change let this resume use instead of what the
-/// run started with, [{flag, from, to}] (empty: nothing changed).
-nlohmann::json resume(int64_t events_before, const std::vector<std::string>& notices,
-                      const nlohmann::json& llm_changes = nlohmann::json::array());
-
-/// preflight: a check made before the first paid LLM call. what: "problem"
-/// (it loads and its reference runs) or "endpoint" (the LLM answers).
-nlohmann::json preflight(const std::string& what, bool ok, double seconds, const std::string& message);
-
-/// final_check: the solution about to be returned, evaluated once more with
-/// a fresh seed and every check on, just before run_end. passed: it is
-/// returned as correct; otherwise the run reports no correct kernel.
-nlohmann::json final_check(bool passed, int seed, const std::string& status, const std::string& kind,
-                           std::optional<double> speedup_compile, const std::string& message);
+/// What every typed record carries besides its own fields.
+struct Meta {
+  std::optional<int64_t> seq{};  ///< its place in events.jsonl (RunDir::log_event sets seq and ts)
+  std::string ts{};              ///< ISO-8601 UTC
+  int v = kSchema;               ///< the schema version it was written in
+  /// Fields this build does not know (a newer writer's), kept: a record read
+  /// and written again loses nothing.
+  nlohmann::json extra = nlohmann::json::object();
+};
 
 /// Token counts of one LLM call (mirrors llm::Usage without depending on llm/).
 struct TokenUsage {
@@ -66,7 +61,10 @@ struct TokenUsage {
   int64_t total() const { return input + output + cache_read + cache_write; }
 };
 
+/// llm_call: one LLM call, logged once when it ends (the live copy the status
+/// line sees while the run goes is a progress event of type llm_done).
 struct LlmCall {
+  static constexpr const char* kType = "llm_call";
   std::string agent{};   ///< decompose, generate, debug, optimize, split, fuse, postfuse, judge
   std::string task{};    ///< the problem or subproblem the call works on
   TokenUsage usage{};
@@ -83,8 +81,20 @@ struct LlmCall {
   std::optional<int> round{};
   /// The kernel candidate the call wrote or judged (kernel agents and judge).
   std::string candidate{};
+  int iteration = 0;     ///< the outer iteration (0: the decomposition)
+  int sample = 0;        ///< the call's stable sample number (its cache key's part)
+  std::string model{};   ///< as the provider reported it ("" when unknown)
+  Meta meta{};
+
+  /// The tokens this call was billed for in this run: 0 for a cached reply
+  /// (the call that filled the cache paid for it). Every count of tokens
+  /// shown to a person sums this.
+  int64_t billed_tokens() const { return cached ? 0 : usage.total(); }
+  nlohmann::json to_json() const;
+  /// nullopt when j is not an llm_call record; missing or mistyped fields read as empty.
+  static std::optional<LlmCall> from_json(const nlohmann::json& j);
 };
-nlohmann::json llm_call(const LlmCall& c);
+nlohmann::json llm_call(const LlmCall& c);  ///< = c.to_json()
 
 /// The agents whose calls the kernel budget counts: generate, debug, optimize,
 /// postfuse (decompose, split, fuse and judge calls are outside it).
@@ -92,7 +102,9 @@ inline bool is_kernel_agent(std::string_view agent) {
   return agent == "generate" || agent == "debug" || agent == "optimize" || agent == "postfuse";
 }
 
+/// eval: one candidate's verdict, as the search used it.
 struct Eval {
+  static constexpr const char* kType = "eval";
   std::string task{};        ///< subproblem name, or the problem for end-to-end evaluations
   std::string candidate{};   ///< candidate id (its directory under candidates/<task>/)
   std::string status{};      ///< correct, incorrect, cheating, compile_error, runtime_error, timeout, crashed
@@ -104,26 +116,51 @@ struct Eval {
   /// for it included), and of that the baselines; absent when not measured
   /// (a cached verdict, an evaluator that does not time itself).
   std::optional<double> queued_s{}, eval_s{}, baseline_s{};
+  /// A final check started beside the last iteration's end-to-end evaluation:
+  /// how long it then waited for it (critical_path.h).
+  std::optional<double> waited_s{};
+  std::string scope{};              ///< local, e2e, swap, final ("" : not said)
+  int iteration = 0;
+  std::optional<double> reward{};   ///< the beam's score (speedup vs torch.compile, 0 when failed)
+  bool cached = false;              ///< the verdict came from the verdict cache
+  Meta meta{};
+
+  nlohmann::json to_json() const;
+  static std::optional<Eval> from_json(const nlohmann::json& j);
 };
-nlohmann::json eval(const Eval& e);
+nlohmann::json eval(const Eval& e);  ///< = e.to_json()
 
 /// One subproblem in a topology: status new (no kernel yet), correct or failing.
 struct TopologyEntry {
   std::string name{};
   std::string status{};
 };
+/// topology: the structure an iteration works on.
 struct Topology {
+  static constexpr const char* kType = "topology";
   int iteration = 0;
   std::string change{};                 ///< initial, split, fuse, totalfuse, fallback, unchanged
   std::vector<TopologyEntry> subproblems{};
   std::string detail{};                 ///< one line for people: "split 4 into 4a, 4b"
   std::vector<std::string> from{}, into{};  ///< for split/fuse: the subproblems replaced and their replacements
+  /// The search's word for it: decompose, fallback, split, fuse, total_fuse,
+  /// split_failed, fuse_declined ("" : not said).
+  std::string reason{};
+  nlohmann::json diff{};                ///< problem::TopologyDiff's JSON for a change (null: none)
+  std::optional<int> worker{}, round{};  ///< the decomposition that won: its worker and round
+  std::vector<std::string> failing{};   ///< split_failed: the subproblems that were to be split
+  bool subproblems_unknown = false;     ///< older logs: the subproblems are the previous event's
+  Meta meta{};
+
+  nlohmann::json to_json() const;
+  static std::optional<Topology> from_json(const nlohmann::json& j);
 };
-nlohmann::json topology(const Topology& t);
+nlohmann::json topology(const Topology& t);  ///< = t.to_json()
 
 struct E2E {
   std::string status{};  ///< correct, incorrect, ... or "skipped" when not every subkernel was correct
   std::optional<double> speedup_compile{}, speedup_eager{}, runtime_ms{};
+  std::vector<std::string> missing{};  ///< skipped: the subproblems without a correct kernel
 };
 struct SubkernelSummary {
   std::string name{};
@@ -134,42 +171,175 @@ struct SubkernelSummary {
   /// Its best kernel against the GPU's roofline (eval/roofline.h summary_json:
   /// fraction, headroom, bound, t_roof_ms, model_does_not_fit, gpu); null when unknown.
   nlohmann::json roofline{};
+  std::optional<int64_t> calls{}, budget{};  ///< the search's calls on it so far, and this iteration's budget
+  std::string status{};  ///< without a correct kernel: its best candidate's status ("" otherwise)
 };
+/// iteration: the results of outer iteration t.
 struct Iteration {
+  static constexpr const char* kType = "iteration";
   int t = 0;
   E2E e2e{};
   std::vector<SubkernelSummary> subkernels{};
-  int64_t calls_used = 0;  ///< LLM calls so far (cumulative)
-  int64_t tokens = 0;      ///< tokens so far (cumulative)
+  int64_t calls_used = 0;  ///< LLM calls so far (cumulative; the search's tally)
+  int64_t tokens = 0;      ///< tokens so far (cumulative; the search's tally)
+  std::string method{};
+  std::string topology_change{};           ///< mkevolve: the change that formed this iteration's structure
+  std::optional<double> speedup{};         ///< mkevolve: this iteration's end-to-end speedup (0: failed)
+  std::optional<double> best_speedup{};    ///< the best so far
+  std::optional<bool> correct{};           ///< baselines (parallel, beam): the best so far is correct
+  std::optional<int64_t> kernel_calls{};   ///< the calls the kernel budget counts, so far
+  Meta meta{};
+
+  /// Also writes "iteration" (= t) for older readers.
+  nlohmann::json to_json() const;
+  static std::optional<Iteration> from_json(const nlohmann::json& j);
 };
-nlohmann::json iteration(const Iteration& it);
+nlohmann::json iteration(const Iteration& it);  ///< = it.to_json()
 
-nlohmann::json best(int t, double speedup_compile);
+/// best: a new best solution (always a correct one since issue 13; older
+/// logs hold correct: false placeholders, which readers skip).
+struct Best {
+  static constexpr const char* kType = "best";
+  int t = 0;
+  std::optional<double> speedup_compile{};  ///< null when not correct
+  bool correct = true;
+  std::string method{};
+  std::vector<std::string> subproblems{};
+  bool contains_pytorch_subkernels = false;
+  std::optional<double> speedup{};          ///< the search's score (0 when not correct)
+  Meta meta{};
 
+  nlohmann::json to_json() const;
+  static std::optional<Best> from_json(const nlohmann::json& j);
+};
+nlohmann::json best(int t, double speedup_compile);  ///< a correct best: Best{t, speedup_compile}.to_json()
+
+/// swap: a subkernel replaced in the solution (Swap, or `mkevolve swap`),
+/// one record per replaced subkernel, only when the swap was taken.
 struct Swap {
+  static constexpr const char* kType = "swap";
   std::string name{};   ///< the subkernel replaced
   std::string from{};   ///< what was there (candidate id, file or "pytorch")
   std::string to{};     ///< what replaced it (file, candidate id or "pytorch")
   std::optional<double> speedup_before{}, speedup_after{};  ///< end-to-end, vs torch.compile
+  std::optional<bool> triggered{};              ///< the search's Swap: tau triggered it
+  std::optional<double> tau{};
+  std::optional<double> subkernel_speedup{};    ///< the replaced subkernel's own speedup (search)
+  std::optional<bool> correct{};                ///< the swapped solution passed end to end (search)
+  std::optional<bool> contains_pytorch_subkernels{};
+  nlohmann::json local{}, e2e{};               ///< mkevolve swap: the two checks' verdict summaries
+  std::string by{};                             ///< "mkevolve swap" ("" : the search)
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<Swap> from_json(const nlohmann::json& j);
 };
-nlohmann::json swap(const Swap& s);
+nlohmann::json swap(const Swap& s);  ///< = s.to_json()
 
+/// postfuse: one PostFuse outcome.
+struct Postfuse {
+  static constexpr const char* kType = "postfuse";
+  int attempt = 0;                            ///< the calls it took (0: skipped)
+  std::string status{};                       ///< skipped, accepted, not accepted
+  std::optional<double> speedup_compile{};    ///< the fused kernel's, when correct
+  std::optional<bool> accepted{};
+  std::optional<double> modular_speedup{};    ///< the modular solution it had to beat
+  std::string detail{};                       ///< skipped: why
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<Postfuse> from_json(const nlohmann::json& j);
+};
 nlohmann::json postfuse(int attempt, const std::string& status, std::optional<double> speedup_compile);
+
+/// run_start: the search begins. settings holds T, L, budget_per_iter,
+/// beam_width and any other knob worth seeing in the report; budgets, when set,
+/// are settings.max_calls (LLM calls) and settings.token_budget (tokens).
+struct RunStart {
+  static constexpr const char* kType = "run_start";
+  std::string method{}, problem{};
+  nlohmann::json settings = nlohmann::json::object();
+  std::string problem_hash{};
+  nlohmann::json options{};       ///< every search option (search::to_json(SearchOptions))
+  std::string prompts_version{};
+  std::optional<std::string> llm{}, judge{};  ///< the provider specs (judge "" : none)
+  nlohmann::json hardware{};
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<RunStart> from_json(const nlohmann::json& j);
+};
+nlohmann::json run_start(const std::string& method, const std::string& problem, const nlohmann::json& settings);
+
+/// resume: a run was reopened; events_before is how many events it had.
+/// llm_changes: what --allow-llm-change let this resume use instead of what the
+/// run started with (empty: nothing changed).
+struct LlmChange {
+  std::string flag{}, from{}, to{};
+};
+struct Resume {
+  static constexpr const char* kType = "resume";
+  int64_t events_before = 0;
+  std::vector<std::string> notices{};
+  std::vector<LlmChange> llm_changes{};
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<Resume> from_json(const nlohmann::json& j);
+};
+/// llm_changes as [{flag, from, to}].
+nlohmann::json resume(int64_t events_before, const std::vector<std::string>& notices,
+                      const nlohmann::json& llm_changes = nlohmann::json::array());
+
+/// preflight: a check made before the first paid LLM call. what: "problem"
+/// (it loads and its reference runs) or "endpoint" (the LLM answers).
+struct Preflight {
+  static constexpr const char* kType = "preflight";
+  std::string what{};
+  bool ok = false;
+  double seconds = 0;
+  std::string message{};
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<Preflight> from_json(const nlohmann::json& j);
+};
+nlohmann::json preflight(const std::string& what, bool ok, double seconds, const std::string& message);
+
+/// final_check: the solution about to be returned, evaluated once more with
+/// a fresh seed and every check on, just before run_end. passed: it is
+/// returned as correct; otherwise the run reports no correct kernel.
+struct FinalCheck {
+  static constexpr const char* kType = "final_check";
+  bool passed = false;
+  int seed = 0;
+  std::string status{}, kind{};
+  std::optional<double> speedup_compile{};
+  std::string message{};
+  int iteration = 0;  ///< of the solution checked
+  int fallback = 0;   ///< 0: the best; k: the k-th earlier best
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<FinalCheck> from_json(const nlohmann::json& j);
+};
+
+// The records below each have one to_json and one from_json (nullopt for a
+// record of another type); the free functions are their older names.
 
 /// reply_error: an LLM reply that could not be used (unparseable, or a call
 /// that failed); the agent is asked again or the candidate is lost.
 struct ReplyError {
+  static constexpr const char* kType = "reply_error";
   std::string task{};
   std::string agent{};
   int iteration = 0;
   std::string error{};
   std::string candidate{};  ///< the kernel candidate's id; empty for decompose/split/fuse replies
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<ReplyError> from_json(const nlohmann::json& j);
 };
 nlohmann::json reply_error(const ReplyError& e);
 std::optional<ReplyError> parse_reply_error(const nlohmann::json& j);
 
 /// verify_decomposition: one decomposition (or split/fuse) attempt's verdict.
 struct VerifyDecomposition {
+  static constexpr const char* kType = "verify_decomposition";
   std::string task{};
   std::string agent{};  ///< decompose, split, fuse
   int iteration = 0;
@@ -177,6 +347,9 @@ struct VerifyDecomposition {
   bool ok = false;
   std::vector<std::string> failures{};
   std::optional<double> seconds{};  ///< how long the check took (absent: not measured)
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<VerifyDecomposition> from_json(const nlohmann::json& j);
 };
 nlohmann::json verify_decomposition(const VerifyDecomposition& v);
 std::optional<VerifyDecomposition> parse_verify_decomposition(const nlohmann::json& j);
@@ -185,12 +358,16 @@ std::optional<VerifyDecomposition> parse_verify_decomposition(const nlohmann::js
 /// unparseable (the reply), or failed (it could not be asked; policy then says
 /// whether the candidate was held without a verdict or let pass).
 struct Judge {
+  static constexpr const char* kType = "judge";
   std::string task{};
   std::string candidate{};
   int iteration = 0;
   std::string verdict{};
   std::string reason{};
   std::string policy{};  ///< hold or pass; only when verdict is failed
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<Judge> from_json(const nlohmann::json& j);
 };
 nlohmann::json judge(const Judge& j);
 std::optional<Judge> parse_judge(const nlohmann::json& j);
@@ -202,6 +379,7 @@ std::optional<Judge> parse_judge(const nlohmann::json& j);
 /// correct one takes no kernel LLM call: calls_saved is what the earlier run
 /// spent on it.
 struct Reuse {
+  static constexpr const char* kType = "reuse";
   std::string task{};        ///< the variant's subproblem
   std::string from_run{};    ///< the earlier run's directory
   std::string from_task{};   ///< its subproblem
@@ -210,6 +388,9 @@ struct Reuse {
   std::string status{};
   bool correct = false;
   int calls_saved = 0;
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<Reuse> from_json(const nlohmann::json& j);
 };
 nlohmann::json reuse(const Reuse& r);
 std::optional<Reuse> parse_reuse(const nlohmann::json& j);
@@ -217,39 +398,65 @@ std::optional<Reuse> parse_reuse(const nlohmann::json& j);
 /// budget: AllocateLLMBudget's split of one iteration's calls. rule: even
 /// (some subproblem has no correct kernel yet) or runtime.
 struct Budget {
+  static constexpr const char* kType = "budget";
   int iteration = 0;
   std::vector<std::pair<std::string, int>> allocation{};  ///< subproblem -> calls (parsed back: by name)
   std::string rule{};
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<Budget> from_json(const nlohmann::json& j);
 };
 nlohmann::json budget(const Budget& b);
 std::optional<Budget> parse_budget(const nlohmann::json& j);
 
 /// swap_skipped: Swap did not trigger, and why.
+struct SwapSkipped {
+  static constexpr const char* kType = "swap_skipped";
+  std::optional<double> tau{};
+  std::string reason{};
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<SwapSkipped> from_json(const nlohmann::json& j);
+};
 nlohmann::json swap_skipped(double tau, const std::string& reason);
 
 /// swap_rejected: a swap was tried and not taken (the solution is unchanged):
 /// by the search (tau set, several replacements) or by `mkevolve swap` (one
-/// replacement, with the failing check's verdict in result).
+/// replacement, with the failing check's verdict in result). One shape; the
+/// reader also takes the older one of `mkevolve swap` (name, to).
 struct SwapReplacement {
   std::string name{};
   std::string with{};                ///< pytorch, "user kernel", or the replacement file
   std::optional<double> speedup{};   ///< the replaced subkernel's own speedup vs torch.compile
 };
 struct SwapRejected {
+  static constexpr const char* kType = "swap_rejected";
   std::vector<SwapReplacement> replaced{};
   std::optional<double> tau{};
   std::optional<double> speedup_before{}, speedup_after{};  ///< end to end, vs torch.compile
   std::string reason{};
   nlohmann::json result{};  ///< the failing check's verdict summary (mkevolve swap); null otherwise
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<SwapRejected> from_json(const nlohmann::json& j);
 };
 nlohmann::json swap_rejected(const SwapRejected& r);
 std::optional<SwapRejected> parse_swap_rejected(const nlohmann::json& j);
 
+/// run_end: the run stopped. status: finished, interrupted, failed.
 struct RunEnd {
+  static constexpr const char* kType = "run_end";
   std::string status{};  ///< finished, interrupted, failed
   std::optional<double> best_speedup_compile{};
   std::string solution_dir{};
   std::string message{};
+  std::string result{};  ///< the search's own word: ok, no_correct, interrupted, error ("" : not said)
+  std::optional<bool> correct{}, contains_pytorch_subkernels{};
+  nlohmann::json solution{};    ///< the best solution's summary (null: none)
+  nlohmann::json accounting{};  ///< the search's LLM accounting (null: none)
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<RunEnd> from_json(const nlohmann::json& j);
 };
 nlohmann::json run_end(const RunEnd& e);
 

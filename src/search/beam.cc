@@ -125,14 +125,13 @@ nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::option
   l.latency_ms = static_cast<int64_t>(std::llround(c.latency_s * 1000));
   l.round = round;
   l.candidate = candidate;
-  nlohmann::json j = run::events::llm_call(l);
-  j["sample"] = c.sample;
-  j["iteration"] = iteration;
-  if (!c.model.empty()) j["model"] = c.model;
-  return j;
+  l.sample = c.sample;
+  l.iteration = iteration;
+  l.model = c.model;
+  return l.to_json();
 }
 
-nlohmann::json eval_event(const std::string& task, const std::string& candidate, int iteration,
+run::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
                           const eval::EvalResult& r, double reward, const std::string& scope) {
   run::events::Eval e;
   e.task = task;
@@ -153,15 +152,14 @@ nlohmann::json eval_event(const std::string& task, const std::string& candidate,
     e.eval_s = r.eval_s;
     e.baseline_s = r.baseline_s;
   }
-  nlohmann::json j = run::events::eval(e);
-  j["scope"] = scope;
-  j["iteration"] = iteration;
-  j["reward"] = reward;
-  j["cached"] = r.cached;
-  return j;
+  e.scope = scope;
+  e.iteration = iteration;
+  e.reward = reward;
+  e.cached = r.cached;
+  return e;
 }
 
-nlohmann::json topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
+run::events::Topology topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
                               const std::map<std::string, std::string>& status, const std::string& detail,
                               const std::vector<std::string>& from, const std::vector<std::string>& into) {
   run::events::Topology t;
@@ -177,9 +175,8 @@ nlohmann::json topology_event(int iteration, const std::string& reason, const pr
   t.detail = detail;
   t.from = from;
   t.into = into;
-  nlohmann::json j = run::events::topology(t);
-  j["reason"] = reason;
-  return j;
+  t.reason = reason;
+  return t;
 }
 
 agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conversation& conv,
@@ -362,7 +359,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
     }
   }
   c.reward = c.result.correct() ? c.result.speedup_compile : 0;
-  events.push_back(detail::eval_event(c.task, c.id, iteration, c.result, c.reward, "local"));
+  events.push_back(detail::eval_event(c.task, c.id, iteration, c.result, c.reward, "local").to_json());
   rec.files["kernel.py"] = c.source;
   rec.result = detail::result_json(c.result);
   rec.result["reward"] = c.reward;

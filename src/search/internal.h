@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "run/events.h"
 #include "search/search.h"
 
 namespace mk::search::detail {
@@ -15,7 +16,7 @@ namespace mk::search::detail {
 /// round and candidate: the call's place on its chain (run/critical_path.h).
 nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round = std::nullopt,
                          const std::string& candidate = "");
-nlohmann::json eval_event(const std::string& task, const std::string& candidate, int iteration,
+run::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
                           const eval::EvalResult& r, double reward, const std::string& scope);
 nlohmann::json result_json(const eval::EvalResult& r);
 
@@ -41,9 +42,10 @@ std::string safe_name(const std::string& s);
 
 /// A run/events.h topology event. reason is the search's own word for the
 /// change (decompose, fallback, split, fuse, total_fuse, split_failed,
-/// fuse_declined), kept as an extra field; status maps a subproblem name to
-/// new, correct or failing (absent: new).
-nlohmann::json topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
+/// fuse_declined), its reason field; status maps a subproblem name to
+/// new, correct or failing (absent: new). Callers fill the rest (worker,
+/// round, diff, failing) before to_json().
+run::events::Topology topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
                               const std::map<std::string, std::string>& status, const std::string& detail,
                               const std::vector<std::string>& from = {}, const std::vector<std::string>& into = {});
 

@@ -21,10 +21,10 @@ namespace mk::search {
 namespace detail {
 
 /// An end-to-end evaluation and its eval event, not yet emitted (the event is
-/// null when nothing was evaluated: the package could not be written).
+/// empty when nothing was evaluated: the package could not be written).
 struct Composed {
   eval::EvalResult r;
-  nlohmann::json event;
+  std::optional<run::events::Eval> event;
 };
 
 }  // namespace detail
@@ -139,13 +139,14 @@ Solution monolithic_solution(const problem::Problem& problem, const Candidate& b
 }
 
 nlohmann::json best_event(const Solution& s) {
-  nlohmann::json j = run::events::best(s.iteration, s.speedup);
-  if (!s.correct) j["speedup_compile"] = nullptr;
-  j["correct"] = s.correct;
-  j["method"] = s.method;
-  j["subproblems"] = s.topology.names();
-  j["contains_pytorch_subkernels"] = !s.pytorch.empty();
-  return j;
+  run::events::Best b;
+  b.t = s.iteration;
+  b.speedup_compile = s.speedup;  // written as null when not correct
+  b.correct = s.correct;
+  b.method = s.method;
+  b.subproblems = s.topology.names();
+  b.contains_pytorch_subkernels = !s.pytorch.empty();
+  return b.to_json();
 }
 
 /// A new best: its event, and its place in the history the final check
@@ -277,13 +278,11 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
     }
     it.calls_used = ctx.acct ? ctx.acct->to_json().value("calls", 0) : 0;
     it.tokens = ctx.acct ? ctx.acct->to_json().value("tokens", int64_t{0}) : 0;
-    nlohmann::json j = run::events::iteration(it);
-    j["iteration"] = t;
-    j["method"] = ctx.opts.method;
-    j["best_speedup"] = best.speedup;
-    j["correct"] = best.correct;
-    j["kernel_calls"] = ctx.acct ? ctx.acct->kernel_calls() : 0;
-    emit(ctx, j);
+    it.method = ctx.opts.method;
+    it.best_speedup = best.speedup;
+    it.correct = best.correct;
+    it.kernel_calls = ctx.acct ? ctx.acct->kernel_calls() : 0;
+    emit(ctx, it.to_json());
   }
   return best;
 }
@@ -382,8 +381,8 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
           auto e = detail::topology_event(t, "split_failed", topo, beam_status(topo, beams),
                                           "split of " + join_names(names, ", ") +
                                               " failed; kept the previous structure");
-          e["failing"] = names;
-          emit(ctx, e);
+          e.failing = names;
+          emit(ctx, e.to_json());
         }
       } else if (o.fuse && topo.subproblems.size() >= 2) {
         std::string table;
@@ -402,7 +401,8 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
           reason = "fuse";
         } else {
           emit(ctx, detail::topology_event(t, "fuse_declined", topo, beam_status(topo, beams),
-                                           "fusion declined; kept the previous structure"));
+                                           "fusion declined; kept the previous structure")
+                        .to_json());
         }
       }
     }
@@ -426,8 +426,8 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       else
         what = fmt::format("{} {} into {}", reason, join_names(d.removed, ", "), join_names(d.added, ", "));
       auto e = detail::topology_event(t, reason, topo, beam_status(topo, beams), what, d.removed, d.added);
-      e["diff"] = d.to_json();
-      emit(ctx, e);
+      e.diff = d.to_json();
+      emit(ctx, e.to_json());
       last = LastEval{};
     }
     if (ctx.sink) ctx.sink->snapshot_topology(t, topo);
@@ -556,21 +556,6 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       best = cur;
       if (best.correct) announce_best(ctx, best);  // no "new best" for an iteration without a solution
     }
-    nlohmann::json subs = nlohmann::json::array();
-    for (size_t i = 0; i < topo.subproblems.size(); ++i) {
-      const Subproblem& sp = topo.subproblems[i];
-      const BeamState& b = beams[beam_key(sp)];
-      const Candidate* c = b.best_correct();
-      nlohmann::json s = {{"name", sp.name},
-                          {"correct", c != nullptr},
-                          {"speedup", c ? c->reward : 0.0},
-                          {"calls", b.calls},
-                          {"budget", i < budget.size() ? budget[i] : 0}};
-      if (c && c->result.runtime.valid) s["runtime_ms"] = c->result.runtime.median_ms;
-      if (last.runtime_ms.count(sp.name)) s["e2e_runtime_ms"] = last.runtime_ms.at(sp.name);
-      if (!c && b.best()) s["status"] = b.best()->evaluated ? eval::to_string(b.best()->result.status) : "no_kernel";
-      subs.push_back(s);
-    }
     run::events::Iteration it;
     it.t = t;
     if (!last.attempted) {
@@ -585,9 +570,14 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     }
     double total_ms = 0;
     for (const auto& [n, ms] : last.runtime_ms) total_ms += ms;
-    for (const auto& sp : topo.subproblems) {
-      const Candidate* c = beams[beam_key(sp)].best_correct();
+    for (size_t i = 0; i < topo.subproblems.size(); ++i) {
+      const Subproblem& sp = topo.subproblems[i];
+      const BeamState& b = beams[beam_key(sp)];
+      const Candidate* c = b.best_correct();
       run::events::SubkernelSummary k;
+      k.calls = b.calls;
+      k.budget = i < budget.size() ? budget[i] : 0;
+      if (!c && b.best()) k.status = b.best()->evaluated ? eval::to_string(b.best()->result.status) : "no_kernel";
       k.name = sp.name;
       k.correct = c != nullptr;
       if (c) k.speedup_compile = c->reward;
@@ -599,20 +589,13 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     }
     it.calls_used = ctx.acct ? ctx.acct->to_json().value("calls", 0) : 0;
     it.tokens = ctx.acct ? ctx.acct->to_json().value("tokens", int64_t{0}) : 0;
-    nlohmann::json j = run::events::iteration(it);
-    for (size_t i = 0; i < subs.size(); ++i) {  // the search's own details per subkernel
-      auto& k = j["subkernels"][i];
-      for (const char* f : {"calls", "budget", "status"})
-        if (subs[i].contains(f)) k[f] = subs[i][f];
-    }
-    j["iteration"] = t;
-    j["method"] = o.method;
-    j["topology_change"] = reason;
-    j["speedup"] = cur.speedup;
-    j["best_speedup"] = best.speedup;
-    j["kernel_calls"] = ctx.acct ? ctx.acct->kernel_calls() : 0;
-    if (!missing.empty()) j["e2e"]["missing"] = missing;
-    emit(ctx, j);
+    it.method = o.method;
+    it.topology_change = reason;
+    it.speedup = cur.speedup;
+    it.best_speedup = best.speedup;
+    it.kernel_calls = ctx.acct ? ctx.acct->kernel_calls() : 0;
+    it.e2e.missing = missing;
+    emit(ctx, it.to_json());
   }
   return best;
 }
@@ -620,10 +603,11 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
 std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& problem, const Solution& best) {
   int n = ctx.opts.postfuse;
   if (!best.correct || best.topology.subproblems.size() < 2) {
-    auto e = run::events::postfuse(0, "skipped", std::nullopt);
-    e["accepted"] = false;
-    e["detail"] = !best.correct ? "no correct modular solution to fuse" : "the solution is already a single kernel";
-    emit(ctx, e);
+    run::events::Postfuse e;
+    e.status = "skipped";
+    e.accepted = false;
+    e.detail = !best.correct ? "no correct modular solution to fuse" : "the solution is already a single kernel";
+    emit(ctx, e.to_json());
     return std::nullopt;
   }
   auto conv = agents::postfuse_prompt(ctx.kernel_context(), problem, best.topology, best.kernels, best.speedup);
@@ -636,11 +620,13 @@ std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& pro
   BeamState beam = evolve_kernel(ctx, task, {}, n, iteration, ctx.sink);
   const Candidate* c = beam.best_correct();
   bool accept = c && c->reward > best.speedup;
-  auto e = run::events::postfuse(beam.calls, accept ? "accepted" : "not accepted",
-                                 c ? std::optional<double>(c->reward) : std::nullopt);
-  e["accepted"] = accept;
-  e["modular_speedup"] = best.speedup;
-  emit(ctx, e);
+  run::events::Postfuse e;
+  e.attempt = beam.calls;
+  e.status = accept ? "accepted" : "not accepted";
+  if (c) e.speedup_compile = c->reward;
+  e.accepted = accept;
+  e.modular_speedup = best.speedup;
+  emit(ctx, e.to_json());
   if (!accept) return std::nullopt;
   Solution s = monolithic_solution(problem, *c, best.method, iteration);
   s.topology.origin = "postfuse";
@@ -820,7 +806,7 @@ eval::EvalResult evaluate_composed(SearchContext& ctx, const problem::Problem& p
                                    const std::map<std::string, std::string>& kernels, const fs::path& dir,
                                    bool allow_pytorch, const std::string& label) {
   Composed c = compose_and_evaluate(ctx, problem, topo, kernels, dir, allow_pytorch, label, ctx.opts.eval);
-  if (!c.event.is_null()) emit(ctx, c.event);
+  if (c.event) emit(ctx, c.event->to_json());
   return c.r;
 }
 
@@ -845,7 +831,7 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
     r.status = eval::Status::kNoVerdict;
     r.kind = "io_error";
     r.feedback = st.error();
-    return {r, nullptr};
+    return {r, std::nullopt};
   } else {
     eval::EvalRequest req;
     req.problem = problem.path;
@@ -918,13 +904,12 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
     sw.to = r.with;
     if (best.correct) sw.speedup_before = best.speedup;
     if (s.correct) sw.speedup_after = s.speedup;
-    auto e = run::events::swap(sw);
-    e["triggered"] = true;
-    e["tau"] = tau;
-    e["subkernel_speedup"] = r.speedup ? nlohmann::json(*r.speedup) : nlohmann::json(nullptr);
-    e["correct"] = s.correct;
-    e["contains_pytorch_subkernels"] = !s.pytorch.empty();
-    emit(ctx, e);
+    sw.triggered = true;
+    sw.tau = tau;
+    sw.subkernel_speedup = r.speedup;
+    sw.correct = s.correct;
+    sw.contains_pytorch_subkernels = !s.pytorch.empty();
+    emit(ctx, sw.to_json());
   }
   return s;
 }
@@ -941,15 +926,14 @@ nlohmann::json run_end_event(const RunResult& res, const Solution& best) {
   // The caller writes a correct, complete solution to <run dir>/solution after this event.
   if (best.correct && !best.kernels.empty() && best.kernels.size() == best.topology.subproblems.size())
     r.solution_dir = "solution";
-  nlohmann::json e = run::events::run_end(r);
-  e["result"] = res.status;
-  e["correct"] = best.correct;
-  e["contains_pytorch_subkernels"] = !best.pytorch.empty();
+  r.result = res.status;
+  r.correct = best.correct;
+  r.contains_pytorch_subkernels = !best.pytorch.empty();
   if (res.status != "error" || !best.kernels.empty()) {
-    e["solution"] = best.to_json();
-    e["accounting"] = res.accounting;
+    r.solution = best.to_json();
+    r.accounting = res.accounting;
   }
-  return e;
+  return r.to_json();
 }
 
 }  // namespace
@@ -967,17 +951,18 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
     return res;
   }
   {
-    auto e = run::events::run_start(
-        o.method, problem.name,
-        {{"T", o.iterations}, {"L", o.refine_every}, {"budget_per_iter", o.calls_per_iter},
-         {"beam_width", o.beam_width}, {"max_calls", o.total_budget() + o.postfuse}});
-    e["problem_hash"] = problem.hash;
-    e["options"] = to_json(o);
-    e["prompts_version"] = ctx.prompts ? ctx.prompts->version() : "";
-    e["llm"] = ctx.llm ? ctx.llm->spec() : "";
-    e["judge"] = ctx.judge ? ctx.judge->spec() : "";
-    e["hardware"] = ctx.hardware;
-    emit(ctx, e);
+    run::events::RunStart e;
+    e.method = o.method;
+    e.problem = problem.name;
+    e.settings = {{"T", o.iterations}, {"L", o.refine_every}, {"budget_per_iter", o.calls_per_iter},
+                  {"beam_width", o.beam_width}, {"max_calls", o.total_budget() + o.postfuse}};
+    e.problem_hash = problem.hash;
+    e.options = to_json(o);
+    e.prompts_version = ctx.prompts ? ctx.prompts->version() : "";
+    e.llm = ctx.llm ? ctx.llm->spec() : "";
+    e.judge = ctx.judge ? ctx.judge->spec() : "";
+    e.hardware = ctx.hardware;
+    emit(ctx, e.to_json());
   }
   // The whole problem's baselines (its end-to-end evaluations and the final
   // check need them) are measured while the first LLM calls are in flight.
@@ -1038,14 +1023,14 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
         early->taken = true;
         auto w0 = std::chrono::steady_clock::now();
         c = early->result.get();
-        if (!c.event.is_null())
-          c.event["waited_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+        if (c.event)
+          c.event->waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
       } else {
         c = compose_and_evaluate(ctx, problem, cand.topology, cand.kernels,
                                  ctx.workspace / (k == 0 ? std::string("final") : fmt::format("final-{}", k)),
                                  !cand.pytorch.empty(), "final", final_check_options(ctx));
       }
-      if (!c.event.is_null()) emit(ctx, c.event);
+      if (c.event) emit(ctx, c.event->to_json());
       eval::EvalResult fc = c.r;
       bool passed = fc.correct();
       // No verdict (the harness failed) is logged and charged to nobody. A
@@ -1068,12 +1053,16 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
           fc.feedback = "the cheat judge could not be asked: " + j.reason;
         }
       }
-      auto e = run::events::final_check(passed, seed + 1, eval::to_string(fc.status), fc.kind,
-                                        passed ? std::optional<double>(fc.speedup_compile) : std::nullopt,
-                                        passed ? std::string() : agents::trim_text(fc.feedback, 6, 6, 800));
-      e["iteration"] = cand.iteration;
-      e["fallback"] = k;  // 0: the best itself; k: the k-th earlier best
-      emit(ctx, e);
+      run::events::FinalCheck e;
+      e.passed = passed;
+      e.seed = seed + 1;
+      e.status = eval::to_string(fc.status);
+      e.kind = fc.kind;
+      if (passed) e.speedup_compile = fc.speedup_compile;
+      else e.message = agents::trim_text(fc.feedback, 6, 6, 800);
+      e.iteration = cand.iteration;
+      e.fallback = static_cast<int>(k);  // 0: the best itself; k: the k-th earlier best
+      emit(ctx, e.to_json());
       if (passed || fc.status == eval::Status::kNoVerdict) {
         if (k > 0) best = cand;  // the next-best verified solution, checked
         settled = true;

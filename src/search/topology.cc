@@ -151,9 +151,9 @@ problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& prob
               0, "decompose", *winner, {},
               fmt::format("decomposed into {} subproblems (worker {}, round {})", winner->subproblems.size(),
                           winner_worker, round));
-          e["worker"] = winner_worker;
-          e["round"] = round;
-          sink->emit(e);
+          e.worker = winner_worker;
+          e.round = round;
+          sink->emit(e.to_json());
         }
         return *winner;
       }
@@ -168,7 +168,8 @@ problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& prob
   if (ctx.should_stop()) return t;
   if (sink)
     sink->emit(detail::topology_event(
-        0, "fallback", t, {}, "no decomposition passed verification; the original module is the only subproblem"));
+                   0, "fallback", t, {}, "no decomposition passed verification; the original module is the only subproblem")
+                   .to_json());
   return t;
 }
 
