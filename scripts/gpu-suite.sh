@@ -25,6 +25,11 @@
 #             reused, spent and saved, and its speedups. At most GPU_SUITE_ADAPT_LIMIT (300)
 #             seconds in all; GPU_SUITE_ADAPT_CPU=1 runs the same flow on the CPU in the
 #             worker's test mode with torch-only stand-ins (tests/e2e/adapt_conv_pool.sh)
+#   precision issue 16, the paper's Appendix D: scripts/appendix_d.py (a bf16 causal
+#             attention block, a correct implementation and five buggy ones, fixed E2E
+#             tolerances against calibrated per-stage ones over 20 seeds; its JSON lines
+#             and table go to $OUT as they come), then `mkevolve calibrate` of the attend
+#             stage through the worker on the GPU. At most GPU_SUITE_PRECISION_LIMIT (240) s
 #   probe     scripts/probe_eval_costs.py: profiler start-up and timing of two
 #             example kernels in fresh processes, several ways (diagnostics)
 #   kbsweep   every KernelBench level 1-3 problem's own reference as its candidate
@@ -85,6 +90,7 @@
 #   GPU_SUITE_STAGES="build concurrency-start" scripts/gpu-suite.sh     (returns in seconds)
 #   GPU_SUITE_STAGES="build concurrency-collect" scripts/gpu-suite.sh   (a later call: up to 9 minutes)
 #   GPU_SUITE_STAGES="build adapt" scripts/gpu-suite.sh
+#   GPU_SUITE_STAGES="build precision" scripts/gpu-suite.sh                (about 4 minutes at most)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -153,7 +159,8 @@ note "$("$PY" -c 'import sys, torch, triton; print("python", sys.version.split()
 BIN=${MKEVOLVE_BIN:-}
 if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency ||
   want concurrency-start ||
-  want kbsweep || want kbtiming || want kblarge || want neighbours || want adapt || want roofline || want ncu; then
+  want kbsweep || want kbtiming || want kblarge || want neighbours || want adapt || want roofline || want ncu ||
+  want precision; then
   t0=$SECONDS
   rc=0
   if [ -z "$BIN" ]; then
@@ -280,6 +287,27 @@ if want bench && have_bin bench; then
 fi
 
 # --- probe: where an evaluation's time goes, and timing across processes ----
+# --- precision: Appendix D (issue 16) --------------------------------------------
+if want precision; then
+  t0=$SECONDS
+  PREC_OUT=${OUT:-$OUTDIR}   # the JSON lines land in $OUT as they come: a cut-off run keeps what it found
+  LIMIT=${GPU_SUITE_PRECISION_LIMIT:-240}
+  stage_timeout "$LIMIT" "$PY" scripts/appendix_d.py --runs 20 --calib-runs 20 --out "$PREC_OUT" \
+    2>&1 | tee "$OUTDIR/precision.txt"
+  rc=${PIPESTATUS[0]}
+  sed -n '/^Best usable/,/^Bugs:/p' "$OUTDIR/precision.txt" >>"$SUMMARY"
+  if [ $rc -eq 0 ] && [ -n "$BIN" ]; then
+    left=$((LIMIT - (SECONDS - t0)))
+    [ $left -lt 30 ] && left=30
+    XDG_CACHE_HOME=$CACHES/precision stage_timeout "$left" "$BIN" calibrate \
+      examples/precision/attention_bf16_stages/attend.py --runs 20 >>"$OUTDIR/precision.txt" 2>&1 </dev/null
+    rc=$?
+    tail -n 4 "$OUTDIR/precision.txt"
+    note "precision: mkevolve calibrate attend.py exit $rc"
+  fi
+  stage_result precision "$rc" $((SECONDS - t0))
+fi
+
 if want probe; then
   t0=$SECONDS
   stage_timeout 400 "$PY" scripts/probe_eval_costs.py --reps "${GPU_SUITE_PROBE_REPS:-2}" \

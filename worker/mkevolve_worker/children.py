@@ -313,7 +313,8 @@ def reference_body(ctx, job: dict) -> int:
                 release(t["id"], bool(msg.get("retain")))
             where = f"comparing the candidate's output of trial {t['id']}"
             keys = ("out",) if not last else ("timed_last",) if draws else ("timed_last", "wall_last")
-            r = _compare_handed(out, fds, keys, opts, ipc="open" if device == "cuda" and not last else "refuse")
+            r = _compare_handed(out, fds, keys, dict(opts, trial_kind=C.trial_kind(t)),
+                                ipc="open" if device == "cuda" and not last else "refuse")
             if last and draws and "results" in r:
                 r["results"]["wall_last_skipped"] = "the reference's forward draws random numbers; the " \
                     "wall-clock batch's calls are not seeded, so their output is not compared"

@@ -30,6 +30,8 @@ DEFAULTS = {
     "rtol": None,
     "pass_rate": None,   # the fraction of elements that must be within tolerance; None: as atol
     "scale_tol": None,   # default: max(1e-2, 10 * rtol)
+    "calibrated": None,  # calibrated tolerances (calibration.py): {"outputs": {path: {trial kind: atol}},
+                         # "source": file}; an output found there is judged at that atol with rtol 0
     "seed": 42,
     "perf": True,
     "warmup": 10,
@@ -73,6 +75,8 @@ def normalize_options(raw: dict | None) -> dict:
         d = DEFAULTS[k]
         if k == "trials_dist":
             v = parse_trials_dist(v)
+        elif k == "calibrated":
+            v = parse_calibrated(v)
         elif isinstance(d, str):
             if v not in TIMING_MODES:
                 raise ValueError(f"option {k} must be one of {', '.join(TIMING_MODES)}")
@@ -140,22 +144,64 @@ def problem_tolerance(mod) -> dict | None:
     return out
 
 
-def tolerance_for(dtype, opts: dict) -> dict:
+def parse_calibrated(v) -> dict | None:
+    """The calibrated option, checked: None, or {"outputs": {path: {trial
+    kind: atol}}, "source": str} (calibration.py's kinds)."""
+    if v is None:
+        return None
+    bad = "option calibrated must be {\"outputs\": {PATH: {KIND: ATOL}}, \"source\": FILE}"
+    if not isinstance(v, dict) or not isinstance(v.get("outputs"), dict):
+        raise ValueError(bad)
+    outs = {}
+    for p, kinds in v["outputs"].items():
+        if not isinstance(kinds, dict):
+            raise ValueError(bad)
+        outs[p] = {}
+        for k, a in kinds.items():
+            if isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isfinite(a) or a < 0:
+                raise ValueError(f"option calibrated: output {p!r} kind {k!r}: atol must be a non-negative number")
+            outs[p][k] = float(a)
+    return {"outputs": outs, "source": str(v.get("source", "calibration"))}
+
+
+def trial_kind(t: dict) -> str:
+    """The kind of inputs a trial draws, as calibration names them: "x1"
+    (get_inputs()), "signed" (the signed-normal trial), or its scale."""
+    if not t.get("alt"):
+        return "x1"
+    return t.get("dist") or "signed"
+
+
+def tolerance_for(dtype, opts: dict, path: str | None = None) -> dict:
     """The tolerance an output of this dtype is judged by, each field with
-    where it came from: the flag (the option), else the problem's
-    declaration (opts["problem_tolerance"]), else the dtype's default."""
+    where it came from: the flag (the option), else the calibrated atol of
+    this output (path) on this trial's kind of inputs with rtol 0
+    (opts["calibrated"], opts["trial_kind"]), else the problem's declaration
+    (opts["problem_tolerance"]), else the dtype's default."""
     name = dtype_name(dtype)
     default = dict(zip(TOLERANCE_FIELDS, DTYPE_TOLERANCE.get(name, DTYPE_TOLERANCE["float32"])))
-    declared = opts.get("problem_tolerance") or {}
+    declared = dict(opts.get("problem_tolerance") or {})
+    cal = opts.get("calibrated") or {}
+    by_kind = (cal.get("outputs") or {}).get(path if path is not None else "") or {}
+    kind = opts.get("trial_kind") or "x1"
+    calibrated = by_kind.get(kind)
     tol: dict = {"dtype": name, "source": {}}
     for k in TOLERANCE_FIELDS:
         if opts.get(k) is not None:
             tol[k], tol["source"][k] = float(opts[k]), "flag"
+        elif calibrated is not None and k in ("atol", "rtol"):
+            tol[k] = calibrated if k == "atol" else 0.0
+            tol["source"][k] = "calibrated"
         elif k in declared:
             tol[k], tol["source"][k] = float(declared[k]), "problem"
         else:
             tol[k], tol["source"][k] = default[k], f"{name} default"
-    tol["scale_tol"] = opts["scale_tol"] if opts.get("scale_tol") is not None else max(1e-2, 10 * tol["rtol"])
+    if calibrated is not None:
+        tol["calibration"] = {"file": cal.get("source"), "output": path or "output", "inputs": kind}
+    # The scale check keeps the rtol the dtype (or the flag, or the problem)
+    # would give: a calibrated rtol of 0 is no statement about scale.
+    scale_rtol = tol["rtol"] if tol["source"]["rtol"] != "calibrated" else declared.get("rtol", default["rtol"])
+    tol["scale_tol"] = opts["scale_tol"] if opts.get("scale_tol") is not None else max(1e-2, 10 * scale_rtol)
     return tol
 
 
@@ -503,7 +549,7 @@ def compare_tensor(exp, got, opts: dict, path: str = "") -> dict:
     # goes slice by slice (_SLICE elements): outputs can have billions of
     # elements, and no temporary as large as the output is ever made.
     cdt = torch.float64 if exp.dtype in (torch.float64, torch.complex128) else torch.float32
-    tolr = tolerance_for(exp.dtype, opts)
+    tolr = tolerance_for(exp.dtype, opts, path)
     res["tolerance"] = tolr
     e_all = exp.reshape(-1)
     g_all = got.reshape(-1)
@@ -611,7 +657,8 @@ def compare_tensor(exp, got, opts: dict, path: str = "") -> dict:
         return {"ok": False, "kind": "mismatch",
                 "message": f"{name} differs at index {at(i)}: got {_fmt(gv)}, expected "
                            f"{_fmt(ev)} (|diff| {dv:.3g} > atol+rtol*|expected| "
-                           f"{tv:.3g}, {tolr['dtype']} atol {tolr['atol']:g} rtol {tolr['rtol']:g}); "
+                           f"{tv:.3g}, {tolr['dtype']} atol {tolr['atol']:g} rtol {tolr['rtol']:g}"
+                           f"{' calibrated on ' + tolr['calibration']['inputs'] + ' inputs' if 'calibration' in tolr else ''}); "
                            f"{bad_count} of {n} elements differ{rate}, max_abs_err {max_abs:.3g}",
                 "max_abs_err": max_abs, "pass_fraction": res["pass_fraction"], "tolerance": tolr}
     norm_e = math.sqrt(sq_e)
@@ -628,6 +675,13 @@ def compare_tensor(exp, got, opts: dict, path: str = "") -> dict:
     return res
 
 
+def tolerance_key(tol: dict) -> str:
+    """Where a verdict lists a tolerance: by dtype; a calibrated one by
+    dtype, output and kind of inputs (each has its own)."""
+    cal = tol.get("calibration")
+    return tol["dtype"] if not cal else f"{tol['dtype']} {cal['output']} {cal['inputs']}"
+
+
 def _merge_worst(worst: dict, r: dict) -> None:
     """Folds one output's result into the whole output's: the largest errors,
     the smallest fraction within tolerance, the tolerance of each dtype."""
@@ -637,7 +691,7 @@ def _merge_worst(worst: dict, r: dict) -> None:
         worst["pass_fraction"] = min(worst.get("pass_fraction", 1.0), r["pass_fraction"])
     if isinstance(r.get("tolerance"), dict):
         worst.setdefault("tolerance", r["tolerance"])  # the first output's (the verdict's atol/rtol)
-        worst.setdefault("tolerances", {})[r["tolerance"]["dtype"]] = r["tolerance"]
+        worst.setdefault("tolerances", {})[tolerance_key(r["tolerance"])] = r["tolerance"]
     for k, v in (r.get("tolerances") or {}).items():
         worst.setdefault("tolerances", {})[k] = v
         worst.setdefault("tolerance", v)

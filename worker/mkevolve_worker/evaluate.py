@@ -989,6 +989,33 @@ class Evaluator:
         finally:
             isolation.cleanup_dir(child.dir)
 
+    def calibrate(self, problem, options=None, runs=20) -> dict:
+        """Calibrated tolerances of a problem (calibration.py): its reference
+        in its own precision against a float64 run of it, over `runs` input
+        seeds and every kind of trial input. {"outputs": ..., ...}; the
+        problem's own faults raise ProblemError naming the file."""
+        opts = self._options(options)
+        problem = self._file(problem, "problem")
+        if isinstance(runs, bool) or not isinstance(runs, int) or not 2 <= runs <= 1000:
+            raise RequestError("calibrate: runs must be an integer from 2 to 1000")
+        device = self._device(opts)
+        self.progress("calibrating")
+        timeout = self._ref_timeout(opts) * max(1.0, runs / 10)
+        from . import calibration
+        job = {"problem": problem, "device": device, "runs": runs, "seed": opts["seed"]}
+        child = self._run_shared("cal", lambda ctx: calibration.calibrate_body(ctx, job), timeout, opts)
+        try:
+            out = _read_json(child.path("calibration.json"))
+            if isinstance(out, dict) and "error" in out:
+                raise ProblemError(errors.redact_env_secrets(errors.shorten(str(out["error"]))))
+            if not isinstance(out, dict) or not isinstance(out.get("outputs"), dict):
+                why = (f"did not finish within {timeout:g} s" if child.timed_out else
+                       "died: " + (_first_line(child.tail()) or "no output"))
+                raise ProblemError(f"{problem}: the calibration {why}")
+            return out
+        finally:
+            isolation.cleanup_dir(child.dir)
+
     def baseline(self, problem, options=None) -> dict:
         opts = self._options(options)
         problem = self._file(problem, "problem")
@@ -1237,7 +1264,7 @@ def wrong_device(t: dict, cmeta: dict, device: str) -> dict | None:
 def _tolerance_record(worst: dict, opts: dict) -> dict:
     tol = worst.get("tolerance") or C.tolerance_for("float32", opts)
     out = {"atol": tol["atol"], "rtol": tol["rtol"], "pass_rate": tol["pass_rate"], "scale_tol": tol["scale_tol"],
-           "tolerances": worst.get("tolerances") or {tol["dtype"]: tol}}
+           "tolerances": worst.get("tolerances") or {C.tolerance_key(tol): tol}}
     if "pass_fraction" in worst:
         out["pass_fraction"] = worst["pass_fraction"]
     return out

@@ -145,9 +145,10 @@ class Server:
             if not isinstance(kernel, str):
                 raise RequestError("check needs a kernel path")
             return Evaluator(self.test_mode).check(kernel, bool(req.get("allow_pytorch", False)))
-        if op not in ("eval", "baseline", "gpu_info", "verify_decomposition", "footprint", "problem_check"):
+        if op not in ("eval", "baseline", "gpu_info", "verify_decomposition", "footprint", "problem_check",
+                      "calibrate"):
             raise RequestError(f"unknown op {op!r} (known: ping, gpu_info, check, eval, baseline, "
-                               f"verify_decomposition, footprint, problem_check, shutdown)")
+                               f"verify_decomposition, footprint, problem_check, calibrate, shutdown)")
         if self.evaluator is None:
             raise RequestError(self.info["error"])
         ev = self.evaluator
@@ -163,6 +164,8 @@ class Server:
                 return ev.footprint_estimate(req.get("problem"))
             if op == "problem_check":
                 return ev.problem_check(req.get("problem"), req.get("options"))
+            if op == "calibrate":
+                return ev.calibrate(req.get("problem"), req.get("options"), req.get("runs", 20))
             return ev.verify_decomposition(req.get("problem"), req.get("decomposed"), req.get("subproblems_dir"),
                                            req.get("options"))
         finally:
