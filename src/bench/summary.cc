@@ -56,6 +56,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
     o.timeline.push_back(p);
   };
 
+  double tf32 = 0;  // --baseline-tf32: the passing final check's speedup vs torch.compile with TF32 on
   for (const auto& e : events) {
     if (!e.is_object()) continue;
     const std::string type = e.value("type", "");
@@ -79,6 +80,8 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
       push_point();
     } else if (type == "iteration") {
       push_point();
+    } else if (type == "final_check") {
+      if (e.value("passed", false)) tf32 = num(e, "speedup_compile_tf32");
     } else if (type == "run_end") {
       end = &e;
     } else if (type == "resume") {
@@ -118,6 +121,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   o.correct = status == "finished" && best_correct;
   o.speedup_compile = o.correct ? best_compile : 0;
   o.speedup_eager = o.correct ? best_eager : 0;
+  o.speedup_compile_tf32 = o.correct ? tf32 : 0;
   o.uses_pytorch = o.correct && best_pytorch;
   o.calls = calls;
   o.tokens = tokens;

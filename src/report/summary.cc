@@ -231,6 +231,9 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       }
     } else if (type == "postfuse") {
       s.postfuse.push_back(ev);
+    } else if (type == "final_check") {
+      // --baseline-tf32: the returned solution against torch.compile with TF32 on.
+      if (boolean(ev, "passed")) s.final_speedup_compile_tf32 = optnum(ev, "speedup_compile_tf32");
     } else if (type == "run_end") {
       s.ended = true;
       s.end_status = str(ev, "status");
