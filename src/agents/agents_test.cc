@@ -39,6 +39,11 @@ TEST(Prompts, KernelPromptsStatePrecisionAndHardware) {
   EXPECT_NE(u.find("132"), std::string::npos);
   EXPECT_NE(u.find("TF32"), std::string::npos);
   EXPECT_NE(u.find("float32"), std::string::npos);
+  // The real precision: the reference's dtypes, never "float32" for every problem (issue 16).
+  EXPECT_NE(u.find("the reference's own dtypes"), std::string::npos) << u;
+  EXPECT_NE(u.find("bfloat16"), std::string::npos) << u;
+  EXPECT_EQ(u.find("Precision: float32"), std::string::npos) << u;
+  EXPECT_EQ(u.find("Inputs and outputs are float32"), std::string::npos) << u;
   EXPECT_NE(u.find("torch.ops.aten"), std::string::npos);
   EXPECT_FALSE(c->system.empty());
 }

@@ -17,6 +17,14 @@ std::string fmt2(double x) {
   return b;
 }
 
+// Whether any run measured the --baseline-tf32 baseline (then the tables show it).
+bool any_tf32(const BenchReport& r) {
+  for (const auto& [m, outs] : r.results.by_method)
+    for (const auto& x : outs)
+      if (x.speedup_compile_tf32 > 0) return true;
+  return false;
+}
+
 std::string fmt_tokens(double t) {
   char b[32];
   if (t >= 1e6) std::snprintf(b, sizeof b, "%.2fM", t / 1e6);
@@ -124,13 +132,17 @@ std::string render_markdown(const BenchReport& r) {
       o << "\n";
     }
   }
-  o << "\n## Per problem\n\n| Problem | Method | Status | Correct | vs compile | vs eager | Tokens | Calls |\n"
-       "|---|---|---|---|---|---|---|---|\n";
+  // --baseline-tf32 runs: torch.compile with TF32 on, beside the TF32-off column (never instead of it).
+  const bool tf32 = any_tf32(r);
+  o << "\n## Per problem\n\n| Problem | Method | Status | Correct | vs compile |"
+    << (tf32 ? " vs compile (TF32 on) |" : "") << " vs eager | Tokens | Calls |\n"
+    << "|---|---|---|---|---|" << (tf32 ? "---|" : "") << "---|---|---|\n";
   for (const auto& [m, outs] : r.results.by_method)
     for (const auto& x : outs)
       o << "| " << x.problem_name << " | " << m << (x.uses_pytorch ? " †" : "") << " | " << x.status
         << (x.error.empty() ? "" : " (" + x.error + ")") << " | " << (x.correct ? "yes" : "no") << " | "
-        << fmt2(x.speedup_compile) << " | " << fmt2(x.speedup_eager) << " | " << x.tokens << " | " << x.calls << " |\n";
+        << fmt2(x.speedup_compile) << " | " << (tf32 ? fmt2(x.speedup_compile_tf32) + " | " : std::string())
+        << fmt2(x.speedup_eager) << " | " << x.tokens << " | " << x.calls << " |\n";
   if (!r.results.warnings.empty()) {
     o << "\n## Warnings\n\n";
     for (const auto& w : r.results.warnings) o << "- " << w << "\n";
@@ -275,13 +287,16 @@ std::string render_html(const BenchReport& r) {
   if (r.win_rate.methods.size() > 1) o << "<h2>Win rate</h2>\n" << heatmap(r.win_rate) << "\n";
   o << "<h2>Metrics vs LLM calls and tokens</h2>\n";
   for (const char* metric : {"Correct", "Fast_0.5", "Fast_1", "Fast_2"}) o << curve_chart(r, metric) << "\n";
+  const bool tf32 = any_tf32(r);
   o << "<h2>Per problem</h2>\n<table><tr><th>Problem</th><th>Method</th><th>Status</th><th>Correct</th>"
-       "<th>vs compile</th><th>vs eager</th><th>Tokens</th><th>Calls</th></tr>\n";
+       "<th>vs compile</th>"
+    << (tf32 ? "<th>vs compile (TF32 on)</th>" : "") << "<th>vs eager</th><th>Tokens</th><th>Calls</th></tr>\n";
   for (const auto& [m, outs] : r.results.by_method)
     for (const auto& x : outs)
       o << "<tr><td>" << svg::escape(x.problem_name) << "</td><td>" << svg::escape(m) << (x.uses_pytorch ? " &dagger;" : "")
         << "</td><td>" << svg::escape(x.status) << (x.error.empty() ? "" : " (" + svg::escape(x.error) + ")")
         << "</td><td>" << (x.correct ? "&#10003;" : "&#10007;") << "</td><td>" << fmt2(x.speedup_compile) << "</td><td>"
+        << (tf32 ? fmt2(x.speedup_compile_tf32) + "</td><td>" : std::string())
         << fmt2(x.speedup_eager) << "</td><td>" << x.tokens << "</td><td>" << x.calls << "</td></tr>\n";
   o << "</table>\n";
   if (!r.results.warnings.empty()) {

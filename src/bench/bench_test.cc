@@ -5,6 +5,7 @@
 
 #include "bench/bench_report.h"
 #include "bench/metrics.h"
+#include "bench/summary.h"
 #include "bench/suite.h"
 #include "util/fs.h"
 
@@ -216,6 +217,34 @@ TEST(BenchReport, MergesShardsAndRenders) {
   EXPECT_DOUBLE_EQ(j["win_rate"]["rate"][1][0].get<double>(), 1.0);  // mkevolve beats beam on p1
   std::string csv = render_csv(r);
   EXPECT_NE(csv.find("mkevolve,p2,p2,failed,0,"), std::string::npos) << csv;
+  // Without --baseline-tf32 runs there is no TF32 column.
+  EXPECT_EQ(md.find("TF32 on"), std::string::npos) << md;
+}
+
+TEST(BenchReport, ATf32BaselineIsShownBesideTheTf32OffOne) {
+  TempDir d;
+  Outcome a = oc("p1", true, 1.5, 2.0, 1000);
+  a.method = "mkevolve";
+  a.speedup_compile_tf32 = 0.8;
+  auto back = outcome_from_summary(summary_to_json(a));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_DOUBLE_EQ(back->speedup_compile_tf32, 0.8);
+  ASSERT_TRUE(write_file_atomic(d.path() / "mkevolve" / "p1" / "summary.json", summary_to_json(a).dump()).ok());
+  auto res = load_results({d.path()});
+  ASSERT_TRUE(res.ok()) << res.error();
+  BenchReport r = build_report(std::move(*res));
+  std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| vs compile | vs compile (TF32 on) | vs eager |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.50 | 0.80 | 2.00 |"), std::string::npos) << md;
+  EXPECT_NE(render_html(r).find("<th>vs compile (TF32 on)</th>"), std::string::npos);
+  // From a run's events: the passing final check's figure.
+  std::vector<nlohmann::json> ev = {
+      {{"type", "best"}, {"correct", true}, {"speedup_compile", 1.5}},
+      {{"type", "final_check"}, {"passed", true}, {"speedup_compile", 1.5}, {"speedup_compile_tf32", 0.7}},
+      {{"type", "run_end"}, {"status", "ok"}, {"correct", true}}};
+  SummaryInfo info;
+  info.problem_name = "p1";
+  EXPECT_DOUBLE_EQ(outcome_from_events(ev, info).speedup_compile_tf32, 0.7);
 }
 
 TEST(BenchReport, NothingToReadIsAnError) {

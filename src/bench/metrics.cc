@@ -48,8 +48,9 @@ Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
     if (s.contains("speedup")) {
       o.speedup_compile = s["speedup"].value("compile", 0.0);
       o.speedup_eager = s["speedup"].value("eager", 0.0);
+      o.speedup_compile_tf32 = s["speedup"].value("compile_tf32", 0.0);
     }
-    if (!o.correct) o.speedup_compile = o.speedup_eager = 0;
+    if (!o.correct) o.speedup_compile = o.speedup_eager = o.speedup_compile_tf32 = 0;
     if (s.contains("tokens")) {
       const auto& t = s["tokens"];
       o.tokens = t.is_number() ? t.get<int64_t>() : t.value("total", int64_t{0});
@@ -88,6 +89,7 @@ nlohmann::json summary_to_json(const Outcome& o) {
                       {"tokens", {{"total", o.tokens}}}, {"calls", o.calls}, {"uses_pytorch", o.uses_pytorch},
                       {"error", o.error}, {"timeline", tl}};
   if (!o.time.is_null()) j["time"] = o.time;
+  if (o.speedup_compile_tf32 > 0) j["speedup"]["compile_tf32"] = o.speedup_compile_tf32;
   return j;
 }
 

@@ -34,6 +34,8 @@ struct Outcome {
   std::string status;          ///< finished, failed, interrupted, missing
   bool correct = false;
   double speedup_compile = 0;  ///< 0 unless correct
+  /// --baseline-tf32: the final check against torch.compile with TF32 on; 0 unless correct and measured.
+  double speedup_compile_tf32 = 0;
   double speedup_eager = 0;
   int64_t tokens = 0;
   int64_t calls = 0;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "bench/summary.h"
+#include "eval/calibration.h"
 #include "problem/compose.h"
 #include "report/report.h"
 #include "run/event_log.h"
@@ -307,6 +308,9 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     ctx.sink = &sink;
     ctx.workspace = rd->root() / "work";
     ctx.opts = opts;
+    // --tolerance calibrated: the run directory's calibration.json (mkevolve
+    // calibrate DIR writes it; the pool adds each subproblem it lacks).
+    ctx.opts.eval.calibration = eval::calibration_path(opts.eval.tolerance, rd->root() / "calibration.json");
     ctx.gate = &gate;
     ctx.stop = &stop;
     ctx.acct = &acct;

@@ -46,6 +46,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
     o.timeline.push_back(p);
   };
 
+  double tf32 = 0;  // --baseline-tf32: the passing final check's speedup vs torch.compile with TF32 on
   for (const auto& e : events) {
     if (!e.is_object()) continue;
     if (auto c = run::events::LlmCall::from_json(e)) {
@@ -68,6 +69,8 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
       push_point();
     } else if (run::events::Iteration::from_json(e)) {
       push_point();
+    } else if (auto fc = run::events::FinalCheck::from_json(e)) {
+      if (fc->passed) tf32 = fc->speedup_compile_tf32.value_or(0);
     } else if (auto r = run::events::RunEnd::from_json(e)) {
       end = std::move(r);
     } else if (run::events::Resume::from_json(e)) {
@@ -102,6 +105,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   o.correct = status == "finished" && best_correct;
   o.speedup_compile = o.correct ? best_compile : 0;
   o.speedup_eager = o.correct ? best_eager : 0;
+  o.speedup_compile_tf32 = o.correct ? tf32 : 0;
   o.uses_pytorch = o.correct && best_pytorch;
   o.calls = calls;
   o.tokens = tokens;

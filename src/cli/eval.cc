@@ -21,6 +21,7 @@
 #include "cli/registry.h"
 #include "eval/batch_file.h"
 #include "eval/cache.h"
+#include "eval/calibration.h"
 #include "eval/gpus.h"
 #include "eval/inputs.h"
 #include "eval/pool.h"
@@ -76,7 +77,8 @@ std::string gpu_name_of(const std::vector<eval::Gpu>& gpus, int index) {
   return {};
 }
 
-json result_json(const fs::path& problem, const fs::path& kernel, const EvalResult& r, const std::string& gpu_name) {
+json result_json(const fs::path& problem, const fs::path& kernel, const EvalResult& r, const std::string& gpu_name,
+                 bool tf32) {
   json j{{"kernel", kernel.string()},
          {"problem", problem.string()},
          {"status", eval::to_string(r.status)},
@@ -96,6 +98,11 @@ json result_json(const fs::path& problem, const fs::path& kernel, const EvalResu
          // Where the time goes against the GPU's peaks (eval/roofline.h); null
          // unless correct and timed on a GPU of the peaks table.
          {"roofline", eval::roofline::analysis_json(r, gpu_name)}};
+  // --baseline-tf32: torch.compile with TF32 on, beside the TF32-off baseline.
+  if (tf32) {
+    j["baseline_ms"]["compile_tf32"] = timing_or_null(r.compiled_tf32);
+    j["speedup"]["compile_tf32"] = r.speedup_compile_tf32 > 0 ? json(r.speedup_compile_tf32) : json(nullptr);
+  }
   if (r.raw.is_object()) {
     if (r.raw.contains("checks")) j["checks"] = r.raw["checks"];
     if (r.raw.contains("baseline_error")) j["baseline_error"] = r.raw["baseline_error"];
@@ -134,12 +141,21 @@ void print_table(const std::vector<BatchPair>& pairs, const std::vector<EvalResu
   const bool problem_column = !labels.empty();
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"kernel", "status", "kind", "runtime", "eager", "compile", "vs eager", "vs compile", "max err"});
+  // --baseline-tf32: torch.compile with TF32 on, beside the TF32-off columns.
+  if (opts.baseline_tf32) {
+    rows[0].insert(rows[0].begin() + 8, "vs compile tf32");
+    rows[0].insert(rows[0].begin() + 6, "compile tf32");
+  }
   if (problem_column) rows[0].insert(rows[0].begin(), "problem");
   for (size_t i = 0; i < pairs.size(); ++i) {
     const auto& r = results[i];
     std::string name = pairs[i].kernel.string() + (r.cached ? " (cached)" : "");
     rows.push_back({name, eval::to_string(r.status), r.kind.empty() ? "-" : r.kind, ms(r.runtime), ms(r.eager),
                     ms(r.compiled), times(r.speedup_eager), times(r.speedup_compile), err_text(r)});
+    if (opts.baseline_tf32) {
+      rows.back().insert(rows.back().begin() + 8, times(r.speedup_compile_tf32));
+      rows.back().insert(rows.back().begin() + 6, ms(r.compiled_tf32));
+    }
     if (problem_column) rows.back().insert(rows.back().begin(), labels.at(file_key(pairs[i].problem)));
   }
   std::vector<size_t> width(rows[0].size(), 0);
@@ -205,9 +221,12 @@ void print_table(const std::vector<BatchPair>& pairs, const std::vector<EvalResu
     auto str = [&](const char* k) {
       return hello.contains(k) && hello[k].is_string() ? hello[k].get<std::string>() : std::string("?");
     };
-    std::printf("\nworker: python %s, torch %s, triton %s%s; TF32 off for reference and candidate",
+    std::printf("\nworker: python %s, torch %s, triton %s%s; TF32 off for reference and candidate%s",
                 str("python").c_str(), str("torch").c_str(), hello.contains("triton") && hello["triton"].is_string() ? str("triton").c_str() : "none",
-                opts.test_cpu ? "; TEST MODE on CPU (not a GPU measurement)" : "");
+                opts.test_cpu ? "; TEST MODE on CPU (not a GPU measurement)" : "",
+                opts.baseline_tf32 && opts.measure_perf
+                    ? " and for the eager and compile baselines; \"compile tf32\" is torch.compile with TF32 on"
+                    : "");
     if (opts.measure_perf)
       std::printf("; times are medians of %d timed calls after %d warm-up calls", opts.perf_trials, opts.warmup);
     std::printf("; servers contained by %s\n", isolation.c_str());
@@ -352,6 +371,12 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "mkevolve eval: %s\n", usage);
     return kExitUsage;
   }
+  if (std::string e = method::tolerance_error(opts); !e.empty()) {
+    std::fprintf(stderr, "mkevolve eval: %s\n", e.c_str());
+    return kExitUsage;
+  }
+  // --tolerance calibrated: the cache's calibration file (mkevolve calibrate PROBLEM writes it).
+  opts.calibration = eval::calibration_path(opts.tolerance, eval::default_cache_root() / "calibration.json");
   opts.measure_perf = !no_perf;
   opts.allow_pytorch = allow_pytorch;
   opts.test_cpu = test_cpu;
@@ -421,7 +446,7 @@ int run(int argc, char** argv) {
     futs.push_back((*pool)->submit(std::move(req)));
   }
   auto print_json = [&](size_t i, const EvalResult& r, bool with_index) {
-    json j = result_json(pairs[i].problem, pairs[i].kernel, r, gpu_name_of((*pool)->gpus(), r.gpu));
+    json j = result_json(pairs[i].problem, pairs[i].kernel, r, gpu_name_of((*pool)->gpus(), r.gpu), opts.baseline_tf32);
     if (with_index) j["index"] = i;
     std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     std::fflush(stdout);

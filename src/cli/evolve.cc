@@ -45,6 +45,10 @@ int evolve_cmd(int argc, char** argv) {
     std::fprintf(stderr, "mkevolve evolve: --budget, --beam-width and --expansion must be positive\n");
     return kExitUsage;
   }
+  if (std::string e = method::tolerance_error(req.opts.eval); !e.empty()) {
+    std::fprintf(stderr, "mkevolve evolve: %s\n", e.c_str());
+    return kExitUsage;
+  }
   req.opts.method = "beam";
   req.opts.iterations = 1;
   req.opts.calls_per_iter = budget;

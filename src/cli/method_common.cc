@@ -83,6 +83,28 @@ void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
         return bad.empty() ? std::string() : "unknown scale '" + bad + "'; use x1, x3, x0.01, neg or none";
       })
       ->capture_default_str();
+  app.add_option("--tolerance", o.tolerance,
+                 "default: tolerances by dtype, the problem's MKEVOLVE_TOLERANCE or --atol/--rtol; calibrated or "
+                 "FILE: each output at its own calibrated atol with rtol 0 (mkevolve calibrate; a problem the file "
+                 "lacks is calibrated first): for eval the cache's calibration.json, for run, evolve and bench the "
+                 "run directory's")
+      ->transform(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "default" || v == "calibrated") return {};
+            std::error_code ec;
+            if (fs::is_directory(v, ec)) return v + " is a directory; --tolerance takes default, calibrated or a file";
+            v = fs::absolute(v).lexically_normal().string();  // a resume from elsewhere finds it
+            return {};
+          },
+          "default|calibrated|FILE"))
+      ->capture_default_str();
+  app.add_flag("--baseline-tf32", o.baseline_tf32,
+               "also time torch.compile with TF32 on (KernelBench-Verified's baselines), reported beside the "
+               "TF32-off baseline, which stays the reward");
+  app.add_option("--calibration-runs", o.calibration_runs,
+                 "with --tolerance calibrated|FILE: input seeds to calibrate a problem the file lacks")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "seed for inputs and weights")->capture_default_str();
   app.add_option("--timing", o.timing,
                  "device: GPU time, the host's launch latency hidden (repeatable); synced: each call launched onto "
@@ -95,6 +117,13 @@ void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
                  "throughput and achieved occupancy; needs ncu on the GPU machine, adds seconds per candidate)")
       ->check(CLI::IsMember({"cupti", "ncu"}))
       ->capture_default_str();
+}
+
+std::string tolerance_error(const eval::EvalOptions& o) {
+  if (o.tolerance != "default" && (o.atol || o.rtol))
+    return "--tolerance " + o.tolerance +
+           " judges each output at its calibrated atol with rtol 0; drop --atol/--rtol (or use --tolerance default)";
+  return {};
 }
 
 void add_call_flags(CLI::App& app, search::SearchOptions& o, bool with_judge) {
@@ -153,7 +182,7 @@ std::string search_options_error(const search::SearchOptions& o) {
     return "--iterations, --calls-per-iter, --beam-width, --expansion, --refine-every and the attempt counts "
            "must be positive; --postfuse not negative";
   if (o.swap_tau && *o.swap_tau <= 0) return "--swap TAU must be positive";
-  return {};
+  return tolerance_error(o.eval);
 }
 
 int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cache, Env* env,

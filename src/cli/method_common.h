@@ -46,6 +46,9 @@ inline constexpr const char* kNoPrestartHelp =
 /// The evaluator's settings (trials, timeouts, tolerances, --timing), for
 /// eval, run, bench and evolve alike.
 void add_eval_flags(CLI::App& app, eval::EvalOptions& o);
+/// A usage error of the tolerance flags ("" when none): --tolerance calibrated
+/// or FILE with --atol/--rtol.
+std::string tolerance_error(const eval::EvalOptions& o);
 /// --max-tokens and --reasoning-effort: how each LLM call is made (and
 /// --judge-failure, with_judge: for the commands that can ask a --judge).
 void add_call_flags(CLI::App& app, search::SearchOptions& o, bool with_judge);

@@ -18,6 +18,7 @@
 #include "cli/registry.h"
 #include "problem/compose.h"
 #include "run/events.h"
+#include "eval/calibration.h"
 #include "run/run_dir.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -120,6 +121,10 @@ int swap_cmd(int argc, char** argv) {
     return kExitUsage;
   }
 
+  if (std::string e = method::tolerance_error(eopts); !e.empty()) {
+    say(e);
+    return kExitUsage;
+  }
   // Hold the run's lock while changing it; a running search refuses us here.
   auto rd = run::RunDir::open(dir);
   if (!rd) {
@@ -162,6 +167,8 @@ int swap_cmd(int argc, char** argv) {
     if (s.value("name", "") != name && s.value("pytorch", false)) any_pytorch = true;
 
   eopts.test_cpu = env_flags.test_cpu;
+  // --tolerance calibrated: the run's own calibration.json, as in the run.
+  eopts.calibration = eval::calibration_path(eopts.tolerance, dir / "calibration.json");
   // 1. Locally: the replacement against its own subproblem, on every configuration.
   eval::EvalRequest local;
   local.problem = sub_problem;

@@ -38,6 +38,10 @@ std::string result_key(const std::string& problem_hash, const std::string& kerne
   h.update(std::to_string(o.seed)).update(o.allow_pytorch ? "allow_pytorch" : "triton_only");
   h.update(o.test_cpu ? "test_cpu" : "gpu").update(o.timing);
   if (o.profile != "cupti") h.update("profile=" + o.profile);  // a verdict with checks.ncu is another record
+  if (o.baseline_tf32) h.update("baseline_tf32");  // the verdict carries a second baseline
+  // Calibrated tolerances: the numbers decide, not the file they came from.
+  if (o.calibrated.is_object() && o.calibrated.contains("outputs"))
+    h.update("calibrated=" + o.calibrated["outputs"].dump());
   h.update(id.gpu_model).update(id.torch).update(id.triton).update(id.worker);
   return h.hex();
 }
@@ -50,6 +54,7 @@ std::string baseline_key(const std::string& problem_hash, const EvalIdentity& id
   h.update(o.timing);
   // A deadline shorter than the compile needs gives a baseline without torch.compile.
   if (o.compile_timeout_s > 0) h.update("compile_timeout=" + std::to_string(o.compile_timeout_s));
+  if (o.tf32) h.update("tf32-on");  // --baseline-tf32's second baseline
   return h.hex();
 }
 

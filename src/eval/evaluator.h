@@ -43,6 +43,17 @@ struct EvalOptions {
   /// Extra correctness trials at other input scales (KernelBench-Verified's):
   /// a comma list of x1 (the regular trials), x3, x0.01, neg; or "none".
   std::string trials_dist = "x1,x3,x0.01,neg";
+  /// --tolerance as given: "default" (flags, the problem's MKEVOLVE_TOLERANCE,
+  /// the dtype's), "calibrated" (the command's own calibration file) or a file.
+  std::string tolerance = "default";
+  /// --tolerance calibrated|FILE: the calibration file whose per-output
+  /// tolerances judge each problem (eval/calibration.h); empty: none. A problem
+  /// not in it is calibrated first (calibration_runs seeds) and added to it.
+  std::filesystem::path calibration;
+  int calibration_runs = 20;
+  /// Set by the pool from `calibration`: this problem's calibrated tolerances
+  /// as the worker takes them ({"outputs": {PATH: {KIND: atol}}, "source"}).
+  nlohmann::json calibrated;
   double timeout_s = 300;         ///< hard deadline for the candidate process
   bool measure_perf = true;       ///< time candidate and baselines
   int seed = 42;
@@ -65,6 +76,12 @@ struct EvalOptions {
   /// counters for a correct candidate: measured DRAM bytes, throughput,
   /// achieved occupancy; checks.ncu). Advisory: never changes a verdict.
   std::string profile = "cupti";
+  /// --baseline-tf32: also a torch.compile baseline with TF32 on, reported
+  /// beside the TF32-off one (never replacing it; rewards stay TF32-off).
+  bool baseline_tf32 = false;
+  /// Set by the pool on the baseline request it sends for that second
+  /// baseline: the worker times it with TF32 on.
+  bool tf32 = false;
 };
 
 struct EvalRequest {
@@ -83,8 +100,10 @@ struct EvalResult {
   std::string feedback;               ///< concise text an LLM can act on (trimmed traceback, first mismatch)
   Timing runtime;
   Timing eager, compiled;             ///< baselines on the same GPU
+  Timing compiled_tf32;               ///< --baseline-tf32: torch.compile with TF32 on (not valid otherwise)
   double speedup_eager = 0;           ///< eager / candidate (0 unless correct)
   double speedup_compile = 0;         ///< torch.compile / candidate (0 unless correct): the reward
+  double speedup_compile_tf32 = 0;    ///< torch.compile with TF32 on / candidate (0 unless correct and measured)
   double max_abs_err = 0;
   bool uses_pytorch = false;          ///< passed only under the allow_pytorch policy
   int gpu = -1;

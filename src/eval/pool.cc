@@ -438,8 +438,21 @@ std::future<EvalResult> WorkerPool::submit(EvalRequest req) {
     auto ph = hash_sources(req.problem);
     auto kh = hash_sources(req.kernel);
     if (ph && kh) {
+      // With --tolerance calibrated|FILE the key holds the problem's
+      // calibrated tolerances: known here only when the file has them.
+      bool key_known = req.options.calibration.empty();
+      if (!key_known) {
+        std::lock_guard lock(calib_mu_);
+        auto it = calib_files_.find(absolute_path(req.options.calibration).string());
+        if (it != calib_files_.end() && it->second) {
+          if (auto e = it->second->entry(*ph)) {
+            req.options.calibrated = calibrated_option(*e, it->second->path().string());
+            key_known = true;
+          }
+        }
+      }
       // A verdict already on disk needs no queue slot once the machine identity is known.
-      if (auto id = identity_for_gpu(req.options.gpu)) {
+      if (auto id = key_known ? identity_for_gpu(req.options.gpu) : std::nullopt) {
         if (auto hit = results_->get(result_key(*ph, *kh, req.options, *id))) {
           {
             std::lock_guard lock(mu_);
@@ -451,6 +464,7 @@ std::future<EvalResult> WorkerPool::submit(EvalRequest req) {
       }
       Hasher h;
       h.update(*ph).update(*kh).update(options_to_json(req.options).dump()).update(std::to_string(req.options.gpu));
+      h.update("calibration=" + req.options.calibration.string());
       flight = h.hex();
       std::lock_guard lock(mu_);
       if (auto it = inflight_.find(flight); it != inflight_.end()) {
@@ -731,14 +745,105 @@ mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu) {
   return fut.get();
 }
 
-EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
-  if (slot.gpu < 0 && !req.options.test_cpu)
+Result<json> WorkerPool::calibrate_on(Slot& slot, const fs::path& problem, int runs, bool test_cpu, int seed) {
+  if (slot.gpu < 0 && !test_cpu) return Error{"no CUDA GPU visible: calibration needs a GPU"};
+  if (auto st = ensure_server(slot); !st) return Error{st.error()};
+  json msg{{"op", "calibrate"},
+           {"problem", problem.string()},
+           {"runs", runs},
+           {"options", {{"test_cpu", test_cpu}, {"seed", seed}}}};
+  // Each run draws five kinds of inputs and runs the reference twice on each.
+  auto rep = call(slot, std::move(msg), opts_.deadline_factor * 600 * std::max(1.0, runs / 10.0) + opts_.grace_s);
+  if (rep.outcome != Server::Outcome::kAnswered)
+    return Error{"the evaluation server failed while calibrating " + problem.string() + ": " +
+                 clip_tail(rep.detail, 500)};
+  const json& m = rep.message;
+  if (m.value("type", "") == "error")
+    return Error{m.contains("message") && m["message"].is_string() ? m["message"].get<std::string>()
+                                                                   : problem.string() + ": calibration failed"};
+  json out = m;
+  out.erase("id");
+  out.erase("type");
+  if (auto st = check_calibration_answer(out); !st)
+    return Error{"the worker's calibration of " + problem.string() + ": " + st.error()};
+  return out;
+}
+
+Result<json> WorkerPool::calibrate(const fs::path& problem, int runs, bool test_cpu, int seed) {
+  auto promise = std::make_shared<std::promise<Result<json>>>();
+  auto fut = promise->get_future();
+  fs::path p = absolute_path(problem);
+  Job job;
+  job.run = [this, promise, p, runs, test_cpu, seed](Slot& slot) {
+    promise->set_value(calibrate_on(slot, p, runs, test_cpu, seed));
+  };
+  job.cancel = [promise](const std::string& why) { promise->set_value(Error{why}); };
+  enqueue(std::move(job));
+  return fut.get();
+}
+
+Result<json> WorkerPool::calibrated_for(Slot& slot, const EvalRequest& req, const std::string& problem_hash) {
+  const fs::path file = absolute_path(req.options.calibration);
+  const std::string flight = file.string() + "\n" + problem_hash;
+  std::shared_ptr<CalibrationFile> cf;
+  std::shared_ptr<std::promise<Result<json>>> mine;
+  std::shared_future<Result<json>> theirs;
+  {
+    std::lock_guard lock(calib_mu_);
+    auto& slot_file = calib_files_[file.string()];
+    if (!slot_file) {
+      auto loaded = CalibrationFile::load(file);
+      if (!loaded) {
+        calib_files_.erase(file.string());
+        return Error{loaded.error()};
+      }
+      slot_file = std::make_shared<CalibrationFile>(*loaded);
+    }
+    cf = slot_file;
+    if (auto e = cf->entry(problem_hash)) return calibrated_option(*e, file.string());
+    if (auto it = calib_inflight_.find(flight); it != calib_inflight_.end()) {
+      theirs = it->second;
+    } else {
+      mine = std::make_shared<std::promise<Result<json>>>();
+      calib_inflight_[flight] = mine->get_future().share();
+    }
+  }
+  if (theirs.valid()) {
+    auto r = theirs.get();
+    if (!r) return Error{r.error()};
+    return calibrated_option(*r, file.string());
+  }
+  // Not in the file: measured here, on this slot, with the evaluation's seed.
+  Result<json> r = calibrate_on(slot, absolute_path(req.problem), req.options.calibration_runs, req.options.test_cpu,
+                                req.options.seed);
+  if (r) {
+    if (auto st = cf->put(problem_hash, absolute_path(req.problem), *r); !st) r = Error{st.error()};
+  }
+  mine->set_value(r);
+  {
+    std::lock_guard lock(calib_mu_);
+    calib_inflight_.erase(flight);
+  }
+  if (!r) return Error{r.error()};
+  return calibrated_option(*r, file.string());
+}
+
+EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
+  if (slot.gpu < 0 && !req_in.options.test_cpu)
     return pool_failure(Status::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
-  auto ph = hash_sources(req.problem);
+  auto ph = hash_sources(req_in.problem);
   if (!ph) return pool_failure(Status::kCrashed, "bad_input", ph.error());
-  auto kh = hash_sources(req.kernel);
+  auto kh = hash_sources(req_in.kernel);
   if (!kh) return pool_failure(Status::kCrashed, "bad_input", kh.error());
   if (auto st = ensure_server(slot); !st) return pool_failure(Status::kCrashed, "environment", st.error());
+  EvalRequest req = req_in;
+  if (!req.options.calibration.empty()) {
+    // --tolerance calibrated|FILE: the problem's own tolerances, measured
+    // first where the file has none; they are part of the cache key.
+    auto cal = calibrated_for(slot, req, *ph);
+    if (!cal) return pool_failure(Status::kCrashed, "problem_error", cal.error());
+    req.options.calibrated = std::move(*cal);
+  }
 
   EvalIdentity id = identity_for(slot);
   std::string key = result_key(*ph, *kh, req.options, id);
@@ -822,11 +927,13 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req) {
   if (req.options.measure_perf && !stopping() && r.kind != "environment") {
     auto b0 = std::chrono::steady_clock::now();
     add_baselines(slot, req, *ph, r);
+    if (req.options.baseline_tf32) add_tf32_baseline(slot, req, *ph, r);
     r.baseline_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - b0).count();
   }
   if (r.correct() && r.runtime.valid && r.runtime.median_ms > 0) {
     if (r.eager.valid) r.speedup_eager = r.eager.median_ms / r.runtime.median_ms;
     if (r.compiled.valid) r.speedup_compile = r.compiled.median_ms / r.runtime.median_ms;
+    if (r.compiled_tf32.valid) r.speedup_compile_tf32 = r.compiled_tf32.median_ms / r.runtime.median_ms;
   }
   // A timing taken without the GPU's timing lock (it stayed busy past the wait)
   // may carry a neighbour's load: use it now, but do not keep it.
@@ -975,6 +1082,29 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
     if (!r.raw.is_object()) r.raw = json::object();
     r.raw["baseline_error"] = b.error();
   }
+}
+
+void WorkerPool::add_tf32_baseline(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r) {
+  EvalRequest t = req;
+  t.options.tf32 = true;
+  t.options.calibrated = nullptr;
+  EvalIdentity id = baseline_identity(slot);
+  std::string key = baseline_key(problem_hash, id, t.options);
+  std::optional<Baseline> cached = baselines_ ? baselines_->get(key) : std::nullopt;
+  Result<Baseline> b = cached ? Result<Baseline>(*cached) : measure_baselines(slot, t, problem_hash, id, key);
+  if (!r.raw.is_object()) r.raw = json::object();
+  if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
+  if (!b) {
+    r.raw["checks"]["baseline_tf32"] = {{"error", b.error()}};
+    return;
+  }
+  r.compiled_tf32 = b->compiled;
+  json rec{{"tf32", true},
+           {"eager_ms", b->eager.valid ? json(b->eager.median_ms) : json(nullptr)},
+           {"compile_ms", b->compiled.valid ? json(b->compiled.median_ms) : json(nullptr)}};
+  if (b->raw.is_object() && b->raw.contains("compile_error")) rec["compile_error"] = b->raw["compile_error"];
+  r.raw["checks"]["baseline_tf32"] = rec;
+  if (timed_without_lock(b->raw)) r.raw["baseline_timed_without_lock"] = true;
 }
 
 std::future<DecompositionResult> WorkerPool::verify_decomposition(DecompositionRequest req) {

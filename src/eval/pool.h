@@ -22,6 +22,7 @@
 
 #include "eval/admission.h"
 #include "eval/cache.h"
+#include "eval/calibration.h"
 #include "eval/evaluator.h"
 #include "eval/gpus.h"
 #include "eval/server.h"
@@ -97,6 +98,10 @@ class WorkerPool final : public Evaluator {
   /// baseline cache has it; an evaluation that needs it meanwhile joins it.
   void prefetch_baselines(const std::filesystem::path& problem, const EvalOptions& options) override;
 
+  /// The worker's `calibrate` op on one problem (runs input seeds): its
+  /// answer, or an error naming the file.
+  Result<nlohmann::json> calibrate(const std::filesystem::path& problem, int runs, bool test_cpu, int seed = 42);
+
   /// Starts one server (if none runs) and checks its hello: the environment
   /// errors (no interpreter, no torch, no Triton, wrong protocol) show up here.
   mk::Status probe();
@@ -148,6 +153,8 @@ class WorkerPool final : public Evaluator {
   /// Why one call of a problem with footprint fp cannot fit here ("" when it can).
   std::string too_large(Slot& slot, const std::optional<Footprint>& fp);
   void add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r);
+  /// --baseline-tf32: the second baseline (TF32 on), cached and measured like the first.
+  void add_tf32_baseline(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r);
   /// The identity a baseline is kept under (the pool-wide torch when the slot's server is gone).
   EvalIdentity baseline_identity(const Slot& slot) const;
   /// Measures the baselines under `key` on this slot, or waits for the request
@@ -192,6 +199,15 @@ class WorkerPool final : public Evaluator {
   using Promise = std::shared_ptr<std::promise<EvalResult>>;
   std::map<std::string, std::vector<Promise>> inflight_;
   void deliver(const std::string& flight, const Promise& leader, EvalResult r);
+
+  /// --tolerance calibrated|FILE: the problem's entry in req.options.calibration,
+  /// calibrated on this slot first when the file has none (and added to it).
+  Result<nlohmann::json> calibrated_for(Slot& slot, const EvalRequest& req, const std::string& problem_hash);
+  Result<nlohmann::json> calibrate_on(Slot& slot, const std::filesystem::path& problem, int runs, bool test_cpu,
+                                      int seed);
+  std::mutex calib_mu_;
+  std::map<std::string, std::shared_ptr<CalibrationFile>> calib_files_;
+  std::map<std::string, std::shared_future<Result<nlohmann::json>>> calib_inflight_;
 
   std::mutex baseline_mu_;
   std::map<std::string, std::shared_future<Result<Baseline>>> baseline_inflight_;

@@ -23,7 +23,9 @@ json options_to_json(const EvalOptions& o) {
               {"timing", o.timing},
               {"compile_timeout_s", o.compile_timeout_s},
               {"profile_ncu", o.profile == "ncu"},
-              {"baselines", false}};
+              {"baselines", false},
+              {"calibrated", o.calibrated},
+              {"tf32", o.tf32}};
 }
 
 namespace {
@@ -153,6 +155,8 @@ json to_json(const EvalResult& r) {
               {"compiled", timing_json(r.compiled)},
               {"speedup_eager", r.speedup_eager},
               {"speedup_compile", r.speedup_compile},
+              {"compiled_tf32", timing_json(r.compiled_tf32)},
+              {"speedup_compile_tf32", r.speedup_compile_tf32},
               {"max_abs_err", r.max_abs_err},
               {"uses_pytorch", r.uses_pytorch},
               {"gpu", r.gpu},
@@ -174,6 +178,8 @@ EvalResult eval_result_from_json(const json& j) {
   if (auto it = j.find("compiled"); it != j.end()) r.compiled = parse_timing(*it);
   r.speedup_eager = number(j, "speedup_eager").value_or(0);
   r.speedup_compile = number(j, "speedup_compile").value_or(0);
+  if (auto it = j.find("compiled_tf32"); it != j.end()) r.compiled_tf32 = parse_timing(*it);
+  r.speedup_compile_tf32 = number(j, "speedup_compile_tf32").value_or(0);
   r.max_abs_err = number(j, "max_abs_err").value_or(0);
   if (auto it = j.find("uses_pytorch"); it != j.end() && it->is_boolean()) r.uses_pytorch = it->get<bool>();
   if (auto it = j.find("gpu"); it != j.end() && it->is_number_integer()) r.gpu = it->get<int>();

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "eval/cache.h"
+#include "eval/calibration.h"
 #include "eval/gpus.h"
 #include "eval/inputs.h"
 #include "eval/proc.h"
@@ -113,6 +114,47 @@ TEST(Protocol, OptionsCarryEverySetting) {
   o.pass_rate = 0.85;
   EXPECT_DOUBLE_EQ(options_to_json(o)["pass_rate"].get<double>(), 0.85);
   EXPECT_EQ(j["trials_dist"], "x1,x3,x0.01,neg");
+}
+
+TEST(Calibration, FileRoundTripAndTheWorkersOption) {
+  TempDir dir{"mk-cal"};
+  fs::path f = dir.path() / "sub" / "calibration.json";
+  auto cf = CalibrationFile::load(f);  // missing: empty
+  ASSERT_TRUE(cf) << cf.error();
+  EXPECT_EQ(cf->size(), 0u);
+  EXPECT_FALSE(cf->entry("h1"));
+  json answer{{"outputs", {{"[0]", {{"dtype", "bfloat16"}, {"by_kind", {{"x1", {{"atol", 0.0312}, {"max", 0.02}}},
+                                                                            {"x3", {{"atol", 0.125}}}}}}}}},
+              {"runs", 20},
+              {"rule", "max + 3 sigma"}};
+  ASSERT_TRUE(cf->put("h1", "/p/attend.py", answer));
+  auto back = CalibrationFile::load(f);
+  ASSERT_TRUE(back) << back.error();
+  auto e = back->entry("h1");
+  ASSERT_TRUE(e);
+  EXPECT_EQ((*e)["name"], "attend");
+  EXPECT_EQ((*e)["file"], "/p/attend.py");
+  json opt = calibrated_option(*e, f.string());
+  EXPECT_EQ(opt, (json{{"outputs", {{"[0]", {{"x1", 0.0312}, {"x3", 0.125}}}}}, {"source", f.string()}}));
+  // A bad answer is refused, naming what is wrong; so is a file of another kind or version.
+  json bad = answer;
+  bad["outputs"]["[0]"]["by_kind"]["x1"]["atol"] = -1;
+  auto st = cf->put("h2", "/p/q.py", bad);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().find("output [0], x1 inputs: \"atol\" must be a non-negative number"), std::string::npos)
+      << st.error();
+  ASSERT_TRUE(write_file_atomic(f, R"({"format":"mkevolve-calibration","version":9,"problems":{}})"));
+  auto v9 = CalibrationFile::load(f);
+  ASSERT_FALSE(v9);
+  EXPECT_NE(v9.error().find("version 9; this mkevolve reads version 1"), std::string::npos) << v9.error();
+  ASSERT_TRUE(write_file_atomic(f, R"({"problems":{}})"));
+  auto other = CalibrationFile::load(f);
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().find(f.string() + ": not a calibration file"), std::string::npos) << other.error();
+  // --tolerance's values.
+  EXPECT_EQ(calibration_path("default", "/r/calibration.json"), fs::path());
+  EXPECT_EQ(calibration_path("calibrated", "/r/calibration.json"), fs::path("/r/calibration.json"));
+  EXPECT_EQ(calibration_path("/x/mine.json", "/r/calibration.json"), fs::path("/x/mine.json"));
 }
 
 class SourcesTest : public ::testing::Test {
@@ -237,6 +279,15 @@ TEST(Cache, KeysSeparateWhatMatters) {
   o2 = o;
   o2.trials_dist = "none";
   EXPECT_NE(k, result_key("p", "k", o2, id));
+  // Calibrated tolerances: their numbers make another verdict, not the file's name.
+  o2 = o;
+  o2.calibrated = json{{"outputs", {{"", {{"x1", 0.03}}}}}, {"source", "/a/calibration.json"}};
+  std::string kc = result_key("p", "k", o2, id);
+  EXPECT_NE(k, kc);
+  o2.calibrated["source"] = "/b/calibration.json";
+  EXPECT_EQ(kc, result_key("p", "k", o2, id));
+  o2.calibrated["outputs"][""]["x1"] = 0.04;
+  EXPECT_NE(kc, result_key("p", "k", o2, id));
   EvalIdentity id2 = id;
   id2.gpu_model = "NVIDIA A100";
   EXPECT_NE(k, result_key("p", "k", o, id2));
@@ -260,6 +311,29 @@ TEST(Cache, KeysSeparateWhatMatters) {
   EXPECT_NE(baseline_key("p", id, o), baseline_key("p", id, synced));
   EXPECT_EQ(options_to_json(synced).at("timing"), "synced");
   EXPECT_EQ(options_to_json(o).at("timing"), "device");
+  // --baseline-tf32: a verdict carrying the second baseline is another record;
+  // the TF32-on baseline is another baseline, and the worker is told so.
+  EvalOptions with_tf32 = o;
+  with_tf32.baseline_tf32 = true;
+  EXPECT_NE(k, result_key("p", "k", with_tf32, id));
+  EXPECT_EQ(baseline_key("p", id, o), baseline_key("p", id, with_tf32));
+  EvalOptions tf32_on = o;
+  tf32_on.tf32 = true;
+  EXPECT_NE(baseline_key("p", id, o), baseline_key("p", id, tf32_on));
+  EXPECT_EQ(options_to_json(tf32_on).at("tf32"), true);
+  EXPECT_EQ(options_to_json(o).at("tf32"), false);
+}
+
+TEST(Units, TheTf32BaselineSurvivesTheVerdictCache) {
+  EvalResult r;
+  r.status = Status::kCorrect;
+  r.compiled_tf32 = Timing{0.5, 0.52, true};
+  r.speedup_compile_tf32 = 1.25;
+  EvalResult back = eval_result_from_json(to_json(r));
+  EXPECT_TRUE(back.compiled_tf32.valid);
+  EXPECT_DOUBLE_EQ(back.compiled_tf32.median_ms, 0.5);
+  EXPECT_DOUBLE_EQ(back.speedup_compile_tf32, 1.25);
+  EXPECT_FALSE(eval_result_from_json(to_json(EvalResult{})).compiled_tf32.valid);
 }
 
 TEST(Units, CompileTimeoutReachesTheWorkerAndKeysTheBaseline) {

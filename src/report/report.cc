@@ -239,6 +239,9 @@ std::string render_markdown(const RunSummary& s) {
   md += "- Final end-to-end: " + (s.final_e2e_status.empty() ? std::string("not evaluated") : s.final_e2e_status) +
         ", " + speedup(s.final_speedup_compile) + " vs torch.compile, " + speedup(s.final_speedup_eager) +
         " vs eager, " + ms(s.final_runtime_ms) + " ms\n";
+  if (s.final_speedup_compile_tf32)
+    md += "- Final check vs torch.compile with TF32 on (--baseline-tf32): " + speedup(s.final_speedup_compile_tf32) +
+          " (the TF32-off figure above is the one the search rewards)\n";
   md += "- LLM: " + human_count(static_cast<double>(s.llm_total.calls)) + " calls" +
         (s.max_calls ? " (" + budget_text(s.kernel_calls, s.max_calls) +
                            " in the kernel budget; decompose, split, fuse and judge calls are outside it)"
@@ -620,7 +623,11 @@ std::string render_html(const RunSummary& s) {
            s.final_e2e_status == "correct" ? speedup(s.final_speedup_compile) : s.final_e2e_status.empty() ? "\u2014" : "\u2717",
            s.final_e2e_status.empty()        ? "not evaluated"
            : s.final_e2e_status != "correct" ? escape(s.final_e2e_status)
-                                             : "correct \u00b7 " + speedup(s.final_speedup_eager) + " vs eager",
+                                             : "correct \u00b7 " + speedup(s.final_speedup_eager) + " vs eager" +
+                                                   (s.final_speedup_compile_tf32
+                                                        ? " \u00b7 " + speedup(s.final_speedup_compile_tf32) +
+                                                              " vs torch.compile with TF32 on"
+                                                        : std::string()),
            s.final_e2e_status == "correct" ? "" : "bad");
   h += kpi("Run status", escape(s.ended ? (s.end_status.empty() ? "ended" : s.end_status) : "in progress"),
            escape(s.end_message.empty() ? (s.ended ? "" : "no run_end event yet") : s.end_message), status_cls);

@@ -187,6 +187,25 @@ TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
   EXPECT_NE(html.find("vs torch.compile, t=2: 1.5\u00d7"), std::string::npos);
 }
 
+TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
+  using namespace run::events;
+  std::vector<json> ev;
+  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
+  ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
+  RunSummary without = summarize(ev, json::object(), json::object());
+  EXPECT_EQ(render_markdown(without).find("TF32 on"), std::string::npos);
+  json fc = final_check(true, 43, "correct", "ok", 1.5, "");
+  fc["speedup_compile_tf32"] = 0.75;
+  ev.push_back(fc);
+  RunSummary s = summarize(ev, json::object(), json::object());
+  ASSERT_TRUE(s.final_speedup_compile_tf32);
+  EXPECT_DOUBLE_EQ(*s.final_speedup_compile_tf32, 0.75);
+  std::string md = render_markdown(s);
+  EXPECT_NE(md.find("- Final check vs torch.compile with TF32 on (--baseline-tf32): 0.75"), std::string::npos) << md;
+  EXPECT_NE(md.find("1.50× vs torch.compile"), std::string::npos) << md;  // the TF32-off figure stays
+  EXPECT_NE(render_html(s).find("vs torch.compile with TF32 on"), std::string::npos);
+}
+
 TEST(Report, CompositionFailureIsNamedAsSuch) {
   auto ev = failing_run();
   ev[3]["subkernels"][1]["correct"] = true;

@@ -222,6 +222,9 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       }
     } else if (type == "postfuse") {
       s.postfuse.push_back(ev);
+    } else if (auto fc = run::events::FinalCheck::from_json(ev)) {
+      // --baseline-tf32: the returned solution against torch.compile with TF32 on.
+      if (fc->passed) s.final_speedup_compile_tf32 = fc->speedup_compile_tf32;
     } else if (auto end = run::events::RunEnd::from_json(ev)) {
       s.ended = true;
       s.end_status = end->status;

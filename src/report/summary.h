@@ -105,6 +105,9 @@ struct RunSummary {
   std::optional<double> best_speedup_compile;
   int best_t = -1;
   std::optional<double> final_speedup_compile, final_speedup_eager, final_runtime_ms;
+  /// --baseline-tf32: the final check's speedup against torch.compile with TF32 on (the
+  /// last passing final_check's; unset without the flag).
+  std::optional<double> final_speedup_compile_tf32;
   std::string final_e2e_status;   ///< last known end-to-end status ("" if never evaluated)
   bool ended = false;
   std::string end_status, end_message, solution_dir;

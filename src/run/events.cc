@@ -660,6 +660,7 @@ nlohmann::json FinalCheck::to_json() const {
   nlohmann::json j = {{"type", kType},   {"passed", passed},     {"seed", seed},
                       {"status", status}, {"kind", kind},         {"speedup_compile", opt(speedup_compile)},
                       {"message", message}, {"iteration", iteration}, {"fallback", fallback}};
+  if (speedup_compile_tf32) j["speedup_compile_tf32"] = *speedup_compile_tf32;
   put_meta(j, meta);
   return j;
 }
@@ -672,6 +673,7 @@ std::optional<FinalCheck> FinalCheck::from_json(const nlohmann::json& j) {
   f.status = str(j, "status");
   f.kind = str(j, "kind");
   f.speedup_compile = optnum(j, "speedup_compile");
+  f.speedup_compile_tf32 = optnum(j, "speedup_compile_tf32");
   f.message = str(j, "message");
   f.iteration = integer(j, "iteration");
   f.fallback = integer(j, "fallback");

@@ -310,6 +310,8 @@ struct FinalCheck {
   int seed = 0;
   std::string status{}, kind{};
   std::optional<double> speedup_compile{};
+  /// --baseline-tf32: against torch.compile with TF32 on (beside the reward's TF32-off figure)
+  std::optional<double> speedup_compile_tf32{};
   std::string message{};
   int iteration = 0;  ///< of the solution checked
   int fallback = 0;   ///< 0: the best; k: the k-th earlier best

@@ -106,6 +106,10 @@ nlohmann::json result_json(const eval::EvalResult& r) {
   if (r.runtime.valid) j["runtime_ms"] = r.runtime.median_ms;
   if (r.compiled.valid) j["compile_ms"] = r.compiled.median_ms;
   if (r.eager.valid) j["eager_ms"] = r.eager.median_ms;
+  if (r.compiled_tf32.valid) {  // --baseline-tf32
+    j["compile_tf32_ms"] = r.compiled_tf32.median_ms;
+    j["speedup_compile_tf32"] = r.speedup_compile_tf32;
+  }
   if (!r.feedback.empty()) j["feedback"] = agents::trim_text(r.feedback, 10, 10, 2000);
   return j;
 }

@@ -663,6 +663,8 @@ nlohmann::json to_json(const SearchOptions& o) {
             {"rtol", o.eval.rtol ? nlohmann::json(*o.eval.rtol) : nlohmann::json(nullptr)},
             {"pass_rate", o.eval.pass_rate ? nlohmann::json(*o.eval.pass_rate) : nlohmann::json(nullptr)},
             {"trials_dist", o.eval.trials_dist},
+            {"tolerance", o.eval.tolerance},
+            {"calibration_runs", o.eval.calibration_runs},
             {"timeout_s", o.eval.timeout_s},
             {"seed", o.eval.seed},
             {"test_cpu", o.eval.test_cpu},
@@ -712,7 +714,12 @@ std::optional<ReuseMatch> match_reuse(const Reuse& r, const Subproblem& sp) {
 
 std::string correctness_fact(const eval::EvalOptions& o) {
   std::string s = "Correctness: every output element within atol + rtol * |expected| of the reference";
-  if (o.atol && o.rtol) {
+  if (o.tolerance != "default") {
+    s += ", at each output's own calibrated atol with rtol = 0: the largest error of the reference in its own "
+         "precision against a float64 run of it over many input draws, plus 3 standard deviations (at least one "
+         "unit in the last place of the output's dtype). A kernel that accumulates in float32 and rounds once "
+         "passes; one that accumulates in a lower precision, or changes the arithmetic, usually does not";
+  } else if (o.atol && o.rtol) {
     s += fmt::format(", atol = {:.3g}, rtol = {:.3g} for every output dtype", *o.atol, *o.rtol);
   } else {
     s += ", by output dtype unless the problem file declares MKEVOLVE_TOLERANCE: float32 atol = rtol = 1e-4; "
@@ -768,6 +775,8 @@ Result<SearchOptions> options_from_json(const nlohmann::json& j) {
       o.eval.pass_rate = opt("pass_rate");
       // A run recorded before the scaled trials had none, and keeps none.
       o.eval.trials_dist = e.value("trials_dist", std::string("none"));
+      o.eval.tolerance = e.value("tolerance", std::string("default"));
+      o.eval.calibration_runs = e.value("calibration_runs", o.eval.calibration_runs);
       o.eval.timeout_s = e.value("timeout_s", o.eval.timeout_s);
       o.eval.seed = e.value("seed", o.eval.seed);
       o.eval.test_cpu = e.value("test_cpu", o.eval.test_cpu);
@@ -1062,6 +1071,8 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
       else e.message = agents::trim_text(fc.feedback, 6, 6, 800);
       e.iteration = cand.iteration;
       e.fallback = static_cast<int>(k);  // 0: the best itself; k: the k-th earlier best
+      // --baseline-tf32: the same solution against torch.compile with TF32 on, beside the reward's TF32-off figure.
+      if (passed && fc.speedup_compile_tf32 > 0) e.speedup_compile_tf32 = fc.speedup_compile_tf32;
       emit(ctx, e.to_json());
       if (passed || fc.status == eval::Status::kNoVerdict) {
         if (k > 0) best = cand;  // the next-best verified solution, checked

@@ -1751,6 +1751,14 @@ TEST(Options, RoundTripThroughJson) {
   EXPECT_EQ(old->eval.atol, 1e-4);
   EXPECT_EQ(old->eval.trials_dist, "none");  // recorded before the scaled trials: resumed without them
   EXPECT_EQ(back->eval.trials_dist, "x1,x3,x0.01,neg");
+  // --tolerance and --calibration-runs come back; a run recorded before them is "default".
+  o.eval.tolerance = "calibrated";
+  o.eval.calibration_runs = 7;
+  back = options_from_json(to_json(o));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->eval.tolerance, "calibrated");
+  EXPECT_EQ(back->eval.calibration_runs, 7);
+  EXPECT_EQ(old->eval.tolerance, "default");
 }
 
 TEST(Prompts, TheCorrectnessFactStatesTheToleranceTheEvaluationUses) {
@@ -1766,6 +1774,11 @@ TEST(Prompts, TheCorrectnessFactStatesTheToleranceTheEvaluationUses) {
   EXPECT_NE(set.find("atol = 0.001, rtol = 0.002 for every output dtype"), std::string::npos) << set;
   EXPECT_NE(set.find("at least 90% of each output's elements"), std::string::npos) << set;
   EXPECT_EQ(set.find("bfloat16"), std::string::npos) << set;
+  eval::EvalOptions c;
+  c.tolerance = "calibrated";
+  std::string cal = correctness_fact(c);
+  EXPECT_NE(cal.find("own calibrated atol with rtol = 0"), std::string::npos) << cal;
+  EXPECT_EQ(cal.find("bfloat16 atol"), std::string::npos) << cal;  // not the dtype table: it does not apply
 }
 
 }  // namespace

@@ -182,6 +182,13 @@ PY
     --python "$PY" --test-cpu-unsafe --pass-rate 1.5
   expect "--trials-dist with an unknown scale" 2 "unknown scale 'x2'" -- "$BIN" eval --problem bf16.py \
     --kernel bf16_fp32.py --python "$PY" --test-cpu-unsafe --trials-dist x3,x2
+  # --baseline-tf32: a second baseline with TF32 on, beside the TF32-off one
+  # (torch 1.13 on the CPU has no torch.compile: its compile figures are null).
+  expect "--baseline-tf32 adds a second baseline" 0 '"compile_tf32":null' -- "$BIN" eval --problem problem.py \
+    --kernel good.py --python "$PY" --test-cpu-unsafe --allow-pytorch --no-cache --json --baseline-tf32 \
+    --perf-trials 5 --warmup 1 --timeout 120
+  grep -qE '"baseline_tf32":\{[^}]*"eager_ms":[0-9.e-]+,"tf32":true\}' "$T/out" \
+    && pass "checks.baseline_tf32 has its eager timing" || fail "no checks.baseline_tf32 timing in the verdict"
   expect "the scaled trials are planned and run" 0 '"dist_trials":\["c0x3","c0neg"\]' -- "$BIN" eval \
     --problem problem.py --kernel good.py --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache \
     --json --trials-dist x3,neg --timeout 120

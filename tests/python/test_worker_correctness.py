@@ -531,3 +531,17 @@ def test_a_composed_package_whose_top_level_concatenates_is_evaluated_not_flagge
     assert any(v["rule"] == "torch-compute" for v in vs), vs  # the stand-ins' addmm: the layer did run
     flagged = [v for v in vs if v["file"].endswith("decomposed_solution.py") and v["rule"] == "torch-compute"]
     assert flagged == [], flagged
+
+
+def test_the_tf32_baseline_says_so_and_an_eval_refuses_tf32(worker_server):
+    """--baseline-tf32: a second baseline op with TF32 on, recorded as such;
+    candidates and references never run with it."""
+    msg, _ = worker_server.request("baseline", problem=problem("add"),
+                                   options={"test_cpu": True, "perf_trials": 3, "warmup": 1, "tf32": True})
+    assert msg["type"] == "result" and msg["tf32"] is True and msg["eager"]["median_ms"] > 0, msg
+    off, _ = worker_server.request("baseline", problem=problem("add"),
+                                   options={"test_cpu": True, "perf_trials": 3, "warmup": 1})
+    assert off["type"] == "result" and off["tf32"] is False, off
+    msg, _ = worker_server.request("eval", problem=problem("add"), kernel=cand("add_ok"),
+                                   options={"test_cpu": True, "perf": False, "tf32": True})
+    assert msg["type"] == "error" and "baseline op only" in msg["message"], msg

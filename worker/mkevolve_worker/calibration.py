@@ -10,9 +10,9 @@ one output in one run is max |native - high| over its finite elements. An
 output's calibrated tolerance for a trial kind is max + 3 sigma of its N
 errors (sigma: the population standard deviation), with rtol = 0 (Appendix
 D's rule), and never below one unit in the last place of the output's dtype
-at its largest magnitude: where the reference is exact up to its rounding
-(a bf16 Linear on the CPU), max + 3 sigma is 0 and would reject a correct
-kernel that rounds one element the other way. The tolerance bounds how far
+at its largest magnitude: where the reference's only error is its final
+rounding (a bf16 Linear on the CPU), its error is about half a unit, and a
+correct kernel that rounds one element the other way is a whole unit away. The tolerance bounds how far
 a kernel that computes in higher precision and rounds once may be from the
 reference; a kernel that computes as coarsely as the reference, in another
 order, can be up to about twice as far, and may fail it.

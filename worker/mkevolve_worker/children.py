@@ -728,9 +728,12 @@ def baseline_body(ctx, job: dict) -> int:
     import torch
     from . import timing
     _restore_threads()
-    C.disable_tf32()
-    device = job["device"]
     opts = job["opts"]
+    if opts.get("tf32"):
+        C.enable_tf32()  # --baseline-tf32: the second baseline, TF32 on
+    else:
+        C.disable_tf32()
+    device = job["device"]
     try:
         mod = loader.load_problem(job["problem"])
         cfg = loader.problem_configs(mod)[0]
@@ -751,7 +754,7 @@ def baseline_body(ctx, job: dict) -> int:
                            + errors.trimmed_traceback(e, [job["problem"]]), "load")
     bufs = C.to_device(pool[0], device)  # the buffers every call reads, refilled in place
     refill = timing.make_refill(bufs, pool, last)
-    result: dict = {"torch": torch.__version__, "tf32": False, "warmup": opts["warmup"],
+    result: dict = {"torch": torch.__version__, "tf32": bool(opts.get("tf32")), "warmup": opts["warmup"],
                     "perf_trials": opts["perf_trials"]}
     if device == "cuda":
         result["gpu"] = torch.cuda.get_device_name(0)

@@ -56,6 +56,8 @@ DEFAULTS = {
                                   # longer compiles (mostly CPU work) go on without it, so they never
                                   # hold up neighbours' timed phases for minutes
     "test_slow_compile_s": 0.0,   # CPU test mode only: the compile step sleeps this long first
+    "tf32": False,          # the baseline op only: time eager and torch.compile with TF32 on (--baseline-tf32,
+                            # a second baseline beside the TF32-off one); an evaluation refuses it
     "timing": "device",     # "device": GPU time (the host's launch hidden behind a short device-side spin);
                             # "synced": each call launched onto an idle GPU, host latency included
                             # (KernelBench's way). Both are recorded; this one is the speed.
@@ -297,6 +299,21 @@ def disable_tf32() -> None:
         pass
     try:
         torch.set_float32_matmul_precision("highest")
+    except AttributeError:
+        pass
+
+
+def enable_tf32() -> None:
+    """TF32 on for matmuls and cuDNN (the --baseline-tf32 baseline only,
+    as KernelBench-Verified reports its baselines)."""
+    import torch
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    except AttributeError:
+        pass
+    try:
+        torch.set_float32_matmul_precision("high")
     except AttributeError:
         pass
 

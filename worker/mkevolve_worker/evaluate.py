@@ -202,6 +202,8 @@ class Evaluator:
     def _evaluate(self, problem, kernel, options=None) -> dict:
         t_start = time.monotonic()
         opts = self._options(options)
+        if opts["tf32"]:
+            raise RequestError("option tf32 is for the baseline op only; candidates and references run with TF32 off")
         problem = self._file(problem, "problem")
         kernel = self._file(kernel, "kernel")
         device = self._device(opts)
