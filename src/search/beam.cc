@@ -100,7 +100,7 @@ nlohmann::json result_json(const eval::EvalResult& r) {
                       {"reasons", r.reasons},
                       {"speedup_compile", r.speedup_compile},
                       {"speedup_eager", r.speedup_eager},
-                      {"max_abs_err", r.max_abs_err},
+                      {"max_abs_err", r.max_abs_err.value_or(0)},
                       {"uses_pytorch", r.uses_pytorch},
                       {"cached", r.cached}};
   if (r.runtime.valid) j["runtime_ms"] = r.runtime.median_ms;
