@@ -138,6 +138,24 @@ TEST(Verdict, UnknownIsNullAndANewerWritersFieldsAreKept) {
   EXPECT_FALSE(Verdict::from_json(json{{"status", "fine"}}).ok());
 }
 
+TEST(Verdict, AnOlderBuildsFlatSummaryStillReads) {
+  // As manifests, swap events and candidates' result.json held it before the one form.
+  auto old = Verdict::from_json(json::parse(R"({"status":"correct","kind":"","reasons":[],"speedup_compile":1.25,
+      "speedup_eager":2.5,"max_abs_err":0.0,"uses_pytorch":false,"cached":false,"runtime_ms":0.4,"compile_ms":0.5,
+      "eager_ms":1.0,"feedback":"ok","reward":1.25})"));
+  ASSERT_TRUE(old.ok()) << old.error();
+  EXPECT_EQ(old->v, 1);
+  EXPECT_DOUBLE_EQ(old->speedup_compile, 1.25);
+  EXPECT_DOUBLE_EQ(old->speedup_eager, 2.5);
+  EXPECT_DOUBLE_EQ(old->compiled.median_ms, 0.5);
+  EXPECT_DOUBLE_EQ(old->eager.median_ms, 1.0);
+  EXPECT_EQ(old->feedback, "ok");
+  EXPECT_EQ(old->raw, (json{{"reward", 1.25}}));  // the search's field beside it is kept
+  json now = old->to_json();  // written again: the one form
+  EXPECT_EQ(now["speedup"]["compile"], 1.25);
+  EXPECT_FALSE(now.contains("speedup_compile"));
+}
+
 TEST(Verdict, TheWorkersAnswerAndTheJsonFormReadAlike) {
   // The worker's form (timings as objects, no "v") and the written form give one verdict.
   EvalResult wire = parse_eval_result(json::parse(R"({"id":3,"type":"result","status":"correct",

@@ -25,7 +25,9 @@ constexpr struct {
 constexpr std::string_view kTyped[] = {"status",      "kind",     "reasons",       "message",  "feedback",
                                        "runtime_ms",  "runtime_mean_ms", "baseline_ms", "speedup", "max_abs_err",
                                        "uses_pytorch", "cached",  "gpu",           "v",        "queued_s",
-                                       "eval_s",      "baseline_s", "id",          "type"};
+                                       "eval_s",      "baseline_s", "id",          "type",
+                                       // the flat summary of older builds (read, never written)
+                                       "speedup_compile", "speedup_eager", "compile_ms", "eager_ms"};
 
 bool typed(const std::string& key) {
   for (auto k : kTyped)
@@ -123,6 +125,10 @@ json Verdict::to_json() const {
   return j;
 }
 
+// Besides the JSON form and the worker's answer, from_json reads the flat
+// summary older builds embedded in events, manifests and candidates' records
+// (speedup_compile, speedup_eager, compile_ms, eager_ms, feedback), so their
+// logs and manifests still read.
 Result<Verdict> Verdict::from_json(const json& j) {
   if (!j.is_object()) return Error{"the verdict is not a JSON object"};
   std::string status_text = string_or(j, "status");
@@ -145,6 +151,13 @@ Result<Verdict> Verdict::from_json(const json& j) {
   if (auto it = j.find("speedup"); it != j.end() && it->is_object()) {
     r.speedup_eager = number(*it, "eager").value_or(0);
     r.speedup_compile = number(*it, "compile").value_or(0);
+  } else {  // an older build's flat summary
+    r.speedup_eager = number(j, "speedup_eager").value_or(0);
+    r.speedup_compile = number(j, "speedup_compile").value_or(0);
+  }
+  if (!j.contains("baseline_ms")) {
+    if (auto it = j.find("eager_ms"); it != j.end()) r.eager = parse_timing(*it);
+    if (auto it = j.find("compile_ms"); it != j.end()) r.compiled = parse_timing(*it);
   }
   // The worker writes -1 (or null) when it did not compare the outputs.
   if (auto e = number(j, "max_abs_err"); e && *e >= 0) r.max_abs_err = *e;
