@@ -69,11 +69,13 @@ def final_check(evs: list[dict]) -> dict | None:
 def e2e_line(man: dict, fc: dict | None) -> str:
     e2e = man.get("e2e") or {}
     ms = e2e.get("runtime_ms")
+    # The verdict's form (speedup {eager, compile}); a manifest of an older build has them flat.
+    speedup = e2e.get("speedup") or {"compile": e2e.get("speedup_compile"), "eager": e2e.get("speedup_eager")}
     fc_text = "no final check" if fc is None else (
         f"final check passed ({x(fc.get('speedup_compile'))} vs torch.compile on fresh inputs)" if fc.get("passed")
         else f"final check FAILED ({fc.get('status')} {fc.get('kind') or ''})")
-    return (f"correct: {bool(man.get('correct'))}; {fc_text}; end to end {x(e2e.get('speedup_compile'))} vs "
-            f"torch.compile, {x(e2e.get('speedup_eager'))} vs eager"
+    return (f"correct: {bool(man.get('correct'))}; {fc_text}; end to end {x(speedup.get('compile'))} vs "
+            f"torch.compile, {x(speedup.get('eager'))} vs eager"
             + (f", {ms:.4f} ms" if isinstance(ms, (int, float)) else ""))
 
 

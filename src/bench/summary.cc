@@ -2,19 +2,11 @@
 
 #include <cmath>
 
+#include "eval/verdict.h"
 #include "run/critical_path.h"
 #include "run/events.h"
 
 namespace mk::bench {
-
-namespace {
-
-double num(const nlohmann::json& e, const char* k) {
-  if (!e.is_object() || !e.contains(k) || !e[k].is_number()) return 0;
-  return e[k].get<double>();
-}
-
-}  // namespace
 
 Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const SummaryInfo& info) {
   Outcome o;
@@ -92,8 +84,8 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
     if (end->best_speedup_compile) best_compile = *end->best_speedup_compile;
     if (end->contains_pytorch_subkernels) best_pytorch = *end->contains_pytorch_subkernels;
     if (end->solution.is_object() && end->solution.contains("e2e")) {
-      const auto& sol_e2e = end->solution["e2e"];
-      if (num(sol_e2e, "speedup_eager") > 0) best_eager = num(sol_e2e, "speedup_eager");
+      if (auto sol_e2e = eval::Verdict::from_json(end->solution["e2e"]); sol_e2e && sol_e2e->speedup_eager > 0)
+        best_eager = sol_e2e->speedup_eager;
     }
     // Calls and tokens are the log's own llm_call records, never run_end's
     // accounting (a resumed process's tally differs from what the log holds).

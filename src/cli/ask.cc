@@ -46,20 +46,23 @@ std::string usage_line(const std::string& spec, const llm::Completion& c, std::o
   return line;
 }
 
-/// Exit status for a failed request: endpoint problems are "missing on this machine".
-int exit_for(const llm::LlmError& e) {
+/// What a failed request's error is about: endpoint problems are "missing on
+/// this machine"; the exit status comes from the one table (util/exit_code.h).
+ErrorKind kind_of(const llm::LlmError& e) {
   using K = llm::LlmError::Kind;
   switch (e.kind) {
     case K::kNetwork: case K::kTimeout: case K::kAuth: case K::kNotFound: case K::kConfig:
-      return kExitEnvironment;
+      return ErrorKind::kMissing;
     case K::kUnmatchedReplay:
-      return kExitUsage;
+      return ErrorKind::kBadInput;
     case K::kCancelled:
-      return kExitInterrupted;
+      return ErrorKind::kInterrupted;
     default:
-      return kExitFailure;
+      return ErrorKind::kOther;
   }
 }
+
+int exit_for(const llm::LlmError& e) { return exit_code(kind_of(e)); }
 
 fs::path default_cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "mkevolve" / "llm-cache";

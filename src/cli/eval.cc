@@ -59,17 +59,6 @@ std::map<std::string, std::string> problem_labels(const std::vector<BatchPair>& 
   return labels;
 }
 
-json timing_or_null(const eval::Timing& t) { return t.valid ? json(t.median_ms) : json(nullptr); }
-
-// The error only when the outputs were compared (the worker omits it or sends
-// null / -1 otherwise).
-json max_abs_err_json(const EvalResult& r) {
-  if (!r.raw.is_object()) return nullptr;
-  auto it = r.raw.find("max_abs_err");
-  if (it == r.raw.end() || !it->is_number() || it->get<double>() < 0) return nullptr;
-  return r.max_abs_err;
-}
-
 // The model name of the visible GPU a verdict ran on ("" for the CPU slot).
 std::string gpu_name_of(const std::vector<eval::Gpu>& gpus, int index) {
   for (const auto& g : gpus)
@@ -77,39 +66,21 @@ std::string gpu_name_of(const std::vector<eval::Gpu>& gpus, int index) {
   return {};
 }
 
+// The Verdict's one JSON form (eval/verdict.h, docs/EVAL.md) with the pair's
+// kernel and problem and the roofline.
 json result_json(const fs::path& problem, const fs::path& kernel, const EvalResult& r, const std::string& gpu_name,
                  bool tf32) {
-  json j{{"kernel", kernel.string()},
-         {"problem", problem.string()},
-         {"status", eval::to_string(r.status)},
-         {"kind", r.kind},
-         {"reasons", r.reasons},
-         {"message", r.feedback},
-         {"runtime_ms", timing_or_null(r.runtime)},
-         {"runtime_mean_ms", r.runtime.valid ? json(r.runtime.mean_ms) : json(nullptr)},
-         {"baseline_ms", {{"eager", timing_or_null(r.eager)}, {"compile", timing_or_null(r.compiled)}}},
-         // Unknown (no baseline of that kind, or not correct) is null, never 0.
-         {"speedup", {{"eager", r.speedup_eager > 0 ? json(r.speedup_eager) : json(nullptr)},
-                      {"compile", r.speedup_compile > 0 ? json(r.speedup_compile) : json(nullptr)}}},
-         {"max_abs_err", max_abs_err_json(r)},
-         {"uses_pytorch", r.uses_pytorch},
-         {"cached", r.cached},
-         {"gpu", r.gpu},
-         // Where the time goes against the GPU's peaks (eval/roofline.h); null
-         // unless correct and timed on a GPU of the peaks table.
-         {"roofline", eval::roofline::analysis_json(r, gpu_name)}};
-  // --baseline-tf32: torch.compile with TF32 on, beside the TF32-off baseline.
-  if (tf32) {
-    j["baseline_ms"]["compile_tf32"] = timing_or_null(r.compiled_tf32);
-    j["speedup"]["compile_tf32"] = r.speedup_compile_tf32 > 0 ? json(r.speedup_compile_tf32) : json(nullptr);
+  json j = r.to_json();
+  // --baseline-tf32 asked for the TF32-on baseline: unknown is null, never left out.
+  if (tf32 && !j["baseline_ms"].contains("compile_tf32")) {
+    j["baseline_ms"]["compile_tf32"] = nullptr;
+    j["speedup"]["compile_tf32"] = nullptr;
   }
-  if (r.raw.is_object()) {
-    if (r.raw.contains("checks")) j["checks"] = r.raw["checks"];
-    if (r.raw.contains("baseline_error")) j["baseline_error"] = r.raw["baseline_error"];
-    if (r.raw.contains("harness_retries")) j["harness_retries"] = r.raw["harness_retries"];
-    // A composed package: each subkernel's time per forward call (checks.subkernel_runtime says how).
-    if (r.raw.contains("subkernel_runtime_ms")) j["subkernel_runtime_ms"] = r.raw["subkernel_runtime_ms"];
-  }
+  j["kernel"] = kernel.string();
+  j["problem"] = problem.string();
+  // Where the time goes against the GPU's peaks (eval/roofline.h); null
+  // unless correct and timed on a GPU of the peaks table.
+  j["roofline"] = eval::roofline::analysis_json(r, gpu_name);
   return j;
 }
 
@@ -128,9 +99,9 @@ std::string times(double x) {
 }
 
 std::string err_text(const EvalResult& r) {
-  if (max_abs_err_json(r).is_null()) return "-";
+  if (!r.max_abs_err) return "-";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2g", r.max_abs_err);
+  std::snprintf(buf, sizeof buf, "%.2g", *r.max_abs_err);
   return buf;
 }
 
@@ -427,7 +398,7 @@ int run(int argc, char** argv) {
   auto pool = eval::WorkerPool::create(po);
   if (!pool) {
     std::fprintf(stderr, "mkevolve eval: %s\n", pool.error().c_str());
-    return pool.error().rfind("--gpu", 0) == 0 ? kExitUsage : kExitEnvironment;
+    return exit_code(pool.error_kind());  // --gpu past the visible GPUs: bad input; no worker: missing
   }
   if (auto st = (*pool)->probe(); !st) {
     std::fprintf(stderr, "mkevolve eval: %s\n", st.error().c_str());

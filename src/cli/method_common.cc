@@ -231,9 +231,9 @@ int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm
     o.cancelled = [] { return run::Interrupt::requested(); };
     auto p = llm::make_provider(o, &*env->config);
     if (!p) {
-      if (p.error_kind() == ErrorKind::kBadInput) {  // a misspelt or incomplete spec: not "missing"
-        say(p.error());
-        return kExitUsage;
+      if (p.error_kind() != ErrorKind::kMissing && p.error_kind() != ErrorKind::kOther) {
+        say(p.error());  // a misspelt or incomplete spec: not "missing"
+        return exit_code(p.error_kind());
       }
       missing->push_back(fmt::format("{} {}: {}", which, s, p.error()));
       return 0;
@@ -293,9 +293,9 @@ int setup_pool(const std::string& cmd, const EnvFlags& flags, const fs::path& ev
   if (!missing->empty()) return 0;  // don't start workers when the run cannot go ahead anyway
   auto pool = eval::WorkerPool::create(po);
   if (!pool) {
-    if (pool.error().rfind("--gpu", 0) == 0) {
+    if (pool.error_kind() != ErrorKind::kMissing) {  // --gpu past the visible GPUs, a misspelt setting
       say(pool.error());
-      return kExitUsage;
+      return exit_code(pool.error_kind());
     }
     missing->push_back(pool.error());
     return 0;

@@ -5,15 +5,19 @@
 #include <string>
 #include <vector>
 
+#include "util/exit_code.h"
+
 namespace mk::cli {
 
-/// Process exit statuses, shared by every subcommand.
+/// Process exit statuses, shared by every subcommand: each is the one table's
+/// (util/exit_code.h) status for an error kind. A command that holds an error
+/// returns exit_code(error.kind).
 enum Exit : int {
-  kExitOk = 0,
-  kExitFailure = 1,      ///< the command ran and the answer is "no" (violations, incorrect kernel, failed run)
-  kExitUsage = 2,        ///< bad flags or bad input files
-  kExitEnvironment = 3,  ///< something missing on this machine: GPU, torch, Triton, LLM endpoint
-  kExitInterrupted = 130,
+  kExitOk = kExitStatusOk,
+  kExitFailure = exit_code(ErrorKind::kOther),           ///< the command ran and the answer is "no"
+  kExitUsage = exit_code(ErrorKind::kBadInput),          ///< bad flags or bad input files
+  kExitEnvironment = exit_code(ErrorKind::kMissing),     ///< something missing on this machine
+  kExitInterrupted = exit_code(ErrorKind::kInterrupted),
 };
 
 using CommandFn = int (*)(int argc, char** argv);  ///< argv[0] is "mkevolve <name>"

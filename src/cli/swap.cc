@@ -37,17 +37,13 @@ std::optional<std::string> slurp(const fs::path& p) {
   return ss.str();
 }
 
+// The verdict as the manifest and the swap events embed it: its JSON form
+// (eval/verdict.h) without the worker's fields and the pool's timings.
 json result_summary(const eval::EvalResult& r) {
-  json j = {{"status", eval::to_string(r.status)}, {"kind", r.kind}, {"uses_pytorch", r.uses_pytorch}};
-  j["speedup_compile"] = r.correct() ? json(r.speedup_compile) : json(nullptr);
-  j["speedup_eager"] = r.correct() ? json(r.speedup_eager) : json(nullptr);
-  j["runtime_ms"] = r.correct() && r.runtime.valid ? json(r.runtime.median_ms) : json(nullptr);
-  return j;
-}
-
-std::optional<double> num(const json& j, const char* k) {
-  if (!j.is_object() || !j.contains(k) || !j[k].is_number()) return std::nullopt;
-  return j[k].get<double>();
+  eval::Verdict s = r;
+  s.raw = json::object();
+  s.queued_s = s.eval_s = s.baseline_s = 0;
+  return s.to_json();
 }
 
 int swap_cmd(int argc, char** argv) {
@@ -210,9 +206,10 @@ int swap_cmd(int argc, char** argv) {
   if (!er.correct()) return refuse("the composed solution fails end to end", er);
 
   // 3. Record and install.
-  const json old_e2e = man.value("e2e", json::object());
-  const std::optional<double> before =
-      man.value("correct", false) ? num(old_e2e, "speedup_compile") : std::optional<double>();
+  const auto old_e2e = eval::Verdict::from_json(man.value("e2e", json::object()));
+  const std::optional<double> before = man.value("correct", false) && old_e2e && old_e2e->speedup_compile > 0
+                                           ? std::optional<double>(old_e2e->speedup_compile)
+                                           : std::nullopt;
   const std::string from = entry->value("pytorch", false) ? "pytorch" : entry->value("kernel_hash", std::string("kernel"));
   const std::string to = to_pytorch ? "pytorch" : fs::absolute(with).string();
   (*entry)["kernel_hash"] = sha256_hex(new_src);

@@ -29,7 +29,9 @@ std::string num(double v) {
 std::string result_key(const std::string& problem_hash, const std::string& kernel_hash, const EvalOptions& o,
                        const EvalIdentity& id) {
   Hasher h;
-  h.update("mkevolve-result-v1").update(std::to_string(kProtocolVersion));
+  // v2: the entry holds the Verdict's JSON form (eval/verdict.h); a v1 entry
+  // (the older cache form) is another key, so a miss, never an error.
+  h.update("mkevolve-result-v2").update(std::to_string(kProtocolVersion)).update(std::to_string(kVerdictSchema));
   h.update(problem_hash).update(kernel_hash);
   h.update(std::to_string(o.trials)).update(std::to_string(o.warmup)).update(std::to_string(o.perf_trials));
   // Unset tolerances are the dtype's (or the problem's), hashed as such.
@@ -65,14 +67,18 @@ std::optional<EvalResult> ResultCache::get(const std::string& key) const {
   if (!text) return std::nullopt;
   json j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("result")) return std::nullopt;
-  EvalResult r = eval_result_from_json(j["result"]);
-  if (r.kind == "cache_error") return std::nullopt;
-  r.cached = true;
-  return r;
+  auto r = Verdict::from_json(j["result"]);
+  if (!r) return std::nullopt;  // unreadable: evaluated again, and the entry rewritten
+  r->cached = true;
+  return std::move(*r);
 }
 
 mk::Status ResultCache::put(const std::string& key, const EvalResult& r, const json& about) const {
-  json j{{"key", key}, {"about", about}, {"result", to_json(r)}};
+  // The pool's timings belong to the evaluation that made the entry, not to a later hit.
+  Verdict stored = r;
+  stored.cached = false;
+  stored.queued_s = stored.eval_s = stored.baseline_s = 0;
+  json j{{"key", key}, {"about", about}, {"result", stored.to_json()}};
   return write_file_atomic(file(key), j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 

@@ -11,23 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/verdict.h"
 #include "util/result.h"
 
 namespace mk::eval {
-
-/// Coarse outcome, as printed by `mkevolve eval --json`.
-/// kNoVerdict: the harness (the reference side, or memory on the machine), not
-/// the candidate, failed even after retries: no verdict on the candidate, no
-/// reward, never fed back to an LLM as the candidate's failure.
-enum class Status { kCorrect, kIncorrect, kCheating, kCompileError, kRuntimeError, kTimeout, kCrashed, kNoVerdict };
-const char* to_string(Status s);
-std::optional<Status> status_from_string(const std::string& s);
-
-struct Timing {
-  double median_ms = 0;
-  double mean_ms = 0;
-  bool valid = false;
-};
 
 struct EvalOptions {
   int trials = 5;                 ///< correctness trials, each with fresh random inputs
@@ -91,29 +78,9 @@ struct EvalRequest {
   std::string task;               ///< for logs and events: problem or subproblem id
 };
 
-struct EvalResult {
-  Status status = Status::kCrashed;
-  std::string kind;                   ///< fine-grained: syntax_error, import_error, triton_compile_error,
-                                      ///< illegal_memory_access, device_assert, segfault, hang, oom,
-                                      ///< exit_without_result, wrong_shape, wrong_dtype, nan, mismatch, ...
-  std::vector<std::string> reasons;   ///< one line each, e.g. "kernel.py:12: torch-compute: torch.matmul"
-  std::string feedback;               ///< concise text an LLM can act on (trimmed traceback, first mismatch)
-  Timing runtime;
-  Timing eager, compiled;             ///< baselines on the same GPU
-  Timing compiled_tf32;               ///< --baseline-tf32: torch.compile with TF32 on (not valid otherwise)
-  double speedup_eager = 0;           ///< eager / candidate (0 unless correct)
-  double speedup_compile = 0;         ///< torch.compile / candidate (0 unless correct): the reward
-  double speedup_compile_tf32 = 0;    ///< torch.compile with TF32 on / candidate (0 unless correct and measured)
-  double max_abs_err = 0;
-  bool uses_pytorch = false;          ///< passed only under the allow_pytorch policy
-  int gpu = -1;
-  bool cached = false;
-  double queued_s = 0;                ///< pool: waited this long for a slot (0 when not measured)
-  double eval_s = 0;                  ///< pool: the evaluation itself took this long (0 when not measured)
-  double baseline_s = 0;              ///< pool: of eval_s, measuring (or waiting for) the problem's baselines
-  nlohmann::json raw;                 ///< the worker's full result object
-  bool correct() const { return status == Status::kCorrect; }
-};
+/// The evaluation result is the Verdict (eval/verdict.h); the name stays for
+/// the evaluator's interface.
+using EvalResult = Verdict;
 
 /// Decomposition check (LLMDecompose's verification; runs on CPU too).
 struct DecompositionRequest {

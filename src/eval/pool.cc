@@ -116,10 +116,11 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   if (o.only_gpu >= 0) {
     if (o.only_gpu >= static_cast<int>(pool->gpus_.size()))
       return Error{"--gpu " + std::to_string(o.only_gpu) + ": only " + std::to_string(pool->gpus_.size()) +
-                   " GPU(s) visible"};
+                       " GPU(s) visible",
+                   ErrorKind::kBadInput};
     pool->gpus_ = {pool->gpus_[static_cast<size_t>(o.only_gpu)]};
   }
-  if (o.slots_per_gpu < 0) return Error{"slots per GPU must be at least 1 (or 0 for auto)"};
+  if (o.slots_per_gpu < 0) return Error{"slots per GPU must be at least 1 (or 0 for auto)", ErrorKind::kBadInput};
   if (o.slots_per_gpu == 0) {
     // auto: as many as the CPUs can feed (an evaluation keeps about 3 cores
     // busy: reference, candidate, profiling), at most 8; memory admission
@@ -132,7 +133,7 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
     try {
       pool->own_work_dir_ = std::make_unique<TempDir>("mkevolve-pool");
     } catch (const std::exception& e) {
-      return Error{e.what()};
+      return Error{e.what(), ErrorKind::kMissing};
     }
     pool->work_dir_ = pool->own_work_dir_->path();
   } else {
@@ -140,11 +141,14 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   }
   std::error_code ec;
   fs::create_directories(pool->work_dir_, ec);
-  if (ec) return Error{"cannot create the pool directory " + pool->work_dir_.string() + ": " + ec.message()};
+  if (ec)
+    return Error{"cannot create the pool directory " + pool->work_dir_.string() + ": " + ec.message(),
+                 ErrorKind::kMissing};
   pool->worker_dir_ = o.worker_dir.empty() ? install_root() / "worker" : absolute_path(o.worker_dir);
   if (o.worker_command.empty() && !fs::exists(pool->worker_dir_ / "mkevolve_worker" / "__main__.py", ec))
     return Error{fmt::format("the Python worker (mkevolve_worker) is not in {}: {}", pool->worker_dir_.string(),
-                             o.worker_dir.empty() ? install_root_search() : std::string("--worker-dir names it"))};
+                             o.worker_dir.empty() ? install_root_search() : std::string("--worker-dir names it")),
+                 ErrorKind::kMissing};
   pool->command_ = o.worker_command;
   if (pool->command_.empty()) {
     pool->command_ = {o.python, "-m", "mkevolve_worker", "serve"};
@@ -158,7 +162,8 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
     if (want == "process-group") o.isolation = PoolOptions::Isolation::kProcessGroup;
     else if (want == "pid-namespace") o.isolation = PoolOptions::Isolation::kPidNamespace;
     else if (!want.empty() && want != "auto")
-      return Error{"MKEVOLVE_ISOLATION=" + want + ": expected auto, pid-namespace or process-group"};
+      return Error{"MKEVOLVE_ISOLATION=" + want + ": expected auto, pid-namespace or process-group",
+                   ErrorKind::kBadInput};
   }
   switch (o.isolation) {
     case PoolOptions::Isolation::kAuto:
@@ -166,7 +171,8 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
       break;
     case PoolOptions::Isolation::kPidNamespace:
       if (!pid_namespace_available())
-        return Error{"PID namespaces are not available here (`unshare --pid --fork --mount-proc true` fails)"};
+        return Error{"PID namespaces are not available here (`unshare --pid --fork --mount-proc true` fails)",
+                     ErrorKind::kMissing};
       pool->pid_namespace_ = true;
       break;
     case PoolOptions::Isolation::kProcessGroup:

@@ -377,6 +377,7 @@ TEST_F(PoolTest, IsolationCanBeForcedFromTheEnvironment) {
   ::unsetenv("MKEVOLVE_ISOLATION");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("MKEVOLVE_ISOLATION=sandbox"), std::string::npos);
+  EXPECT_EQ(bad.error_kind(), ErrorKind::kBadInput);  // a misspelt setting, not something missing
 }
 
 TEST_F(PoolTest, TestModeAcceptsAWorkerWithoutTriton) {

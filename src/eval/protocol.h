@@ -1,6 +1,7 @@
 // The C++ half of worker protocol v1 (docs/ARCHITECTURE.md): request options
-// out, eval results in. Parsing never throws: anything malformed becomes a
-// `crashed` result whose message says what was wrong with the worker's answer.
+// out, eval results in (read as a Verdict, eval/verdict.h). Parsing never
+// throws: anything malformed becomes a `crashed` result whose message says
+// what was wrong with the worker's answer.
 #pragma once
 
 #include <string>
@@ -20,17 +21,6 @@ nlohmann::json options_to_json(const EvalOptions& o);
 /// Converts a worker's final message (type "result" or "error") for an eval
 /// request. Unknown statuses or missing fields give kCrashed with a message.
 EvalResult parse_eval_result(const nlohmann::json& msg);
-
-/// A timing as the worker writes it: a number (the median), or an object with
-/// median/mean or median_ms/mean_ms. Anything else is invalid.
-Timing parse_timing(const nlohmann::json& j);
-
-/// One reason line from a string or a {file, line, rule, message} object.
-std::string reason_line(const nlohmann::json& j);
-
-/// Lossless round trip of an EvalResult (the result cache stores this).
-nlohmann::json to_json(const EvalResult& r);
-EvalResult eval_result_from_json(const nlohmann::json& j);
 
 /// A crashed result made by the pool itself (the worker gave no verdict).
 EvalResult pool_failure(Status status, std::string kind, std::string message);

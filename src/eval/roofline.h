@@ -17,7 +17,8 @@
 #include <nlohmann/json.hpp>
 
 namespace mk::eval {
-struct EvalResult;
+struct Verdict;
+using EvalResult = Verdict;  ///< as eval/evaluator.h names it
 }
 
 namespace mk::eval::roofline {

@@ -40,7 +40,8 @@ TEST(Protocol, ParsesAFullResult) {
   ASSERT_EQ(r.reasons.size(), 2u);
   EXPECT_EQ(r.reasons[1], "k.py:12: torch-compute: torch.matmul");
   EXPECT_EQ(r.feedback, "max error 0.5");
-  EXPECT_DOUBLE_EQ(r.max_abs_err, 0.5);
+  ASSERT_TRUE(r.max_abs_err.has_value());
+  EXPECT_DOUBLE_EQ(*r.max_abs_err, 0.5);
   EXPECT_TRUE(r.runtime.valid);
   EXPECT_DOUBLE_EQ(r.runtime.median_ms, 1.5);
   EXPECT_DOUBLE_EQ(r.runtime.mean_ms, 1.7);
@@ -63,6 +64,7 @@ TEST(Protocol, MalformedAnswersBecomeCrashed) {
   EvalResult d = parse_eval_result(json::parse(R"({"id":1,"type":"result","status":"correct","reasons":"x","runtime_ms":"fast","max_abs_err":"big"})"));
   EXPECT_EQ(d.status, Status::kCorrect);
   EXPECT_FALSE(d.runtime.valid);
+  EXPECT_FALSE(d.max_abs_err.has_value());
   EXPECT_EQ(parse_eval_result(json::array()).status, Status::kCrashed);
 }
 
@@ -72,28 +74,103 @@ TEST(Protocol, NestedResultObjectIsAccepted) {
   EXPECT_DOUBLE_EQ(r.runtime.median_ms, 2.0);
 }
 
-TEST(Protocol, ResultJsonRoundTrip) {
+TEST(Verdict, RoundTripKeepsEveryField) {
   EvalResult r;
   r.status = Status::kCorrect;
   r.kind = "";
   r.reasons = {"a", "b"};
   r.feedback = "fine";
   r.runtime = {1.0, 1.1, true};
-  r.eager = {2.0, 2.2, true};
+  r.eager = {2.0, 2.0, true};
+  r.compiled = {1.5, 1.5, true};
   r.speedup_eager = 2.0;
+  r.speedup_compile = 1.5;
   r.max_abs_err = 1e-6;
+  r.uses_pytorch = true;
   r.gpu = 1;
-  r.raw = json{{"checks", {{"static", "clean"}}}};
-  EvalResult back = eval_result_from_json(to_json(r));
-  EXPECT_EQ(back.status, r.status);
-  EXPECT_EQ(back.reasons, r.reasons);
-  EXPECT_EQ(back.feedback, "fine");
-  EXPECT_DOUBLE_EQ(back.runtime.mean_ms, 1.1);
-  EXPECT_DOUBLE_EQ(back.eager.median_ms, 2.0);
-  EXPECT_FALSE(back.compiled.valid);
-  EXPECT_DOUBLE_EQ(back.speedup_eager, 2.0);
-  EXPECT_EQ(back.gpu, 1);
-  EXPECT_EQ(back.raw, r.raw);
+  r.cached = true;
+  r.queued_s = 0.5;
+  r.eval_s = 3.0;
+  r.baseline_s = 1.0;
+  r.raw = json{{"checks", {{"static", "clean"}}}, {"harness_retries", 1}};
+  json j = r.to_json();
+  EXPECT_EQ(j["v"], kVerdictSchema);
+  auto back = Verdict::from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->status, r.status);
+  EXPECT_EQ(back->reasons, r.reasons);
+  EXPECT_EQ(back->feedback, "fine");
+  EXPECT_DOUBLE_EQ(back->runtime.median_ms, 1.0);
+  EXPECT_DOUBLE_EQ(back->runtime.mean_ms, 1.1);
+  EXPECT_DOUBLE_EQ(back->eager.median_ms, 2.0);
+  EXPECT_DOUBLE_EQ(back->compiled.median_ms, 1.5);
+  EXPECT_DOUBLE_EQ(back->speedup_eager, 2.0);
+  EXPECT_DOUBLE_EQ(back->speedup_compile, 1.5);
+  ASSERT_TRUE(back->max_abs_err.has_value());
+  EXPECT_DOUBLE_EQ(*back->max_abs_err, 1e-6);
+  EXPECT_TRUE(back->uses_pytorch);
+  EXPECT_TRUE(back->cached);
+  EXPECT_EQ(back->gpu, 1);
+  EXPECT_DOUBLE_EQ(back->queued_s, 0.5);
+  EXPECT_DOUBLE_EQ(back->eval_s, 3.0);
+  EXPECT_DOUBLE_EQ(back->baseline_s, 1.0);
+  EXPECT_EQ(back->raw, r.raw);
+  EXPECT_EQ(back->to_json(), j);  // one form: read and written again, nothing changes
+}
+
+TEST(Verdict, UnknownIsNullAndANewerWritersFieldsAreKept) {
+  EvalResult r;
+  r.status = Status::kIncorrect;
+  r.kind = "mismatch";
+  json j = r.to_json();
+  EXPECT_TRUE(j["runtime_ms"].is_null());
+  EXPECT_TRUE(j["baseline_ms"]["eager"].is_null());
+  EXPECT_TRUE(j["speedup"]["compile"].is_null());
+  EXPECT_TRUE(j["max_abs_err"].is_null());
+  EXPECT_FALSE(j.contains("eval_s"));
+  j["v"] = kVerdictSchema + 1;
+  j["from_the_future"] = {{"x", 1}};
+  auto back = Verdict::from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->v, kVerdictSchema + 1);
+  EXPECT_FALSE(back->max_abs_err.has_value());
+  EXPECT_EQ(back->to_json()["from_the_future"], j["from_the_future"]);
+  EXPECT_FALSE(Verdict::from_json(json::array()).ok());
+  EXPECT_FALSE(Verdict::from_json(json{{"status", "fine"}}).ok());
+}
+
+TEST(Verdict, AnOlderBuildsFlatSummaryStillReads) {
+  // As manifests, swap events and candidates' result.json held it before the one form.
+  auto old = Verdict::from_json(json::parse(R"({"status":"correct","kind":"","reasons":[],"speedup_compile":1.25,
+      "speedup_eager":2.5,"max_abs_err":0.0,"uses_pytorch":false,"cached":false,"runtime_ms":0.4,"compile_ms":0.5,
+      "eager_ms":1.0,"feedback":"ok","reward":1.25})"));
+  ASSERT_TRUE(old.ok()) << old.error();
+  EXPECT_EQ(old->v, 1);
+  EXPECT_DOUBLE_EQ(old->speedup_compile, 1.25);
+  EXPECT_DOUBLE_EQ(old->speedup_eager, 2.5);
+  EXPECT_DOUBLE_EQ(old->compiled.median_ms, 0.5);
+  EXPECT_DOUBLE_EQ(old->eager.median_ms, 1.0);
+  EXPECT_EQ(old->feedback, "ok");
+  EXPECT_EQ(old->raw, (json{{"reward", 1.25}}));  // the search's field beside it is kept
+  json now = old->to_json();  // written again: the one form
+  EXPECT_EQ(now["speedup"]["compile"], 1.25);
+  EXPECT_FALSE(now.contains("speedup_compile"));
+}
+
+TEST(Verdict, TheWorkersAnswerAndTheJsonFormReadAlike) {
+  // The worker's form (timings as objects, no "v") and the written form give one verdict.
+  EvalResult wire = parse_eval_result(json::parse(R"({"id":3,"type":"result","status":"correct",
+      "runtime_ms":{"median":1.5,"mean":1.7},"baseline_ms":{"eager":{"median_ms":3.0},"compile":2.0},
+      "max_abs_err":-1,"checks":{"static":"clean"}})"));
+  EXPECT_FALSE(wire.raw.contains("id"));
+  EXPECT_FALSE(wire.raw.contains("type"));
+  EXPECT_EQ(wire.raw["checks"]["static"], "clean");
+  EXPECT_FALSE(wire.max_abs_err.has_value());  // -1: not compared
+  auto again = Verdict::from_json(wire.to_json());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->to_json(), wire.to_json());
+  EXPECT_DOUBLE_EQ(again->runtime.mean_ms, 1.7);
+  EXPECT_DOUBLE_EQ(again->compiled.median_ms, 2.0);
 }
 
 TEST(Protocol, OptionsCarryEverySetting) {
@@ -329,11 +406,20 @@ TEST(Units, TheTf32BaselineSurvivesTheVerdictCache) {
   r.status = Status::kCorrect;
   r.compiled_tf32 = Timing{0.5, 0.52, true};
   r.speedup_compile_tf32 = 1.25;
-  EvalResult back = eval_result_from_json(to_json(r));
-  EXPECT_TRUE(back.compiled_tf32.valid);
-  EXPECT_DOUBLE_EQ(back.compiled_tf32.median_ms, 0.5);
-  EXPECT_DOUBLE_EQ(back.speedup_compile_tf32, 1.25);
-  EXPECT_FALSE(eval_result_from_json(to_json(EvalResult{})).compiled_tf32.valid);
+  json j = r.to_json();  // the cache stores the Verdict's one form
+  EXPECT_DOUBLE_EQ(j["baseline_ms"]["compile_tf32"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["speedup"]["compile_tf32"].get<double>(), 1.25);
+  auto back = Verdict::from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_TRUE(back->compiled_tf32.valid);
+  EXPECT_DOUBLE_EQ(back->compiled_tf32.median_ms, 0.5);
+  EXPECT_DOUBLE_EQ(back->speedup_compile_tf32, 1.25);
+  EXPECT_EQ(back->to_json(), j);
+  json none = EvalResult{}.to_json();  // not measured: no TF32 figure at all, not a 0
+  EXPECT_FALSE(none["baseline_ms"].contains("compile_tf32"));
+  auto back_none = Verdict::from_json(none);
+  ASSERT_TRUE(back_none.ok());
+  EXPECT_FALSE(back_none->compiled_tf32.valid);
 }
 
 TEST(Units, CompileTimeoutReachesTheWorkerAndKeysTheBaseline) {
@@ -377,6 +463,16 @@ TEST(Cache, StoresAndReadsBack) {
   EXPECT_TRUE(back->cached);
   ASSERT_TRUE(write_file_atomic(dir.path() / "results" / "cd" / "cd34.json", "{not json").ok());
   EXPECT_FALSE(rc.get("cd34").has_value());
+  // The pool's timings belong to the evaluation that made the entry.
+  r.eval_s = 4.0;
+  r.queued_s = 1.0;
+  ASSERT_TRUE(rc.put("ef56", r, json::object()).ok());
+  EXPECT_DOUBLE_EQ(rc.get("ef56")->eval_s, 0.0);
+  EXPECT_DOUBLE_EQ(rc.get("ef56")->queued_s, 0.0);
+  // An entry whose verdict cannot be read (no status) is a miss, not an error.
+  ASSERT_TRUE(write_file_atomic(dir.path() / "results" / "gh" / "gh78.json",
+                                R"({"key":"gh78","result":{"verdict":"fine"}})").ok());
+  EXPECT_FALSE(rc.get("gh78").has_value());
 
   BaselineCache bc(dir.path() / "baselines");
   auto b = parse_baseline(json::parse(R"({"id":2,"type":"result","eager":{"median_ms":4,"mean_ms":4.5},"compile":null})"));

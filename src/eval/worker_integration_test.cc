@@ -96,7 +96,7 @@ TEST_F(RealWorkerTest, VerdictsAndFaultsThroughOneServer) {
   EvalResult wrong = eval(*pool, "wrong", candidate("        return torch.clamp(x, min=0) * self.scale - y"));
   EXPECT_EQ(wrong.status, Status::kIncorrect) << wrong.feedback;
   EXPECT_EQ(wrong.kind, "mismatch");
-  EXPECT_GT(wrong.max_abs_err, 0);
+  EXPECT_GT(wrong.max_abs_err.value_or(0), 0);
   EXPECT_FALSE(wrong.feedback.empty());
 
   EvalResult shape = eval(*pool, "shape", candidate("        return (torch.clamp(x, min=0) * self.scale + y)[:, :10]"));

@@ -194,9 +194,14 @@ TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
   ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
   RunSummary without = summarize(ev, json::object(), json::object());
   EXPECT_EQ(render_markdown(without).find("TF32 on"), std::string::npos);
-  json fc = final_check(true, 43, "correct", "ok", 1.5, "");
-  fc["speedup_compile_tf32"] = 0.75;
-  ev.push_back(fc);
+  FinalCheck fc;
+  fc.passed = true;
+  fc.seed = 43;
+  fc.status = "correct";
+  fc.kind = "ok";
+  fc.speedup_compile = 1.5;
+  fc.speedup_compile_tf32 = 0.75;
+  ev.push_back(fc.to_json());
   RunSummary s = summarize(ev, json::object(), json::object());
   ASSERT_TRUE(s.final_speedup_compile_tf32);
   EXPECT_DOUBLE_EQ(*s.final_speedup_compile_tf32, 0.75);

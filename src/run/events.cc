@@ -150,6 +150,8 @@ nlohmann::json Eval::to_json() const {
                       {"iteration", iteration},
                       {"cached", cached}};
   if (e2e) j["e2e"] = true;
+  if (compile_tf32_ms) j["compile_tf32_ms"] = *compile_tf32_ms;
+  if (speedup_compile_tf32) j["speedup_compile_tf32"] = *speedup_compile_tf32;
   if (queued_s) j["queued_s"] = *queued_s;
   if (eval_s) j["eval_s"] = *eval_s;
   if (baseline_s) j["baseline_s"] = *baseline_s;
@@ -172,6 +174,8 @@ std::optional<Eval> Eval::from_json(const nlohmann::json& j) {
   e.runtime_ms = optnum(j, "runtime_ms");
   e.uses_pytorch = fields::boolean(j, "uses_pytorch");
   e.e2e = fields::boolean(j, "e2e");
+  e.compile_tf32_ms = optnum(j, "compile_tf32_ms");
+  e.speedup_compile_tf32 = optnum(j, "speedup_compile_tf32");
   e.queued_s = optnum(j, "queued_s");
   e.eval_s = optnum(j, "eval_s");
   e.baseline_s = optnum(j, "baseline_s");

@@ -110,6 +110,9 @@ struct Eval {
   std::string status{};      ///< correct, incorrect, cheating, compile_error, runtime_error, timeout, crashed
   std::string kind{};        ///< finer cause (mismatch, oom, ...); empty when correct
   std::optional<double> speedup_compile{}, speedup_eager{}, runtime_ms{};
+  /// --baseline-tf32: torch.compile with TF32 on, and the speedup against it
+  /// (the reward stays speedup_compile); absent when not measured.
+  std::optional<double> compile_tf32_ms{}, speedup_compile_tf32{};
   bool uses_pytorch = false;  ///< the candidate calls PyTorch ops for part of its work
   bool e2e = false;           ///< an end-to-end evaluation of the composed module
   /// Seconds waiting for an evaluation slot, evaluating (baselines measured

@@ -152,6 +152,10 @@ TEST(EventRecords, EvalRoundTrips) {
   e.reward = 1.25;
   e.cached = true;
   expect_round_trip(e);
+  EXPECT_FALSE(e.to_json().contains("compile_tf32_ms")) << "not measured: absent";
+  e.compile_tf32_ms = 0.02;  // --baseline-tf32
+  e.speedup_compile_tf32 = 0.65;
+  expect_round_trip(e);
   Eval failed;
   failed.status = "incorrect";
   failed.kind = "mismatch";
@@ -285,6 +289,9 @@ TEST(EventRecords, TheRunsFrameRecordsRoundTrip) {
   f.iteration = 2;
   f.fallback = 1;
   expect_round_trip(f);
+  f.speedup_compile_tf32 = 0.8;  // --baseline-tf32
+  expect_round_trip(f);
+  EXPECT_DOUBLE_EQ(f.to_json()["speedup_compile_tf32"].get<double>(), 0.8);
   Swap search;
   search.name = "a";
   search.from = "a-s3";

@@ -95,23 +95,11 @@ nlohmann::json Accounting::to_json() const {
 namespace detail {
 
 nlohmann::json result_json(const eval::EvalResult& r) {
-  nlohmann::json j = {{"status", eval::to_string(r.status)},
-                      {"kind", r.kind},
-                      {"reasons", r.reasons},
-                      {"speedup_compile", r.speedup_compile},
-                      {"speedup_eager", r.speedup_eager},
-                      {"max_abs_err", r.max_abs_err},
-                      {"uses_pytorch", r.uses_pytorch},
-                      {"cached", r.cached}};
-  if (r.runtime.valid) j["runtime_ms"] = r.runtime.median_ms;
-  if (r.compiled.valid) j["compile_ms"] = r.compiled.median_ms;
-  if (r.eager.valid) j["eager_ms"] = r.eager.median_ms;
-  if (r.compiled_tf32.valid) {  // --baseline-tf32
-    j["compile_tf32_ms"] = r.compiled_tf32.median_ms;
-    j["speedup_compile_tf32"] = r.speedup_compile_tf32;
-  }
-  if (!r.feedback.empty()) j["feedback"] = agents::trim_text(r.feedback, 10, 10, 2000);
-  return j;
+  eval::Verdict s = r;
+  s.raw = nlohmann::json::object();               // the worker's checks stay out of the records
+  s.queued_s = s.eval_s = s.baseline_s = 0;       // and wall-clock times (a resume logs the same)
+  s.feedback = agents::trim_text(r.feedback, 10, 10, 2000);
+  return s.to_json();
 }
 
 nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round,
@@ -147,6 +135,10 @@ run::events::Eval eval_event(const std::string& task, const std::string& candida
     e.speedup_eager = r.speedup_eager;
   }
   if (r.runtime.valid) e.runtime_ms = r.runtime.median_ms;
+  if (r.compiled_tf32.valid) {  // --baseline-tf32
+    e.compile_tf32_ms = r.compiled_tf32.median_ms;
+    if (r.correct() && r.speedup_compile_tf32 > 0) e.speedup_compile_tf32 = r.speedup_compile_tf32;
+  }
   e.uses_pytorch = r.uses_pytorch;
   e.e2e = scope == "e2e";
   // Where the evaluation's time went (critical_path.h); measured only by an
@@ -366,7 +358,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
   events.push_back(detail::eval_event(c.task, c.id, iteration, c.result, c.reward, "local").to_json());
   rec.files["kernel.py"] = c.source;
   rec.result = detail::result_json(c.result);
-  rec.result["reward"] = c.reward;
+  rec.result["reward"] = c.reward;  // the search's, beside the verdict
   // Diagnostics for result.json only (events stay free of wall-clock times, so a
   // replayed run logs the same events): where the candidate's time went.
   if (c.result.eval_s > 0) {

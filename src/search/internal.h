@@ -18,6 +18,8 @@ nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::option
                          const std::string& candidate = "");
 run::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
                           const eval::EvalResult& r, double reward, const std::string& scope);
+/// The verdict as candidates' records, manifests and events embed it: its
+/// JSON form without the worker's fields and the pool's timings, feedback trimmed.
 nlohmann::json result_json(const eval::EvalResult& r);
 
 /// Calls the LLM, records accounting and fatal errors, appends the llm_call

@@ -9,10 +9,13 @@
 namespace mk {
 
 /// What an error is about, where a caller must act on it (an exit status, say)
-/// without searching its text.
+/// without searching its text. util/exit_code.h maps each kind to the
+/// process's exit status (one table for every command).
 enum class ErrorKind {
-  kOther,
-  kBadInput,  ///< the user's input is wrong (a flag, a spec, a file): fix it and run again
+  kOther,        ///< the command ran and failed
+  kBadInput,     ///< the user's input is wrong (a flag, a spec, a file): fix it and run again
+  kMissing,      ///< something missing on this machine: GPU, torch, Triton, a worker, the LLM endpoint
+  kInterrupted,  ///< stopped by Ctrl-C or SIGTERM
 };
 
 /// An error with a one-line, actionable message.
@@ -48,14 +51,16 @@ class [[nodiscard]] Result {
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(Error err) : err_(std::move(err.message)) {}  // NOLINT
+  Status(Error err) : err_(std::move(err)) {}  // NOLINT
   static Status Ok() { return Status(); }
   bool ok() const { return !err_.has_value(); }
   explicit operator bool() const { return ok(); }
-  const std::string& error() const { return *err_; }
+  const std::string& error() const { return err_->message; }
+  const Error& error_info() const { return *err_; }
+  ErrorKind error_kind() const { return err_->kind; }
 
  private:
-  std::optional<std::string> err_;
+  std::optional<Error> err_;
 };
 
 }  // namespace mk

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "util/env.h"
+#include "util/exit_code.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/strings.h"
@@ -16,6 +17,32 @@ namespace mk {
 namespace {
 
 using namespace std::chrono_literals;
+
+TEST(ExitCode, OneStatusPerErrorKind) {
+  EXPECT_EQ(exit_code(ErrorKind::kOther), 1);
+  EXPECT_EQ(exit_code(ErrorKind::kBadInput), 2);
+  EXPECT_EQ(exit_code(ErrorKind::kMissing), 3);
+  EXPECT_EQ(exit_code(ErrorKind::kInterrupted), 130);
+  // Every kind has its own status, and none is success.
+  const ErrorKind kinds[] = {ErrorKind::kOther, ErrorKind::kBadInput, ErrorKind::kMissing, ErrorKind::kInterrupted};
+  for (auto a : kinds) {
+    EXPECT_NE(exit_code(a), kExitStatusOk);
+    for (auto b : kinds) {
+      if (a != b) EXPECT_NE(exit_code(a), exit_code(b));
+    }
+  }
+}
+
+TEST(Status, KeepsTheErrorsKind) {
+  Status ok;
+  EXPECT_TRUE(ok.ok());
+  Status bad = Error{"--gpu 9: only 1 GPU", ErrorKind::kBadInput};
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), "--gpu 9: only 1 GPU");
+  EXPECT_EQ(bad.error_kind(), ErrorKind::kBadInput);
+  Status other = Error{"failed"};
+  EXPECT_EQ(other.error_kind(), ErrorKind::kOther);
+}
 
 TEST(Hash, KnownVector) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

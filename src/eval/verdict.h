@@ -1,0 +1,83 @@
+// The Verdict: one evaluation's result, with ONE JSON form (schema kVerdictSchema).
+// The worker's answer (protocol.cc), the verdict cache (cache.cc) and
+// `mkevolve eval --json` all read or write this form; docs/EVAL.md lists its
+// fields. A field this build does not know (the worker's checks, a newer
+// writer's) is kept in `raw` and written back at the top level.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/result.h"
+
+namespace mk::eval {
+
+/// Coarse outcome, as printed by `mkevolve eval --json`.
+/// kNoVerdict: the harness (the reference side, or memory on the machine), not
+/// the candidate, failed even after retries: no verdict on the candidate, no
+/// reward, never fed back to an LLM as the candidate's failure.
+enum class Status { kCorrect, kIncorrect, kCheating, kCompileError, kRuntimeError, kTimeout, kCrashed, kNoVerdict };
+const char* to_string(Status s);
+std::optional<Status> status_from_string(const std::string& s);
+
+struct Timing {
+  double median_ms = 0;
+  double mean_ms = 0;
+  bool valid = false;
+};
+
+/// The schema version of the Verdict's JSON form ("v"). A form without "v" is
+/// the worker's answer (protocol v1), read as version 1.
+inline constexpr int kVerdictSchema = 1;
+
+struct Verdict {
+  Status status = Status::kCrashed;
+  std::string kind;                   ///< fine-grained: syntax_error, import_error, triton_compile_error,
+                                      ///< illegal_memory_access, device_assert, segfault, hang, oom,
+                                      ///< exit_without_result, wrong_shape, wrong_dtype, nan, mismatch, ...
+  std::vector<std::string> reasons;   ///< one line each, e.g. "kernel.py:12: torch-compute: torch.matmul"
+  std::string feedback;               ///< concise text an LLM can act on (trimmed traceback, first mismatch)
+  Timing runtime;
+  Timing eager, compiled;             ///< baselines on the same GPU
+  Timing compiled_tf32;               ///< --baseline-tf32: torch.compile with TF32 on (not valid otherwise)
+  double speedup_eager = 0;           ///< eager / candidate (0 unless correct)
+  double speedup_compile = 0;         ///< torch.compile / candidate (0 unless correct): the reward
+  double speedup_compile_tf32 = 0;    ///< torch.compile with TF32 on / candidate (0 unless correct and measured)
+  std::optional<double> max_abs_err;  ///< only when the outputs were compared
+  bool uses_pytorch = false;          ///< passed only under the allow_pytorch policy
+  int gpu = -1;
+  bool cached = false;
+  double queued_s = 0;                ///< pool: waited this long for a slot (0 when not measured)
+  double eval_s = 0;                  ///< pool: the evaluation itself took this long (0 when not measured)
+  double baseline_s = 0;              ///< pool: of eval_s, measuring (or waiting for) the problem's baselines
+  /// Every field of the JSON form that the members above do not hold: the
+  /// worker's checks, baseline_error, harness_retries, subkernel_runtime_ms, ...
+  /// and a newer writer's fields. An object (null only when nothing was read).
+  nlohmann::json raw = nlohmann::json::object();
+  int v = kVerdictSchema;             ///< the schema version it was read in (written: kVerdictSchema)
+
+  bool correct() const { return status == Status::kCorrect; }
+
+  /// The one JSON form: status, kind, reasons, message, runtime_ms,
+  /// runtime_mean_ms, baseline_ms {eager, compile[, compile_tf32]}, speedup {eager,
+  /// compile[, compile_tf32]} (compile_tf32 only when --baseline-tf32 measured it),
+  /// max_abs_err, uses_pytorch, cached, gpu, v; queued_s, eval_s, baseline_s
+  /// when measured; then raw's fields. Unknown values are null, never 0.
+  nlohmann::json to_json() const;
+  /// Reads the JSON form or a worker's result body (runtime_ms may then be an
+  /// object {median, mean}; "feedback" is read where "message" is missing).
+  /// Never throws: an error when j is not an object or has no known status.
+  static Result<Verdict> from_json(const nlohmann::json& j);
+};
+
+/// A timing as the worker writes it: a number (the median), or an object with
+/// median/mean or median_ms/mean_ms. Anything else is invalid.
+Timing parse_timing(const nlohmann::json& j);
+
+/// One reason line from a string or a {file, line, rule, message} object.
+std::string reason_line(const nlohmann::json& j);
+
+}  // namespace mk::eval
