@@ -290,32 +290,28 @@ def rng_drawn(before: list, after: list) -> bool:
     return False
 
 
-def disable_tf32() -> None:
+def set_tf32(on: bool) -> None:
+    """TF32 for matmuls and cuDNN: off for every reference and candidate; on
+    only for the --baseline-tf32 baseline (as KernelBench-Verified reports
+    its baselines)."""
     import torch
     try:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = on
+        torch.backends.cudnn.allow_tf32 = on
     except AttributeError:
         pass
     try:
-        torch.set_float32_matmul_precision("highest")
+        torch.set_float32_matmul_precision("high" if on else "highest")
     except AttributeError:
         pass
+
+
+def disable_tf32() -> None:
+    set_tf32(False)
 
 
 def enable_tf32() -> None:
-    """TF32 on for matmuls and cuDNN (the --baseline-tf32 baseline only,
-    as KernelBench-Verified reports its baselines)."""
-    import torch
-    try:
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    except AttributeError:
-        pass
-    try:
-        torch.set_float32_matmul_precision("high")
-    except AttributeError:
-        pass
+    set_tf32(True)
 
 
 def alternate_distribution(inputs, seed: int):
