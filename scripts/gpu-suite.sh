@@ -62,6 +62,10 @@
 #
 # GPU_SUITE_MANIFEST_FILTER (regex on "PROBLEM TIMEOUT": run only those manifest
 # groups), GPU_SUITE_SLOTS (the concurrency stages' --slots-per-gpu, default auto),
+# GPU_SUITE_CONC_ARGS (more `mkevolve run` arguments for them, e.g. "--iterations 2"
+# for a shorter run; the issue's figure is the default run), GPU_SUITE_COLLECT_STOP=1
+# (concurrency-collect interrupts a run still going at its limit, so that it writes
+# its summary.json so far),
 # GPU_SUITE_BENCH_SLOTS (bench stage, default "1,4"), GPU_SUITE_BENCH_ARGS (more
 # bench arguments, e.g. "--set both": KernelBench's 6.4 GB level-1 problems too), GPU_SUITE_PROBE_REPS and
 # GPU_SUITE_PROBE_MODES (probe stage).
@@ -474,7 +478,7 @@ CONC=${GPU_SUITE_CONCURRENCY_DIR:-/tmp/concurrency}
 concurrency_command() {  # HOME: the source tree it runs from; the run, as one shell line, writing under $CONC
   printf '%q ' env MKEVOLVE_HOME="$1" XDG_CACHE_HOME="$CONC/cache" "$2" run "$1/examples/problems/07_attention_block.py" \
     --llm "exec:$PY $1/examples/sessions/gpu_fixture.py --latency 20 --state $CONC/fixture" \
-    --llm-concurrency 32 --slots-per-gpu "${GPU_SUITE_SLOTS:-auto}" --out "$CONC/run"
+    --llm-concurrency 32 --slots-per-gpu "${GPU_SUITE_SLOTS:-auto}" --out "$CONC/run" ${GPU_SUITE_CONC_ARGS:-}
 }
 concurrency_report() {  # rc: prints the figures from the run's summary.json and events.jsonl
   local dest=${OUT:-$OUTDIR}
@@ -483,6 +487,9 @@ concurrency_report() {  # rc: prints the figures from the run's summary.json and
     [ -f "$CONC/run/$f" ] && cp "$CONC/run/$f" "$dest/concurrency-${f}"
   done
   [ -f "$CONC/run.log" ] && tail -n 6 "$CONC/run.log"
+  # Where the evaluations' time went (each candidate's milestones), and the raw records.
+  "$PY" "$ROOT/scripts/eval_phases.py" "$CONC/run" 2>&1 | tee "$dest/concurrency-phases.txt"
+  (cd "$CONC/run" && tar -czf "$dest/concurrency-results.tgz" candidates/*/*/result.json 2>/dev/null)
   "$PY" - "$CONC/run" "$1" "${GPU_SUITE_SLOTS:-auto}" <<'PYEOF' | tee "$OUTDIR/concurrency.txt"
 import collections, json, os, sys
 run, rc, slots = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -594,6 +601,14 @@ if want concurrency-collect; then
     stage_result concurrency-collect 1 0
   else
     while [ ! -f "$CONC/rc" ] && [ $((SECONDS - t0)) -lt "$limit" ]; do sleep 5; done
+    if [ ! -f "$CONC/rc" ] && [ "${GPU_SUITE_COLLECT_STOP:-0}" = 1 ]; then
+      # The last call this session can make: interrupt the run (as Ctrl-C does),
+      # so that it writes its summary.json with the time so far.
+      note "concurrency-collect: still running after ${limit} s; interrupting it (GPU_SUITE_COLLECT_STOP=1)"
+      kill -INT -- "-$(cat "$CONC/pid")" 2>/dev/null || kill -INT "$(cat "$CONC/pid")" 2>/dev/null
+      t1=$SECONDS
+      while [ ! -f "$CONC/rc" ] && [ $((SECONDS - t1)) -lt 40 ]; do sleep 2; done
+    fi
     if [ -f "$CONC/rc" ]; then rc=$(cat "$CONC/rc"); else rc=124; note "concurrency-collect: still running after ${limit} s; collect again"; fi
     concurrency_report "$rc"
     check=$?

@@ -406,3 +406,22 @@ def test_made_up_wall_clock_events_do_not_stall_the_server(fresh_server, tmp_pat
     r = s.eval(problem("add"), forger, perf=True, perf_trials=5, warmup=0, timeout_s=3)
     assert r["type"] == "result", r
     assert time.monotonic() - t0 < 60, r
+
+
+def test_an_evaluation_records_where_its_time_went(fresh_server):
+    # checks.phases_s: the milestones of one evaluation (scripts/eval_phases.py
+    # sums them over a run), the reference's stamped by its own clock.
+    s = fresh_server()
+    r = s.eval(problem("add"), cand("add_ok"))
+    assert r["status"] == "correct", r
+    marks = {name: t for name, t in r["checks"]["phases_s"]}
+    order = ["running forward (trial c0t0)", "forward returned (trial c0t0)",
+             "output of the first trial received", "reference ran the first trial", "first trial compared",
+             "compared", "exited"]
+    for name in order + ["reference: first trial's inputs handed over", "reference: Model constructed",
+                         "reference: first forward returned"]:
+        assert name in marks, (name, r["checks"]["phases_s"])
+    assert [marks[n] for n in order] == sorted(marks[n] for n in order), r["checks"]["phases_s"]
+    # The reference draws and computes the first trial before the server hears of it.
+    assert marks["reference: Model constructed"] <= marks["reference: first forward returned"] \
+        <= marks["reference ran the first trial"]

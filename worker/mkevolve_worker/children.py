@@ -230,9 +230,16 @@ def reference_body(ctx, job: dict) -> int:
     models: dict = {}
     t_ref = 0.0
     work = None  # the first trial's work record (workmodel.py)
+
+    def mark(what: str) -> None:
+        # A milestone of the first trial, stamped with this machine's monotonic
+        # clock (the server's too): where an evaluation's time goes (phases_s).
+        ctx.send({"ev": "ref_phase", "phase": what, "t": time.monotonic()})
     try:
         where = f"get_inputs() of config {plan[0]['config']}"
+        mark("drawing the first trial's inputs")
         pending = draw(plan[0])
+        mark("first trial's inputs handed over")
         for i, t in enumerate(plan):
             c = t["config"]
             xs, orig = pending
@@ -242,6 +249,8 @@ def reference_body(ctx, job: dict) -> int:
                     del models[k]  # config 0's model is kept for the timing trial
                 C.seed_all(opts["seed"])
                 models[c] = mod.Model(*init[c]).to(device)
+                if i == 0:
+                    mark("Model constructed")
             where = f"Model.forward on trial {t['id']}"
             skip = None
             out = None
@@ -280,6 +289,8 @@ def reference_body(ctx, job: dict) -> int:
                     raise
                 skip = f"the reference raised on these inputs: {type(e).__name__}"
             t_ref = max(t_ref, time.monotonic() - t0)
+            if i == 0:
+                mark("first forward returned")
             if skip is None and t["alt"] and not C.is_finite_tree(out):
                 skip = "the reference output is not finite on signed-normal inputs"
             mutated = [] if skip else _mutated(xs, orig, before)
@@ -475,6 +486,7 @@ def candidate_body(ctx, job: dict) -> int:
     pool: list = []
     last = None
     held = None   # the last output handed over by IPC: alive until the server moves on
+    first_forward = True
     ipc = "open" if device == "cuda" else "refuse"
     ctx.send({"ev": "phase", "phase": "waiting for inputs"})
     while True:
@@ -537,6 +549,11 @@ def candidate_body(ctx, job: dict) -> int:
             mutated = _mutated(xs, orig, before)
         except BaseException as e:  # noqa: BLE001
             return _fail(ctx, e, where, files)
+        if first_forward:
+            # The first forward's end (its Triton kernels compiled by now): a
+            # milestone of the evaluation's time (checks.phases_s).
+            first_forward = False
+            ctx.send({"ev": "phase", "phase": f"forward returned (trial {t['id']})"})
         del xs
         try:
             out_fd = tensorio.save_sealed({"out": out}, meta={"devices": devices, "mutated": mutated, "files": files},

@@ -523,7 +523,10 @@ class Evaluator:
                 keep_pids = frozenset({cand.pid} | ({prof.pid} if prof is not None else set()))
                 if i == 0:
                     self.progress("reference")
+                    phase_s.append(["output of the first trial received", round(time.monotonic() - cand.started, 3)])
                 rev = self._ref_step(ref2, f"on trial {t['id']}", ref_timeout, keep_pids)
+                if i == 0:
+                    phase_s.append(["reference ran the first trial", round(time.monotonic() - cand.started, 3)])
                 if isinstance(rev.get("ref_s"), (int, float)):
                     state["ref_s"] = max(state["ref_s"], float(rev["ref_s"]))
                 if isinstance(rev.get("device_peak"), int):
@@ -542,6 +545,8 @@ class Evaluator:
                                                                    retain=t["id"] in keep),
                                               cmeta)
                     state["trials_run"] += 1
+                    if i == 0:
+                        phase_s.append(["first trial compared", round(time.monotonic() - cand.started, 3)])
                     if r.get("constant") is not None:
                         state["constant"].append(r["constant"])
                     if not r["ok"]:
@@ -667,6 +672,7 @@ class Evaluator:
                     # The GPU's clock while this candidate was timed (gpuclock.py).
                     res.checks["gpu_clock"] = state.pop("clock").stop()
             phase_s.append(["exited", round(time.monotonic() - cand.started, 3)])
+            phase_s.extend(_reference_milestones(ref2, cand.started))
             res.checks["isolation"]["warm"] = _warm_record(cand)
             if state["error"] is not None:
                 raise state["error"]
@@ -1176,6 +1182,18 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------
+
+
+def _reference_milestones(ref2, since: float) -> list:
+    """The reference's first-trial milestones (its "ref_phase" events, stamped
+    with the machine's monotonic clock by the reference itself), as phases_s
+    entries relative to `since` (negative: before the candidate started)."""
+    out = []
+    for ev in ref2.events:
+        if ev.get("ev") == "ref_phase" and isinstance(ev.get("phase"), str) and \
+                isinstance(ev.get("t"), (int, float)) and len(out) < 16:
+            out.append(["reference: " + ev["phase"][:100], round(float(ev["t"]) - since, 3)])
+    return out
 
 
 def _handover_kind(meta: dict) -> str:
