@@ -124,7 +124,10 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   if (o.slots_per_gpu == 0) {
     // auto: as many as the CPUs can feed (an evaluation keeps about 3 cores
     // busy: reference, candidate, profiling), at most 8; memory admission
-    // decides how many of them really run at once.
+    // decides how many of them really run at once. Three quarters of the
+    // cores (12 on a 16-core H200 host) removed the slot waits of a default
+    // search but made each evaluation as much slower (19.5 s median against
+    // 10.9 s at 5 slots): the first iteration took as long (docs/PERFORMANCE.md).
     unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     size_t gpus = std::max<size_t>(1, pool->gpus_.size());
     o.slots_per_gpu = static_cast<int>(std::clamp<size_t>(cores / 3 / gpus, 1, 8));
