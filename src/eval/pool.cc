@@ -754,9 +754,46 @@ mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu) {
   return fut.get();
 }
 
+namespace {
+/// What one calibration of a problem may hold, given its footprint: the
+/// reference's data in its own dtype plus the same in float64 (four times a
+/// 16-bit type's bytes), so 5 x (inputs + outputs), and never less than one
+/// evaluation of the problem holds. On the GPU the data lives there; in test
+/// mode on the host. {host, device} bytes.
+std::pair<double, double> calibration_reservation(const Footprint& fp, bool test_cpu) {
+  double data = 5 * (fp.input_bytes + fp.output_bytes);
+  double host = std::max(fp.host_bytes, test_cpu ? data + 3 * kGiB : 0.0);
+  double dev = test_cpu ? 0.0 : std::max(fp.device_bytes, data + 0.6 * kGiB);
+  return {host, dev};
+}
+}  // namespace
+
 Result<json> WorkerPool::calibrate_on(Slot& slot, const fs::path& problem, int runs, bool test_cpu, int seed) {
   if (slot.gpu < 0 && !test_cpu) return Error{"no CUDA GPU visible: calibration needs a GPU"};
   if (auto st = ensure_server(slot); !st) return Error{st.error()};
+  // Memory admission as for an evaluation of the problem (a calibration runs
+  // beside the evaluations of other problems): by its footprint, alone while
+  // none is known.
+  std::optional<Admission::Ticket> ticket;
+  if (opts_.memory_admission) {
+    EvalRequest req;
+    req.problem = problem;
+    req.options.test_cpu = test_cpu;
+    std::optional<Footprint> fp;
+    if (auto ph = hash_sources(problem)) fp = footprint_for(slot, req, footprint_key(*ph, identity_for(slot), req.options));
+    if (std::string what = too_large(slot, fp); !what.empty())
+      return Error{problem.string() + ": one evaluation of this problem needs " + what};
+    auto [host, dev] = fp ? calibration_reservation(*fp, test_cpu) : std::pair<double, double>{0, 0};
+    ticket = admission_->acquire(slot.gpu, host, dev, !fp, [this] { return stopping(); });
+    if (!ticket) return Error{"the evaluator shut down before calibrating " + problem.string()};
+  }
+  struct Release {
+    Admission* a;
+    std::optional<Admission::Ticket>& t;
+    ~Release() {
+      if (t) a->release(*t);
+    }
+  } release{admission_.get(), ticket};
   json msg{{"op", "calibrate"},
            {"problem", problem.string()},
            {"runs", runs},

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <chrono>
 #include <thread>
 
@@ -209,6 +210,37 @@ TEST_F(PoolTest, EvaluationsRunTogetherOnlyAsFarAsTheirFootprintsFit) {
   EXPECT_GE(alone, 1);
   EXPECT_GE(measured, 1);
   EXPECT_EQ(measured + alone, 8);
+}
+
+TEST_F(PoolTest, ACalibrationIsAdmittedByMemoryLikeAnEvaluation) {
+  auto o = options();
+  o.slots_per_gpu = 4;
+  o.cache_dir.clear();
+  o.host_capacity_bytes = 10.0 * (1 << 30);
+  // Estimate: 0.5 GiB in and out, so 4 x 1 + 3 = 7 GiB per evaluation and per
+  // calibration: one at a time in 10 GiB, though four slots are free.
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "0.5,0.5";
+  auto count = dir.path() / "running";
+  o.extra_env["MKEVOLVE_WORKER_FAKE_CALIBRATE_COUNT"] = count.string();
+  auto pool = make(o);
+  auto k = kernel("counted", "# FAKE: concurrency " + count.string() + "\n# FAKE: correct\n");
+  std::vector<std::future<EvalResult>> evals;
+  std::vector<std::future<Result<json>>> cals;
+  for (int i = 0; i < 2; ++i) {
+    evals.push_back(pool->submit(request(k)));
+    cals.push_back(std::async(std::launch::async, [&] { return pool->calibrate(problem(), 5, false, 42); }));
+  }
+  for (auto& f : evals) EXPECT_EQ(f.get().status, Status::kCorrect);
+  for (auto& f : cals) {
+    auto r = f.get();
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_DOUBLE_EQ((*r)["outputs"][""]["by_kind"]["x1"]["atol"].get<double>(), 1e-3);
+  }
+  EXPECT_EQ(logged("calibrate"), 2);
+  std::ifstream in(count.string() + ".max");
+  int most = 0;
+  in >> most;
+  EXPECT_EQ(most, 1) << "a 7 GiB calibration and a 7 GiB evaluation do not fit together in 10 GiB";
 }
 
 TEST_F(PoolTest, AnOutOfMemoryVerdictUnderAFootprintLimitIsRetriedAloneWithTheMachinesMemory) {

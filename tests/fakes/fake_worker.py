@@ -35,7 +35,9 @@ Every request is logged, one line "op kernel-or-problem", to MKEVOLVE_WORKER_FAK
 if set. `baseline` answers eager 4.0 ms and compile 2.0 ms (or what
 MKEVOLVE_WORKER_FAKE_BASELINE says: "fail", "hang", "unlocked"). `footprint` answers
 what MKEVOLVE_WORKER_FAKE_FOOTPRINT says: "unknown" (default), or "IN_GiB,OUT_GiB"
-(a meta-device estimate of one call's inputs and outputs).
+(a meta-device estimate of one call's inputs and outputs). `calibrate` answers
+atol 1e-3 for every trial kind of one output, counted as `concurrency` does in
+MKEVOLVE_WORKER_FAKE_CALIBRATE_COUNT when that is set.
 """
 import json
 import os
@@ -245,6 +247,15 @@ def main():
             do_baseline(req)
         elif op == "footprint":
             do_footprint(req)
+        elif op == "calibrate":
+            # One output, every trial kind at 1e-3; counted like an eval's
+            # "concurrency" directive in MKEVOLVE_WORKER_FAKE_CALIBRATE_COUNT.
+            log("calibrate", req.get("problem", ""))
+            if os.environ.get("MKEVOLVE_WORKER_FAKE_CALIBRATE_COUNT"):
+                count_concurrency(os.environ["MKEVOLVE_WORKER_FAKE_CALIBRATE_COUNT"])
+            kinds = {k: {"atol": 1e-3, "runs": req.get("runs", 20)} for k in ("x1", "signed", "x3", "x0.01", "neg")}
+            send({"id": rid, "type": "result", "configs": 1, "device": "cuda",
+                  "outputs": {"": {"by_kind": kinds, "dtype": "float32"}}})
         elif op == "problem_check":
             log("problem_check", req.get("problem", ""))
             send({"id": req["id"], "type": "result", "ok": True, "message": "fake: the problem is sound"})
