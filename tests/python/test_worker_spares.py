@@ -412,12 +412,12 @@ def test_an_evaluation_records_where_its_time_went(fresh_server):
     # checks.phases_s: the milestones of one evaluation (scripts/eval_phases.py
     # sums them over a run), the reference's stamped by its own clock.
     s = fresh_server()
-    r = s.eval(problem("add"), cand("add_ok"))
+    r = s.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1)
     assert r["status"] == "correct", r
     marks = {name: t for name, t in r["checks"]["phases_s"]}
     order = ["running forward (trial c0t0)", "forward returned (trial c0t0)",
              "output of the first trial received", "reference ran the first trial", "first trial compared",
-             "compared", "exited"]
+             "compared", "next candidate's spares warm", "timing lock taken", "exited"]
     for name in order + ["reference: first trial's inputs handed over", "reference: Model constructed",
                          "reference: first forward returned"]:
         assert name in marks, (name, r["checks"]["phases_s"])

@@ -648,6 +648,7 @@ class Evaluator:
                     # processes still warming up (spares.py) run beside it.
                     self.progress("waiting for the GPU")
                     res.checks["spares_warm_wait_s"] = round(self.launcher.wait_warm(opts["timeout_s"]), 3)
+                    phase_s.append(["next candidate's spares warm", round(time.monotonic() - child.started, 3)])
                     res.checks["timing_lock"] = lock.acquire(opts["timeout_s"])
                     if device == "cuda":
                         state["clock"] = gpuclock.Sampler().start()
