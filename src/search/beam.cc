@@ -94,7 +94,7 @@ nlohmann::json Accounting::to_json() const {
 
 namespace detail {
 
-nlohmann::json result_json(const eval::EvalResult& r) {
+nlohmann::json result_json(const eval::Verdict& r) {
   eval::Verdict s = r;
   s.raw = nlohmann::json::object();               // the worker's checks stay out of the records
   s.queued_s = s.eval_s = s.baseline_s = 0;       // and wall-clock times (a resume logs the same)
@@ -124,7 +124,7 @@ nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::option
 }
 
 run::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
-                          const eval::EvalResult& r, double reward, const std::string& scope) {
+                          const eval::Verdict& r, double reward, const std::string& scope) {
   run::events::Eval e;
   e.task = task;
   e.candidate = candidate;
@@ -205,9 +205,9 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
   return ex;
 }
 
-eval::EvalResult evaluate(SearchContext& ctx, eval::EvalRequest req) {
+eval::Verdict evaluate(SearchContext& ctx, eval::EvalRequest req) {
   if (ctx.sink) ctx.sink->progress({{"type", "eval_start"}, {"task", req.task}});
-  eval::EvalResult r;
+  eval::Verdict r;
   try {
     r = ctx.evaluator->evaluate(std::move(req));
   } catch (const std::exception& e) {

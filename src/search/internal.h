@@ -17,10 +17,10 @@ namespace mk::search::detail {
 nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round = std::nullopt,
                          const std::string& candidate = "");
 run::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
-                          const eval::EvalResult& r, double reward, const std::string& scope);
+                          const eval::Verdict& r, double reward, const std::string& scope);
 /// The verdict as candidates' records, manifests and events embed it: its
 /// JSON form without the worker's fields and the pool's timings, feedback trimmed.
-nlohmann::json result_json(const eval::EvalResult& r);
+nlohmann::json result_json(const eval::Verdict& r);
 
 /// Calls the LLM, records accounting and fatal errors, appends the llm_call
 /// event (with its round and candidate, when given).
@@ -39,7 +39,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
                      std::vector<nlohmann::json>& events, int iteration, bool judge, int round = 0);
 
 /// Evaluates, turning an evaluator exception into a crashed result.
-eval::EvalResult evaluate(SearchContext& ctx, eval::EvalRequest req);
+eval::Verdict evaluate(SearchContext& ctx, eval::EvalRequest req);
 std::string safe_name(const std::string& s);
 
 /// A run/events.h topology event. reason is the search's own word for the

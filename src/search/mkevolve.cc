@@ -23,7 +23,7 @@ namespace detail {
 /// An end-to-end evaluation and its eval event, not yet emitted (the event is
 /// empty when nothing was evaluated: the package could not be written).
 struct Composed {
-  eval::EvalResult r;
+  eval::Verdict r;
   std::optional<run::events::Eval> event;
 };
 
@@ -811,7 +811,7 @@ nlohmann::json Solution::to_json() const {
   return j;
 }
 
-eval::EvalResult evaluate_composed(SearchContext& ctx, const problem::Problem& problem, const Topology& topo,
+eval::Verdict evaluate_composed(SearchContext& ctx, const problem::Problem& problem, const Topology& topo,
                                    const std::map<std::string, std::string>& kernels, const fs::path& dir,
                                    bool allow_pytorch, const std::string& label) {
   Composed c = compose_and_evaluate(ctx, problem, topo, kernels, dir, allow_pytorch, label, ctx.opts.eval);
@@ -826,7 +826,7 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
                               bool allow_pytorch, const std::string& label, const eval::EvalOptions& options) {
   problem::SolutionManifest man;
   man.extra = {{"problem", problem.name}, {"problem_hash", problem.hash}};
-  eval::EvalResult r;
+  eval::Verdict r;
   Status st = problem::check_composable(topo, kernels);
   if (!st) {
     r.status = eval::Status::kCrashed;
@@ -1040,7 +1040,7 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
                                  !cand.pytorch.empty(), "final", final_check_options(ctx));
       }
       if (c.event) emit(ctx, c.event->to_json());
-      eval::EvalResult fc = c.r;
+      eval::Verdict fc = c.r;
       bool passed = fc.correct();
       // No verdict (the harness failed) is logged and charged to nobody. A
       // package that could not be written was not checked: the run stops
