@@ -43,7 +43,7 @@ struct Outcome {
   std::string error;
   std::vector<TimelinePoint> timeline;
   /// Wall time, the LLM critical path and where the rest went
-  /// (run::TimeAccount::to_json); null when not known.
+  /// (rundir::TimeAccount::to_json); null when not known.
   nlohmann::json time;
 };
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "bench/summary.h"
-#include "run/interrupt.h"
+#include "rundir/interrupt.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -46,7 +46,7 @@ Outcome failed_outcome(const SuiteProblem& p, const std::string& method, const s
 Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOptions& o, Action action) {
   const fs::path dir = problem_dir(o, p);
   std::error_code ec;
-  std::unique_ptr<run::RunDir> rd;
+  std::unique_ptr<rundir::RunDir> rd;
   ProblemRun pr;
   pr.problem_id = p.id();
   pr.mode = o.mode;
@@ -109,7 +109,7 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
   auto log = [&](const std::string& line) {
     if (o.log) o.log(line);
   };
-  auto stopped = [&] { return run::Interrupt::requested() || (o.cancel && o.cancel->load()); };
+  auto stopped = [&] { return rundir::Interrupt::requested() || (o.cancel && o.cancel->load()); };
 
   auto worker = [&] {
     for (;;) {

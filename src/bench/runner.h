@@ -25,7 +25,7 @@ struct SuiteOptions {
   bool test_cpu = false;
   int jobs = 1;
   report::StatusLine::Mode mode = report::StatusLine::Mode::kQuiet;  ///< per-problem status lines
-  const std::atomic<bool>* cancel = nullptr;  ///< no new problem starts once true (besides run::Interrupt)
+  const std::atomic<bool>* cancel = nullptr;  ///< no new problem starts once true (besides rundir::Interrupt)
   std::function<void(const std::string&)> log;  ///< one progress line (thread-safe calls); empty: none
 };
 

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "eval/verdict.h"
-#include "run/critical_path.h"
-#include "run/events.h"
+#include "rundir/critical_path.h"
+#include "rundir/events.h"
 
 namespace mk::bench {
 
@@ -20,7 +20,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   // Eager speedups of correct whole-problem evaluations, by their compile speedup,
   // so a "best" event (which carries only the compile speedup) finds its eager one.
   std::vector<std::pair<double, double>> whole;
-  std::optional<run::events::RunEnd> end;
+  std::optional<rundir::events::RunEnd> end;
 
   auto push_point = [&] {
     TimelinePoint p{calls, tokens, best_correct, best_correct ? best_compile : 0, best_correct ? best_eager : 0};
@@ -41,14 +41,14 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   double tf32 = 0;  // --baseline-tf32: the passing final check's speedup vs torch.compile with TF32 on
   for (const auto& e : events) {
     if (!e.is_object()) continue;
-    if (auto c = run::events::LlmCall::from_json(e)) {
+    if (auto c = rundir::events::LlmCall::from_json(e)) {
       ++calls;
       tokens += c->billed_tokens();  // as report.md and the status line count them
-    } else if (auto ev = run::events::Eval::from_json(e)) {
+    } else if (auto ev = rundir::events::Eval::from_json(e)) {
       const bool is_whole = ev->e2e || ev->task == info.problem_name;
       if (is_whole && ev->status == "correct")
         whole.emplace_back(ev->speedup_compile.value_or(0), ev->speedup_eager.value_or(0));
-    } else if (auto b = run::events::Best::from_json(e)) {
+    } else if (auto b = rundir::events::Best::from_json(e)) {
       best_correct = b->correct;
       best_compile = b->speedup_compile.value_or(0);
       best_pytorch = b->contains_pytorch_subkernels;
@@ -59,13 +59,13 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
           break;
         }
       push_point();
-    } else if (run::events::Iteration::from_json(e)) {
+    } else if (rundir::events::Iteration::from_json(e)) {
       push_point();
-    } else if (auto fc = run::events::FinalCheck::from_json(e)) {
+    } else if (auto fc = rundir::events::FinalCheck::from_json(e)) {
       if (fc->passed) tf32 = fc->speedup_compile_tf32.value_or(0);
-    } else if (auto r = run::events::RunEnd::from_json(e)) {
+    } else if (auto r = rundir::events::RunEnd::from_json(e)) {
       end = std::move(r);
-    } else if (run::events::Resume::from_json(e)) {
+    } else if (rundir::events::Resume::from_json(e)) {
       end.reset();  // a later run_end (of the resumed process) decides
     }
   }
@@ -101,7 +101,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   o.uses_pytorch = o.correct && best_pytorch;
   o.calls = calls;
   o.tokens = tokens;
-  o.time = run::time_account(events).to_json();
+  o.time = rundir::time_account(events).to_json();
   return o;
 }
 

@@ -19,7 +19,7 @@
 #include "llm/accounting.h"
 #include "llm/provider.h"
 #include "report/status_line.h"
-#include "run/run_dir.h"
+#include "rundir/run_dir.h"
 #include "search/search.h"
 #include "util/config.h"
 
@@ -67,7 +67,7 @@ struct Env {
   std::unique_ptr<eval::WorkerPool> pool;
   agents::Prompts prompts;
   std::string hardware;
-  run::Versions versions;
+  rundir::Versions versions;
 };
 
 /// Builds the providers (caching into llm_cache when non-empty) and the pool

@@ -17,9 +17,9 @@
 #include "cli/args.h"
 #include "cli/registry.h"
 #include "problem/compose.h"
-#include "run/events.h"
+#include "rundir/events.h"
 #include "eval/calibration.h"
-#include "run/run_dir.h"
+#include "rundir/run_dir.h"
 #include "util/fs.h"
 #include "util/hash.h"
 
@@ -122,7 +122,7 @@ int swap_cmd(int argc, char** argv) {
     return kExitUsage;
   }
   // Hold the run's lock while changing it; a running search refuses us here.
-  auto rd = run::RunDir::open(dir);
+  auto rd = rundir::RunDir::open(dir);
   if (!rd) {
     say(rd.error());
     return kExitUsage;
@@ -181,11 +181,11 @@ int swap_cmd(int argc, char** argv) {
     say(fmt::format("not swapped: {} ({}: {}); {} is unchanged", what, eval::to_string(r.status), r.kind,
                     sol.string()));
     if (!r.feedback.empty()) std::fprintf(stderr, "%s\n", r.feedback.c_str());
-    run::events::SwapRejected rej;
+    rundir::events::SwapRejected rej;
     rej.replaced.push_back({name, to_pytorch ? "pytorch" : with, std::nullopt});
     rej.reason = what;
     rej.result = result_summary(r);
-    if (auto st = (*rd)->log_event(run::events::swap_rejected(rej)); !st) say(st.error());
+    if (auto st = (*rd)->log_event(rundir::events::swap_rejected(rej)); !st) say(st.error());
     cleanup();
     return kExitFailure;
   };
@@ -238,7 +238,7 @@ int swap_cmd(int argc, char** argv) {
     return kExitFailure;
   }
   fs::remove_all(old, ec);
-  run::events::Swap sw;
+  rundir::events::Swap sw;
   sw.name = name;
   sw.from = from;
   sw.to = to;

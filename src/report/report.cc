@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "report/svg.h"
-#include "run/event_log.h"
-#include "run/events.h"
+#include "rundir/event_log.h"
+#include "rundir/events.h"
 #include "util/fs.h"
 
 namespace mk::report {
@@ -178,7 +178,7 @@ Result<RunSummary> load_run(const fs::path& run_dir, std::vector<std::string>* w
   if (!fs::is_directory(run_dir, ec)) return Error{run_dir.string() + ": no such run directory"};
   const fs::path log = run_dir / "events.jsonl";
   if (!fs::exists(log, ec)) return Error{run_dir.string() + " is not a run directory (no events.jsonl)"};
-  auto events = run::read_event_log(log, warnings);
+  auto events = rundir::read_event_log(log, warnings);
   if (!events) return Error{events.error()};
   auto read_json = [&](const char* name) -> json {
     fs::path p = run_dir / name;
@@ -199,8 +199,8 @@ Result<RunSummary> load_run(const fs::path& run_dir, std::vector<std::string>* w
 
 // ---------------------------------------------------------------- markdown
 
-/// Wall time against the LLM critical path (run/critical_path.h), phase by phase.
-static std::string time_section(const run::TimeAccount& t) {
+/// Wall time against the LLM critical path (rundir/critical_path.h), phase by phase.
+static std::string time_section(const rundir::TimeAccount& t) {
   if (t.phases.empty()) return "";
   auto secs = [](std::optional<double> v) { return v ? fmt::format("{:.1f} s", *v) : std::string("\u2014"); };
   std::string md = "## Time\n\n";
@@ -217,7 +217,7 @@ static std::string time_section(const run::TimeAccount& t) {
   md += "| phase | LLM rounds | LLM critical path | wall | path: LLM | evaluating | waiting for a slot | baselines | "
         "end-to-end | decomposition checks | other |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   auto row = [&](const std::string& label, int rounds, std::optional<double> llm, std::optional<double> wall,
-                 const run::PathTimes& p) {
+                 const rundir::PathTimes& p) {
     std::optional<double> other;
     if (wall) other = *wall - p.sum();
     md += "| " + md_cell(label) + " | " + std::to_string(rounds) + " | " + secs(llm) + " | " + secs(wall) + " | " +

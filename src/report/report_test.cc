@@ -8,9 +8,9 @@
 
 #include "report/status_line.h"
 #include "report/svg.h"
-#include "run/event_log.h"
-#include "run/events.h"
-#include "run/run_dir.h"
+#include "rundir/event_log.h"
+#include "rundir/events.h"
+#include "rundir/run_dir.h"
 #include "support/testing.h"
 #include "util/fs.h"
 
@@ -23,7 +23,7 @@ using nlohmann::json;
 fs::path fixture() { return mk::testing::repo_root() / "src" / "report" / "testdata" / "cvit"; }
 
 std::vector<json> fixture_events() {
-  auto evs = run::read_event_log(fixture() / "events.jsonl");
+  auto evs = rundir::read_event_log(fixture() / "events.jsonl");
   EXPECT_TRUE(evs.ok()) << evs.error();
   return evs.ok() ? *evs : std::vector<json>{};
 }
@@ -122,7 +122,7 @@ TEST(Report, HtmlIsSelfContained) {
 // A run that ends with a failing end-to-end kernel, one PyTorch subkernel and a
 // name that needs escaping.
 std::vector<json> failing_run() {
-  using namespace run::events;
+  using namespace rundir::events;
   std::vector<json> ev;
   ev.push_back(run_start("mkevolve", "l2/<odd>&name", {{"T", 2}}));
   ev.push_back(topology({.iteration = 1, .change = "initial", .subproblems = {{"a", "new"}, {"b", "new"}, {"c", "new"}}}));
@@ -175,7 +175,7 @@ TEST(Report, TestModeIsMarkedAndTheModelIsNamed) {
 TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
   // A correct iteration without a torch.compile baseline (speedup 0 = unknown):
   // no point at 0x on the chart (the tables show a dash), and no failure cross.
-  using namespace run::events;
+  using namespace rundir::events;
   std::vector<json> ev;
   ev.push_back(run_start("mkevolve", "p", {{"T", 2}}));
   ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 0.0, .speedup_eager = 1.2}}));
@@ -188,7 +188,7 @@ TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
 }
 
 TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
-  using namespace run::events;
+  using namespace rundir::events;
   std::vector<json> ev;
   ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
   ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
@@ -221,7 +221,7 @@ TEST(Report, CompositionFailureIsNamedAsSuch) {
 
 TEST(Report, SwapToPyTorchIsFlagged) {
   auto ev = fixture_events();
-  ev.insert(ev.end() - 1, run::events::swap({.name = "5_classifier_head", .from = "t5-s0", .to = "pytorch",
+  ev.insert(ev.end() - 1, rundir::events::swap({.name = "5_classifier_head", .from = "t5-s0", .to = "pytorch",
                                              .speedup_before = 1.34, .speedup_after = 1.31}));
   RunSummary s = summarize(ev, json::object(), json::object());
   EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"5_classifier_head"});
@@ -233,7 +233,7 @@ TEST(Report, SwapToPyTorchIsFlagged) {
 // saved once), c matched by name failed its re-check and was evolved; the
 // earlier run's path needs escaping.
 std::vector<json> adapted_run() {
-  using namespace run::events;
+  using namespace rundir::events;
   const std::string from = "/runs/<x>&1";
   std::vector<json> ev;
   ev.push_back(run_start("adapt", "variant", {{"T", 1}}));
@@ -404,7 +404,7 @@ TEST(Report, EmptyAndPartialRunsStillRender) {
   EXPECT_NE(render_markdown(empty).find("No iteration has finished yet."), std::string::npos);
   EXPECT_NE(render_html(empty).find("No LLM calls recorded."), std::string::npos);
   // Topology only, no iteration yet: the grid shows "new".
-  std::vector<json> ev = {run::events::topology({.iteration = 1, .change = "initial", .subproblems = {{"x", "new"}}})};
+  std::vector<json> ev = {rundir::events::topology({.iteration = 1, .change = "initial", .subproblems = {{"x", "new"}}})};
   RunSummary s = summarize(ev, json::object(), json::object());
   ASSERT_EQ(s.grid.cells.size(), 1u);
   EXPECT_EQ(s.grid.cells[0][0], StructureGrid::kNew);
@@ -415,7 +415,7 @@ TEST(Report, WriteReportFromARunDirectory) {
   TempDir tmp;
   fs::path dir = tmp.path() / "run";
   {
-    auto rd = run::RunDir::create(dir, json{{"T", 2}}, run::Versions{"0.1.0", "2.11.0", "3.6.0", "NVIDIA H200", "3.12.3"});
+    auto rd = rundir::RunDir::create(dir, json{{"T", 2}}, rundir::Versions{"0.1.0", "2.11.0", "3.6.0", "NVIDIA H200", "3.12.3"});
     ASSERT_TRUE(rd.ok()) << rd.error();
     for (const auto& e : failing_run()) ASSERT_TRUE((*rd)->log_event(e).ok());
   }
@@ -549,14 +549,14 @@ TEST(StatusLineTest, QuietAndEventsJson) {
 
 TEST(StatusLineTest, FedByRunDirListener) {
   TempDir tmp;
-  auto rd = run::RunDir::create(tmp.path() / "run", json::object(), run::Versions{});
+  auto rd = rundir::RunDir::create(tmp.path() / "run", json::object(), rundir::Versions{});
   ASSERT_TRUE(rd.ok());
   FILE* f = std::tmpfile();
   StatusLine::Options o;
   o.mode = StatusLine::Mode::kPlain;
   StatusLine line(f, o);
   (*rd)->add_listener([&](const json& e) { line.on_event(e); });
-  ASSERT_TRUE((*rd)->log_event(run::events::best(2, 0.75)).ok());
+  ASSERT_TRUE((*rd)->log_event(rundir::events::best(2, 0.75)).ok());
   EXPECT_NE(line.current().find("best 0.75\u00d7"), std::string::npos);
   std::fclose(f);
 }

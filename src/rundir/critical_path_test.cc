@@ -1,11 +1,11 @@
-#include "run/critical_path.h"
+#include "rundir/critical_path.h"
 
 #include <gtest/gtest.h>
 
-#include "run/clock.h"
-#include "run/events.h"
+#include "rundir/clock.h"
+#include "rundir/events.h"
 
-namespace mk::run {
+namespace mk::rundir {
 namespace {
 
 using nlohmann::json;
@@ -192,4 +192,4 @@ TEST(CriticalPath, UnknownsAreNullNotZero) {
 }
 
 }  // namespace
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mk::run::events {
+namespace mk::rundir::events {
 
 // The "type" values.
 inline constexpr const char* kRunStart = "run_start";
@@ -478,4 +478,4 @@ struct RunEnd {
 };
 nlohmann::json run_end(const RunEnd& e);
 
-}  // namespace mk::run::events
+}  // namespace mk::rundir::events

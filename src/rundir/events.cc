@@ -1,8 +1,8 @@
-#include "run/events.h"
+#include "rundir/events.h"
 
 #include "util/json_fields.h"
 
-namespace mk::run::events {
+namespace mk::rundir::events {
 
 namespace {
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
@@ -728,4 +728,4 @@ std::optional<RunEnd> RunEnd::from_json(const nlohmann::json& j) {
 
 nlohmann::json run_end(const RunEnd& e) { return e.to_json(); }
 
-}  // namespace mk::run::events
+}  // namespace mk::rundir::events

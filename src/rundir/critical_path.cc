@@ -1,4 +1,4 @@
-#include "run/critical_path.h"
+#include "rundir/critical_path.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "run/clock.h"
-#include "run/events.h"
+#include "rundir/clock.h"
+#include "rundir/events.h"
 #include "util/json_fields.h"
 
-namespace mk::run {
+namespace mk::rundir {
 
 namespace {
 
@@ -322,4 +322,4 @@ TimeAccount time_account(const std::vector<json>& events) {
   return out;
 }
 
-}  // namespace mk::run
+}  // namespace mk::rundir

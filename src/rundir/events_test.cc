@@ -1,11 +1,11 @@
 // The typed event records (run/events.h): each one's to_json and from_json
 // are inverses, a newer writer's fields survive a read and a write, and a
 // record of another type is not mistaken for one.
-#include "run/events.h"
+#include "rundir/events.h"
 
 #include <gtest/gtest.h>
 
-namespace mk::run::events {
+namespace mk::rundir::events {
 namespace {
 
 using nlohmann::json;
@@ -351,4 +351,4 @@ TEST(EventRecords, TheRunsFrameRecordsRoundTrip) {
 }
 
 }  // namespace
-}  // namespace mk::run::events
+}  // namespace mk::rundir::events
