@@ -19,7 +19,7 @@
 #include "eval/evaluator.h"
 #include "llm/provider.h"
 #include "problem/problem.h"
-#include "search/events.h"
+#include "search/event_sink.h"
 
 namespace mk::search {
 
