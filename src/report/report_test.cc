@@ -34,14 +34,14 @@ size_t count(const std::string& s, const std::string& needle) {
   return n;
 }
 
-RunSummary fixture_summary() {
+ReportData fixture_summary() {
   auto s = load_run(fixture(), nullptr);
   EXPECT_TRUE(s.ok()) << s.error();
-  return s.ok() ? *s : RunSummary{};
+  return s.ok() ? *s : ReportData{};
 }
 
 TEST(Summary, FigureOneRunFromTheFixture) {
-  RunSummary s = fixture_summary();
+  ReportData s = fixture_summary();
   EXPECT_EQ(s.method, "mkevolve");
   EXPECT_EQ(s.problem, "level3/32_ConvolutionalVisionTransformer");
   ASSERT_EQ(s.iterations.size(), 5u);
@@ -137,7 +137,7 @@ std::vector<json> failing_run() {
 }
 
 TEST(Report, FailureIsTracedToTheSubkernelAndPyTorchIsFlagged) {
-  RunSummary s = summarize(failing_run(), json::object(), json::object());
+  ReportData s = summarize(failing_run(), json::object(), json::object());
   EXPECT_TRUE(s.final_e2e_failed);
   EXPECT_EQ(s.failing_locally, std::vector<std::string>{"b"});
   EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"a"});
@@ -160,7 +160,7 @@ TEST(Report, TestModeIsMarkedAndTheModelIsNamed) {
   // LLM the run used (spec, endpoint, judge) is named.
   json config = {{"test_cpu", true}, {"llm", "openai:qwen"}, {"base_url", "http://127.0.0.1:8000/v1"},
                  {"judge", "anthropic:claude"}};
-  RunSummary s = summarize(fixture_events(), json{{"gpu", "none (CPU test mode)"}}, config);
+  ReportData s = summarize(fixture_events(), json{{"gpu", "none (CPU test mode)"}}, config);
   std::string md = render_markdown(s), html = render_html(s);
   EXPECT_NE(md.find("> **TEST MODE: evaluated on the CPU"), std::string::npos) << md.substr(0, 1200);
   EXPECT_NE(html.find("TEST MODE: evaluated on the CPU"), std::string::npos);
@@ -168,7 +168,7 @@ TEST(Report, TestModeIsMarkedAndTheModelIsNamed) {
             std::string::npos)
       << md.substr(0, 1200);
   EXPECT_NE(html.find("model <b>openai:qwen at"), std::string::npos);
-  RunSummary gpu = summarize(fixture_events(), json{{"gpu", "NVIDIA H200"}}, json{{"llm", "openai:qwen"}});
+  ReportData gpu = summarize(fixture_events(), json{{"gpu", "NVIDIA H200"}}, json{{"llm", "openai:qwen"}});
   EXPECT_EQ(render_markdown(gpu).find("TEST MODE"), std::string::npos);
 }
 
@@ -180,7 +180,7 @@ TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
   ev.push_back(run_start("mkevolve", "p", {{"T", 2}}));
   ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 0.0, .speedup_eager = 1.2}}));
   ev.push_back(iteration({.t = 2, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   std::string html = render_html(s);
   EXPECT_EQ(html.find("vs torch.compile, t=1: 0\u00d7"), std::string::npos) << "an unknown drawn as 0x";
   EXPECT_EQ(html.find("vs torch.compile, t=1: failed"), std::string::npos);
@@ -192,7 +192,7 @@ TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
   std::vector<json> ev;
   ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
   ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
-  RunSummary without = summarize(ev, json::object(), json::object());
+  ReportData without = summarize(ev, json::object(), json::object());
   EXPECT_EQ(render_markdown(without).find("TF32 on"), std::string::npos);
   FinalCheck fc;
   fc.passed = true;
@@ -202,7 +202,7 @@ TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
   fc.speedup_compile = 1.5;
   fc.speedup_compile_tf32 = 0.75;
   ev.push_back(fc.to_json());
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   ASSERT_TRUE(s.final_speedup_compile_tf32);
   EXPECT_DOUBLE_EQ(*s.final_speedup_compile_tf32, 0.75);
   std::string md = render_markdown(s);
@@ -214,7 +214,7 @@ TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
 TEST(Report, CompositionFailureIsNamedAsSuch) {
   auto ev = failing_run();
   ev[3]["subkernels"][1]["correct"] = true;
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   EXPECT_TRUE(s.failing_locally.empty());
   EXPECT_NE(render_markdown(s).find("from composing them"), std::string::npos);
 }
@@ -223,7 +223,7 @@ TEST(Report, SwapToPyTorchIsFlagged) {
   auto ev = fixture_events();
   ev.insert(ev.end() - 1, rundir::events::swap({.name = "5_classifier_head", .from = "t5-s0", .to = "pytorch",
                                              .speedup_before = 1.34, .speedup_after = 1.31}));
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"5_classifier_head"});
   EXPECT_DOUBLE_EQ(*s.final_speedup_compile, 1.31);
   EXPECT_NE(render_markdown(s).find("| 5_classifier_head | t5-s0 | pytorch | 1.34\u00d7 | 1.31\u00d7 |"), std::string::npos);
@@ -254,7 +254,7 @@ std::vector<json> adapted_run() {
 }
 
 TEST(Report, ReusedSubkernelsAndTheCallsSavedInBothReports) {
-  RunSummary s = summarize(adapted_run(), json::object(), json::object());
+  ReportData s = summarize(adapted_run(), json::object(), json::object());
   EXPECT_EQ(s.calls_saved(), 5);
   std::string md = render_markdown(s);
   for (const char* needle : {"## Reused subkernels", "LLM calls saved: 5 (", "| a (reused from /runs/<x>&1) |",
@@ -294,7 +294,7 @@ TEST(Report, TheFinalSubkernelsShowTheirRooflineAndTheMostHeadroom) {
                            {"model_does_not_fit", false}, {"gpu", "H200 SXM"}};
     break;
   }
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   std::string md = render_markdown(s);
   EXPECT_NE(md.find("| share of end-to-end time | of the roofline | LLM calls |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 89% (memory) |"), std::string::npos) << md;
@@ -356,7 +356,7 @@ TEST(Summary, ReadsTheSearchsEvents) {
       {{"type", "postfuse"}, {"attempt", 4}, {"status", "not accepted"}, {"speedup_compile", nullptr}, {"accepted", false}},
       {{"type", "run_end"}, {"status", "finished"}, {"best_speedup_compile", 1.15}, {"solution_dir", ""}, {"message", ""},
        {"result", "ok"}, {"best_speedup", 1.15}, {"correct", true}, {"contains_pytorch_subkernels", true}}};
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   ASSERT_EQ(s.iterations.size(), 2u);
   EXPECT_EQ(s.iterations[0].e2e_status, "skipped");
   // Counted in the log (two llm_call records before it), never the event's own
@@ -400,12 +400,12 @@ TEST(Summary, ReadsTheSearchsEvents) {
 }
 
 TEST(Report, EmptyAndPartialRunsStillRender) {
-  RunSummary empty = summarize({}, json::object(), json::object());
+  ReportData empty = summarize({}, json::object(), json::object());
   EXPECT_NE(render_markdown(empty).find("No iteration has finished yet."), std::string::npos);
   EXPECT_NE(render_html(empty).find("No LLM calls recorded."), std::string::npos);
   // Topology only, no iteration yet: the grid shows "new".
   std::vector<json> ev = {rundir::events::topology({.iteration = 1, .change = "initial", .subproblems = {{"x", "new"}}})};
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   ASSERT_EQ(s.grid.cells.size(), 1u);
   EXPECT_EQ(s.grid.cells[0][0], StructureGrid::kNew);
   EXPECT_EQ(s.final_subkernels[0].status, "new");

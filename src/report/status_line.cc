@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "util/json_fields.h"
-#include "report/summary.h"
+#include "report/report_data.h"
 #include "report/svg.h"
 #include "rundir/events.h"
 #include "util/strings.h"

@@ -76,7 +76,7 @@ struct ReuseRow {
   int64_t saved() const { return correct ? calls_saved : 0; }  ///< none unless it passed here
 };
 
-struct RunSummary {
+struct ReportData {
   std::string method, problem;
   nlohmann::json settings = nlohmann::json::object();
   nlohmann::json versions = nlohmann::json::object();
@@ -128,7 +128,7 @@ struct RunSummary {
 };
 
 /// Builds the summary from events in the schema of rundir/events.h. Unknown event types and missing fields are tolerated.
-RunSummary summarize(const std::vector<nlohmann::json>& events, const nlohmann::json& versions,
+ReportData summarize(const std::vector<nlohmann::json>& events, const nlohmann::json& versions,
                      const nlohmann::json& config);
 
 /// "1.23M", "45.6K", "789".

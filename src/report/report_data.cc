@@ -1,4 +1,4 @@
-#include "report/summary.h"
+#include "report/report_data.h"
 
 #include <algorithm>
 #include <limits>
@@ -59,8 +59,8 @@ std::string human_count(double v) {
   return svg::num(v, 0);
 }
 
-RunSummary summarize(const std::vector<json>& events, const json& versions, const json& config) {
-  RunSummary s;
+ReportData summarize(const std::vector<json>& events, const json& versions, const json& config) {
+  ReportData s;
   s.versions = versions.is_object() ? versions : json::object();
   s.config = config.is_object() ? config : json::object();
   s.events = static_cast<int64_t>(events.size());
