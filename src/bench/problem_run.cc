@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/summary.h"
+#include "run/summary_json.h"
 #include "eval/calibration.h"
 #include "problem/compose.h"
 #include "report/report.h"
@@ -225,8 +225,8 @@ Result<std::unique_ptr<rundir::RunDir>> create_run(const fs::path& out, const Ne
   return rd;
 }
 
-Status write_summary(const fs::path& dir, const Outcome& o) {
-  return write_file_atomic(dir / "summary.json", summary_to_json(o).dump(2) + "\n");
+Status write_summary(const fs::path& dir, const run::Outcome& o) {
+  return write_file_atomic(dir / "summary.json", run::summary_to_json(o).dump(2) + "\n");
 }
 
 // ---- the run -------------------------------------------------------------------------
@@ -344,7 +344,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   auto report = report::write_report(rd->root(), rd->root(), &warnings);
   if (!report) out.report_error = report.error();
 
-  SummaryInfo info;
+  run::SummaryInfo info;
   info.problem_id = pr.problem_id.empty() ? pr.problem.name : pr.problem_id;
   info.problem_name = pr.problem.name;
   info.method = opts.method;
@@ -360,7 +360,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     info.status = "failed";
     info.error = "the solution could not be written: " + out.solution_error;
   }
-  out.outcome = outcome_from_events(rd->events(), info);
+  out.outcome = run::outcome_from_events(rd->events(), info);
   if (auto st = write_summary(rd->root(), out.outcome); !st) out.summary_error = st.error();
   return out;
 }

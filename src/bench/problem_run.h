@@ -144,7 +144,7 @@ struct ProblemRunResult {
   std::string solution_error;  ///< the solution package could not be written
   std::string sink_error;      ///< the run directory could not be written
   std::string report_error;
-  Outcome outcome;             ///< what summary.json holds
+  run::Outcome outcome;             ///< what summary.json holds
   std::string summary_error;   ///< summary.json could not be written
 };
 
@@ -154,6 +154,6 @@ struct ProblemRunResult {
 ProblemRunResult run_problem(const Shared& shared, ProblemRun run);
 
 /// Writes DIR/summary.json (atomically) from an outcome.
-Status write_summary(const fs::path& dir, const Outcome& o);
+Status write_summary(const fs::path& dir, const run::Outcome& o);
 
 }  // namespace mk::bench

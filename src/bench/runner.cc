@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/summary.h"
+#include "run/summary_json.h"
 #include "rundir/interrupt.h"
 #include "util/fs.h"
 #include "util/strings.h"
@@ -32,8 +32,8 @@ Action plan(const fs::path& dir) {
 
 namespace {
 
-Outcome failed_outcome(const SuiteProblem& p, const std::string& method, const std::string& error) {
-  Outcome o;
+run::Outcome failed_outcome(const SuiteProblem& p, const std::string& method, const std::string& error) {
+  run::Outcome o;
   o.problem_id = p.id();
   o.problem_name = p.name;
   o.method = method;
@@ -43,7 +43,7 @@ Outcome failed_outcome(const SuiteProblem& p, const std::string& method, const s
 }
 
 // One problem, start to end; returns its outcome (also in DIR/summary.json).
-Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOptions& o, Action action) {
+run::Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOptions& o, Action action) {
   const fs::path dir = problem_dir(o, p);
   std::error_code ec;
   std::unique_ptr<rundir::RunDir> rd;
@@ -117,7 +117,7 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
       if (i >= problems.size()) return;
       const auto& p = problems[i];
       if (stopped()) {
-        Outcome m;
+        run::Outcome m;
         m.problem_id = p.id();
         m.problem_name = p.name;
         m.method = o.opts.method;
@@ -130,10 +130,10 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
       const fs::path dir = problem_dir(o, p);
       Action action = plan(dir);
       if (action == Action::kSkip) {
-        Outcome out;
+        run::Outcome out;
         auto text = read_file(dir / "summary.json");
-        auto parsed = text ? outcome_from_summary(nlohmann::json::parse(*text, nullptr, false))
-                           : Result<Outcome>(Error{text.error()});
+        auto parsed = text ? run::outcome_from_summary(nlohmann::json::parse(*text, nullptr, false))
+                           : Result<run::Outcome>(Error{text.error()});
         out = parsed ? *parsed : failed_outcome(p, o.opts.method, parsed.error());
         std::lock_guard<std::mutex> lk(mu);
         sr.outcomes[i] = out;
@@ -148,7 +148,7 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
         log(fmt::format("[start] {} ({} {})", p.id(), action == Action::kResume ? "resuming" : "new",
                         dir.string()));
       }
-      Outcome out;
+      run::Outcome out;
       try {
         out = run_one(shared, p, o, action);
       } catch (const std::exception& e) {

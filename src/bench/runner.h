@@ -37,7 +37,7 @@ Action plan(const fs::path& dir);
 fs::path problem_dir(const SuiteOptions& o, const SuiteProblem& p);
 
 struct SuiteRun {
-  std::vector<Outcome> outcomes;  ///< in suite order; status "missing" for problems not started (interrupted suite)
+  std::vector<run::Outcome> outcomes;  ///< in suite order; status "missing" for problems not started (interrupted suite)
   int skipped = 0, resumed = 0, created = 0, failed = 0, not_started = 0;
 };
 
