@@ -43,16 +43,16 @@ run::Outcome failed_outcome(const SuiteProblem& p, const std::string& method, co
 }
 
 // One problem, start to end; returns its outcome (also in DIR/summary.json).
-run::Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOptions& o, Action action) {
+run::Outcome run_one(const run::Shared& shared, const SuiteProblem& p, const SuiteOptions& o, Action action) {
   const fs::path dir = problem_dir(o, p);
   std::error_code ec;
   std::unique_ptr<rundir::RunDir> rd;
-  ProblemRun pr;
+  run::ProblemRun pr;
   pr.problem_id = p.id();
   pr.mode = o.mode;
   pr.cancel = o.cancel;
   if (action == Action::kResume) {
-    auto r = open_for_resume(dir);
+    auto r = run::open_for_resume(dir);
     if (!r) return failed_outcome(p, o.opts.method, r.error());
     rd = std::move(r->dir);
     pr.problem = std::move(r->problem);
@@ -62,14 +62,14 @@ run::Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOpt
     auto prob = problem::Problem::load(p.path);
     if (!prob) return failed_outcome(p, o.opts.method, prob.error());
     fs::remove(dir / "summary.json", ec);  // of an earlier failed attempt that never created the run
-    NewRun n;
+    run::NewRun n;
     n.cmd = o.cmd;
     n.problem_file = p.path;
     n.llm = o.llm.empty() ? shared.llm->spec() : o.llm;
     n.judge = o.judge;
     n.test_cpu = o.test_cpu;
     n.problem_id = p.id();
-    auto created = create_run(dir, n, *prob, o.opts, shared.versions);
+    auto created = run::create_run(dir, n, *prob, o.opts, shared.versions);
     if (!created) return failed_outcome(p, o.opts.method, created.error());
     rd = std::move(*created);
     pr.problem = std::move(*prob);
@@ -78,7 +78,7 @@ run::Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOpt
   pr.opts.eval.test_cpu = o.test_cpu;
   pr.opts.eval.gpu = -1;
   pr.dir = rd.get();
-  auto res = run_problem(shared, std::move(pr));
+  auto res = run::run_problem(shared, std::move(pr));
   if (!res.summary_error.empty()) {
     auto out = res.outcome;
     out.status = "failed";
@@ -90,7 +90,7 @@ run::Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOpt
 
 }  // namespace
 
-SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& problems, const SuiteOptions& o) {
+SuiteRun run_suite(const run::Shared& shared, const std::vector<SuiteProblem>& problems, const SuiteOptions& o) {
   SuiteRun sr;
   sr.outcomes.resize(problems.size());
   std::mutex mu;
@@ -161,7 +161,7 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
         // writable) still leaves its summary; a run's own summary is already there.
         std::error_code ec;
         fs::create_directories(dir, ec);
-        (void)write_summary(dir, out);
+        (void)run::write_summary(dir, out);
       }
       std::lock_guard<std::mutex> lk(mu);
       sr.outcomes[i] = out;

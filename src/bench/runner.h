@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "bench/metrics.h"
-#include "bench/problem_run.h"
+#include "run/problem_run.h"
 #include "bench/suite.h"
 
 namespace mk::bench {
+
+namespace fs = std::filesystem;
 
 struct SuiteOptions {
   fs::path out;            ///< the bench directory
@@ -42,6 +44,6 @@ struct SuiteRun {
 };
 
 /// Runs the problems with the shared LLM and evaluator. Never throws.
-SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& problems, const SuiteOptions& o);
+SuiteRun run_suite(const run::Shared& shared, const std::vector<SuiteProblem>& problems, const SuiteOptions& o);
 
 }  // namespace mk::bench

@@ -12,7 +12,7 @@
 
 #include "agents/agents.h"
 #include "bench/bench_report.h"
-#include "bench/problem_run.h"
+#include "run/problem_run.h"
 #include "bench/runner.h"
 #include "run/summary_json.h"
 #include "support/fake_evaluator.h"
@@ -87,8 +87,8 @@ struct Suite {
     EXPECT_TRUE(d.ok()) << d.error();
     problems = *d;
   }
-  Shared shared() {
-    Shared s;
+  run::Shared shared() {
+    run::Shared s;
     s.llm = &llm;
     s.evaluator = &ev;
     s.prompts = &prompts;
@@ -204,7 +204,7 @@ TEST(BenchRunner, InterruptedRunIsResumedNotRecreated) {
   fs::path dir = problem_dir(o, one[0]);
   run::Outcome half = r.outcomes[0];
   half.status = "interrupted";
-  ASSERT_TRUE(write_summary(dir, half).ok());
+  ASSERT_TRUE(run::write_summary(dir, half).ok());
   EXPECT_EQ(plan(dir), Action::kResume);
   auto again = run_suite(s.shared(), one, o);
   EXPECT_EQ(again.resumed, 1);
@@ -281,7 +281,7 @@ TEST(BenchSummary, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
   EXPECT_FALSE(o.correct);
 }
 
-// ---- mkevolve adapt: what a finished run offers (load_reuse) ----------------
+// ---- mkevolve adapt: what a finished run offers (run::load_reuse) ----------------
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -307,7 +307,7 @@ TEST(LoadReuse, AMonolithicSolutionNeedsNoSnapshotAndCallsAreCountedFromTheLog) 
         "{\"type\":\"llm_call\",\"agent\":\"optimize\",\"task\":\"whole_model\"}\n"
         "{\"type\":\"llm_call\",\"agent\":\"judge\",\"task\":\"whole_model\"}\n"
         "{\"type\":\"llm_call\",\"agent\":\"decompose\",\"task\":\"p\"}\n");
-  auto r = load_reuse(d);
+  auto r = run::load_reuse(d);
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r->kernels.size(), 1u);
   EXPECT_EQ(r->kernels.at("whole_model"), "KERNEL");
@@ -318,13 +318,13 @@ TEST(LoadReuse, AMonolithicSolutionNeedsNoSnapshotAndCallsAreCountedFromTheLog) 
   // Swap's PyTorch stand-ins are not reused; with nothing else there is nothing to reuse.
   write(d / "solution" / "manifest.json",
         R"({"correct": true, "iteration": 6, "monolithic": true, "subkernels": [{"name": "whole_model", "pytorch": true}]})");
-  auto none = load_reuse(d);
+  auto none = run::load_reuse(d);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error_kind(), ErrorKind::kBadInput);
   EXPECT_NE(none.error().find("no Triton subkernel"), std::string::npos) << none.error();
   // A solution that did not verify offers nothing either.
   write(d / "solution" / "manifest.json", R"({"correct": false, "subkernels": []})");
-  EXPECT_NE(load_reuse(d).error().find("not a verified one"), std::string::npos);
+  EXPECT_NE(run::load_reuse(d).error().find("not a verified one"), std::string::npos);
 }
 
 }  // namespace

@@ -332,8 +332,8 @@ int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cac
   return report_missing(cmd, missing);
 }
 
-bench::Shared shared_of(const Env& env) {
-  bench::Shared s;
+run::Shared shared_of(const Env& env) {
+  run::Shared s;
   s.llm = env.llm.get();
   s.judge = env.judge.get();
   s.evaluator = env.pool.get();
@@ -353,7 +353,7 @@ int run_in_directory(RunRequest req) {
   std::string problem_id;
   nlohmann::json llm_changes = nlohmann::json::array();
   if (req.resume) {
-    auto r = bench::open_for_resume(req.out);
+    auto r = run::open_for_resume(req.out);
     if (!r) {
       say(r.error());
       return kExitUsage;
@@ -385,7 +385,7 @@ int run_in_directory(RunRequest req) {
       // Meant: the resume event records it, and the report names it.
       if (now != s.then) llm_changes.push_back({{"flag", s.flag}, {"from", s.then}, {"to", now}});
     }
-    if (auto end = bench::finished_run_end(r->dir->events(), r->dir->root())) {
+    if (auto end = run::finished_run_end(r->dir->events(), r->dir->root())) {
       // Re-running a finished search would only replay it from the caches and
       // write solution/ again, undoing any `mkevolve swap` made since.
       bool correct = end->value("correct", false);
@@ -448,7 +448,7 @@ int run_in_directory(RunRequest req) {
   if (!rd && missing.empty()) {
     // Created before the pool so that the workers' logs go to DIR/eval/.
     const bool existed = fs::exists(req.out);
-    bench::NewRun n;
+    run::NewRun n;
     n.cmd = cmd;
     n.problem_file = req.problem_file;
     n.llm = req.env.llm.empty() ? env->llm->spec() : req.env.llm;
@@ -468,7 +468,7 @@ int run_in_directory(RunRequest req) {
       }
     };
     const bool creatable = rundir::RunDir::creatable(req.out).ok();
-    auto created = bench::create_run(req.out, n, problem, req.opts, v);
+    auto created = run::create_run(req.out, n, problem, req.opts, v);
     if (!created) {
       say(created.error());
       if (!creatable) return kExitUsage;  // the directory given cannot hold a run
@@ -497,7 +497,7 @@ int run_in_directory(RunRequest req) {
   }
 
   rundir::Interrupt::install();
-  bench::ProblemRun pr;
+  run::ProblemRun pr;
   pr.dir = rd.get();
   pr.problem = problem;
   pr.opts = req.opts;
@@ -505,7 +505,7 @@ int run_in_directory(RunRequest req) {
   pr.llm_changes = llm_changes;
   pr.problem_id = problem_id;
   pr.mode = req.mode;
-  auto out = bench::run_problem(shared_of(*env), std::move(pr));
+  auto out = run::run_problem(shared_of(*env), std::move(pr));
   rundir::Interrupt::uninstall();
 
   const auto& res = out.res;

@@ -18,16 +18,16 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/prompts.h"
-#include "bench/metrics.h"
 #include "eval/evaluator.h"
 #include "llm/provider.h"
 #include "problem/problem.h"
 #include "report/status_line.h"
+#include "run/summary_json.h"
 #include "rundir/run_dir.h"
 #include "search/search.h"
 #include "util/result.h"
 
-namespace mk::bench {
+namespace mk::run {
 
 namespace fs = std::filesystem;
 
@@ -156,4 +156,4 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun run);
 /// Writes DIR/summary.json (atomically) from an outcome.
 Status write_summary(const fs::path& dir, const run::Outcome& o);
 
-}  // namespace mk::bench
+}  // namespace mk::run

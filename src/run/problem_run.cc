@@ -1,4 +1,4 @@
-#include "bench/problem_run.h"
+#include "run/problem_run.h"
 
 #include <chrono>
 #include <cmath>
@@ -15,7 +15,7 @@
 #include "util/fs.h"
 #include "util/json_fields.h"
 
-namespace mk::bench {
+namespace mk::run {
 
 // ---- RunSink -------------------------------------------------------------------
 
@@ -365,4 +365,4 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   return out;
 }
 
-}  // namespace mk::bench
+}  // namespace mk::run
