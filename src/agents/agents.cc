@@ -125,7 +125,7 @@ std::string trim_text(const std::string& s, size_t head, size_t tail, size_t max
   return out;
 }
 
-std::string eval_feedback(const eval::EvalResult& r) {
+std::string eval_feedback(const eval::Verdict& r) {
   std::string out = fmt::format("Status: {}", eval::to_string(r.status));
   if (!r.kind.empty()) out += fmt::format(" ({})", r.kind);
   out += "\n";
@@ -226,7 +226,7 @@ Result<Conversation> generate_prompt(const KernelContext& k, const std::string& 
 }
 
 Result<Conversation> debug_prompt(const KernelContext& k, const std::string& problem_source, const std::string& kernel,
-                                  const eval::EvalResult& result) {
+                                  const eval::Verdict& result) {
   return render(*k.prompts, "debug",
                 {{"problem_source", problem_source},
                  {"hardware", k.hardware},
@@ -235,7 +235,7 @@ Result<Conversation> debug_prompt(const KernelContext& k, const std::string& pro
 }
 
 Result<Conversation> optimize_prompt(const KernelContext& k, const std::string& problem_source,
-                                     const std::string& kernel, const eval::EvalResult& result) {
+                                     const std::string& kernel, const eval::Verdict& result) {
   // Where its time goes against the roofline (issue 15); empty on the CPU,
   // without a work record, or without a timed run.
   std::string profile = k.gpu_name.empty() ? std::string() : eval::roofline::prompt_block(result, k.gpu_name);

@@ -73,7 +73,7 @@ Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::strin
 
 /// Concise feedback for the LLM: status, kind, reasons, trimmed message, first
 /// mismatch, speedups against torch.compile and eager. Never whole logs.
-std::string eval_feedback(const eval::EvalResult& r);
+std::string eval_feedback(const eval::Verdict& r);
 
 /// Hardware facts for kernel prompts, from Evaluator::hardware_info(); says so
 /// when the evaluator could not tell.
@@ -94,9 +94,9 @@ Result<Conversation> decompose_prompt(const Prompts& p, const problem::Problem& 
                                       const std::string& previous = {});
 Result<Conversation> generate_prompt(const KernelContext& k, const std::string& problem_source);
 Result<Conversation> debug_prompt(const KernelContext& k, const std::string& problem_source,
-                                  const std::string& kernel, const eval::EvalResult& result);
+                                  const std::string& kernel, const eval::Verdict& result);
 Result<Conversation> optimize_prompt(const KernelContext& k, const std::string& problem_source,
-                                     const std::string& kernel, const eval::EvalResult& result);
+                                     const std::string& kernel, const eval::Verdict& result);
 /// failing: subproblem name -> what went wrong with its best kernel.
 Result<Conversation> split_prompt(const Prompts& p, const problem::Problem& problem, const problem::Topology& topo,
                                   const std::map<std::string, std::string>& failing);

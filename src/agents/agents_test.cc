@@ -51,7 +51,7 @@ TEST(Prompts, KernelPromptsStatePrecisionAndHardware) {
 TEST(Prompts, TheOptimizePromptCarriesTheRooflineAndTheDebugPromptDoesNot) {
   auto p = repo_prompts();
   KernelContext k{&p, "- GPU: NVIDIA H200", "NVIDIA H200"};
-  eval::EvalResult r;
+  eval::Verdict r;
   r.status = eval::Status::kCorrect;
   r.runtime = {3.0209, 3.0209, true};
   r.speedup_compile = r.speedup_eager = 1.0;
@@ -67,7 +67,7 @@ TEST(Prompts, TheOptimizePromptCarriesTheRooflineAndTheDebugPromptDoesNot) {
   EXPECT_NE(u.find("memory-bound"), std::string::npos) << u;
   EXPECT_NE(u.find("relu_kernel"), std::string::npos) << u;
   // The debug prompt of a failing kernel stays as it was.
-  eval::EvalResult bad = r;
+  eval::Verdict bad = r;
   bad.status = eval::Status::kIncorrect;
   auto dbg = debug_prompt(k, "class Model: pass", "class ModelNew: pass", bad);
   ASSERT_TRUE(dbg.ok()) << dbg.error();
@@ -192,7 +192,7 @@ TEST(Reply, Verdicts) {
 }
 
 TEST(Feedback, ConciseAndTrimmed) {
-  eval::EvalResult r;
+  eval::Verdict r;
   r.status = eval::Status::kRuntimeError;
   r.kind = "illegal_memory_access";
   std::string tb;
@@ -203,7 +203,7 @@ TEST(Feedback, ConciseAndTrimmed) {
   EXPECT_NE(f.find("runtime_error (illegal_memory_access)"), std::string::npos);
   EXPECT_NE(f.find("lines omitted"), std::string::npos);
   EXPECT_LT(f.size(), 5000u);
-  eval::EvalResult ok;
+  eval::Verdict ok;
   ok.status = eval::Status::kCorrect;
   ok.runtime = {1.0, 1.0, true};
   ok.compiled = {1.5, 1.5, true};

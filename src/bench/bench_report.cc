@@ -61,7 +61,7 @@ Result<SuiteResults> load_results(const std::vector<std::filesystem::path>& dirs
       if (!text.ok()) { res.warnings.push_back(text.error()); continue; }
       nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
       if (j.is_discarded()) { res.warnings.push_back(f.string() + ": not valid JSON, skipped"); continue; }
-      auto o = outcome_from_summary(j);
+      auto o = run::outcome_from_summary(j);
       if (!o.ok()) { res.warnings.push_back(f.string() + ": " + o.error() + ", skipped"); continue; }
       auto key = std::make_pair(o->method, o->problem_id);
       bool finished = o->status == "finished";
@@ -170,7 +170,7 @@ nlohmann::json render_json(const BenchReport& r) {
   j["win_rate"] = {{"methods", r.win_rate.methods}, {"rate", r.win_rate.rate}, {"shared", r.win_rate.shared}};
   j["problems"] = nlohmann::json::array();
   for (const auto& [m, outs] : r.results.by_method)
-    for (const auto& x : outs) j["problems"].push_back(summary_to_json(x));
+    for (const auto& x : outs) j["problems"].push_back(run::summary_to_json(x));
   j["warnings"] = r.results.warnings;
   return j;
 }

@@ -15,7 +15,7 @@
 namespace mk::bench {
 
 struct SuiteResults {
-  std::map<std::string, std::vector<Outcome>> by_method;  ///< method -> one outcome per problem
+  std::map<std::string, std::vector<run::Outcome>> by_method;  ///< method -> one outcome per problem
   std::vector<std::string> warnings;                      ///< unreadable or duplicate summaries
 };
 

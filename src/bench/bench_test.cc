@@ -5,7 +5,7 @@
 
 #include "bench/bench_report.h"
 #include "bench/metrics.h"
-#include "bench/summary.h"
+#include "run/summary_json.h"
 #include "bench/suite.h"
 #include "util/fs.h"
 
@@ -98,8 +98,8 @@ TEST(Shard, UnionIsTheSuiteAndShardsDoNotOverlap) {
   }
 }
 
-Outcome oc(const std::string& pid, bool correct, double sc, double se, int64_t tokens, const std::string& status = "finished") {
-  Outcome o;
+run::Outcome oc(const std::string& pid, bool correct, double sc, double se, int64_t tokens, const std::string& status = "finished") {
+  run::Outcome o;
   o.problem_id = pid;
   o.method = "m";
   o.status = status;
@@ -112,7 +112,7 @@ Outcome oc(const std::string& pid, bool correct, double sc, double se, int64_t t
 
 TEST(Metrics, HandComputed) {
   // 5 problems: speedups vs compile 0.4, 1.0 (exactly), 1.5, 2.5 and one incorrect.
-  std::vector<Outcome> v = {oc("a", true, 0.4, 0.8, 100), oc("b", true, 1.0, 1.2, 200), oc("c", true, 1.5, 3.0, 300),
+  std::vector<run::Outcome> v = {oc("a", true, 0.4, 0.8, 100), oc("b", true, 1.0, 1.2, 200), oc("c", true, 1.5, 3.0, 300),
                             oc("d", true, 2.5, 2.0, 400), oc("e", false, 9.0, 9.0, 500, "failed")};
   MethodMetrics m = compute_metrics("mkevolve", v);
   EXPECT_EQ(m.problems, 5);
@@ -128,7 +128,7 @@ TEST(Metrics, HandComputed) {
 }
 
 TEST(Metrics, WinRate) {
-  std::map<std::string, std::vector<Outcome>> by;
+  std::map<std::string, std::vector<run::Outcome>> by;
   by["beam"] = {oc("a", true, 1.0, 1, 0), oc("b", true, 2.0, 1, 0), oc("c", false, 0, 0, 0)};
   by["mkevolve"] = {oc("a", true, 1.5, 1, 0), oc("b", true, 2.0, 1, 0), oc("c", true, 0.1, 0, 0), oc("z", true, 5, 5, 0)};
   WinRate w = compute_win_rate(by);
@@ -139,9 +139,9 @@ TEST(Metrics, WinRate) {
 }
 
 TEST(Metrics, CurveFollowsBestSoFar) {
-  Outcome a = oc("a", true, 1.5, 1, 300);
+  run::Outcome a = oc("a", true, 1.5, 1, 300);
   a.timeline = {{16, 100, false, 0, 0}, {32, 200, true, 0.8, 1}, {48, 300, true, 1.5, 2}};
-  Outcome b = oc("b", false, 0, 0, 250);
+  run::Outcome b = oc("b", false, 0, 0, 250);
   b.timeline = {{16, 50, false, 0, 0}, {48, 250, false, 0, 0}};
   auto c = compute_curve({a, b}, 16);
   ASSERT_EQ(c.size(), 3u);
@@ -157,42 +157,42 @@ TEST(Metrics, CurveFollowsBestSoFar) {
 }
 
 TEST(Metrics, SummaryRoundTripAndErrors) {
-  Outcome a = oc("p1", true, 1.25, 2.0, 42);
+  run::Outcome a = oc("p1", true, 1.25, 2.0, 42);
   a.timeline = {{8, 10, true, 1.25, 2.0}};
-  auto back = outcome_from_summary(summary_to_json(a));
+  auto back = run::outcome_from_summary(run::summary_to_json(a));
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(back->problem_id, "p1");
   EXPECT_DOUBLE_EQ(back->speedup_compile, 1.25);
   EXPECT_EQ(back->tokens, 42);
   ASSERT_EQ(back->timeline.size(), 1u);
-  auto bad = outcome_from_summary(nlohmann::json{{"problem_id", "x"}});
+  auto bad = run::outcome_from_summary(nlohmann::json{{"problem_id", "x"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("method"), std::string::npos);
   // An incorrect result never carries a speedup, whatever the file says.
-  auto j = summary_to_json(oc("q", false, 0, 0, 1));
+  auto j = run::summary_to_json(oc("q", false, 0, 0, 1));
   j["speedup"]["compile"] = 3.0;
-  EXPECT_DOUBLE_EQ(outcome_from_summary(j)->speedup_compile, 0.0);
+  EXPECT_DOUBLE_EQ(run::outcome_from_summary(j)->speedup_compile, 0.0);
 }
 
 TEST(BenchReport, MergesShardsAndRenders) {
   TempDir d;
-  auto put = [&](const std::string& rel, const Outcome& o) {
-    ASSERT_TRUE(write_file_atomic(d.path() / rel / "summary.json", summary_to_json(o).dump()).ok());
+  auto put = [&](const std::string& rel, const run::Outcome& o) {
+    ASSERT_TRUE(write_file_atomic(d.path() / rel / "summary.json", run::summary_to_json(o).dump()).ok());
   };
-  Outcome a = oc("p1", true, 1.5, 2.0, 1000);
+  run::Outcome a = oc("p1", true, 1.5, 2.0, 1000);
   a.method = "mkevolve";
   a.problem_name = "1_Conv";
   a.timeline = {{16, 500, true, 1.2, 1.5}, {32, 1000, true, 1.5, 2.0}};
-  Outcome b = oc("p2", false, 0, 0, 3000, "failed");
+  run::Outcome b = oc("p2", false, 0, 0, 3000, "failed");
   b.method = "mkevolve";
   b.error = "worker crashed";
-  Outcome c = oc("p1", true, 0.9, 1.0, 2000);
+  run::Outcome c = oc("p1", true, 0.9, 1.0, 2000);
   c.method = "beam";
   put("shard0/mkevolve/p1", a);
   put("shard1/mkevolve/p2", b);
   put("shard0/beam/p1", c);
   // The same problem again from an overlapping shard, unfinished: the finished one wins.
-  Outcome a2 = a;
+  run::Outcome a2 = a;
   a2.status = "interrupted";
   a2.correct = false;
   put("shard9/mkevolve/p1", a2);
@@ -223,13 +223,13 @@ TEST(BenchReport, MergesShardsAndRenders) {
 
 TEST(BenchReport, ATf32BaselineIsShownBesideTheTf32OffOne) {
   TempDir d;
-  Outcome a = oc("p1", true, 1.5, 2.0, 1000);
+  run::Outcome a = oc("p1", true, 1.5, 2.0, 1000);
   a.method = "mkevolve";
   a.speedup_compile_tf32 = 0.8;
-  auto back = outcome_from_summary(summary_to_json(a));
+  auto back = run::outcome_from_summary(run::summary_to_json(a));
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_DOUBLE_EQ(back->speedup_compile_tf32, 0.8);
-  ASSERT_TRUE(write_file_atomic(d.path() / "mkevolve" / "p1" / "summary.json", summary_to_json(a).dump()).ok());
+  ASSERT_TRUE(write_file_atomic(d.path() / "mkevolve" / "p1" / "summary.json", run::summary_to_json(a).dump()).ok());
   auto res = load_results({d.path()});
   ASSERT_TRUE(res.ok()) << res.error();
   BenchReport r = build_report(std::move(*res));
@@ -242,9 +242,9 @@ TEST(BenchReport, ATf32BaselineIsShownBesideTheTf32OffOne) {
       {{"type", "best"}, {"correct", true}, {"speedup_compile", 1.5}},
       {{"type", "final_check"}, {"passed", true}, {"speedup_compile", 1.5}, {"speedup_compile_tf32", 0.7}},
       {{"type", "run_end"}, {"status", "ok"}, {"correct", true}}};
-  SummaryInfo info;
+  run::SummaryInfo info;
   info.problem_name = "p1";
-  EXPECT_DOUBLE_EQ(outcome_from_events(ev, info).speedup_compile_tf32, 0.7);
+  EXPECT_DOUBLE_EQ(run::outcome_from_events(ev, info).speedup_compile_tf32, 0.7);
 }
 
 TEST(BenchReport, NothingToReadIsAnError) {

@@ -20,8 +20,8 @@ double geomean(const std::vector<double>& xs) {
 
 // The state of a problem after `calls` calls: the last timeline point at or
 // before it (nothing correct before the first point).
-TimelinePoint state_at(const Outcome& o, int64_t calls) {
-  TimelinePoint st;
+run::TimelinePoint state_at(const run::Outcome& o, int64_t calls) {
+  run::TimelinePoint st;
   for (const auto& tp : o.timeline) {
     if (tp.calls > calls) break;
     st = tp;
@@ -32,68 +32,7 @@ TimelinePoint state_at(const Outcome& o, int64_t calls) {
 
 }  // namespace
 
-Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
-  if (!s.is_object()) return Error{"summary is not a JSON object"};
-  auto need = [&](const char* key) { return s.contains(key); };
-  for (const char* k : {"problem_id", "method", "status", "correct"})
-    if (!need(k)) return Error{std::string("summary lacks \"") + k + "\""};
-  Outcome o;
-  try {
-    o.problem_id = s.at("problem_id").get<std::string>();
-    o.problem_name = s.value("problem_name", std::string());
-    if (o.problem_name.empty()) o.problem_name = o.problem_id;
-    o.method = s.at("method").get<std::string>();
-    o.status = s.at("status").get<std::string>();
-    o.correct = s.at("correct").get<bool>();
-    if (s.contains("speedup")) {
-      o.speedup_compile = s["speedup"].value("compile", 0.0);
-      o.speedup_eager = s["speedup"].value("eager", 0.0);
-      o.speedup_compile_tf32 = s["speedup"].value("compile_tf32", 0.0);
-    }
-    if (!o.correct) o.speedup_compile = o.speedup_eager = o.speedup_compile_tf32 = 0;
-    if (s.contains("tokens")) {
-      const auto& t = s["tokens"];
-      o.tokens = t.is_number() ? t.get<int64_t>() : t.value("total", int64_t{0});
-    }
-    o.calls = s.value("calls", int64_t{0});
-    o.uses_pytorch = s.value("uses_pytorch", false);
-    o.error = s.value("error", std::string());
-    if (s.contains("time")) o.time = s["time"];
-    if (s.contains("timeline")) {
-      for (const auto& p : s["timeline"]) {
-        TimelinePoint tp;
-        tp.calls = p.value("calls", int64_t{0});
-        tp.tokens = p.value("tokens", int64_t{0});
-        tp.correct = p.value("correct", false);
-        tp.speedup_compile = tp.correct ? p.value("speedup_compile", 0.0) : 0.0;
-        tp.speedup_eager = tp.correct ? p.value("speedup_eager", 0.0) : 0.0;
-        o.timeline.push_back(tp);
-      }
-      std::stable_sort(o.timeline.begin(), o.timeline.end(),
-                       [](const TimelinePoint& a, const TimelinePoint& b) { return a.calls < b.calls; });
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return Error{std::string("summary has a field of the wrong type: ") + e.what()};
-  }
-  return o;
-}
-
-nlohmann::json summary_to_json(const Outcome& o) {
-  nlohmann::json tl = nlohmann::json::array();
-  for (const auto& p : o.timeline)
-    tl.push_back({{"calls", p.calls}, {"tokens", p.tokens}, {"correct", p.correct},
-                  {"speedup_compile", p.speedup_compile}, {"speedup_eager", p.speedup_eager}});
-  nlohmann::json j = {{"problem_id", o.problem_id}, {"problem_name", o.problem_name}, {"method", o.method},
-                      {"status", o.status}, {"correct", o.correct},
-                      {"speedup", {{"compile", o.speedup_compile}, {"eager", o.speedup_eager}}},
-                      {"tokens", {{"total", o.tokens}}}, {"calls", o.calls}, {"uses_pytorch", o.uses_pytorch},
-                      {"error", o.error}, {"timeline", tl}};
-  if (!o.time.is_null()) j["time"] = o.time;
-  if (o.speedup_compile_tf32 > 0) j["speedup"]["compile_tf32"] = o.speedup_compile_tf32;
-  return j;
-}
-
-double fast_p(const std::vector<Outcome>& outcomes, double p, bool vs_eager) {
+double fast_p(const std::vector<run::Outcome>& outcomes, double p, bool vs_eager) {
   if (outcomes.empty()) return 0;
   int n = 0;
   for (const auto& o : outcomes)
@@ -101,7 +40,7 @@ double fast_p(const std::vector<Outcome>& outcomes, double p, bool vs_eager) {
   return static_cast<double>(n) / static_cast<double>(outcomes.size());
 }
 
-MethodMetrics compute_metrics(const std::string& method, const std::vector<Outcome>& outcomes) {
+MethodMetrics compute_metrics(const std::string& method, const std::vector<run::Outcome>& outcomes) {
   MethodMetrics m;
   m.method = method;
   m.problems = static_cast<int>(outcomes.size());
@@ -128,7 +67,7 @@ MethodMetrics compute_metrics(const std::string& method, const std::vector<Outco
   return m;
 }
 
-WinRate compute_win_rate(const std::map<std::string, std::vector<Outcome>>& by_method) {
+WinRate compute_win_rate(const std::map<std::string, std::vector<run::Outcome>>& by_method) {
   WinRate w;
   for (const auto& [m, _] : by_method) w.methods.push_back(m);
   size_t n = w.methods.size();
@@ -154,7 +93,7 @@ WinRate compute_win_rate(const std::map<std::string, std::vector<Outcome>>& by_m
   return w;
 }
 
-std::vector<CurvePoint> compute_curve(const std::vector<Outcome>& outcomes, int64_t step) {
+std::vector<CurvePoint> compute_curve(const std::vector<run::Outcome>& outcomes, int64_t step) {
   std::vector<CurvePoint> curve;
   if (outcomes.empty() || step <= 0) return curve;
   int64_t max_calls = 0;
@@ -162,11 +101,11 @@ std::vector<CurvePoint> compute_curve(const std::vector<Outcome>& outcomes, int6
     for (const auto& tp : o.timeline) max_calls = std::max(max_calls, tp.calls);
   for (int64_t c = step; c < max_calls + step; c += step) {
     int64_t at = std::min(c, max_calls);
-    std::vector<Outcome> snap;
+    std::vector<run::Outcome> snap;
     double tokens = 0;
     for (const auto& o : outcomes) {
-      TimelinePoint st = state_at(o, at);
-      Outcome s;
+      run::TimelinePoint st = state_at(o, at);
+      run::Outcome s;
       s.correct = st.correct;
       s.speedup_compile = st.speedup_compile;
       s.speedup_eager = st.speedup_eager;

@@ -13,43 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "run/summary_json.h"
 #include "util/result.h"
 
 namespace mk::bench {
-
-/// Best-so-far state of one problem's run after a number of LLM calls.
-struct TimelinePoint {
-  int64_t calls = 0;
-  int64_t tokens = 0;
-  bool correct = false;
-  double speedup_compile = 0;
-  double speedup_eager = 0;
-};
-
-/// The result of one method on one problem (from the run's summary.json).
-struct Outcome {
-  std::string problem_id;
-  std::string problem_name;
-  std::string method;
-  std::string status;          ///< finished, failed, interrupted, missing
-  bool correct = false;
-  double speedup_compile = 0;  ///< 0 unless correct
-  /// --baseline-tf32: the final check against torch.compile with TF32 on; 0 unless correct and measured.
-  double speedup_compile_tf32 = 0;
-  double speedup_eager = 0;
-  int64_t tokens = 0;
-  int64_t calls = 0;
-  bool uses_pytorch = false;   ///< solution contains PyTorch subkernels (Swap)
-  std::string error;
-  std::vector<TimelinePoint> timeline;
-  /// Wall time, the LLM critical path and where the rest went
-  /// (run::TimeAccount::to_json); null when not known.
-  nlohmann::json time;
-};
-
-/// Parses a run's summary.json. Errors name the field that is wrong.
-Result<Outcome> outcome_from_summary(const nlohmann::json& summary);
-nlohmann::json summary_to_json(const Outcome& o);
 
 struct MethodMetrics {
   std::string method;
@@ -66,8 +33,8 @@ struct MethodMetrics {
 };
 
 /// fast_p over all outcomes (incorrect counts as 0): KernelBench's strict '>'.
-double fast_p(const std::vector<Outcome>& outcomes, double p, bool vs_eager);
-MethodMetrics compute_metrics(const std::string& method, const std::vector<Outcome>& outcomes);
+double fast_p(const std::vector<run::Outcome>& outcomes, double p, bool vs_eager);
+MethodMetrics compute_metrics(const std::string& method, const std::vector<run::Outcome>& outcomes);
 
 /// rate[i][j] = share of the problems run by both methods i and j on which i's
 /// speedup vs torch.compile is strictly higher than j's (incorrect = 0).
@@ -76,7 +43,7 @@ struct WinRate {
   std::vector<std::vector<double>> rate;
   std::vector<std::vector<int>> shared;  ///< problems both methods ran
 };
-WinRate compute_win_rate(const std::map<std::string, std::vector<Outcome>>& by_method);
+WinRate compute_win_rate(const std::map<std::string, std::vector<run::Outcome>>& by_method);
 
 /// A point on a metric-vs-tokens curve: after `calls` LLM calls per problem, the
 /// suite metric and the mean tokens spent so far (Figures 5-6).
@@ -87,6 +54,6 @@ struct CurvePoint {
   double fast_0_5 = 0, fast_1 = 0, fast_2 = 0;
 };
 /// Checkpoints every `step` calls up to the largest call count seen.
-std::vector<CurvePoint> compute_curve(const std::vector<Outcome>& outcomes, int64_t step);
+std::vector<CurvePoint> compute_curve(const std::vector<run::Outcome>& outcomes, int64_t step);
 
 }  // namespace mk::bench

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/summary.h"
-#include "run/interrupt.h"
+#include "run/summary_json.h"
+#include "rundir/interrupt.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -32,8 +32,8 @@ Action plan(const fs::path& dir) {
 
 namespace {
 
-Outcome failed_outcome(const SuiteProblem& p, const std::string& method, const std::string& error) {
-  Outcome o;
+run::Outcome failed_outcome(const SuiteProblem& p, const std::string& method, const std::string& error) {
+  run::Outcome o;
   o.problem_id = p.id();
   o.problem_name = p.name;
   o.method = method;
@@ -43,16 +43,16 @@ Outcome failed_outcome(const SuiteProblem& p, const std::string& method, const s
 }
 
 // One problem, start to end; returns its outcome (also in DIR/summary.json).
-Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOptions& o, Action action) {
+run::Outcome run_one(const run::Shared& shared, const SuiteProblem& p, const SuiteOptions& o, Action action) {
   const fs::path dir = problem_dir(o, p);
   std::error_code ec;
-  std::unique_ptr<run::RunDir> rd;
-  ProblemRun pr;
+  std::unique_ptr<rundir::RunDir> rd;
+  run::ProblemRun pr;
   pr.problem_id = p.id();
   pr.mode = o.mode;
   pr.cancel = o.cancel;
   if (action == Action::kResume) {
-    auto r = open_for_resume(dir);
+    auto r = run::open_for_resume(dir);
     if (!r) return failed_outcome(p, o.opts.method, r.error());
     rd = std::move(r->dir);
     pr.problem = std::move(r->problem);
@@ -62,14 +62,14 @@ Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOptions&
     auto prob = problem::Problem::load(p.path);
     if (!prob) return failed_outcome(p, o.opts.method, prob.error());
     fs::remove(dir / "summary.json", ec);  // of an earlier failed attempt that never created the run
-    NewRun n;
+    run::NewRun n;
     n.cmd = o.cmd;
     n.problem_file = p.path;
     n.llm = o.llm.empty() ? shared.llm->spec() : o.llm;
     n.judge = o.judge;
     n.test_cpu = o.test_cpu;
     n.problem_id = p.id();
-    auto created = create_run(dir, n, *prob, o.opts, shared.versions);
+    auto created = run::create_run(dir, n, *prob, o.opts, shared.versions);
     if (!created) return failed_outcome(p, o.opts.method, created.error());
     rd = std::move(*created);
     pr.problem = std::move(*prob);
@@ -78,7 +78,7 @@ Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOptions&
   pr.opts.eval.test_cpu = o.test_cpu;
   pr.opts.eval.gpu = -1;
   pr.dir = rd.get();
-  auto res = run_problem(shared, std::move(pr));
+  auto res = run::run_problem(shared, std::move(pr));
   if (!res.summary_error.empty()) {
     auto out = res.outcome;
     out.status = "failed";
@@ -90,7 +90,7 @@ Outcome run_one(const Shared& shared, const SuiteProblem& p, const SuiteOptions&
 
 }  // namespace
 
-SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& problems, const SuiteOptions& o) {
+SuiteRun run_suite(const run::Shared& shared, const std::vector<SuiteProblem>& problems, const SuiteOptions& o) {
   SuiteRun sr;
   sr.outcomes.resize(problems.size());
   std::mutex mu;
@@ -109,7 +109,7 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
   auto log = [&](const std::string& line) {
     if (o.log) o.log(line);
   };
-  auto stopped = [&] { return run::Interrupt::requested() || (o.cancel && o.cancel->load()); };
+  auto stopped = [&] { return rundir::Interrupt::requested() || (o.cancel && o.cancel->load()); };
 
   auto worker = [&] {
     for (;;) {
@@ -117,7 +117,7 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
       if (i >= problems.size()) return;
       const auto& p = problems[i];
       if (stopped()) {
-        Outcome m;
+        run::Outcome m;
         m.problem_id = p.id();
         m.problem_name = p.name;
         m.method = o.opts.method;
@@ -130,10 +130,10 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
       const fs::path dir = problem_dir(o, p);
       Action action = plan(dir);
       if (action == Action::kSkip) {
-        Outcome out;
+        run::Outcome out;
         auto text = read_file(dir / "summary.json");
-        auto parsed = text ? outcome_from_summary(nlohmann::json::parse(*text, nullptr, false))
-                           : Result<Outcome>(Error{text.error()});
+        auto parsed = text ? run::outcome_from_summary(nlohmann::json::parse(*text, nullptr, false))
+                           : Result<run::Outcome>(Error{text.error()});
         out = parsed ? *parsed : failed_outcome(p, o.opts.method, parsed.error());
         std::lock_guard<std::mutex> lk(mu);
         sr.outcomes[i] = out;
@@ -148,7 +148,7 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
         log(fmt::format("[start] {} ({} {})", p.id(), action == Action::kResume ? "resuming" : "new",
                         dir.string()));
       }
-      Outcome out;
+      run::Outcome out;
       try {
         out = run_one(shared, p, o, action);
       } catch (const std::exception& e) {
@@ -161,7 +161,7 @@ SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& proble
         // writable) still leaves its summary; a run's own summary is already there.
         std::error_code ec;
         fs::create_directories(dir, ec);
-        (void)write_summary(dir, out);
+        (void)run::write_summary(dir, out);
       }
       std::lock_guard<std::mutex> lk(mu);
       sr.outcomes[i] = out;

@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "bench/metrics.h"
-#include "bench/problem_run.h"
+#include "run/problem_run.h"
 #include "bench/suite.h"
 
 namespace mk::bench {
+
+namespace fs = std::filesystem;
 
 struct SuiteOptions {
   fs::path out;            ///< the bench directory
@@ -25,7 +27,7 @@ struct SuiteOptions {
   bool test_cpu = false;
   int jobs = 1;
   report::StatusLine::Mode mode = report::StatusLine::Mode::kQuiet;  ///< per-problem status lines
-  const std::atomic<bool>* cancel = nullptr;  ///< no new problem starts once true (besides run::Interrupt)
+  const std::atomic<bool>* cancel = nullptr;  ///< no new problem starts once true (besides rundir::Interrupt)
   std::function<void(const std::string&)> log;  ///< one progress line (thread-safe calls); empty: none
 };
 
@@ -37,11 +39,11 @@ Action plan(const fs::path& dir);
 fs::path problem_dir(const SuiteOptions& o, const SuiteProblem& p);
 
 struct SuiteRun {
-  std::vector<Outcome> outcomes;  ///< in suite order; status "missing" for problems not started (interrupted suite)
+  std::vector<run::Outcome> outcomes;  ///< in suite order; status "missing" for problems not started (interrupted suite)
   int skipped = 0, resumed = 0, created = 0, failed = 0, not_started = 0;
 };
 
 /// Runs the problems with the shared LLM and evaluator. Never throws.
-SuiteRun run_suite(const Shared& shared, const std::vector<SuiteProblem>& problems, const SuiteOptions& o);
+SuiteRun run_suite(const run::Shared& shared, const std::vector<SuiteProblem>& problems, const SuiteOptions& o);
 
 }  // namespace mk::bench

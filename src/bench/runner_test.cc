@@ -12,9 +12,9 @@
 
 #include "agents/agents.h"
 #include "bench/bench_report.h"
-#include "bench/problem_run.h"
+#include "run/problem_run.h"
 #include "bench/runner.h"
-#include "bench/summary.h"
+#include "run/summary_json.h"
 #include "support/fake_evaluator.h"
 #include "support/scripted_llm.h"
 #include "support/testing.h"
@@ -87,8 +87,8 @@ struct Suite {
     EXPECT_TRUE(d.ok()) << d.error();
     problems = *d;
   }
-  Shared shared() {
-    Shared s;
+  run::Shared shared() {
+    run::Shared s;
     s.llm = &llm;
     s.evaluator = &ev;
     s.prompts = &prompts;
@@ -107,7 +107,7 @@ struct Suite {
   }
 };
 
-const Outcome* find(const SuiteRun& r, const std::string& name) {
+const run::Outcome* find(const SuiteRun& r, const std::string& name) {
   for (const auto& o : r.outcomes)
     if (o.problem_name == name) return &o;
   return nullptr;
@@ -127,11 +127,11 @@ TEST(BenchRunner, RunsEveryProblemConcurrentlyAndAFailureDoesNotStopTheSuite) {
   ASSERT_EQ(r.outcomes.size(), 5u);
   EXPECT_EQ(r.created, 5);
   EXPECT_EQ(r.failed, 2);
-  const Outcome* a = find(r, "1_A");
-  const Outcome* b = find(r, "2_B");
-  const Outcome* c = find(r, "3_C");
-  const Outcome* broken = find(r, "4_Broken");
-  const Outcome* refused = find(r, "5_Refused");
+  const run::Outcome* a = find(r, "1_A");
+  const run::Outcome* b = find(r, "2_B");
+  const run::Outcome* c = find(r, "3_C");
+  const run::Outcome* broken = find(r, "4_Broken");
+  const run::Outcome* refused = find(r, "5_Refused");
   ASSERT_TRUE(a && b && c && broken && refused);
   EXPECT_EQ(refused->status, "failed");
   EXPECT_FALSE(refused->correct);
@@ -153,7 +153,7 @@ TEST(BenchRunner, RunsEveryProblemConcurrentlyAndAFailureDoesNotStopTheSuite) {
   for (const auto& p : s.problems) {
     auto text = read_file(problem_dir(o, p) / "summary.json");
     ASSERT_TRUE(text.ok()) << p.id();
-    auto back = outcome_from_summary(nlohmann::json::parse(*text));
+    auto back = run::outcome_from_summary(nlohmann::json::parse(*text));
     ASSERT_TRUE(back.ok()) << back.error();
     EXPECT_EQ(back->problem_id, p.id());
   }
@@ -202,9 +202,9 @@ TEST(BenchRunner, InterruptedRunIsResumedNotRecreated) {
   ASSERT_TRUE(r.outcomes[0].correct);
   // Pretend the machine died: the summary says the run did not finish.
   fs::path dir = problem_dir(o, one[0]);
-  Outcome half = r.outcomes[0];
+  run::Outcome half = r.outcomes[0];
   half.status = "interrupted";
-  ASSERT_TRUE(write_summary(dir, half).ok());
+  ASSERT_TRUE(run::write_summary(dir, half).ok());
   EXPECT_EQ(plan(dir), Action::kResume);
   auto again = run_suite(s.shared(), one, o);
   EXPECT_EQ(again.resumed, 1);
@@ -256,8 +256,8 @@ TEST(BenchSummary, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
       {{"type", "llm_call"}, {"usage", {{"input", 20}, {"output", 5}}}},
       {{"type", "iteration"}},
   };
-  SummaryInfo info{"level1-p-abc", "p", "mkevolve", "", ""};
-  auto o = outcome_from_events(ev, info);
+  run::SummaryInfo info{"level1-p-abc", "p", "mkevolve", "", ""};
+  auto o = run::outcome_from_events(ev, info);
   EXPECT_EQ(o.status, "interrupted");  // no run_end: the process died
   EXPECT_FALSE(o.correct);
   EXPECT_EQ(o.calls, 2);
@@ -268,20 +268,20 @@ TEST(BenchSummary, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
   EXPECT_DOUBLE_EQ(o.timeline[0].speedup_eager, 3.0);
 
   ev.push_back({{"type", "run_end"}, {"status", "finished"}, {"correct", true}, {"best_speedup_compile", 1.5}});
-  o = outcome_from_events(ev, info);
+  o = run::outcome_from_events(ev, info);
   EXPECT_EQ(o.status, "finished");
   EXPECT_TRUE(o.correct);
   EXPECT_DOUBLE_EQ(o.speedup_compile, 1.5);
   EXPECT_DOUBLE_EQ(o.speedup_eager, 3.0);
 
   ev.back() = {{"type", "run_end"}, {"status", "failed"}, {"message", "LLM refused"}, {"correct", false}};
-  o = outcome_from_events(ev, info);
+  o = run::outcome_from_events(ev, info);
   EXPECT_EQ(o.status, "failed");
   EXPECT_EQ(o.error, "LLM refused");
   EXPECT_FALSE(o.correct);
 }
 
-// ---- mkevolve adapt: what a finished run offers (load_reuse) ----------------
+// ---- mkevolve adapt: what a finished run offers (run::load_reuse) ----------------
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -307,7 +307,7 @@ TEST(LoadReuse, AMonolithicSolutionNeedsNoSnapshotAndCallsAreCountedFromTheLog) 
         "{\"type\":\"llm_call\",\"agent\":\"optimize\",\"task\":\"whole_model\"}\n"
         "{\"type\":\"llm_call\",\"agent\":\"judge\",\"task\":\"whole_model\"}\n"
         "{\"type\":\"llm_call\",\"agent\":\"decompose\",\"task\":\"p\"}\n");
-  auto r = load_reuse(d);
+  auto r = run::load_reuse(d);
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r->kernels.size(), 1u);
   EXPECT_EQ(r->kernels.at("whole_model"), "KERNEL");
@@ -318,13 +318,13 @@ TEST(LoadReuse, AMonolithicSolutionNeedsNoSnapshotAndCallsAreCountedFromTheLog) 
   // Swap's PyTorch stand-ins are not reused; with nothing else there is nothing to reuse.
   write(d / "solution" / "manifest.json",
         R"({"correct": true, "iteration": 6, "monolithic": true, "subkernels": [{"name": "whole_model", "pytorch": true}]})");
-  auto none = load_reuse(d);
+  auto none = run::load_reuse(d);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error_kind(), ErrorKind::kBadInput);
   EXPECT_NE(none.error().find("no Triton subkernel"), std::string::npos) << none.error();
   // A solution that did not verify offers nothing either.
   write(d / "solution" / "manifest.json", R"({"correct": false, "subkernels": []})");
-  EXPECT_NE(load_reuse(d).error().find("not a verified one"), std::string::npos);
+  EXPECT_NE(run::load_reuse(d).error().find("not a verified one"), std::string::npos);
 }
 
 }  // namespace

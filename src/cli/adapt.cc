@@ -8,7 +8,7 @@
 
 #include <cstdio>
 
-#include "bench/problem_run.h"
+#include "run/problem_run.h"
 #include "cli/args.h"
 #include "cli/method_common.h"
 #include "cli/registry.h"
@@ -44,7 +44,7 @@ int adapt_cmd(int argc, char** argv) {
     return kExitUsage;
   };
   if (budget < 1) return say("--budget must be at least 1");
-  auto reuse = bench::load_reuse(from);
+  auto reuse = run::load_reuse(from);
   if (!reuse) return say(reuse.error());
   auto cfg_read = read_json_file(fs::path(from) / "config.json");
   nlohmann::json cfg = cfg_read ? *cfg_read : nlohmann::json();

@@ -14,7 +14,7 @@
 #include "cli/method_common.h"
 #include "cli/args.h"
 #include "cli/registry.h"
-#include "run/interrupt.h"
+#include "rundir/interrupt.h"
 #include "util/fs.h"
 
 namespace mk::cli {
@@ -98,7 +98,7 @@ int bench_cmd(int argc, char** argv) {
   }
   announce();
 
-  run::Interrupt::install();
+  rundir::Interrupt::install();
   std::mutex print_mu;
   bench::SuiteOptions so;
   so.out = root;
@@ -115,8 +115,8 @@ int bench_cmd(int argc, char** argv) {
       std::fflush(stdout);
     };
   auto sr = bench::run_suite(method::shared_of(*env), mine, so);
-  const bool interrupted = run::Interrupt::requested();
-  run::Interrupt::uninstall();
+  const bool interrupted = rundir::Interrupt::requested();
+  rundir::Interrupt::uninstall();
 
   std::printf("\n%-40s %-11s %-8s %9s %7s %10s\n", "problem", "status", "correct", "speedup", "calls", "tokens");
   int correct = 0;

@@ -7,7 +7,7 @@
 #include "cli/method_common.h"
 #include "cli/args.h"
 #include "cli/registry.h"
-#include "run/events.h"
+#include "rundir/events.h"
 #include "util/fs.h"
 
 namespace mk::cli {
@@ -25,12 +25,12 @@ class PrintSink : public search::EventSink {
   explicit PrintSink(bool quiet) : quiet_(quiet) {}
   void emit(const nlohmann::json& e) override {
     if (quiet_) return;
-    if (auto v = run::events::parse_verify_decomposition(e)) {
+    if (auto v = rundir::events::parse_verify_decomposition(e)) {
       std::printf("decompose: sample %d %s\n", v->sample, v->ok ? "passed verification" : "failed verification");
       for (const auto& f : v->failures) std::printf("  - %s\n", f.c_str());
-    } else if (auto r = run::events::parse_reply_error(e)) {
+    } else if (auto r = rundir::events::parse_reply_error(e)) {
       std::printf("decompose: unusable reply: %s\n", r->error.c_str());
-    } else if (e.value("type", "") == run::events::kLlmCall && !e.value("ok", true)) {
+    } else if (e.value("type", "") == rundir::events::kLlmCall && !e.value("ok", true)) {
       std::printf("decompose: LLM call failed: %s\n", e.value("error", "").c_str());
     }
     std::fflush(stdout);

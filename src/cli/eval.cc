@@ -35,7 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using eval::BatchPair;
-using eval::EvalResult;
+using eval::Verdict;
 
 // One spelling per file, so "p.py" and "./p.py" count as one problem.
 std::string file_key(const fs::path& p) {
@@ -68,7 +68,7 @@ std::string gpu_name_of(const std::vector<eval::Gpu>& gpus, int index) {
 
 // The Verdict's one JSON form (eval/verdict.h, docs/EVAL.md) with the pair's
 // kernel and problem and the roofline.
-json result_json(const fs::path& problem, const fs::path& kernel, const EvalResult& r, const std::string& gpu_name,
+json result_json(const fs::path& problem, const fs::path& kernel, const Verdict& r, const std::string& gpu_name,
                  bool tf32) {
   json j = r.to_json();
   // --baseline-tf32 asked for the TF32-on baseline: unknown is null, never left out.
@@ -98,14 +98,14 @@ std::string times(double x) {
   return buf;
 }
 
-std::string err_text(const EvalResult& r) {
+std::string err_text(const Verdict& r) {
   if (!r.max_abs_err) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2g", *r.max_abs_err);
   return buf;
 }
 
-void print_table(const std::vector<BatchPair>& pairs, const std::vector<EvalResult>& results, const json& hello,
+void print_table(const std::vector<BatchPair>& pairs, const std::vector<Verdict>& results, const json& hello,
                  const eval::EvalOptions& opts, const std::string& isolation, const std::vector<eval::Gpu>& gpus,
                  bool roofline_blocks) {
   const auto labels = problem_labels(pairs);
@@ -407,7 +407,7 @@ int run(int argc, char** argv) {
 
   // Every pair at once: the pool queues them over its slots. Verdicts print in
   // input order, each as soon as it and all before it are in.
-  std::vector<std::future<EvalResult>> futs;
+  std::vector<std::future<Verdict>> futs;
   for (const auto& p : pairs) {
     eval::EvalRequest req;
     req.problem = p.problem;
@@ -416,13 +416,13 @@ int run(int argc, char** argv) {
     req.task = p.problem.stem().string();
     futs.push_back((*pool)->submit(std::move(req)));
   }
-  auto print_json = [&](size_t i, const EvalResult& r, bool with_index) {
+  auto print_json = [&](size_t i, const Verdict& r, bool with_index) {
     json j = result_json(pairs[i].problem, pairs[i].kernel, r, gpu_name_of((*pool)->gpus(), r.gpu), opts.baseline_tf32);
     if (with_index) j["index"] = i;
     std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     std::fflush(stdout);
   };
-  std::vector<EvalResult> results(futs.size());
+  std::vector<Verdict> results(futs.size());
   if (as_json && stream) {
     // As they come: a long problem does not hold back the verdicts after it.
     std::vector<bool> done(futs.size(), false);
@@ -448,7 +448,7 @@ int run(int argc, char** argv) {
     print_table(pairs, results, (*pool)->hello(), opts, (*pool)->isolation(), (*pool)->gpus(), roofline_blocks);
 
   bool env_problem = false, all_correct = true;
-  const EvalResult* bad_problem = nullptr;
+  const Verdict* bad_problem = nullptr;
   for (const auto& r : results) {
     // A problem too large for this machine is the machine's limit (exit 3), not a verdict.
     env_problem |= r.kind == "environment" || r.kind == "too_large";

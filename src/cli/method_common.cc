@@ -13,9 +13,9 @@
 #include "llm/factory.h"
 #include "problem/compose.h"
 #include "report/report.h"
-#include "run/critical_path.h"
-#include "run/events.h"
-#include "run/interrupt.h"
+#include "rundir/critical_path.h"
+#include "rundir/events.h"
+#include "rundir/interrupt.h"
 #include "util/fs.h"
 
 namespace mk::cli::method {
@@ -228,7 +228,7 @@ int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm
     o.record_path = flags.record;
     o.accounting = &env->acc;
     // Ctrl-C / SIGTERM aborts HTTP requests in flight instead of waiting them out.
-    o.cancelled = [] { return run::Interrupt::requested(); };
+    o.cancelled = [] { return rundir::Interrupt::requested(); };
     auto p = llm::make_provider(o, &*env->config);
     if (!p) {
       if (p.error_kind() != ErrorKind::kMissing && p.error_kind() != ErrorKind::kOther) {
@@ -332,8 +332,8 @@ int setup(const std::string& cmd, const EnvFlags& flags, const fs::path& llm_cac
   return report_missing(cmd, missing);
 }
 
-bench::Shared shared_of(const Env& env) {
-  bench::Shared s;
+run::Shared shared_of(const Env& env) {
+  run::Shared s;
   s.llm = env.llm.get();
   s.judge = env.judge.get();
   s.evaluator = env.pool.get();
@@ -348,12 +348,12 @@ bench::Shared shared_of(const Env& env) {
 int run_in_directory(RunRequest req) {
   const std::string& cmd = req.cmd;
   auto say = [&](const std::string& m) { std::fprintf(stderr, "mkevolve %s: %s\n", cmd.c_str(), m.c_str()); };
-  std::unique_ptr<run::RunDir> rd;
+  std::unique_ptr<rundir::RunDir> rd;
   problem::Problem problem;
   std::string problem_id;
   nlohmann::json llm_changes = nlohmann::json::array();
   if (req.resume) {
-    auto r = bench::open_for_resume(req.out);
+    auto r = run::open_for_resume(req.out);
     if (!r) {
       say(r.error());
       return kExitUsage;
@@ -385,7 +385,7 @@ int run_in_directory(RunRequest req) {
       // Meant: the resume event records it, and the report names it.
       if (now != s.then) llm_changes.push_back({{"flag", s.flag}, {"from", s.then}, {"to", now}});
     }
-    if (auto end = bench::finished_run_end(r->dir->events(), r->dir->root())) {
+    if (auto end = run::finished_run_end(r->dir->events(), r->dir->root())) {
       // Re-running a finished search would only replay it from the caches and
       // write solution/ again, undoing any `mkevolve swap` made since.
       bool correct = end->value("correct", false);
@@ -448,7 +448,7 @@ int run_in_directory(RunRequest req) {
   if (!rd && missing.empty()) {
     // Created before the pool so that the workers' logs go to DIR/eval/.
     const bool existed = fs::exists(req.out);
-    bench::NewRun n;
+    run::NewRun n;
     n.cmd = cmd;
     n.problem_file = req.problem_file;
     n.llm = req.env.llm.empty() ? env->llm->spec() : req.env.llm;
@@ -456,7 +456,7 @@ int run_in_directory(RunRequest req) {
     n.base_url = req.env.base_url;
     if (!env->config->path().empty()) n.config_path = fs::absolute(env->config->path()).string();
     n.test_cpu = req.env.test_cpu;
-    run::Versions v;
+    rundir::Versions v;
     v.mkevolve = MKEVOLVE_VERSION;
     // Nothing ran: leave no half-made run directory behind.
     auto remove_made = [&] {
@@ -467,8 +467,8 @@ int run_in_directory(RunRequest req) {
         fs::remove_all(req.out, ec);
       }
     };
-    const bool creatable = run::RunDir::creatable(req.out).ok();
-    auto created = bench::create_run(req.out, n, problem, req.opts, v);
+    const bool creatable = rundir::RunDir::creatable(req.out).ok();
+    auto created = run::create_run(req.out, n, problem, req.opts, v);
     if (!created) {
       say(created.error());
       if (!creatable) return kExitUsage;  // the directory given cannot hold a run
@@ -486,7 +486,7 @@ int run_in_directory(RunRequest req) {
       return rc ? rc : report_missing(cmd, missing);
     }
     // The versions are known once a worker answered.
-    auto vj = run::to_json(env->versions);
+    auto vj = rundir::to_json(env->versions);
     vj["recorded"] = rd->versions().value("recorded", "");
     (void)rd->write_json("versions.json", vj);
   } else {
@@ -496,8 +496,8 @@ int run_in_directory(RunRequest req) {
     if (int rc = report_missing(cmd, missing); rc) return rc;
   }
 
-  run::Interrupt::install();
-  bench::ProblemRun pr;
+  rundir::Interrupt::install();
+  run::ProblemRun pr;
   pr.dir = rd.get();
   pr.problem = problem;
   pr.opts = req.opts;
@@ -505,8 +505,8 @@ int run_in_directory(RunRequest req) {
   pr.llm_changes = llm_changes;
   pr.problem_id = problem_id;
   pr.mode = req.mode;
-  auto out = bench::run_problem(shared_of(*env), std::move(pr));
-  run::Interrupt::uninstall();
+  auto out = run::run_problem(shared_of(*env), std::move(pr));
+  rundir::Interrupt::uninstall();
 
   const auto& res = out.res;
   const auto& best = res.best;
@@ -521,7 +521,7 @@ int run_in_directory(RunRequest req) {
     say("after freeing space, continue with: " + rd->resume_command());
     return kExitEnvironment;
   }
-  if (res.status == "interrupted" || run::Interrupt::requested()) {
+  if (res.status == "interrupted" || rundir::Interrupt::requested()) {
     std::printf("interrupted; continue with:\n  %s\n", rd->resume_command().c_str());
     return kExitInterrupted;
   }
@@ -563,8 +563,8 @@ int run_in_directory(RunRequest req) {
   }
   if (out.report_error.empty()) std::printf("report: %s\n", (rd->root() / "report.md").string().c_str());
   else say("report: " + out.report_error);
-  // Wall time against the LLM critical path (run/critical_path.h; summary.json's "time").
-  std::printf("%s\n", run::time_account(rd->events()).line().c_str());
+  // Wall time against the LLM critical path (rundir/critical_path.h; summary.json's "time").
+  std::printf("%s\n", rundir::time_account(rd->events()).line().c_str());
   return out.wrote_solution ? kExitOk : kExitFailure;
 }
 

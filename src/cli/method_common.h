@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "agents/prompts.h"
-#include "bench/problem_run.h"
+#include "run/problem_run.h"
 #include "eval/pool.h"
 #include "llm/accounting.h"
 #include "llm/provider.h"
 #include "report/status_line.h"
-#include "run/run_dir.h"
+#include "rundir/run_dir.h"
 #include "search/search.h"
 #include "util/config.h"
 
@@ -67,7 +67,7 @@ struct Env {
   std::unique_ptr<eval::WorkerPool> pool;
   agents::Prompts prompts;
   std::string hardware;
-  run::Versions versions;
+  rundir::Versions versions;
 };
 
 /// Builds the providers (caching into llm_cache when non-empty) and the pool
@@ -88,11 +88,11 @@ int setup_pool(const std::string& cmd, const EnvFlags& flags, const fs::path& ev
 /// Prints the missing things; kExitEnvironment if any, else 0.
 int report_missing(const std::string& cmd, const std::vector<std::string>& missing);
 
-/// What the runs of this process share, for bench::run_problem.
-bench::Shared shared_of(const Env& env);
+/// What the runs of this process share, for run::run_problem.
+run::Shared shared_of(const Env& env);
 
-using RunSink = bench::RunSink;
-using StopWatcher = bench::StopWatcher;
+using RunSink = run::RunSink;
+using StopWatcher = run::StopWatcher;
 
 /// Runs ctx.opts.method on `problem` in a run directory (new, or resumed when
 /// resume is set), writes the solution package and the report, prints where

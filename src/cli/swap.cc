@@ -17,9 +17,9 @@
 #include "cli/args.h"
 #include "cli/registry.h"
 #include "problem/compose.h"
-#include "run/events.h"
+#include "rundir/events.h"
 #include "eval/calibration.h"
-#include "run/run_dir.h"
+#include "rundir/run_dir.h"
 #include "util/fs.h"
 #include "util/hash.h"
 
@@ -39,7 +39,7 @@ std::optional<std::string> slurp(const fs::path& p) {
 
 // The verdict as the manifest and the swap events embed it: its JSON form
 // (eval/verdict.h) without the worker's fields and the pool's timings.
-json result_summary(const eval::EvalResult& r) {
+json result_summary(const eval::Verdict& r) {
   eval::Verdict s = r;
   s.raw = json::object();
   s.queued_s = s.eval_s = s.baseline_s = 0;
@@ -122,7 +122,7 @@ int swap_cmd(int argc, char** argv) {
     return kExitUsage;
   }
   // Hold the run's lock while changing it; a running search refuses us here.
-  auto rd = run::RunDir::open(dir);
+  auto rd = rundir::RunDir::open(dir);
   if (!rd) {
     say(rd.error());
     return kExitUsage;
@@ -172,20 +172,20 @@ int swap_cmd(int argc, char** argv) {
   local.options = eopts;
   local.options.allow_pytorch = to_pytorch;
   local.task = name;
-  eval::EvalResult lr = env.pool->evaluate(local);
+  eval::Verdict lr = env.pool->evaluate(local);
   std::printf("local   %-24s %-14s %s\n", name.c_str(), eval::to_string(lr.status),
               lr.correct() ? fmt::format("{:.3f}x vs torch.compile, {:.3f}x vs eager", lr.speedup_compile,
                                          lr.speedup_eager).c_str()
                            : lr.kind.c_str());
-  auto refuse = [&](const std::string& what, const eval::EvalResult& r) {
+  auto refuse = [&](const std::string& what, const eval::Verdict& r) {
     say(fmt::format("not swapped: {} ({}: {}); {} is unchanged", what, eval::to_string(r.status), r.kind,
                     sol.string()));
     if (!r.feedback.empty()) std::fprintf(stderr, "%s\n", r.feedback.c_str());
-    run::events::SwapRejected rej;
+    rundir::events::SwapRejected rej;
     rej.replaced.push_back({name, to_pytorch ? "pytorch" : with, std::nullopt});
     rej.reason = what;
     rej.result = result_summary(r);
-    if (auto st = (*rd)->log_event(run::events::swap_rejected(rej)); !st) say(st.error());
+    if (auto st = (*rd)->log_event(rundir::events::swap_rejected(rej)); !st) say(st.error());
     cleanup();
     return kExitFailure;
   };
@@ -198,7 +198,7 @@ int swap_cmd(int argc, char** argv) {
   whole.options = eopts;
   whole.options.allow_pytorch = any_pytorch;
   whole.task = man.value("problem", problem_file.stem().string());
-  eval::EvalResult er = env.pool->evaluate(whole);
+  eval::Verdict er = env.pool->evaluate(whole);
   std::printf("e2e     %-24s %-14s %s\n", whole.task.c_str(), eval::to_string(er.status),
               er.correct() ? fmt::format("{:.3f}x vs torch.compile, {:.3f}x vs eager", er.speedup_compile,
                                          er.speedup_eager).c_str()
@@ -238,7 +238,7 @@ int swap_cmd(int argc, char** argv) {
     return kExitFailure;
   }
   fs::remove_all(old, ec);
-  run::events::Swap sw;
+  rundir::events::Swap sw;
   sw.name = name;
   sw.from = from;
   sw.to = to;

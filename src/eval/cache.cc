@@ -62,7 +62,7 @@ std::string baseline_key(const std::string& problem_hash, const EvalIdentity& id
 
 fs::path ResultCache::file(const std::string& key) const { return dir_ / key.substr(0, 2) / (key + ".json"); }
 
-std::optional<EvalResult> ResultCache::get(const std::string& key) const {
+std::optional<Verdict> ResultCache::get(const std::string& key) const {
   auto text = read_file(file(key));
   if (!text) return std::nullopt;
   json j = json::parse(*text, nullptr, false);
@@ -73,7 +73,7 @@ std::optional<EvalResult> ResultCache::get(const std::string& key) const {
   return std::move(*r);
 }
 
-mk::Status ResultCache::put(const std::string& key, const EvalResult& r, const json& about) const {
+mk::Status ResultCache::put(const std::string& key, const Verdict& r, const json& about) const {
   // The pool's timings belong to the evaluation that made the entry, not to a later hit.
   Verdict stored = r;
   stored.cached = false;

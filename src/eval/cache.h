@@ -36,8 +36,8 @@ std::string baseline_key(const std::string& problem_hash, const EvalIdentity& id
 class ResultCache {
  public:
   explicit ResultCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
-  std::optional<EvalResult> get(const std::string& key) const;
-  mk::Status put(const std::string& key, const EvalResult& r, const nlohmann::json& about) const;
+  std::optional<Verdict> get(const std::string& key) const;
+  mk::Status put(const std::string& key, const Verdict& r, const nlohmann::json& about) const;
   const std::filesystem::path& dir() const { return dir_; }
 
  private:

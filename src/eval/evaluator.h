@@ -78,10 +78,6 @@ struct EvalRequest {
   std::string task;               ///< for logs and events: problem or subproblem id
 };
 
-/// The evaluation result is the Verdict (eval/verdict.h); the name stays for
-/// the evaluator's interface.
-using EvalResult = Verdict;
-
 /// Decomposition check (LLMDecompose's verification; runs on CPU too).
 struct DecompositionRequest {
   std::filesystem::path problem;          ///< original problem file
@@ -102,7 +98,7 @@ class Evaluator {
  public:
   virtual ~Evaluator() = default;
   /// Queues a candidate evaluation. Thread-safe.
-  virtual std::future<EvalResult> submit(EvalRequest req) = 0;
+  virtual std::future<Verdict> submit(EvalRequest req) = 0;
   virtual std::future<DecompositionResult> verify_decomposition(DecompositionRequest req) = 0;
   /// Facts about the GPU the prompts should state (name, SMs, memory, ...), queried.
   virtual nlohmann::json hardware_info() = 0;
@@ -121,7 +117,7 @@ class Evaluator {
     (void)problem;
     (void)options;
   }
-  EvalResult evaluate(EvalRequest req) { return submit(std::move(req)).get(); }
+  Verdict evaluate(EvalRequest req) { return submit(std::move(req)).get(); }
 };
 
 }  // namespace mk::eval

@@ -421,8 +421,8 @@ std::optional<EvalIdentity> WorkerPool::identity_for_gpu(int gpu) const {
   return id;
 }
 
-std::future<EvalResult> WorkerPool::submit(EvalRequest req) {
-  auto promise = std::make_shared<std::promise<EvalResult>>();
+std::future<Verdict> WorkerPool::submit(EvalRequest req) {
+  auto promise = std::make_shared<std::promise<Verdict>>();
   auto fut = promise->get_future();
   auto fail_now = [&](Status st, std::string kind, std::string msg) {
     promise->set_value(pool_failure(st, std::move(kind), std::move(msg)));
@@ -489,7 +489,7 @@ std::future<EvalResult> WorkerPool::submit(EvalRequest req) {
   auto queued_at = std::chrono::steady_clock::now();
   job.run = [this, promise, req, queued_at, flight](Slot& slot) {
     auto started = std::chrono::steady_clock::now();
-    EvalResult r;
+    Verdict r;
     try {
       r = run_eval(slot, req);
     } catch (const std::exception& e) {
@@ -507,7 +507,7 @@ std::future<EvalResult> WorkerPool::submit(EvalRequest req) {
   return fut;
 }
 
-void WorkerPool::deliver(const std::string& flight, const Promise& leader, EvalResult r) {
+void WorkerPool::deliver(const std::string& flight, const Promise& leader, Verdict r) {
   std::vector<Promise> joined;
   if (!flight.empty()) {
     std::lock_guard lock(mu_);
@@ -517,7 +517,7 @@ void WorkerPool::deliver(const std::string& flight, const Promise& leader, EvalR
     }
   }
   for (const auto& p : joined) {
-    EvalResult copy = r;
+    Verdict copy = r;
     copy.cached = true;  // answered without an evaluation of its own
     copy.eval_s = 0;
     copy.baseline_s = 0;
@@ -562,7 +562,7 @@ std::string footprint_key(const std::string& problem_hash, const EvalIdentity& i
   return fh.hex();
 }
 
-bool harness_failure(const EvalResult& r) {
+bool harness_failure(const Verdict& r) {
   if (r.status == Status::kNoVerdict) return r.kind != "too_large";
   // A server that died, or a candidate process killed by someone else's signal
   // (the kernel's out-of-memory killer): run it again, alone, before blaming it.
@@ -617,7 +617,7 @@ bool WorkerPool::stopping() const {
   return stopping_;
 }
 
-EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::optional<Footprint>& fp,
+Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::optional<Footprint>& fp,
                                  bool exclusive) {
   if (auto st = ensure_server(slot); !st) return pool_failure(Status::kCrashed, "environment", st.error());
   json options = options_to_json(req.options);
@@ -656,7 +656,7 @@ EvalResult WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::
   if (fp && fp->reference_s > 0) deadline += 10 * (10 * fp->reference_s + 60);
   Server::Reply rep = call(slot, std::move(msg), deadline);
   if (ticket) admission_->release(*ticket);
-  EvalResult r;
+  Verdict r;
   switch (rep.outcome) {
     case Server::Outcome::kAnswered:
       r = parse_eval_result(rep.message);
@@ -874,7 +874,7 @@ Result<json> WorkerPool::calibrated_for(Slot& slot, const EvalRequest& req, cons
   return calibrated_option(*r, file.string());
 }
 
-EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
+Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
   if (slot.gpu < 0 && !req_in.options.test_cpu)
     return pool_failure(Status::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
   auto ph = hash_sources(req_in.problem);
@@ -906,7 +906,7 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
   // One call's inputs and outputs must fit at all: nothing can evaluate a
   // problem bigger than the machine, so say so before any candidate is charged.
   if (std::string what = too_large(slot, fp); !what.empty()) {
-    EvalResult r = pool_failure(Status::kNoVerdict, "too_large",
+    Verdict r = pool_failure(Status::kNoVerdict, "too_large",
                                 req.problem.string() + ": one evaluation of this problem needs " + what);
     r.gpu = slot.gpu;
     return r;
@@ -943,7 +943,7 @@ EvalResult WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
       p->set_value();
     }
   } done{this, measuring, fkey};
-  EvalResult r;
+  Verdict r;
   int attempt = 0;
   for (;; ++attempt) {
     r = eval_once(slot, req, fp, /*exclusive=*/attempt > 0);
@@ -1091,7 +1091,7 @@ Result<Baseline> WorkerPool::measure_baselines(Slot& slot, const EvalRequest& re
   return fut.get();
 }
 
-void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r) {
+void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, Verdict& r) {
   if (r.eager.valid) return;  // the worker measured them itself
   EvalIdentity id = baseline_identity(slot);
   std::string key = baseline_key(problem_hash, id, req.options);
@@ -1130,7 +1130,7 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
   }
 }
 
-void WorkerPool::add_tf32_baseline(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r) {
+void WorkerPool::add_tf32_baseline(Slot& slot, const EvalRequest& req, const std::string& problem_hash, Verdict& r) {
   EvalRequest t = req;
   t.options.tf32 = true;
   t.options.calibrated = nullptr;

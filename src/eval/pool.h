@@ -4,7 +4,7 @@
 //
 //   auto pool = WorkerPool::create(opts);        // discovers GPUs, starts nothing yet
 //   if (auto st = (*pool)->probe(); !st) ...      // environment problems (exit 3)
-//   EvalResult r = (*pool)->evaluate({problem, kernel, options});
+//   Verdict r = (*pool)->evaluate({problem, kernel, options});
 #pragma once
 
 #include <atomic>
@@ -87,7 +87,7 @@ class WorkerPool final : public Evaluator {
   static Result<std::unique_ptr<WorkerPool>> create(PoolOptions opts);
   ~WorkerPool() override;  ///< aborts work in flight, stops every server and its descendants
 
-  std::future<EvalResult> submit(EvalRequest req) override;
+  std::future<Verdict> submit(EvalRequest req) override;
   std::future<DecompositionResult> verify_decomposition(DecompositionRequest req) override;
   nlohmann::json hardware_info() override;
   /// Pre-flight: the problem fits this machine (its meta-device footprint),
@@ -146,15 +146,15 @@ class WorkerPool final : public Evaluator {
   mk::Status ensure_server(Slot& slot);
   Server::Reply call(Slot& slot, nlohmann::json req, double timeout_s);
   void drop_server(Slot& slot);
-  EvalResult run_eval(Slot& slot, const EvalRequest& req);
-  EvalResult eval_once(Slot& slot, const EvalRequest& req, const std::optional<Footprint>& fp, bool exclusive);
+  Verdict run_eval(Slot& slot, const EvalRequest& req);
+  Verdict eval_once(Slot& slot, const EvalRequest& req, const std::optional<Footprint>& fp, bool exclusive);
   bool stopping() const;  ///< the pool is shutting down (takes mu_)
   std::optional<Footprint> footprint_for(Slot& slot, const EvalRequest& req, const std::string& fkey);
   /// Why one call of a problem with footprint fp cannot fit here ("" when it can).
   std::string too_large(Slot& slot, const std::optional<Footprint>& fp);
-  void add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r);
+  void add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, Verdict& r);
   /// --baseline-tf32: the second baseline (TF32 on), cached and measured like the first.
-  void add_tf32_baseline(Slot& slot, const EvalRequest& req, const std::string& problem_hash, EvalResult& r);
+  void add_tf32_baseline(Slot& slot, const EvalRequest& req, const std::string& problem_hash, Verdict& r);
   /// The identity a baseline is kept under (the pool-wide torch when the slot's server is gone).
   EvalIdentity baseline_identity(const Slot& slot) const;
   /// Measures the baselines under `key` on this slot, or waits for the request
@@ -196,9 +196,9 @@ class WorkerPool final : public Evaluator {
   /// running again: the cache would have answered it a moment later, and the
   /// same code never gets two different timings in one run (a resumed run,
   /// reading the cache, sees one).
-  using Promise = std::shared_ptr<std::promise<EvalResult>>;
+  using Promise = std::shared_ptr<std::promise<Verdict>>;
   std::map<std::string, std::vector<Promise>> inflight_;
-  void deliver(const std::string& flight, const Promise& leader, EvalResult r);
+  void deliver(const std::string& flight, const Promise& leader, Verdict r);
 
   /// --tolerance calibrated|FILE: the problem's entry in req.options.calibration,
   /// calibrated on this slot first when the file has none (and added to it).

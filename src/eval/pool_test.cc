@@ -103,7 +103,7 @@ TEST(ResolvePython, FlagThenEnvironmentThenConfigThenDefault) {
 
 TEST_F(PoolTest, CorrectAndIncorrectWithSpeedups) {
   auto pool = make(options());
-  EvalResult ok = pool->evaluate(request(kernel("ok", "# FAKE: correct 1.0\n")));
+  Verdict ok = pool->evaluate(request(kernel("ok", "# FAKE: correct 1.0\n")));
   EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
   EXPECT_DOUBLE_EQ(ok.runtime.median_ms, 1.0);
   EXPECT_DOUBLE_EQ(ok.eager.median_ms, 4.0);
@@ -112,7 +112,7 @@ TEST_F(PoolTest, CorrectAndIncorrectWithSpeedups) {
   EXPECT_DOUBLE_EQ(ok.speedup_compile, 2.0);
   EXPECT_EQ(ok.gpu, 0);
   EXPECT_FALSE(ok.cached);
-  EvalResult bad = pool->evaluate(request(kernel("bad", "# FAKE: incorrect\n")));
+  Verdict bad = pool->evaluate(request(kernel("bad", "# FAKE: incorrect\n")));
   EXPECT_EQ(bad.status, Status::kIncorrect);
   EXPECT_EQ(bad.kind, "mismatch");
   EXPECT_NE(bad.feedback.find("mismatch at [0, 3]"), std::string::npos);
@@ -125,21 +125,21 @@ TEST_F(PoolTest, CorrectAndIncorrectWithSpeedups) {
 TEST_F(PoolTest, HangIsATimeoutWithinTheDeadlineAndTheServerIsReplaced) {
   auto pool = make(options());
   auto t0 = std::chrono::steady_clock::now();
-  EvalResult r = pool->evaluate(request(kernel("hang", "# FAKE: hang\n"), 0.5));
+  Verdict r = pool->evaluate(request(kernel("hang", "# FAKE: hang\n"), 0.5));
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.status, Status::kTimeout);
   EXPECT_EQ(r.kind, "hang");
   EXPECT_NE(r.feedback.find("within 3 s"), std::string::npos) << r.feedback;
   EXPECT_GE(took, 3.0);  // the pool waited for its full deadline (4 x timeout + grace), no less
   EXPECT_EQ(pool->stats().restarts, 1);
-  EvalResult next = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  Verdict next = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
   EXPECT_EQ(next.status, Status::kCorrect) << next.feedback;
   EXPECT_EQ(pool->stats().starts, 2);
 }
 
 TEST_F(PoolTest, SlowAnswerWithinTheDeadlineIsKept) {
   auto pool = make(options());
-  EvalResult r = pool->evaluate(request(kernel("slow", "# FAKE: progress\n# FAKE: slow 0.3\n# FAKE: correct\n"), 5));
+  Verdict r = pool->evaluate(request(kernel("slow", "# FAKE: progress\n# FAKE: slow 0.3\n# FAKE: correct\n"), 5));
   EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
   EXPECT_EQ(pool->stats().restarts, 0);
   // The pool says where the time went: the worker slept 0.3 s inside the evaluation.
@@ -153,14 +153,14 @@ TEST_F(PoolTest, ServerThatExitsOrIsKilledIsCrashedAndReplaced) {
   auto o = options();
   o.isolation = PoolOptions::Isolation::kProcessGroup;
   auto pool = make(o);
-  EvalResult e = pool->evaluate(request(kernel("exit", "# FAKE: exit\n")));
+  Verdict e = pool->evaluate(request(kernel("exit", "# FAKE: exit\n")));
   EXPECT_EQ(e.status, Status::kCrashed);
   EXPECT_EQ(e.kind, "server_died");
   EXPECT_NE(e.feedback.find("exit status 3"), std::string::npos) << e.feedback;
-  EvalResult k = pool->evaluate(request(kernel("kill", "# FAKE: kill\n")));
+  Verdict k = pool->evaluate(request(kernel("kill", "# FAKE: kill\n")));
   EXPECT_EQ(k.status, Status::kCrashed);
   EXPECT_NE(k.feedback.find("signal 9"), std::string::npos) << k.feedback;
-  EvalResult next = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  Verdict next = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
   EXPECT_EQ(next.status, Status::kCorrect) << next.feedback;
   // Each death is tried once more, alone, before it is the candidate's.
   EXPECT_EQ(pool->stats().restarts, 4);
@@ -170,7 +170,7 @@ TEST_F(PoolTest, ServerThatExitsOrIsKilledIsCrashedAndReplaced) {
 TEST_F(PoolTest, ANoVerdictIsRetriedAndNeverCached) {
   auto pool = make(options());
   auto k = kernel("ref_dies", "# FAKE: no_verdict\n");
-  EvalResult r = pool->evaluate(request(k));
+  Verdict r = pool->evaluate(request(k));
   EXPECT_EQ(r.status, Status::kNoVerdict);
   EXPECT_EQ(r.kind, "reference_failed");
   EXPECT_EQ(pool->stats().retries, 2);
@@ -178,7 +178,7 @@ TEST_F(PoolTest, ANoVerdictIsRetriedAndNeverCached) {
   EXPECT_EQ(logged("eval"), 3);
   EXPECT_EQ(r.raw.value("harness_retries", 0), 2);
   // Asked again: not answered from the verdict cache.
-  EvalResult again = pool->evaluate(request(k));
+  Verdict again = pool->evaluate(request(k));
   EXPECT_EQ(again.status, Status::kNoVerdict);
   EXPECT_EQ(logged("eval"), 6);
 }
@@ -193,11 +193,11 @@ TEST_F(PoolTest, EvaluationsRunTogetherOnlyAsFarAsTheirFootprintsFit) {
   // The first evaluation has no footprint yet (the fake's probe says unknown):
   // it runs alone and measures 4 GiB; from then on 4 GiB x 1.15 fits twice in 10.
   auto k = kernel("big", "# FAKE: footprint 4\n# FAKE: concurrency " + count.string() + "\n# FAKE: correct\n");
-  std::vector<std::future<EvalResult>> futs;
+  std::vector<std::future<Verdict>> futs;
   for (int i = 0; i < 8; ++i) futs.push_back(pool->submit(request(k)));
   int measured = 0, alone = 0;
   for (auto& f : futs) {
-    EvalResult r = f.get();
+    Verdict r = f.get();
     EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
     const json& adm = r.raw["checks"]["admission"];
     measured += adm.value("footprint", "") == "measured";
@@ -250,12 +250,12 @@ TEST_F(PoolTest, AnOutOfMemoryVerdictUnderAFootprintLimitIsRetriedAloneWithTheMa
   o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "1,1";  // estimate: 4 x 2 + 3 = 11 GiB, so an 11 GiB limit
   auto pool = make(o);
   // Needs 20 GiB (its parameters, say): over the estimate's limit, within the machine.
-  EvalResult r = pool->evaluate(request(kernel("wide", "# FAKE: oom_over 20\n# FAKE: correct\n")));
+  Verdict r = pool->evaluate(request(kernel("wide", "# FAKE: oom_over 20\n# FAKE: correct\n")));
   EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
   EXPECT_EQ(r.raw.value("harness_retries", 0), 1);
   EXPECT_EQ(logged("eval"), 2);
   // More than the whole machine: out of memory alone too, so it is the kernel's.
-  EvalResult big = pool->evaluate(request(kernel("runaway", "# FAKE: oom_over 1000\n# FAKE: correct\n")));
+  Verdict big = pool->evaluate(request(kernel("runaway", "# FAKE: oom_over 1000\n# FAKE: correct\n")));
   EXPECT_EQ(big.status, Status::kRuntimeError) << big.feedback;
   EXPECT_EQ(big.kind, "oom");
   EXPECT_EQ(big.raw.value("harness_retries", 0), 1);
@@ -267,7 +267,7 @@ TEST_F(PoolTest, AProblemTooLargeForTheMachineFailsBeforeAnyEvaluation) {
   o.host_capacity_bytes = 10.0 * (1 << 30);
   o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "12,4";  // one call: 12 GiB in, 4 GiB out
   auto pool = make(o);
-  EvalResult r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  Verdict r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
   EXPECT_EQ(r.status, Status::kNoVerdict);
   EXPECT_EQ(r.kind, "too_large");
   EXPECT_NE(r.feedback.find("16.0 GiB of host memory"), std::string::npos) << r.feedback;
@@ -297,19 +297,19 @@ TEST_F(PoolTest, ThePreflightCheckAsksTheWorkerWhenTheProblemFits) {
 
 TEST_F(PoolTest, ProtocolViolationsAreCrashedNeverFatal) {
   auto pool = make(options());
-  EvalResult g = pool->evaluate(request(kernel("garbage", "# FAKE: garbage\n")));
+  Verdict g = pool->evaluate(request(kernel("garbage", "# FAKE: garbage\n")));
   EXPECT_EQ(g.status, Status::kCrashed);
   EXPECT_EQ(g.kind, "protocol_error");
   EXPECT_NE(g.feedback.find("this is not json"), std::string::npos) << g.feedback;
-  EvalResult w = pool->evaluate(request(kernel("wrong_id", "# FAKE: wrong_id\n")));
+  Verdict w = pool->evaluate(request(kernel("wrong_id", "# FAKE: wrong_id\n")));
   EXPECT_EQ(w.kind, "protocol_error");
   EXPECT_EQ(pool->stats().restarts, 2);
-  EvalResult u = pool->evaluate(request(kernel("unknown", "# FAKE: unknown_status\n")));
+  Verdict u = pool->evaluate(request(kernel("unknown", "# FAKE: unknown_status\n")));
   EXPECT_EQ(u.status, Status::kCrashed);
   EXPECT_NE(u.feedback.find("splendid"), std::string::npos);
-  EvalResult n = pool->evaluate(request(kernel("nostatus", "# FAKE: no_status\n")));
+  Verdict n = pool->evaluate(request(kernel("nostatus", "# FAKE: no_status\n")));
   EXPECT_EQ(n.status, Status::kCrashed);
-  EvalResult er = pool->evaluate(request(kernel("error", "# FAKE: error\n")));
+  Verdict er = pool->evaluate(request(kernel("error", "# FAKE: error\n")));
   EXPECT_EQ(er.kind, "worker_error");
   EXPECT_NE(er.feedback.find("fake failure"), std::string::npos);
   EXPECT_EQ(pool->stats().restarts, 2);  // a well-formed but odd answer keeps the server
@@ -321,7 +321,7 @@ TEST_F(PoolTest, ProtocolViolationsAreCrashedNeverFatal) {
 TEST_F(PoolTest, GrandchildThatLeftTheSessionDiesWhenTheServerIsRestarted) {
   auto pool = make(options());
   std::string marker = random_token();
-  EvalResult r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: hang\n"), 0.5));
+  Verdict r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: hang\n"), 0.5));
   EXPECT_EQ(r.status, Status::kTimeout);
   EXPECT_TRUE(with_marker(marker).empty());
 }
@@ -330,7 +330,7 @@ TEST_F(PoolTest, GrandchildDiesWithThePool) {
   std::string marker = random_token();
   {
     auto pool = make(options());
-    EvalResult r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: correct\n")));
+    Verdict r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: correct\n")));
     EXPECT_EQ(r.status, Status::kCorrect);
     std::vector<pid_t> alive;
     for (int i = 0; i < 300 && alive.empty(); ++i) {
@@ -351,7 +351,7 @@ TEST_F(PoolTest, PidNamespaceCatchesAGrandchildThatDroppedTheToken) {
     o.isolation = PoolOptions::Isolation::kPidNamespace;
     auto pool = make(o);
     EXPECT_EQ(pool->isolation(), "pid-namespace");
-    EvalResult r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + " clean\n# FAKE: hang\n"), 0.5));
+    Verdict r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + " clean\n# FAKE: hang\n"), 0.5));
     EXPECT_EQ(r.status, Status::kTimeout);
     EXPECT_TRUE(with_marker(marker).empty());
     EXPECT_EQ(pool->evaluate(request(kernel("ok", "# FAKE: correct\n"))).status, Status::kCorrect);
@@ -365,7 +365,7 @@ TEST_F(PoolTest, ProcessGroupModeStillKillsTaggedGrandchildren) {
   o.isolation = PoolOptions::Isolation::kProcessGroup;
   auto pool = make(o);
   EXPECT_EQ(pool->isolation(), "process-group");
-  EvalResult r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: exit\n")));
+  Verdict r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: exit\n")));
   EXPECT_EQ(r.kind, "server_died");
   EXPECT_TRUE(with_marker(marker).empty());
 }
@@ -387,7 +387,7 @@ TEST_F(PoolTest, HelloProblemsAreEnvironmentErrors) {
     auto st = pool->probe();
     ASSERT_FALSE(st.ok()) << c.mode;
     EXPECT_NE(st.error().find(c.expect), std::string::npos) << c.mode << ": " << st.error();
-    EvalResult r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+    Verdict r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
     EXPECT_EQ(r.status, Status::kCrashed) << c.mode;
     EXPECT_EQ(r.kind, "environment") << c.mode;
   }
@@ -441,7 +441,7 @@ TEST_F(PoolTest, ConcurrentSubmitsFromManyThreadsAllResolve) {
   auto bad = kernel("bad", "# FAKE: incorrect\n");
   auto dies = kernel("dies", "# FAKE: exit\n");
   const int kThreads = 8, kPer = 6;
-  std::vector<std::vector<std::pair<int, std::future<EvalResult>>>> futs(kThreads);
+  std::vector<std::vector<std::pair<int, std::future<Verdict>>>> futs(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
@@ -454,7 +454,7 @@ TEST_F(PoolTest, ConcurrentSubmitsFromManyThreadsAllResolve) {
   int correct = 0, incorrect = 0, crashed = 0;
   for (auto& v : futs)
     for (auto& [which, f] : v) {
-      EvalResult r = f.get();
+      Verdict r = f.get();
       Status want = which == 0 ? Status::kCorrect : which == 1 ? Status::kIncorrect : Status::kCrashed;
       EXPECT_EQ(r.status, want) << r.feedback;
       correct += r.status == Status::kCorrect;
@@ -474,9 +474,9 @@ TEST_F(PoolTest, CacheHitsSkipTheWorkerAndContentChangesInvalidate) {
   ASSERT_TRUE(write_file_atomic(dir.path() / "kernels" / "helper.py", "A = 1\n").ok());
   {
     auto pool = make(options());
-    EvalResult a = pool->evaluate(request(k));
+    Verdict a = pool->evaluate(request(k));
     EXPECT_FALSE(a.cached);
-    EvalResult b = pool->evaluate(request(k));
+    Verdict b = pool->evaluate(request(k));
     EXPECT_TRUE(b.cached);
     EXPECT_EQ(b.status, Status::kCorrect);
     EXPECT_DOUBLE_EQ(b.speedup_eager, a.speedup_eager);
@@ -498,7 +498,7 @@ TEST_F(PoolTest, CacheHitsSkipTheWorkerAndContentChangesInvalidate) {
   }
   // A new pool on the same cache directory (a resumed run) repeats nothing.
   auto pool = make(options());
-  EvalResult c = pool->evaluate(request(k));
+  Verdict c = pool->evaluate(request(k));
   EXPECT_TRUE(c.cached);
   EXPECT_EQ(logged("eval"), 4);
   EXPECT_EQ(pool->stats().evals, 0);
@@ -513,7 +513,7 @@ TEST_F(PoolTest, IdenticalRequestsInFlightTogetherAreEvaluatedOnce) {
   auto a = pool->submit(request(k));
   auto b = pool->submit(request(k));
   auto c = pool->submit(request(other));
-  EvalResult ra = a.get(), rb = b.get(), rc = c.get();
+  Verdict ra = a.get(), rb = b.get(), rc = c.get();
   EXPECT_EQ(logged("eval"), 2);  // `twice` once, `other` once
   EXPECT_EQ(ra.status, Status::kCorrect);
   EXPECT_EQ(rb.status, Status::kCorrect);
@@ -547,7 +547,7 @@ TEST_F(PoolTest, TimingsTakenWithoutTheGpuLockAreNotCached) {
   auto pool = make(options());
   auto k = kernel("unlocked", "# FAKE: correct\n# FAKE: unlocked\n");
   EXPECT_EQ(pool->evaluate(request(k)).status, Status::kCorrect);
-  EvalResult again = pool->evaluate(request(k));
+  Verdict again = pool->evaluate(request(k));
   EXPECT_FALSE(again.cached);
   EXPECT_EQ(logged("eval"), 2);
 }
@@ -556,7 +556,7 @@ TEST_F(PoolTest, TimeoutsAreCachedButShutdownsAreNot) {
   auto pool = make(options());
   auto k = kernel("hang", "# FAKE: hang\n");
   EXPECT_EQ(pool->evaluate(request(k, 0.3)).status, Status::kTimeout);
-  EvalResult again = pool->evaluate(request(k, 0.3));
+  Verdict again = pool->evaluate(request(k, 0.3));
   EXPECT_TRUE(again.cached);
   EXPECT_EQ(again.status, Status::kTimeout);
   EXPECT_EQ(logged("eval"), 1);
@@ -581,7 +581,7 @@ TEST_F(PoolTest, BaselinesAreMeasuredOnceAndReusedAcrossPools) {
     EXPECT_EQ(pool->stats().baseline_runs, 1);
   }
   auto pool = make(options());
-  EvalResult r = pool->evaluate(request(kernel("k9", "# FAKE: correct\n")));
+  Verdict r = pool->evaluate(request(kernel("k9", "# FAKE: correct\n")));
   EXPECT_DOUBLE_EQ(r.eager.median_ms, 4.0);
   EXPECT_EQ(logged("baseline"), 1);
   // A changed problem is another baseline.
@@ -594,7 +594,7 @@ TEST_F(PoolTest, PrefetchedBaselinesAreMeasuredOnceAndServeTheFirstEvaluation) {
   auto pool = make(options());
   pool->prefetch_baselines(problem(), EvalOptions{});
   pool->prefetch_baselines(problem(), EvalOptions{});  // asked twice: measured once
-  EvalResult r = pool->evaluate(request(kernel("first", "# FAKE: correct\n")));
+  Verdict r = pool->evaluate(request(kernel("first", "# FAKE: correct\n")));
   EXPECT_DOUBLE_EQ(r.eager.median_ms, 4.0);
   EXPECT_DOUBLE_EQ(r.compiled.median_ms, 2.0);
   EXPECT_EQ(logged("baseline"), 1);
@@ -633,7 +633,7 @@ TEST_F(PoolTest, BaselinesTimedWithoutTheGpuLockAreUsedButNotKept) {
   o.extra_env["MKEVOLVE_WORKER_FAKE_BASELINE"] = "unlocked";
   {
     auto pool = make(o);
-    EvalResult r = pool->evaluate(request(kernel("k", "# FAKE: correct\n")));
+    Verdict r = pool->evaluate(request(kernel("k", "# FAKE: correct\n")));
     EXPECT_DOUBLE_EQ(r.eager.median_ms, 4.0);  // used for this verdict
   }
   auto pool = make(o);  // a new pool: nothing was kept on disk
@@ -645,7 +645,7 @@ TEST_F(PoolTest, NoPerfMeansNoBaselines) {
   auto pool = make(options());
   auto req = request(kernel("ok", "# FAKE: correct\n"));
   req.options.measure_perf = false;
-  EvalResult r = pool->evaluate(req);
+  Verdict r = pool->evaluate(req);
   EXPECT_EQ(r.status, Status::kCorrect);
   EXPECT_FALSE(r.eager.valid);
   EXPECT_EQ(logged("baseline"), 0);
@@ -655,7 +655,7 @@ TEST_F(PoolTest, AFailedBaselineLeavesTheVerdictAndIsRetried) {
   auto o = options();
   o.extra_env["MKEVOLVE_WORKER_FAKE_BASELINE"] = "fail";
   auto pool = make(o);
-  EvalResult r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  Verdict r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
   EXPECT_EQ(r.status, Status::kCorrect);
   EXPECT_DOUBLE_EQ(r.speedup_compile, 0);
   EXPECT_NE(r.raw.value("baseline_error", std::string()).find("baseline exploded"), std::string::npos) << r.raw.dump();
@@ -668,7 +668,7 @@ TEST_F(PoolTest, AHangingBaselineIsCutOffAndTheServerReplaced) {
   o.extra_env["MKEVOLVE_WORKER_FAKE_BASELINE"] = "hang";
   o.baseline_timeout_s = 0.5;
   auto pool = make(o);
-  EvalResult r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  Verdict r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
   EXPECT_EQ(r.status, Status::kCorrect);
   EXPECT_FALSE(r.eager.valid);
   EXPECT_NE(r.raw.value("baseline_error", std::string()).find("no answer within 0.5 s"), std::string::npos) << r.raw.dump();
@@ -680,7 +680,7 @@ TEST_F(PoolTest, SecretsNeverReachTheWorker) {
   ::setenv("MKEVOLVE_TEST_API_KEY", "sk-test-very-secret-value-123", 1);
   ::setenv("OPENAI_API_KEY", "sk-openai-secret-value-456", 1);
   auto pool = make(options());
-  EvalResult r = pool->evaluate(request(kernel("env", "# FAKE: env\n")));
+  Verdict r = pool->evaluate(request(kernel("env", "# FAKE: env\n")));
   ::unsetenv("MKEVOLVE_TEST_API_KEY");
   ::unsetenv("OPENAI_API_KEY");
   ASSERT_TRUE(r.raw.contains("env")) << r.raw.dump();
@@ -701,7 +701,7 @@ TEST_F(PoolTest, WithoutAGpuOnlyTestModeCpuEvalsRun) {
   auto o = options(0);
   auto pool = make(o);
   EXPECT_EQ(pool->slot_count(), 1u);
-  EvalResult r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
+  Verdict r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
   EXPECT_EQ(r.kind, "environment");
   EXPECT_NE(r.feedback.find("no CUDA GPU visible"), std::string::npos);
   auto req = request(kernel("ok", "# FAKE: correct\n"));
@@ -710,7 +710,7 @@ TEST_F(PoolTest, WithoutAGpuOnlyTestModeCpuEvalsRun) {
   EXPECT_EQ(logged("eval"), 0);
   o.test_mode = true;
   auto cpu_pool = make(o);
-  EvalResult c = cpu_pool->evaluate(req);
+  Verdict c = cpu_pool->evaluate(req);
   EXPECT_EQ(c.status, Status::kCorrect) << c.feedback;
   EXPECT_EQ(c.gpu, -1);
   auto chk = cpu_pool->check(kernel("ok", "# FAKE: correct\n"));
@@ -726,7 +726,7 @@ TEST_F(PoolTest, PinnedGpuAndBadInputs) {
   req.options.gpu = 5;
   EXPECT_EQ(pool->evaluate(req).kind, "environment");
   auto missing = request(dir.path() / "nope.py");
-  EvalResult m = pool->evaluate(missing);
+  Verdict m = pool->evaluate(missing);
   EXPECT_EQ(m.kind, "bad_input");
   EXPECT_NE(m.feedback.find("nope.py"), std::string::npos);
   auto o = options(2);
@@ -738,7 +738,7 @@ TEST_F(PoolTest, SolutionPackageDirectoryIsAccepted) {
   auto pool = make(options());
   ASSERT_TRUE(write_file_atomic(dir.path() / "sol" / "decomposed_solution.py", "class ModelNew: pass\n# FAKE: correct\n").ok());
   auto req = request(dir.path() / "sol");
-  EvalResult r = pool->evaluate(req);
+  Verdict r = pool->evaluate(req);
   EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
 }
 
@@ -763,7 +763,7 @@ TEST_F(PoolTest, DecompositionCheckAndHardwareInfo) {
 }
 
 TEST_F(PoolTest, DestroyingThePoolResolvesQueuedAndRunningWork) {
-  std::vector<std::future<EvalResult>> futs;
+  std::vector<std::future<Verdict>> futs;
   {
     auto pool = make(options());
     futs.push_back(pool->submit(request(kernel("hang", "# FAKE: hang\n"), 60)));
@@ -771,7 +771,7 @@ TEST_F(PoolTest, DestroyingThePoolResolvesQueuedAndRunningWork) {
     for (int i = 0; i < 200 && logged("eval") == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (auto& f : futs) {
-    EvalResult r = f.get();
+    Verdict r = f.get();
     EXPECT_EQ(r.status, Status::kCrashed);
     EXPECT_EQ(r.kind, "shutdown");
   }

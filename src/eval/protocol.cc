@@ -47,8 +47,8 @@ json untyped(const json& msg) {
 
 }  // namespace
 
-EvalResult pool_failure(Status status, std::string kind, std::string message) {
-  EvalResult r;
+Verdict pool_failure(Status status, std::string kind, std::string message) {
+  Verdict r;
   r.status = status;
   r.kind = std::move(kind);
   r.feedback = message;
@@ -56,7 +56,7 @@ EvalResult pool_failure(Status status, std::string kind, std::string message) {
   return r;
 }
 
-EvalResult parse_eval_result(const json& msg) {
+Verdict parse_eval_result(const json& msg) {
   if (!msg.is_object()) return pool_failure(Status::kCrashed, "protocol_error", "the worker's answer is not a JSON object");
   std::string type = string_or(msg, "type");
   if (type == "error") {
@@ -64,11 +64,11 @@ EvalResult parse_eval_result(const json& msg) {
     // The problem's own fault (its reference raised, its declaration is
     // wrong): said as the worker words it, naming the file.
     if (string_or(msg, "kind") == "problem_error") {
-      EvalResult r = pool_failure(Status::kCrashed, "problem_error", m);
+      Verdict r = pool_failure(Status::kCrashed, "problem_error", m);
       r.raw = untyped(msg);
       return r;
     }
-    EvalResult r = pool_failure(Status::kCrashed, "worker_error", "the worker reported an error: " + m);
+    Verdict r = pool_failure(Status::kCrashed, "worker_error", "the worker reported an error: " + m);
     r.raw = untyped(msg);
     return r;
   }
@@ -76,7 +76,7 @@ EvalResult parse_eval_result(const json& msg) {
   const json& body = (msg.contains("result") && msg["result"].is_object()) ? msg["result"] : msg;
   auto v = Verdict::from_json(body);
   if (!v) {
-    EvalResult r = pool_failure(Status::kCrashed, "protocol_error", "the worker's result: " + v.error());
+    Verdict r = pool_failure(Status::kCrashed, "protocol_error", "the worker's result: " + v.error());
     r.raw = untyped(body);
     return r;
   }

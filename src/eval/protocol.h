@@ -20,9 +20,9 @@ nlohmann::json options_to_json(const EvalOptions& o);
 
 /// Converts a worker's final message (type "result" or "error") for an eval
 /// request. Unknown statuses or missing fields give kCrashed with a message.
-EvalResult parse_eval_result(const nlohmann::json& msg);
+Verdict parse_eval_result(const nlohmann::json& msg);
 
 /// A crashed result made by the pool itself (the worker gave no verdict).
-EvalResult pool_failure(Status status, std::string kind, std::string message);
+Verdict pool_failure(Status status, std::string kind, std::string message);
 
 }  // namespace mk::eval

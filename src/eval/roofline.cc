@@ -34,7 +34,7 @@ const Row kTable[] = {
 
 double num(const nlohmann::json& j, const char* k) { return fields::optnum(j, k).value_or(0); }
 
-const nlohmann::json& checks_of(const EvalResult& r) {
+const nlohmann::json& checks_of(const eval::Verdict& r) {
   static const nlohmann::json none = nlohmann::json::object();
   return r.raw.is_object() && r.raw.contains("checks") ? r.raw["checks"] : none;
 }
@@ -165,7 +165,7 @@ std::optional<Verdict> analyze(const Work& w, const Peaks& p, double measured_ms
   return v;
 }
 
-std::optional<Analysis> analyze(const EvalResult& r, const std::string& gpu_name) {
+std::optional<Analysis> analyze(const eval::Verdict& r, const std::string& gpu_name) {
   if (!r.correct() || !r.runtime.valid) return std::nullopt;
   auto w = work_from(checks_of(r));
   auto p = peaks_for(gpu_name);
@@ -175,7 +175,7 @@ std::optional<Analysis> analyze(const EvalResult& r, const std::string& gpu_name
   return Analysis{std::move(*w), std::move(*p), *v};
 }
 
-std::string prompt_block(const EvalResult& r, const std::string& gpu_name) {
+std::string prompt_block(const eval::Verdict& r, const std::string& gpu_name) {
   auto a = analyze(r, gpu_name);
   if (!a) {
     // Say why only where the rest was there: a GPU missing from the table.
@@ -292,7 +292,7 @@ std::string prompt_block(const EvalResult& r, const std::string& gpu_name) {
   return out;
 }
 
-nlohmann::json summary_json(const EvalResult& r, const std::string& gpu_name) {
+nlohmann::json summary_json(const eval::Verdict& r, const std::string& gpu_name) {
   auto a = analyze(r, gpu_name);
   if (!a) return nullptr;
   const Verdict* v = &a->verdict;
@@ -304,7 +304,7 @@ nlohmann::json summary_json(const EvalResult& r, const std::string& gpu_name) {
           {"gpu", a->peaks.gpu}};
 }
 
-nlohmann::json analysis_json(const EvalResult& r, const std::string& gpu_name) {
+nlohmann::json analysis_json(const eval::Verdict& r, const std::string& gpu_name) {
   auto a = analyze(r, gpu_name);
   if (!a) return nullptr;
   const Verdict& v = a->verdict;

@@ -18,7 +18,6 @@
 
 namespace mk::eval {
 struct Verdict;
-using EvalResult = Verdict;  ///< as eval/evaluator.h names it
 }
 
 namespace mk::eval::roofline {
@@ -102,22 +101,22 @@ struct Analysis {
   Peaks peaks;
   Verdict verdict;
 };
-std::optional<Analysis> analyze(const EvalResult& r, const std::string& gpu_name);
+std::optional<Analysis> analyze(const eval::Verdict& r, const std::string& gpu_name);
 
 /// The optimize prompt's profile block (at most ~25 lines) for a correct
 /// verdict on gpu_name; empty when there is nothing true to say (no work
 /// record, no time, a GPU the table lacks: then one line says so).
-std::string prompt_block(const EvalResult& r, const std::string& gpu_name);
+std::string prompt_block(const eval::Verdict& r, const std::string& gpu_name);
 
 /// {fraction, headroom, bound, t_roof_ms, model_does_not_fit} for records and
 /// reports; null when unavailable.
-nlohmann::json summary_json(const EvalResult& r, const std::string& gpu_name);
+nlohmann::json summary_json(const eval::Verdict& r, const std::string& gpu_name);
 
 /// Everything `mkevolve eval --json` reports of a verdict's roofline: the
 /// summary's fields, the memory and compute times, the achieved bandwidth and
 /// FLOP rate, the work it was computed from, and the peaks with their source;
 /// null when unavailable (not correct, not timed, no work record, a GPU the
 /// table lacks).
-nlohmann::json analysis_json(const EvalResult& r, const std::string& gpu_name);
+nlohmann::json analysis_json(const eval::Verdict& r, const std::string& gpu_name);
 
 }  // namespace mk::eval::roofline

@@ -15,8 +15,8 @@
 namespace mk::eval::roofline {
 namespace {
 
-EvalResult verdict(double ms, const nlohmann::json& work, const nlohmann::json& kernels = nlohmann::json::array()) {
-  EvalResult r;
+eval::Verdict verdict(double ms, const nlohmann::json& work, const nlohmann::json& kernels = nlohmann::json::array()) {
+  eval::Verdict r;
   r.status = Status::kCorrect;
   r.runtime = {ms, ms, true};
   r.raw = {{"checks", {{"work", work}, {"runtime", {{"kernels", kernels}}}}}};
@@ -88,7 +88,7 @@ TEST(Roofline, AKernelFasterThanItsRoofMeansTheModelDoesNotFit) {
 }
 
 TEST(Roofline, ThePromptBlockGivesRegistersSpillsAndOccupancyFromTheCompileMetadata) {
-  EvalResult r = verdict(3.0209, relu_work());
+  eval::Verdict r = verdict(3.0209, relu_work());
   r.raw["checks"]["runtime"]["triton_kernels"] = {
       {{"name", "relu_kernel"}, {"n_regs", 128}, {"n_spills", 0}, {"shared_bytes", 0}, {"num_warps", 4},
        {"num_stages", 3}, {"occupancy", 0.25}, {"blocks_per_sm", 4}, {"limited_by", "registers"}},
@@ -130,13 +130,13 @@ TEST(Roofline, ThePromptBlockIsShortAndSaysWhatLimitsTheKernel) {
 }
 
 TEST(Roofline, NothingUntrueWithoutTheRecordsOrThePeaks) {
-  EvalResult wrong = verdict(3.0, relu_work());
+  eval::Verdict wrong = verdict(3.0, relu_work());
   wrong.status = Status::kIncorrect;
   EXPECT_EQ(prompt_block(wrong, "NVIDIA H200"), "");
-  EvalResult untimed = verdict(3.0, relu_work());
+  eval::Verdict untimed = verdict(3.0, relu_work());
   untimed.runtime.valid = false;
   EXPECT_EQ(prompt_block(untimed, "NVIDIA H200"), "");
-  EvalResult nowork = verdict(3.0, relu_work());
+  eval::Verdict nowork = verdict(3.0, relu_work());
   nowork.raw = {{"checks", nlohmann::json::object()}};
   EXPECT_EQ(prompt_block(nowork, "NVIDIA H200"), "");
   EXPECT_EQ(prompt_block(verdict(3.0, relu_work()), "NVIDIA GeForce GTX 1080"),
@@ -152,7 +152,7 @@ TEST(Roofline, NothingUntrueWithoutTheRecordsOrThePeaks) {
 TEST(Roofline, NsightComputesCountersJoinTheBlockWhenTaken) {
   // A relu-like kernel that moves twice the bytes it must (a re-read), as
   // ncu.py's checks.ncu records it (--profile ncu).
-  EvalResult r = verdict(6.0, relu_work());
+  eval::Verdict r = verdict(6.0, relu_work());
   const double model = 2 * 4096.0 * 393216.0 * 4;
   r.raw["checks"]["ncu"] = {
       {"source", "Nsight Compute 2025.3.1.0 hardware counters: one call, caches flushed before each kernel"},
@@ -177,12 +177,12 @@ TEST(Roofline, NsightComputesCountersJoinTheBlockWhenTaken) {
   EXPECT_EQ(j["profile_source"], "ncu");
   EXPECT_DOUBLE_EQ(j["ncu"]["dram_bytes_over_model"].get<double>(), 2.0);
   // Fewer bytes than the model: the writes L2 still held are not DRAM traffic yet.
-  EvalResult few = r;
+  eval::Verdict few = r;
   few.raw["checks"]["ncu"]["dram_bytes"] = 0.82 * model;
   EXPECT_NE(prompt_block(few, "NVIDIA H200").find("0.82x the 12.9 GB the call must move (writes still in the L2 cache"),
             std::string::npos);
   // ncu asked for and failed: one line says so, nothing else changes.
-  EvalResult f = verdict(3.0209, relu_work());
+  eval::Verdict f = verdict(3.0209, relu_work());
   f.raw["checks"]["ncu"] = {{"error", "Nsight Compute (ncu) was not found"}};
   std::string fb = prompt_block(f, "NVIDIA H200");
   EXPECT_NE(fb.find("- Nsight Compute: no counters (Nsight Compute (ncu) was not found)."), std::string::npos) << fb;
@@ -207,7 +207,7 @@ TEST(Roofline, TheEvalRecordCarriesTheAnalysisAndItsInputs) {
   EXPECT_EQ(j["peaks"]["dram_gb_s"], 4800);
   EXPECT_FALSE(j["peaks"]["source"].get<std::string>().empty());
   // Nothing where the block would say nothing.
-  EvalResult wrong = verdict(3.0, relu_work());
+  eval::Verdict wrong = verdict(3.0, relu_work());
   wrong.status = Status::kIncorrect;
   EXPECT_TRUE(analysis_json(wrong, "NVIDIA H200").is_null());
   EXPECT_TRUE(analysis_json(verdict(3.0, relu_work()), "NVIDIA GeForce GTX 1080").is_null());

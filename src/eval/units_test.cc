@@ -34,7 +34,7 @@ TEST(Protocol, ParsesAFullResult) {
       "reasons":["first mismatch at [0,1]", {"file":"k.py","line":12,"rule":"torch-compute","message":"torch.matmul"}],
       "message":"max error 0.5","max_abs_err":0.5,"runtime_ms":{"median":1.5,"mean":1.7},
       "baseline_ms":{"eager":{"median_ms":3.0,"mean_ms":3.1},"compile":null},"uses_pytorch":true})");
-  EvalResult r = parse_eval_result(msg);
+  Verdict r = parse_eval_result(msg);
   EXPECT_EQ(r.status, Status::kIncorrect);
   EXPECT_EQ(r.kind, "mismatch");
   ASSERT_EQ(r.reasons.size(), 2u);
@@ -51,17 +51,17 @@ TEST(Protocol, ParsesAFullResult) {
 }
 
 TEST(Protocol, MalformedAnswersBecomeCrashed) {
-  EvalResult a = parse_eval_result(json::parse(R"({"id":1,"type":"result","status":"splendid"})"));
+  Verdict a = parse_eval_result(json::parse(R"({"id":1,"type":"result","status":"splendid"})"));
   EXPECT_EQ(a.status, Status::kCrashed);
   EXPECT_EQ(a.kind, "protocol_error");
   EXPECT_NE(a.feedback.find("splendid"), std::string::npos);
-  EvalResult b = parse_eval_result(json::parse(R"({"id":1,"type":"result"})"));
+  Verdict b = parse_eval_result(json::parse(R"({"id":1,"type":"result"})"));
   EXPECT_EQ(b.status, Status::kCrashed);
   EXPECT_NE(b.feedback.find("no status"), std::string::npos);
-  EvalResult c = parse_eval_result(json::parse(R"({"id":1,"type":"error","message":"boom"})"));
+  Verdict c = parse_eval_result(json::parse(R"({"id":1,"type":"error","message":"boom"})"));
   EXPECT_EQ(c.status, Status::kCrashed);
   EXPECT_NE(c.feedback.find("boom"), std::string::npos);
-  EvalResult d = parse_eval_result(json::parse(R"({"id":1,"type":"result","status":"correct","reasons":"x","runtime_ms":"fast","max_abs_err":"big"})"));
+  Verdict d = parse_eval_result(json::parse(R"({"id":1,"type":"result","status":"correct","reasons":"x","runtime_ms":"fast","max_abs_err":"big"})"));
   EXPECT_EQ(d.status, Status::kCorrect);
   EXPECT_FALSE(d.runtime.valid);
   EXPECT_FALSE(d.max_abs_err.has_value());
@@ -69,13 +69,13 @@ TEST(Protocol, MalformedAnswersBecomeCrashed) {
 }
 
 TEST(Protocol, NestedResultObjectIsAccepted) {
-  EvalResult r = parse_eval_result(json::parse(R"({"id":1,"type":"result","result":{"status":"correct","runtime_ms":2}})"));
+  Verdict r = parse_eval_result(json::parse(R"({"id":1,"type":"result","result":{"status":"correct","runtime_ms":2}})"));
   EXPECT_EQ(r.status, Status::kCorrect);
   EXPECT_DOUBLE_EQ(r.runtime.median_ms, 2.0);
 }
 
 TEST(Verdict, RoundTripKeepsEveryField) {
-  EvalResult r;
+  Verdict r;
   r.status = Status::kCorrect;
   r.kind = "";
   r.reasons = {"a", "b"};
@@ -119,7 +119,7 @@ TEST(Verdict, RoundTripKeepsEveryField) {
 }
 
 TEST(Verdict, UnknownIsNullAndANewerWritersFieldsAreKept) {
-  EvalResult r;
+  Verdict r;
   r.status = Status::kIncorrect;
   r.kind = "mismatch";
   json j = r.to_json();
@@ -159,7 +159,7 @@ TEST(Verdict, AnOlderBuildsFlatSummaryStillReads) {
 
 TEST(Verdict, TheWorkersAnswerAndTheJsonFormReadAlike) {
   // The worker's form (timings as objects, no "v") and the written form give one verdict.
-  EvalResult wire = parse_eval_result(json::parse(R"({"id":3,"type":"result","status":"correct",
+  Verdict wire = parse_eval_result(json::parse(R"({"id":3,"type":"result","status":"correct",
       "runtime_ms":{"median":1.5,"mean":1.7},"baseline_ms":{"eager":{"median_ms":3.0},"compile":2.0},
       "max_abs_err":-1,"checks":{"static":"clean"}})"));
   EXPECT_FALSE(wire.raw.contains("id"));
@@ -402,7 +402,7 @@ TEST(Cache, KeysSeparateWhatMatters) {
 }
 
 TEST(Units, TheTf32BaselineSurvivesTheVerdictCache) {
-  EvalResult r;
+  Verdict r;
   r.status = Status::kCorrect;
   r.compiled_tf32 = Timing{0.5, 0.52, true};
   r.speedup_compile_tf32 = 1.25;
@@ -415,7 +415,7 @@ TEST(Units, TheTf32BaselineSurvivesTheVerdictCache) {
   EXPECT_DOUBLE_EQ(back->compiled_tf32.median_ms, 0.5);
   EXPECT_DOUBLE_EQ(back->speedup_compile_tf32, 1.25);
   EXPECT_EQ(back->to_json(), j);
-  json none = EvalResult{}.to_json();  // not measured: no TF32 figure at all, not a 0
+  json none = Verdict{}.to_json();  // not measured: no TF32 figure at all, not a 0
   EXPECT_FALSE(none["baseline_ms"].contains("compile_tf32"));
   auto back_none = Verdict::from_json(none);
   ASSERT_TRUE(back_none.ok());
@@ -452,7 +452,7 @@ TEST(Cache, StoresAndReadsBack) {
   TempDir dir("mk-cache");
   ResultCache rc(dir.path() / "results");
   EXPECT_FALSE(rc.get("ab12").has_value());
-  EvalResult r;
+  Verdict r;
   r.status = Status::kTimeout;
   r.kind = "hang";
   r.feedback = "slow";

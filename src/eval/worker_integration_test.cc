@@ -68,7 +68,7 @@ class RealWorkerTest : public ::testing::Test {
     EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error());
     return std::move(*p);
   }
-  EvalResult eval(WorkerPool& pool, const std::string& name, const std::string& text, double timeout_s = 60) {
+  Verdict eval(WorkerPool& pool, const std::string& name, const std::string& text, double timeout_s = 60) {
     auto k = dir_->path() / (name + ".py");
     EXPECT_TRUE(write_file_atomic(k, text).ok());
     EvalRequest r;
@@ -90,42 +90,42 @@ TEST_F(RealWorkerTest, VerdictsAndFaultsThroughOneServer) {
   ASSERT_TRUE(pool->probe().ok());
   EXPECT_EQ(pool->hello()["protocol"], 1);
 
-  EvalResult ok = eval(*pool, "good", candidate("        return torch.clamp(x, min=0) * self.scale + y"));
+  Verdict ok = eval(*pool, "good", candidate("        return torch.clamp(x, min=0) * self.scale + y"));
   EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
 
-  EvalResult wrong = eval(*pool, "wrong", candidate("        return torch.clamp(x, min=0) * self.scale - y"));
+  Verdict wrong = eval(*pool, "wrong", candidate("        return torch.clamp(x, min=0) * self.scale - y"));
   EXPECT_EQ(wrong.status, Status::kIncorrect) << wrong.feedback;
   EXPECT_EQ(wrong.kind, "mismatch");
   EXPECT_GT(wrong.max_abs_err.value_or(0), 0);
   EXPECT_FALSE(wrong.feedback.empty());
 
-  EvalResult shape = eval(*pool, "shape", candidate("        return (torch.clamp(x, min=0) * self.scale + y)[:, :10]"));
+  Verdict shape = eval(*pool, "shape", candidate("        return (torch.clamp(x, min=0) * self.scale + y)[:, :10]"));
   EXPECT_EQ(shape.status, Status::kIncorrect) << shape.feedback;
   EXPECT_EQ(shape.kind, "wrong_shape");
 
-  EvalResult hang = eval(*pool, "hang", candidate("        while True:\n            pass"), 3);
+  Verdict hang = eval(*pool, "hang", candidate("        while True:\n            pass"), 3);
   EXPECT_EQ(hang.status, Status::kTimeout) << hang.feedback;
   EXPECT_EQ(hang.kind, "hang");
 
-  EvalResult exits = eval(*pool, "exits", candidate("        os._exit(0)"));
+  Verdict exits = eval(*pool, "exits", candidate("        os._exit(0)"));
   EXPECT_EQ(exits.status, Status::kCrashed) << exits.feedback;
   EXPECT_EQ(exits.kind, "exit_without_result");
 
-  EvalResult segv = eval(*pool, "segv", candidate("        import ctypes\n        ctypes.string_at(0)"));
+  Verdict segv = eval(*pool, "segv", candidate("        import ctypes\n        ctypes.string_at(0)"));
   EXPECT_EQ(segv.kind, "segfault") << segv.feedback;
 
-  EvalResult syntax = eval(*pool, "syntax", "class ModelNew(:\n");
+  Verdict syntax = eval(*pool, "syntax", "class ModelNew(:\n");
   EXPECT_EQ(syntax.status, Status::kCompileError) << syntax.feedback;
   EXPECT_EQ(syntax.kind, "syntax_error");
 
-  EvalResult raises = eval(*pool, "raises", candidate("        raise RuntimeError('boom')"));
+  Verdict raises = eval(*pool, "raises", candidate("        raise RuntimeError('boom')"));
   EXPECT_EQ(raises.status, Status::kRuntimeError) << raises.feedback;
   EXPECT_NE(raises.feedback.find("boom"), std::string::npos);
 
   // The worker handled every fault itself: the server never had to be replaced.
   EXPECT_EQ(pool->stats().restarts, 0);
   EXPECT_EQ(pool->stats().starts, 1);
-  EvalResult again = eval(*pool, "good2", candidate("        return torch.relu(x) * self.scale + y"));
+  Verdict again = eval(*pool, "good2", candidate("        return torch.relu(x) * self.scale + y"));
   EXPECT_EQ(again.status, Status::kCorrect) << again.feedback;
 }
 
@@ -133,9 +133,9 @@ TEST_F(RealWorkerTest, ACandidateThatKillsTheServerIsCrashedAndThePoolGoesOn) {
   // Process-group mode: in a PID namespace the server is the namespace's init
   // and the candidate's SIGKILL to it is ignored by the kernel.
   auto pool = make(PoolOptions::Isolation::kProcessGroup);
-  EvalResult r = eval(*pool, "killer", candidate("        os.kill(os.getppid(), 9)\n        return x"));
+  Verdict r = eval(*pool, "killer", candidate("        os.kill(os.getppid(), 9)\n        return x"));
   EXPECT_EQ(r.status, Status::kCrashed) << r.kind << ": " << r.feedback;
-  EvalResult ok = eval(*pool, "good3", candidate("        return torch.clamp(x, min=0) * self.scale + y"));
+  Verdict ok = eval(*pool, "good3", candidate("        return torch.clamp(x, min=0) * self.scale + y"));
   EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
 }
 
@@ -176,7 +176,7 @@ TEST_F(RealWorkerTest, NoProcessOutlivesTheCandidateOrThePool) {
   const std::string secs = "1357.2468";  // a sleep nothing else runs
   {
     auto pool = make();
-    EvalResult r = eval(*pool, "sleeper",
+    Verdict r = eval(*pool, "sleeper",
                         candidate("        import subprocess\n        subprocess.Popen(['setsid', 'sleep', '" + secs +
                                   "'])\n        return torch.relu(x) * self.scale + y"));
     EXPECT_NE(r.kind, "environment") << r.feedback;

@@ -45,7 +45,7 @@ struct ProviderOptions {
   std::function<void(double seconds)> sleep;
   /// Told before each retry's wait (RetryOptions::on_retry); empty: nothing.
   std::function<void(const LlmError& error, int attempt, int attempts, double wait_s)> on_retry;
-  /// Polled while requests wait (e.g. run::Interrupt::requested); true aborts
+  /// Polled while requests wait (e.g. rundir::Interrupt::requested); true aborts
   /// HTTP requests in flight and stops retrying. Empty: never cancelled.
   std::function<bool()> cancelled;
 };

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "report/svg.h"
-#include "run/event_log.h"
-#include "run/events.h"
+#include "rundir/event_log.h"
+#include "rundir/events.h"
 #include "util/fs.h"
 
 namespace mk::report {
@@ -65,7 +65,7 @@ std::string joined(const std::vector<std::string>& v, const std::string& sep = "
   return out;
 }
 
-std::string status_word(const RunSummary& s) {
+std::string status_word(const ReportData& s) {
   if (!s.ended) return "in progress (or stopped without a run_end event)";
   return s.end_status.empty() ? "ended" : s.end_status;
 }
@@ -92,7 +92,7 @@ const char* grid_mark(StructureGrid::Cell c) {
 }
 
 // Why the end-to-end check failed, in terms of subkernels ("" when it did not fail).
-std::string traceability_detail(const RunSummary& s) {
+std::string traceability_detail(const ReportData& s) {
   if (!s.final_e2e_failed) return "";
   if (!s.failing_locally.empty())
     return (s.failing_locally.size() > 1 ? "Subkernels failing their own checks: " : "Subkernel failing its own check: ") +
@@ -101,18 +101,18 @@ std::string traceability_detail(const RunSummary& s) {
          "(for example a layout, dtype or parameter mismatch between subproblems).";
 }
 
-std::string traceability_text(const RunSummary& s) {
+std::string traceability_text(const ReportData& s) {
   if (!s.final_e2e_failed) return "";
   return "The final end-to-end evaluation failed (" + s.final_e2e_status + "). " + traceability_detail(s);
 }
 
-std::string pytorch_detail(const RunSummary& s) {
+std::string pytorch_detail(const ReportData& s) {
   if (s.pytorch_subkernels.empty()) return "The search reports that the final solution runs PyTorch code.";
   return "Subkernel" + std::string(s.pytorch_subkernels.size() > 1 ? "s" : "") + " running PyTorch code: " +
          joined(s.pytorch_subkernels) + ".";
 }
 
-std::string pytorch_text(const RunSummary& s) {
+std::string pytorch_text(const ReportData& s) {
   if (!s.contains_pytorch) return "";
   return "Contains PyTorch subkernels: not pure Triton. " + pytorch_detail(s);
 }
@@ -124,7 +124,7 @@ std::optional<double> known(std::optional<double> v) {
 }
 
 /// The worker's CPU test mode: no GPU, PyTorch stand-ins pass as kernels.
-bool test_mode(const RunSummary& s) {
+bool test_mode(const ReportData& s) {
   if (auto it = s.config.find("test_cpu"); s.config.is_object() && it != s.config.end() && it->is_boolean() &&
                                              it->get<bool>())
     return true;
@@ -138,7 +138,7 @@ std::string test_mode_text() {
 }
 
 /// The LLM the run used: its spec, the judge's, and the endpoint override.
-std::string llm_text(const RunSummary& s) {
+std::string llm_text(const ReportData& s) {
   if (!s.config.is_object()) return "";
   auto text = [&](const char* k) {
     auto it = s.config.find(k);
@@ -162,7 +162,7 @@ const char* kCallsSavedNote = "what the earlier run spent on the subkernels reus
 
 }  // namespace
 
-std::string tf32_statement(const RunSummary& s) {
+std::string tf32_statement(const ReportData& s) {
   auto it = s.versions.find("tf32");
   bool on = it != s.versions.end() && it->is_boolean() && it->get<bool>();
   if (on)
@@ -173,12 +173,12 @@ std::string tf32_statement(const RunSummary& s) {
          "IEEE precision). Speedups are ratios of median runtimes on the same GPU.";
 }
 
-Result<RunSummary> load_run(const fs::path& run_dir, std::vector<std::string>* warnings) {
+Result<ReportData> load_run(const fs::path& run_dir, std::vector<std::string>* warnings) {
   std::error_code ec;
   if (!fs::is_directory(run_dir, ec)) return Error{run_dir.string() + ": no such run directory"};
   const fs::path log = run_dir / "events.jsonl";
   if (!fs::exists(log, ec)) return Error{run_dir.string() + " is not a run directory (no events.jsonl)"};
-  auto events = run::read_event_log(log, warnings);
+  auto events = rundir::read_event_log(log, warnings);
   if (!events) return Error{events.error()};
   auto read_json = [&](const char* name) -> json {
     fs::path p = run_dir / name;
@@ -199,8 +199,8 @@ Result<RunSummary> load_run(const fs::path& run_dir, std::vector<std::string>* w
 
 // ---------------------------------------------------------------- markdown
 
-/// Wall time against the LLM critical path (run/critical_path.h), phase by phase.
-static std::string time_section(const run::TimeAccount& t) {
+/// Wall time against the LLM critical path (rundir/critical_path.h), phase by phase.
+static std::string time_section(const rundir::TimeAccount& t) {
   if (t.phases.empty()) return "";
   auto secs = [](std::optional<double> v) { return v ? fmt::format("{:.1f} s", *v) : std::string("\u2014"); };
   std::string md = "## Time\n\n";
@@ -217,7 +217,7 @@ static std::string time_section(const run::TimeAccount& t) {
   md += "| phase | LLM rounds | LLM critical path | wall | path: LLM | evaluating | waiting for a slot | baselines | "
         "end-to-end | decomposition checks | other |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   auto row = [&](const std::string& label, int rounds, std::optional<double> llm, std::optional<double> wall,
-                 const run::PathTimes& p) {
+                 const rundir::PathTimes& p) {
     std::optional<double> other;
     if (wall) other = *wall - p.sum();
     md += "| " + md_cell(label) + " | " + std::to_string(rounds) + " | " + secs(llm) + " | " + secs(wall) + " | " +
@@ -229,7 +229,7 @@ static std::string time_section(const run::TimeAccount& t) {
   return md + "\n";
 }
 
-std::string render_markdown(const RunSummary& s) {
+std::string render_markdown(const ReportData& s) {
   std::string md;
   md += "# MKEvolve report: " + (s.problem.empty() ? std::string("(unknown problem)") : s.problem) + "\n\n";
   md += "- Method: " + (s.method.empty() ? std::string("unknown") : s.method) + "\n";
@@ -483,7 +483,7 @@ std::string kpi(const std::string& label, const std::string& value, const std::s
          (cls.empty() ? "" : " " + cls) + "\">" + value + "</div><div class=\"note\">" + note + "</div></div>";
 }
 
-std::string e2e_chart(const RunSummary& s) {
+std::string e2e_chart(const ReportData& s) {
   svg::LineChart c;
   c.title = "End-to-end speedup per iteration";
   c.y_label = "speedup";
@@ -507,7 +507,7 @@ std::string e2e_chart(const RunSummary& s) {
   return svg::line_chart(c);
 }
 
-std::string subkernel_chart(const RunSummary& s) {
+std::string subkernel_chart(const ReportData& s) {
   svg::LineChart c;
   c.title = "Subkernel and end-to-end speedup per iteration";
   c.y_label = "speedup vs torch.compile";
@@ -545,7 +545,7 @@ std::string subkernel_chart(const RunSummary& s) {
   return svg::line_chart(c);
 }
 
-std::string structure_svg(const RunSummary& s) {
+std::string structure_svg(const ReportData& s) {
   const StructureGrid& g = s.grid;
   svg::Grid out;
   out.title = "Subproblem structure per iteration";
@@ -578,7 +578,7 @@ std::string structure_svg(const RunSummary& s) {
   return svg::grid(out);
 }
 
-std::string agent_chart(const RunSummary& s) {
+std::string agent_chart(const ReportData& s) {
   svg::BarChart c;
   c.title = "Tokens by agent";
   c.part_names = {"input", "output", "cache read", "cache write"};
@@ -597,7 +597,7 @@ std::string agent_chart(const RunSummary& s) {
 
 }  // namespace
 
-std::string render_html(const RunSummary& s) {
+std::string render_html(const ReportData& s) {
   std::string h;
   std::string title = "MKEvolve report: " + (s.problem.empty() ? std::string("(unknown problem)") : s.problem);
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -6,20 +6,20 @@
 #include <string>
 #include <vector>
 
-#include "report/summary.h"
+#include "report/report_data.h"
 #include "util/result.h"
 
 namespace mk::report {
 
 /// Reads DIR/events.jsonl (tolerating a torn last line: the run may be live),
 /// DIR/versions.json and DIR/config.json. Warnings go to *warnings.
-Result<RunSummary> load_run(const std::filesystem::path& run_dir, std::vector<std::string>* warnings);
+Result<ReportData> load_run(const std::filesystem::path& run_dir, std::vector<std::string>* warnings);
 
-std::string render_markdown(const RunSummary& s);
-std::string render_html(const RunSummary& s);
+std::string render_markdown(const ReportData& s);
+std::string render_html(const ReportData& s);
 
 /// The statement about TF32 and timing that every report carries.
-std::string tf32_statement(const RunSummary& s);
+std::string tf32_statement(const ReportData& s);
 
 /// Writes report.md and report.html into out_dir (atomically); returns their paths.
 Result<std::vector<std::filesystem::path>> write_report(const std::filesystem::path& run_dir,

@@ -8,9 +8,9 @@
 
 #include "report/status_line.h"
 #include "report/svg.h"
-#include "run/event_log.h"
-#include "run/events.h"
-#include "run/run_dir.h"
+#include "rundir/event_log.h"
+#include "rundir/events.h"
+#include "rundir/run_dir.h"
 #include "support/testing.h"
 #include "util/fs.h"
 
@@ -23,7 +23,7 @@ using nlohmann::json;
 fs::path fixture() { return mk::testing::repo_root() / "src" / "report" / "testdata" / "cvit"; }
 
 std::vector<json> fixture_events() {
-  auto evs = run::read_event_log(fixture() / "events.jsonl");
+  auto evs = rundir::read_event_log(fixture() / "events.jsonl");
   EXPECT_TRUE(evs.ok()) << evs.error();
   return evs.ok() ? *evs : std::vector<json>{};
 }
@@ -34,14 +34,14 @@ size_t count(const std::string& s, const std::string& needle) {
   return n;
 }
 
-RunSummary fixture_summary() {
+ReportData fixture_summary() {
   auto s = load_run(fixture(), nullptr);
   EXPECT_TRUE(s.ok()) << s.error();
-  return s.ok() ? *s : RunSummary{};
+  return s.ok() ? *s : ReportData{};
 }
 
 TEST(Summary, FigureOneRunFromTheFixture) {
-  RunSummary s = fixture_summary();
+  ReportData s = fixture_summary();
   EXPECT_EQ(s.method, "mkevolve");
   EXPECT_EQ(s.problem, "level3/32_ConvolutionalVisionTransformer");
   ASSERT_EQ(s.iterations.size(), 5u);
@@ -122,7 +122,7 @@ TEST(Report, HtmlIsSelfContained) {
 // A run that ends with a failing end-to-end kernel, one PyTorch subkernel and a
 // name that needs escaping.
 std::vector<json> failing_run() {
-  using namespace run::events;
+  using namespace rundir::events;
   std::vector<json> ev;
   ev.push_back(run_start("mkevolve", "l2/<odd>&name", {{"T", 2}}));
   ev.push_back(topology({.iteration = 1, .change = "initial", .subproblems = {{"a", "new"}, {"b", "new"}, {"c", "new"}}}));
@@ -137,7 +137,7 @@ std::vector<json> failing_run() {
 }
 
 TEST(Report, FailureIsTracedToTheSubkernelAndPyTorchIsFlagged) {
-  RunSummary s = summarize(failing_run(), json::object(), json::object());
+  ReportData s = summarize(failing_run(), json::object(), json::object());
   EXPECT_TRUE(s.final_e2e_failed);
   EXPECT_EQ(s.failing_locally, std::vector<std::string>{"b"});
   EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"a"});
@@ -160,7 +160,7 @@ TEST(Report, TestModeIsMarkedAndTheModelIsNamed) {
   // LLM the run used (spec, endpoint, judge) is named.
   json config = {{"test_cpu", true}, {"llm", "openai:qwen"}, {"base_url", "http://127.0.0.1:8000/v1"},
                  {"judge", "anthropic:claude"}};
-  RunSummary s = summarize(fixture_events(), json{{"gpu", "none (CPU test mode)"}}, config);
+  ReportData s = summarize(fixture_events(), json{{"gpu", "none (CPU test mode)"}}, config);
   std::string md = render_markdown(s), html = render_html(s);
   EXPECT_NE(md.find("> **TEST MODE: evaluated on the CPU"), std::string::npos) << md.substr(0, 1200);
   EXPECT_NE(html.find("TEST MODE: evaluated on the CPU"), std::string::npos);
@@ -168,19 +168,19 @@ TEST(Report, TestModeIsMarkedAndTheModelIsNamed) {
             std::string::npos)
       << md.substr(0, 1200);
   EXPECT_NE(html.find("model <b>openai:qwen at"), std::string::npos);
-  RunSummary gpu = summarize(fixture_events(), json{{"gpu", "NVIDIA H200"}}, json{{"llm", "openai:qwen"}});
+  ReportData gpu = summarize(fixture_events(), json{{"gpu", "NVIDIA H200"}}, json{{"llm", "openai:qwen"}});
   EXPECT_EQ(render_markdown(gpu).find("TEST MODE"), std::string::npos);
 }
 
 TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
   // A correct iteration without a torch.compile baseline (speedup 0 = unknown):
   // no point at 0x on the chart (the tables show a dash), and no failure cross.
-  using namespace run::events;
+  using namespace rundir::events;
   std::vector<json> ev;
   ev.push_back(run_start("mkevolve", "p", {{"T", 2}}));
   ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 0.0, .speedup_eager = 1.2}}));
   ev.push_back(iteration({.t = 2, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   std::string html = render_html(s);
   EXPECT_EQ(html.find("vs torch.compile, t=1: 0\u00d7"), std::string::npos) << "an unknown drawn as 0x";
   EXPECT_EQ(html.find("vs torch.compile, t=1: failed"), std::string::npos);
@@ -188,11 +188,11 @@ TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
 }
 
 TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
-  using namespace run::events;
+  using namespace rundir::events;
   std::vector<json> ev;
   ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
   ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
-  RunSummary without = summarize(ev, json::object(), json::object());
+  ReportData without = summarize(ev, json::object(), json::object());
   EXPECT_EQ(render_markdown(without).find("TF32 on"), std::string::npos);
   FinalCheck fc;
   fc.passed = true;
@@ -202,7 +202,7 @@ TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
   fc.speedup_compile = 1.5;
   fc.speedup_compile_tf32 = 0.75;
   ev.push_back(fc.to_json());
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   ASSERT_TRUE(s.final_speedup_compile_tf32);
   EXPECT_DOUBLE_EQ(*s.final_speedup_compile_tf32, 0.75);
   std::string md = render_markdown(s);
@@ -214,16 +214,16 @@ TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
 TEST(Report, CompositionFailureIsNamedAsSuch) {
   auto ev = failing_run();
   ev[3]["subkernels"][1]["correct"] = true;
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   EXPECT_TRUE(s.failing_locally.empty());
   EXPECT_NE(render_markdown(s).find("from composing them"), std::string::npos);
 }
 
 TEST(Report, SwapToPyTorchIsFlagged) {
   auto ev = fixture_events();
-  ev.insert(ev.end() - 1, run::events::swap({.name = "5_classifier_head", .from = "t5-s0", .to = "pytorch",
+  ev.insert(ev.end() - 1, rundir::events::swap({.name = "5_classifier_head", .from = "t5-s0", .to = "pytorch",
                                              .speedup_before = 1.34, .speedup_after = 1.31}));
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"5_classifier_head"});
   EXPECT_DOUBLE_EQ(*s.final_speedup_compile, 1.31);
   EXPECT_NE(render_markdown(s).find("| 5_classifier_head | t5-s0 | pytorch | 1.34\u00d7 | 1.31\u00d7 |"), std::string::npos);
@@ -233,7 +233,7 @@ TEST(Report, SwapToPyTorchIsFlagged) {
 // saved once), c matched by name failed its re-check and was evolved; the
 // earlier run's path needs escaping.
 std::vector<json> adapted_run() {
-  using namespace run::events;
+  using namespace rundir::events;
   const std::string from = "/runs/<x>&1";
   std::vector<json> ev;
   ev.push_back(run_start("adapt", "variant", {{"T", 1}}));
@@ -254,7 +254,7 @@ std::vector<json> adapted_run() {
 }
 
 TEST(Report, ReusedSubkernelsAndTheCallsSavedInBothReports) {
-  RunSummary s = summarize(adapted_run(), json::object(), json::object());
+  ReportData s = summarize(adapted_run(), json::object(), json::object());
   EXPECT_EQ(s.calls_saved(), 5);
   std::string md = render_markdown(s);
   for (const char* needle : {"## Reused subkernels", "LLM calls saved: 5 (", "| a (reused from /runs/<x>&1) |",
@@ -294,7 +294,7 @@ TEST(Report, TheFinalSubkernelsShowTheirRooflineAndTheMostHeadroom) {
                            {"model_does_not_fit", false}, {"gpu", "H200 SXM"}};
     break;
   }
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   std::string md = render_markdown(s);
   EXPECT_NE(md.find("| share of end-to-end time | of the roofline | LLM calls |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 89% (memory) |"), std::string::npos) << md;
@@ -356,7 +356,7 @@ TEST(Summary, ReadsTheSearchsEvents) {
       {{"type", "postfuse"}, {"attempt", 4}, {"status", "not accepted"}, {"speedup_compile", nullptr}, {"accepted", false}},
       {{"type", "run_end"}, {"status", "finished"}, {"best_speedup_compile", 1.15}, {"solution_dir", ""}, {"message", ""},
        {"result", "ok"}, {"best_speedup", 1.15}, {"correct", true}, {"contains_pytorch_subkernels", true}}};
-  RunSummary s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(ev, json::object(), json::object());
   ASSERT_EQ(s.iterations.size(), 2u);
   EXPECT_EQ(s.iterations[0].e2e_status, "skipped");
   // Counted in the log (two llm_call records before it), never the event's own
@@ -400,12 +400,12 @@ TEST(Summary, ReadsTheSearchsEvents) {
 }
 
 TEST(Report, EmptyAndPartialRunsStillRender) {
-  RunSummary empty = summarize({}, json::object(), json::object());
+  ReportData empty = summarize({}, json::object(), json::object());
   EXPECT_NE(render_markdown(empty).find("No iteration has finished yet."), std::string::npos);
   EXPECT_NE(render_html(empty).find("No LLM calls recorded."), std::string::npos);
   // Topology only, no iteration yet: the grid shows "new".
-  std::vector<json> ev = {run::events::topology({.iteration = 1, .change = "initial", .subproblems = {{"x", "new"}}})};
-  RunSummary s = summarize(ev, json::object(), json::object());
+  std::vector<json> ev = {rundir::events::topology({.iteration = 1, .change = "initial", .subproblems = {{"x", "new"}}})};
+  ReportData s = summarize(ev, json::object(), json::object());
   ASSERT_EQ(s.grid.cells.size(), 1u);
   EXPECT_EQ(s.grid.cells[0][0], StructureGrid::kNew);
   EXPECT_EQ(s.final_subkernels[0].status, "new");
@@ -415,7 +415,7 @@ TEST(Report, WriteReportFromARunDirectory) {
   TempDir tmp;
   fs::path dir = tmp.path() / "run";
   {
-    auto rd = run::RunDir::create(dir, json{{"T", 2}}, run::Versions{"0.1.0", "2.11.0", "3.6.0", "NVIDIA H200", "3.12.3"});
+    auto rd = rundir::RunDir::create(dir, json{{"T", 2}}, rundir::Versions{"0.1.0", "2.11.0", "3.6.0", "NVIDIA H200", "3.12.3"});
     ASSERT_TRUE(rd.ok()) << rd.error();
     for (const auto& e : failing_run()) ASSERT_TRUE((*rd)->log_event(e).ok());
   }
@@ -549,14 +549,14 @@ TEST(StatusLineTest, QuietAndEventsJson) {
 
 TEST(StatusLineTest, FedByRunDirListener) {
   TempDir tmp;
-  auto rd = run::RunDir::create(tmp.path() / "run", json::object(), run::Versions{});
+  auto rd = rundir::RunDir::create(tmp.path() / "run", json::object(), rundir::Versions{});
   ASSERT_TRUE(rd.ok());
   FILE* f = std::tmpfile();
   StatusLine::Options o;
   o.mode = StatusLine::Mode::kPlain;
   StatusLine line(f, o);
   (*rd)->add_listener([&](const json& e) { line.on_event(e); });
-  ASSERT_TRUE((*rd)->log_event(run::events::best(2, 0.75)).ok());
+  ASSERT_TRUE((*rd)->log_event(rundir::events::best(2, 0.75)).ok());
   EXPECT_NE(line.current().find("best 0.75\u00d7"), std::string::npos);
   std::fclose(f);
 }

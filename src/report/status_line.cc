@@ -8,9 +8,9 @@
 #include <cstdlib>
 
 #include "util/json_fields.h"
-#include "report/summary.h"
+#include "report/report_data.h"
 #include "report/svg.h"
-#include "run/events.h"
+#include "rundir/events.h"
 #include "util/strings.h"
 
 namespace mk::report {
@@ -64,7 +64,7 @@ StatusLine::~StatusLine() { finish(); }
 
 void StatusLine::update(const json& ev) {
   const std::string type = str(ev, "type");
-  if (auto rs = run::events::RunStart::from_json(ev)) {
+  if (auto rs = rundir::events::RunStart::from_json(ev)) {
     if (!rs->method.empty()) method_ = rs->method;
     problem_ = rs->problem;
     if (auto T = optnum(rs->settings, "T")) T_ = static_cast<int>(*T);
@@ -73,32 +73,32 @@ void StatusLine::update(const json& ev) {
     if (!opts_.max_tokens)
       if (auto v = optnum(rs->settings, "token_budget")) opts_.max_tokens = static_cast<int64_t>(*v);
     phase_.clear();
-  } else if (auto c = run::events::LlmCall::from_json(ev)) {
+  } else if (auto c = rundir::events::LlmCall::from_json(ev)) {
     ++calls_;
-    if (run::events::is_kernel_agent(c->agent)) ++kernel_calls_;
+    if (rundir::events::is_kernel_agent(c->agent)) ++kernel_calls_;
     if (c->cached) ++cached_;
     tokens_ += c->billed_tokens();
-  } else if (run::events::Eval::from_json(ev)) {
+  } else if (rundir::events::Eval::from_json(ev)) {
     ++evals_done_;
   } else if (type == "eval_start") {  // live progress, not logged
     ++evals_in_flight_;
   } else if (type == "eval_done") {
     evals_in_flight_ = std::max(0, evals_in_flight_ - 1);
-  } else if (auto tp = run::events::Topology::from_json(ev)) {
+  } else if (auto tp = rundir::events::Topology::from_json(ev)) {
     t_ = tp->iteration;
     ok_ = failed_ = fresh_ = 0;
     for (const auto& s : tp->subproblems) (s.status == "correct" ? ok_ : s.status == "failing" ? failed_ : fresh_)++;
-  } else if (auto it = run::events::Iteration::from_json(ev)) {
+  } else if (auto it = rundir::events::Iteration::from_json(ev)) {
     t_ = it->t;
     ok_ = failed_ = fresh_ = 0;
     for (const auto& s : it->subkernels) (s.correct ? ok_ : failed_)++;
-  } else if (auto b = run::events::Best::from_json(ev)) {
+  } else if (auto b = rundir::events::Best::from_json(ev)) {
     if (b->correct) best_ = b->speedup_compile;
   } else if (type == "postfuse") {
     phase_ = "post-fusion";
   } else if (type == "swap") {
     phase_ = "swap";
-  } else if (auto end = run::events::RunEnd::from_json(ev)) {
+  } else if (auto end = rundir::events::RunEnd::from_json(ev)) {
     if (end->best_speedup_compile) best_ = end->best_speedup_compile;
     phase_ = end->status;
   }
@@ -124,20 +124,20 @@ std::string StatusLine::current() const {
 std::string StatusLine::describe(const json& ev) const {
   std::string ts = str(ev, "ts");
   std::string when = ts.size() >= 19 ? ts.substr(11, 8) + " " : "";
-  if (auto rs = run::events::RunStart::from_json(ev)) {
+  if (auto rs = rundir::events::RunStart::from_json(ev)) {
     std::string line = when + "start: " + rs->method + " on " + rs->problem;
     if (rs->settings.is_object() && !rs->settings.empty()) line += " " + rs->settings.dump();
     return line;
   }
-  if (auto r = run::events::Resume::from_json(ev))
+  if (auto r = rundir::events::Resume::from_json(ev))
     return when + "resumed a run with " + std::to_string(r->events_before) + " events";
   // A failed call is said once, from its durable record (the live llm_done
   // progress event only says a call ended).
-  if (auto c = run::events::LlmCall::from_json(ev)) {
+  if (auto c = rundir::events::LlmCall::from_json(ev)) {
     if (c->ok) return "";
     return when + "LLM call failed (" + c->agent + ", " + c->task + "): " + c->error;
   }
-  if (auto tp = run::events::Topology::from_json(ev)) {
+  if (auto tp = rundir::events::Topology::from_json(ev)) {
     int ok = 0, bad = 0, fresh = 0;
     for (const auto& s : tp->subproblems) (s.status == "correct" ? ok : s.status == "failing" ? bad : fresh)++;
     std::string line = when + "t=" + std::to_string(tp->iteration) + " structure " +
@@ -147,7 +147,7 @@ std::string StatusLine::describe(const json& ev) const {
     if (!tp->detail.empty()) line += "; " + tp->detail;
     return line;
   }
-  if (auto it = run::events::Iteration::from_json(ev)) {
+  if (auto it = rundir::events::Iteration::from_json(ev)) {
     std::string line = when + "t=" + std::to_string(it->t) + (T_ > 0 ? "/" + std::to_string(T_) : "") +
                        " done: end-to-end ";
     const std::string& st = it->e2e.status;
@@ -162,7 +162,7 @@ std::string StatusLine::describe(const json& ev) const {
             " tokens so far";
     return line;
   }
-  if (auto b = run::events::Best::from_json(ev)) {
+  if (auto b = rundir::events::Best::from_json(ev)) {
     if (!b->correct) return "";  // older logs held placeholders for iterations without a solution
     // A correct solution whose torch.compile baseline is unknown (a torch
     // without it, or a compile past its deadline) has speedup 0: say so.
@@ -171,13 +171,13 @@ std::string StatusLine::describe(const json& ev) const {
              ": correct end to end; its speedup vs torch.compile is unknown (no torch.compile baseline)";
     return when + "new best: " + x(b->speedup_compile) + " vs torch.compile at t=" + std::to_string(b->t);
   }
-  if (auto sw = run::events::Swap::from_json(ev))
+  if (auto sw = rundir::events::Swap::from_json(ev))
     return when + "swapped " + sw->name + ": " + sw->from + " -> " + sw->to + " (end-to-end " + x(sw->speedup_before) +
            " -> " + x(sw->speedup_after) + ")";
-  if (auto pf = run::events::Postfuse::from_json(ev))
+  if (auto pf = rundir::events::Postfuse::from_json(ev))
     return when + "post-fusion attempt " + std::to_string(pf->attempt) + ": " + pf->status +
            (pf->speedup_compile ? " " + x(pf->speedup_compile) : "");
-  if (auto end = run::events::RunEnd::from_json(ev)) {
+  if (auto end = rundir::events::RunEnd::from_json(ev)) {
     std::string line = when + "run " + end->status + ": best " + x(end->best_speedup_compile) + " vs torch.compile";
     if (!end->solution_dir.empty()) line += "; solution in " + end->solution_dir;
     if (!end->message.empty()) line += "; " + end->message;

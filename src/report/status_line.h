@@ -1,4 +1,4 @@
-// Progress for `mkevolve run`: fed the same events as the log (run/events.h).
+// Progress for `mkevolve run`: fed the same events as the log (rundir/events.h).
 // On a terminal one status line stays current at the bottom, with notable
 // events printed above it; otherwise each notable event is one plain line.
 // Quiet prints nothing; events-json prints every event as one JSON line and

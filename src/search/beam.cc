@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "agents/reply.h"
-#include "run/events.h"
+#include "rundir/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 
@@ -63,7 +63,7 @@ int Accounting::kernel_calls() const {
   std::lock_guard<std::mutex> lk(mu_);
   int n = 0;
   for (const auto& [agent, e] : by_agent_)
-    if (run::events::is_kernel_agent(agent)) n += e.first;
+    if (rundir::events::is_kernel_agent(agent)) n += e.first;
   return n;
 }
 
@@ -94,7 +94,7 @@ nlohmann::json Accounting::to_json() const {
 
 namespace detail {
 
-nlohmann::json result_json(const eval::EvalResult& r) {
+nlohmann::json result_json(const eval::Verdict& r) {
   eval::Verdict s = r;
   s.raw = nlohmann::json::object();               // the worker's checks stay out of the records
   s.queued_s = s.eval_s = s.baseline_s = 0;       // and wall-clock times (a resume logs the same)
@@ -104,7 +104,7 @@ nlohmann::json result_json(const eval::EvalResult& r) {
 
 nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round,
                          const std::string& candidate) {
-  run::events::LlmCall l;
+  rundir::events::LlmCall l;
   l.agent = c.agent;
   l.task = c.task;
   l.usage = {c.usage.input, c.usage.output, c.usage.cache_read, c.usage.cache_write, c.usage.estimated};
@@ -123,9 +123,9 @@ nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::option
   return l.to_json();
 }
 
-run::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
-                          const eval::EvalResult& r, double reward, const std::string& scope) {
-  run::events::Eval e;
+rundir::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
+                          const eval::Verdict& r, double reward, const std::string& scope) {
+  rundir::events::Eval e;
   e.task = task;
   e.candidate = candidate;
   e.status = eval::to_string(r.status);
@@ -155,10 +155,10 @@ run::events::Eval eval_event(const std::string& task, const std::string& candida
   return e;
 }
 
-run::events::Topology topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
+rundir::events::Topology topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
                               const std::map<std::string, std::string>& status, const std::string& detail,
                               const std::vector<std::string>& from, const std::vector<std::string>& into) {
-  run::events::Topology t;
+  rundir::events::Topology t;
   t.iteration = iteration;
   t.change = reason == "decompose"                                   ? "initial"
              : reason == "total_fuse"                                ? "totalfuse"
@@ -205,9 +205,9 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
   return ex;
 }
 
-eval::EvalResult evaluate(SearchContext& ctx, eval::EvalRequest req) {
+eval::Verdict evaluate(SearchContext& ctx, eval::EvalRequest req) {
   if (ctx.sink) ctx.sink->progress({{"type", "eval_start"}, {"task", req.task}});
-  eval::EvalResult r;
+  eval::Verdict r;
   try {
     r = ctx.evaluator->evaluate(std::move(req));
   } catch (const std::exception& e) {
@@ -330,7 +330,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
       if (!jex.call.ok && !jex.call.cancelled) {
         bool hold = ctx.opts.judge_failure != "pass";
         events.push_back(
-            run::events::judge({c.task, c.id, iteration, "failed", jex.call.error, hold ? "hold" : "pass"}));
+            rundir::events::judge({c.task, c.id, iteration, "failed", jex.call.error, hold ? "hold" : "pass"}));
         if (hold) {
           // Not judged is not passed: the candidate has no verdict yet.
           c.result.status = eval::Status::kNoVerdict;
@@ -348,7 +348,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
           c.result.feedback = "An LLM reviewer judged this kernel to be cheating: " + v->reason;
           c.result.speedup_compile = c.result.speedup_eager = 0;
         }
-        events.push_back(run::events::judge({c.task, c.id, iteration,
+        events.push_back(rundir::events::judge({c.task, c.id, iteration,
                                                  !v ? "unparseable" : (v->cheating ? "cheat" : "pass"),
                                                  v ? v->reason : v.error(), ""}));
       }
@@ -418,7 +418,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   if (!ex.call.ok) {
     c.reply_error = "LLM call failed: " + ex.call.error;
     rec.result = {{"status", "llm_error"}, {"error", ex.call.error}};
-    out.events.push_back(run::events::reply_error({c.task, c.agent, iteration, c.reply_error, c.id}));
+    out.events.push_back(rundir::events::reply_error({c.task, c.agent, iteration, c.reply_error, c.id}));
     if (ctx.sink) ctx.sink->store_candidate(rec);
     return out;
   }
@@ -428,7 +428,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
     c.raw_reply = ex.reply;
     rec.files["reply.md"] = ex.reply;
     rec.result = {{"status", "unparseable"}, {"error", parsed.error()}};
-    out.events.push_back(run::events::reply_error({c.task, c.agent, iteration, c.reply_error, c.id}));
+    out.events.push_back(rundir::events::reply_error({c.task, c.agent, iteration, c.reply_error, c.id}));
     if (ctx.sink) ctx.sink->store_candidate(rec);
     return out;
   }

@@ -8,19 +8,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run/events.h"
+#include "rundir/events.h"
 #include "search/search.h"
 
 namespace mk::search::detail {
 
-/// round and candidate: the call's place on its chain (run/critical_path.h).
+/// round and candidate: the call's place on its chain (rundir/critical_path.h).
 nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round = std::nullopt,
                          const std::string& candidate = "");
-run::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
-                          const eval::EvalResult& r, double reward, const std::string& scope);
+rundir::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
+                          const eval::Verdict& r, double reward, const std::string& scope);
 /// The verdict as candidates' records, manifests and events embed it: its
 /// JSON form without the worker's fields and the pool's timings, feedback trimmed.
-nlohmann::json result_json(const eval::EvalResult& r);
+nlohmann::json result_json(const eval::Verdict& r);
 
 /// Calls the LLM, records accounting and fatal errors, appends the llm_call
 /// event (with its round and candidate, when given).
@@ -39,15 +39,15 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
                      std::vector<nlohmann::json>& events, int iteration, bool judge, int round = 0);
 
 /// Evaluates, turning an evaluator exception into a crashed result.
-eval::EvalResult evaluate(SearchContext& ctx, eval::EvalRequest req);
+eval::Verdict evaluate(SearchContext& ctx, eval::EvalRequest req);
 std::string safe_name(const std::string& s);
 
-/// A run/events.h topology event. reason is the search's own word for the
+/// A rundir/events.h topology event. reason is the search's own word for the
 /// change (decompose, fallback, split, fuse, total_fuse, split_failed,
 /// fuse_declined), its reason field; status maps a subproblem name to
 /// new, correct or failing (absent: new). Callers fill the rest (worker,
 /// round, diff, failing) before to_json().
-run::events::Topology topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
+rundir::events::Topology topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
                               const std::map<std::string, std::string>& status, const std::string& detail,
                               const std::vector<std::string>& from = {}, const std::vector<std::string>& into = {});
 

@@ -11,7 +11,7 @@
 #include "agents/reply.h"
 #include "problem/compose.h"
 #include "eval/roofline.h"
-#include "run/events.h"
+#include "rundir/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 #include "util/fs.h"
@@ -23,8 +23,8 @@ namespace detail {
 /// An end-to-end evaluation and its eval event, not yet emitted (the event is
 /// empty when nothing was evaluated: the package could not be written).
 struct Composed {
-  eval::EvalResult r;
-  std::optional<run::events::Eval> event;
+  eval::Verdict r;
+  std::optional<rundir::events::Eval> event;
 };
 
 }  // namespace detail
@@ -139,7 +139,7 @@ Solution monolithic_solution(const problem::Problem& problem, const Candidate& b
 }
 
 nlohmann::json best_event(const Solution& s) {
-  run::events::Best b;
+  rundir::events::Best b;
   b.t = s.iteration;
   b.speedup_compile = s.speedup;  // written as null when not correct
   b.correct = s.correct;
@@ -218,7 +218,7 @@ FinalJudgement judge_final(SearchContext& ctx, const Solution& s, int iteration)
       if (!jex.call.ok) {
         one.verdict = "failed";
         one.reason = jex.call.error;
-        one.events.push_back(run::events::judge({one.name, "final", iteration, "failed", jex.call.error,
+        one.events.push_back(rundir::events::judge({one.name, "final", iteration, "failed", jex.call.error,
                                                  ctx.opts.judge_failure != "pass" ? "hold" : "pass"}));
         return;
       }
@@ -228,7 +228,7 @@ FinalJudgement judge_final(SearchContext& ctx, const Solution& s, int iteration)
         one.verdict = "cheat";
         one.reason = v->reason;
       }
-      one.events.push_back(run::events::judge({one.name, "final", iteration,
+      one.events.push_back(rundir::events::judge({one.name, "final", iteration,
                                                !v ? "unparseable" : (v->cheating ? "cheat" : "pass"),
                                                v ? v->reason : v.error(), ""}));
     }));
@@ -268,7 +268,7 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
       best = monolithic_solution(problem, *top, ctx.opts.method, t);
       if (best.correct) announce_best(ctx, best);  // a best event is a correct solution, never a placeholder
     }
-    run::events::Iteration it;
+    rundir::events::Iteration it;
     it.t = t;
     it.e2e.status = top ? (top->evaluated ? eval::to_string(top->result.status) : "no_kernel") : "no_kernel";
     if (top && top->correct()) {
@@ -335,7 +335,7 @@ void seed_reused(SearchContext& ctx, const Reuse& r, const Topology& topo, std::
     if (!ctx.fatal_message().empty() || ctx.should_stop()) return;
     Candidate& c = s.c;
     int saved = c.correct() && r.calls.count(s.m.name) && counted.insert(s.m.name).second ? r.calls.at(s.m.name) : 0;
-    emit(ctx, run::events::reuse({s.sp->name, r.from, s.m.name, s.m.how, c.id, eval::to_string(c.result.status),
+    emit(ctx, rundir::events::reuse({s.sp->name, r.from, s.m.name, s.m.how, c.id, eval::to_string(c.result.status),
                                   c.correct(), saved}));
     for (const auto& e : s.events) emit(ctx, e);
     if (c.no_verdict) continue;  // no evidence either way: evolved as a new subproblem
@@ -462,11 +462,11 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     // adapt: kernel calls go only where no verified subkernel is yet.
     if (o.reuse && std::find(needs_work.begin(), needs_work.end(), true) == needs_work.end())
       std::fill(budget.begin(), budget.end(), 0);
-    run::events::Budget be;
+    rundir::events::Budget be;
     be.iteration = t;
     for (size_t i = 0; i < budget.size(); ++i) be.allocation.emplace_back(topo.subproblems[i].name, budget[i]);
     be.rule = std::find(needs_work.begin(), needs_work.end(), true) != needs_work.end() ? "even" : o.allocate;
-    emit(ctx, run::events::budget(be));
+    emit(ctx, rundir::events::budget(be));
 
     // LLMEvolveKernel for every subproblem, concurrently; events in subproblem order.
     {
@@ -556,7 +556,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       best = cur;
       if (best.correct) announce_best(ctx, best);  // no "new best" for an iteration without a solution
     }
-    run::events::Iteration it;
+    rundir::events::Iteration it;
     it.t = t;
     if (!last.attempted) {
       it.e2e.status = "skipped";
@@ -574,7 +574,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       const Subproblem& sp = topo.subproblems[i];
       const BeamState& b = beams[beam_key(sp)];
       const Candidate* c = b.best_correct();
-      run::events::SubkernelSummary k;
+      rundir::events::SubkernelSummary k;
       k.calls = b.calls;
       k.budget = i < budget.size() ? budget[i] : 0;
       if (!c && b.best()) k.status = b.best()->evaluated ? eval::to_string(b.best()->result.status) : "no_kernel";
@@ -603,7 +603,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
 std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& problem, const Solution& best) {
   int n = ctx.opts.postfuse;
   if (!best.correct || best.topology.subproblems.size() < 2) {
-    run::events::Postfuse e;
+    rundir::events::Postfuse e;
     e.status = "skipped";
     e.accepted = false;
     e.detail = !best.correct ? "no correct modular solution to fuse" : "the solution is already a single kernel";
@@ -620,7 +620,7 @@ std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& pro
   BeamState beam = evolve_kernel(ctx, task, {}, n, iteration, ctx.sink);
   const Candidate* c = beam.best_correct();
   bool accept = c && c->reward > best.speedup;
-  run::events::Postfuse e;
+  rundir::events::Postfuse e;
   e.attempt = beam.calls;
   e.status = accept ? "accepted" : "not accepted";
   if (c) e.speedup_compile = c->reward;
@@ -811,7 +811,7 @@ nlohmann::json Solution::to_json() const {
   return j;
 }
 
-eval::EvalResult evaluate_composed(SearchContext& ctx, const problem::Problem& problem, const Topology& topo,
+eval::Verdict evaluate_composed(SearchContext& ctx, const problem::Problem& problem, const Topology& topo,
                                    const std::map<std::string, std::string>& kernels, const fs::path& dir,
                                    bool allow_pytorch, const std::string& label) {
   Composed c = compose_and_evaluate(ctx, problem, topo, kernels, dir, allow_pytorch, label, ctx.opts.eval);
@@ -826,7 +826,7 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
                               bool allow_pytorch, const std::string& label, const eval::EvalOptions& options) {
   problem::SolutionManifest man;
   man.extra = {{"problem", problem.name}, {"problem_hash", problem.hash}};
-  eval::EvalResult r;
+  eval::Verdict r;
   Status st = problem::check_composable(topo, kernels);
   if (!st) {
     r.status = eval::Status::kCrashed;
@@ -868,7 +868,7 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
     speed[sp.name] = s;
   }
   auto skip = [&](const std::string& why) {
-    emit(ctx, run::events::swap_skipped(tau, why));
+    emit(ctx, rundir::events::swap_skipped(tau, why));
     return std::nullopt;
   };
   if (subs.size() < 2) return skip("fewer than two subkernels");
@@ -876,7 +876,7 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
   for (const auto& [n, s] : speed) any_fast = any_fast || s >= 1.0;
   if (!any_fast) return skip("every subkernel is slower than torch.compile");
   Solution s = best;
-  std::vector<run::events::SwapReplacement> replaced;
+  std::vector<rundir::events::SwapReplacement> replaced;
   for (const auto& sp : subs) {
     if (speed[sp.name] >= tau || best.pytorch.count(sp.name)) continue;
     auto alt = ctx.opts.swap_with.find(sp.name);
@@ -896,18 +896,18 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
   s.iteration = best.iteration;
   if (!s.correct || (best.correct && s.speedup < best.speedup)) {
     // Not taken: the solution stays as it was, so no swap event (reports would mark it swapped).
-    run::events::SwapRejected rej;
+    rundir::events::SwapRejected rej;
     rej.replaced = replaced;
     rej.tau = tau;
     rej.speedup_before = best.speedup;
     if (s.correct) rej.speedup_after = s.speedup;
     rej.reason = !s.correct ? "the composition with the replacements failed end to end"
                             : "the composition with the replacements is slower";
-    emit(ctx, run::events::swap_rejected(rej));
+    emit(ctx, rundir::events::swap_rejected(rej));
     return std::nullopt;
   }
   for (const auto& r : replaced) {  // one swap event per replaced subkernel
-    run::events::Swap sw;
+    rundir::events::Swap sw;
     sw.name = r.name;
     sw.from = best.local.count(sw.name) ? best.local.at(sw.name).value("id", "kernel") : "kernel";
     sw.to = r.with;
@@ -928,7 +928,7 @@ namespace {
 /// run_end in the schema (status finished, interrupted or failed); the
 /// search's own result word (ok, no_correct, interrupted, error) is `result`.
 nlohmann::json run_end_event(const RunResult& res, const Solution& best) {
-  run::events::RunEnd r;
+  rundir::events::RunEnd r;
   r.status = res.status == "error" ? "failed" : res.status == "interrupted" ? "interrupted" : "finished";
   if (best.correct) r.best_speedup_compile = best.speedup;
   r.message = res.error;
@@ -960,7 +960,7 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
     return res;
   }
   {
-    run::events::RunStart e;
+    rundir::events::RunStart e;
     e.method = o.method;
     e.problem = problem.name;
     e.settings = {{"T", o.iterations}, {"L", o.refine_every}, {"budget_per_iter", o.calls_per_iter},
@@ -1040,7 +1040,7 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
                                  !cand.pytorch.empty(), "final", final_check_options(ctx));
       }
       if (c.event) emit(ctx, c.event->to_json());
-      eval::EvalResult fc = c.r;
+      eval::Verdict fc = c.r;
       bool passed = fc.correct();
       // No verdict (the harness failed) is logged and charged to nobody. A
       // package that could not be written was not checked: the run stops
@@ -1062,7 +1062,7 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
           fc.feedback = "the cheat judge could not be asked: " + j.reason;
         }
       }
-      run::events::FinalCheck e;
+      rundir::events::FinalCheck e;
       e.passed = passed;
       e.seed = seed + 1;
       e.status = eval::to_string(fc.status);

@@ -19,7 +19,7 @@
 #include "eval/evaluator.h"
 #include "llm/provider.h"
 #include "problem/problem.h"
-#include "search/events.h"
+#include "search/event_sink.h"
 
 namespace mk::search {
 
@@ -175,7 +175,7 @@ struct Candidate {
   /// Evaluated, but the harness gave no verdict (eval::Status::kNoVerdict):
   /// never in a beam, never shown to an LLM as a failure, its call refunded.
   bool no_verdict = false;
-  eval::EvalResult result;
+  eval::Verdict result;
   double reward = 0;                   ///< speedup vs torch.compile; 0 unless correct
   bool correct() const { return evaluated && result.correct(); }
   nlohmann::json summary() const;
@@ -241,7 +241,7 @@ struct Solution {
   std::map<std::string, nlohmann::json> local;      ///< subproblem -> its best candidate's summary
   std::set<std::string> pytorch;                    ///< subkernels replaced by PyTorch (Swap)
   std::map<std::string, std::string> reused;        ///< subkernel -> the run it was reused from (adapt)
-  eval::EvalResult e2e;
+  eval::Verdict e2e;
   double speedup = 0;                               ///< vs torch.compile; 0 unless correct
   bool correct = false;
   int iteration = 0;
@@ -266,7 +266,7 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
                                         double tau);
 
 /// Composes a solution package under dir and evaluates it end to end.
-eval::EvalResult evaluate_composed(SearchContext& ctx, const problem::Problem& problem, const problem::Topology& topo,
+eval::Verdict evaluate_composed(SearchContext& ctx, const problem::Problem& problem, const problem::Topology& topo,
                                    const std::map<std::string, std::string>& kernels, const fs::path& dir,
                                    bool allow_pytorch, const std::string& label);
 

@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 
 #include "llm/factory.h"
-#include "run/clock.h"
-#include "run/critical_path.h"
-#include "run/events.h"
+#include "rundir/clock.h"
+#include "rundir/critical_path.h"
+#include "rundir/events.h"
 #include "search/search.h"
 #include "support/fake_evaluator.h"
 #include "support/scripted_llm.h"
@@ -1060,7 +1060,7 @@ TEST(Swap, ReplacesSubkernelsBelowTauWithPyTorch) {
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_TRUE(ev[0]["triggered"].get<bool>());
   EXPECT_TRUE(ev[0]["contains_pytorch_subkernels"].get<bool>());
-  // The documented schema (run/events.h): one event per replaced subkernel.
+  // The documented schema (rundir/events.h): one event per replaced subkernel.
   EXPECT_EQ(ev[0]["name"], "beta");
   EXPECT_EQ(ev[0]["to"], "pytorch");
   EXPECT_TRUE(ev[0]["speedup_before"].is_number());
@@ -1170,7 +1170,7 @@ TEST(Events, InOrder) {
 }
 
 TEST(Events, FollowTheDocumentedSchema) {
-  // Every event type of run/events.h carries its documented fields.
+  // Every event type of rundir/events.h carries its documented fields.
   Harness h;
   h.ctx.opts.swap_tau = 0.9;
   h.ctx.opts.postfuse = 2;
@@ -1233,7 +1233,7 @@ TEST(Events, FollowTheDocumentedSchema) {
 
 TEST(Events, TheSearchsOtherRecordsParseBackIntoTheirTypes) {
   // budget, verify_decomposition, swap_skipped: written by the search through
-  // run/events.h's builders, read back through its parsers.
+  // rundir/events.h's builders, read back through its parsers.
   Harness h;
   h.ctx.opts.swap_tau = 0.9;
   script_two(h, "correct speedup=2.0", "correct speedup=1.2");
@@ -1241,7 +1241,7 @@ TEST(Events, TheSearchsOtherRecordsParseBackIntoTheirTypes) {
   auto budgets = h.sink.of_type("budget");
   ASSERT_EQ(budgets.size(), 5u);  // one per iteration
   for (const auto& e : budgets) {
-    auto b = mk::run::events::parse_budget(e);
+    auto b = mk::rundir::events::parse_budget(e);
     ASSERT_TRUE(b) << e.dump();
     ASSERT_EQ(b->allocation.size(), 2u) << e.dump();
     EXPECT_EQ(b->allocation[0].first, "alpha");
@@ -1249,21 +1249,21 @@ TEST(Events, TheSearchsOtherRecordsParseBackIntoTheirTypes) {
     EXPECT_EQ(b->allocation[0].second + b->allocation[1].second, h.ctx.opts.calls_per_iter) << e.dump();
     EXPECT_TRUE(b->rule == "even" || b->rule == "runtime") << e.dump();
   }
-  EXPECT_EQ(mk::run::events::parse_budget(budgets.front())->rule, "even");  // no kernel yet at t=1
+  EXPECT_EQ(mk::rundir::events::parse_budget(budgets.front())->rule, "even");  // no kernel yet at t=1
   auto verified = h.sink.of_type("verify_decomposition");
   ASSERT_FALSE(verified.empty());
-  auto v = mk::run::events::parse_verify_decomposition(verified.front());
+  auto v = mk::rundir::events::parse_verify_decomposition(verified.front());
   ASSERT_TRUE(v);
   EXPECT_EQ(v->agent, "decompose");
   EXPECT_TRUE(v->ok);
   auto skipped = h.sink.of_type("swap_skipped");
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_EQ(skipped[0]["tau"], 0.9);
-  EXPECT_FALSE(mk::run::events::parse_budget(skipped[0]));  // a parser takes only its own type
+  EXPECT_FALSE(mk::rundir::events::parse_budget(skipped[0]));  // a parser takes only its own type
 }
 
 TEST(Events, RecordsRoundTripThroughTheirParsers) {
-  using namespace mk::run::events;
+  using namespace mk::rundir::events;
   auto re = parse_reply_error(reply_error({"alpha", "generate", 3, "no code block", "alpha-s7"}));
   ASSERT_TRUE(re);
   EXPECT_EQ(re->task, "alpha");
@@ -1462,7 +1462,7 @@ TEST(Replay, FixtureSessionDrivesTheWholeLoop) {
   EXPECT_EQ(events2, events);
 }
 
-// ---- the LLM critical path (run/critical_path.h) ---------------------------------
+// ---- the LLM critical path (rundir/critical_path.h) ---------------------------------
 
 /// A scripted LLM that answers after `latency`: decomposition into alpha, beta
 /// and gamma; correct kernels whose torch.compile baselines are 8, 1 and 1 ms,
@@ -1493,7 +1493,7 @@ TEST(CriticalPath, RoundsFollowTheLongestChainOfDependentLlmRounds) {
     EXPECT_GE(e.value("latency_ms", 0), L.count()) << e.dump();
     if (e.value("agent", "") != "decompose") EXPECT_FALSE(e.value("candidate", "").empty()) << e.dump();
   }
-  auto a = run::time_account(h.sink.events);
+  auto a = rundir::time_account(h.sink.events);
   ASSERT_EQ(a.phases.size(), 4u);  // the decomposition, t=1, t=2, after the search
   EXPECT_EQ(a.phases[0].rounds, 1);
   EXPECT_EQ(a.phases[1].rounds, 1);
@@ -1531,7 +1531,7 @@ TEST(CriticalPath, AJudgedJobIsItsKernelCallThenItsJudgeCall) {
   }
   EXPECT_EQ(judged, 24);  // every correct candidate
   EXPECT_EQ(h.judge.count("judge"), 24 + 3);  // then each subkernel of the solution once more
-  auto a = run::time_account(h.sink.events);
+  auto a = rundir::time_account(h.sink.events);
   // The judge lengthens the beams' rounds and adds none; the final check's
   // second look is one more round (its three calls go together).
   EXPECT_EQ(a.rounds, 6);
@@ -1581,7 +1581,7 @@ class StampingSink : public MemorySink {
  public:
   void emit(const nlohmann::json& e) override {
     nlohmann::json c = e;
-    c["ts"] = run::iso8601_utc();
+    c["ts"] = rundir::iso8601_utc();
     MemorySink::emit(c);
   }
 };
@@ -1689,7 +1689,7 @@ TEST(DISABLED_PerfLevers, WallTimeAgainstTheCriticalPath) {
     script_three(h.llm, std::chrono::milliseconds(L));
     auto res = run_method(h.ctx, h.problem);
     EXPECT_EQ(res.status, "ok") << res.error;
-    auto a = run::time_account(sink.events);
+    auto a = rundir::time_account(sink.events);
     std::printf("%-28s %s\n", label, a.line().c_str());
     if (std::getenv("MK_PERF_DUMP")) {
       std::printf("%s\n", a.to_json().dump(1).c_str());

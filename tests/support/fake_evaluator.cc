@@ -24,8 +24,8 @@ std::future<T> ready(T v) {
   return p.get_future();
 }
 
-eval::EvalResult make_correct(double base_ms, double kernel_ms) {
-  eval::EvalResult r;
+eval::Verdict make_correct(double base_ms, double kernel_ms) {
+  eval::Verdict r;
   r.status = eval::Status::kCorrect;
   r.runtime = {kernel_ms, kernel_ms, true};
   r.compiled = {base_ms, base_ms, true};
@@ -37,10 +37,10 @@ eval::EvalResult make_correct(double base_ms, double kernel_ms) {
 
 }  // namespace
 
-eval::EvalResult FakeEvaluator::judge_source(const std::string& src, bool allow_pytorch) {
+eval::Verdict FakeEvaluator::judge_source(const std::string& src, bool allow_pytorch) {
   static const std::regex marker(R"(#\s*FAKE:\s*([a-z_]+)([^\n]*))");
   std::smatch m;
-  eval::EvalResult r;
+  eval::Verdict r;
   if (!std::regex_search(src, m, marker)) {
     if (src.find("class ModelNew(Model)") != std::string::npos) {
       if (!allow_pytorch) {
@@ -150,7 +150,7 @@ std::vector<std::string> FakeEvaluator::baselines_measured() const {
   return measured_;
 }
 
-std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
+std::future<eval::Verdict> FakeEvaluator::submit(eval::EvalRequest req) {
   if (on_submit) on_submit(req);
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -172,7 +172,7 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
     give_slot();
     eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  eval::EvalResult r = judge(req);
+  eval::Verdict r = judge(req);
   if (timed()) {
     r.queued_s = queued_s;
     r.eval_s = eval_s;
@@ -181,8 +181,8 @@ std::future<eval::EvalResult> FakeEvaluator::submit(eval::EvalRequest req) {
   return ready(std::move(r));
 }
 
-eval::EvalResult FakeEvaluator::judge(const eval::EvalRequest& req) {
-  eval::EvalResult r;
+eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
+  eval::Verdict r;
   if (req.kernel.filename() == "decomposed_solution.py") {
     auto dir = req.kernel.parent_path() / "subkernel_implementations";
     std::vector<std::filesystem::path> files;

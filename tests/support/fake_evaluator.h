@@ -35,14 +35,14 @@ namespace mk::testing {
 class FakeEvaluator : public eval::Evaluator {
  public:
   ~FakeEvaluator() override;
-  std::future<eval::EvalResult> submit(eval::EvalRequest req) override;
+  std::future<eval::Verdict> submit(eval::EvalRequest req) override;
   /// Starts the problem's baseline measurement (with baseline_delay_s) on a thread of its own.
   void prefetch_baselines(const std::filesystem::path& problem, const eval::EvalOptions& options) override;
   std::future<eval::DecompositionResult> verify_decomposition(eval::DecompositionRequest req) override;
   nlohmann::json hardware_info() override;
 
   /// Verdict for one source (single file), from its marker.
-  static eval::EvalResult judge_source(const std::string& source, bool allow_pytorch);
+  static eval::Verdict judge_source(const std::string& source, bool allow_pytorch);
 
   std::vector<eval::EvalRequest> requests() const;
   /// As on a machine without torch.compile (or past its deadline): no such
@@ -75,7 +75,7 @@ class FakeEvaluator : public eval::Evaluator {
   std::vector<eval::DecompositionRequest> decomp_;
   std::map<std::string, int> seen_;  ///< evaluations per kernel path
 
-  eval::EvalResult judge(const eval::EvalRequest& req);
+  eval::Verdict judge(const eval::EvalRequest& req);
   bool timed() const { return eval_delay_s > 0 || baseline_delay_s > 0 || slots > 0; }
   void take_slot();
   void give_slot();

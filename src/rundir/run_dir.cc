@@ -1,4 +1,4 @@
-#include "run/run_dir.h"
+#include "rundir/run_dir.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,13 +7,13 @@
 #include <cerrno>
 #include <cstring>
 
-#include "run/clock.h"
-#include "run/event_log.h"
-#include "run/lock.h"
-#include "run/secrets.h"
+#include "rundir/clock.h"
+#include "rundir/event_log.h"
+#include "rundir/lock.h"
+#include "rundir/secrets.h"
 #include "util/fs.h"
 
-namespace mk::run {
+namespace mk::rundir {
 
 namespace fs = std::filesystem;
 
@@ -297,4 +297,4 @@ Result<fs::path> RunDir::store_candidate(const std::string& task, const std::str
 
 std::string RunDir::resume_command() const { return "mkevolve run --resume " + shell_quote(root_.string()); }
 
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -1,8 +1,8 @@
-#include "run/event_log.h"
+#include "rundir/event_log.h"
 
 #include "util/fs.h"
 
-namespace mk::run {
+namespace mk::rundir {
 
 namespace {
 
@@ -94,4 +94,4 @@ Result<std::vector<nlohmann::json>> read_event_log(const std::filesystem::path& 
   return std::move(scan.events);
 }
 
-}  // namespace mk::run
+}  // namespace mk::rundir

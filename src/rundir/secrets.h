@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mk::run {
+namespace mk::rundir {
 
 /// True for a config key that names a credential: api_key, secret, password,
 /// auth_token, aws_secret_access_key, authorization, ... but not max_tokens,
@@ -24,4 +24,4 @@ bool is_secret_value(std::string_view value);
 /// depth. Each dropped item's dotted path ("llm.api_key") goes to *dropped.
 nlohmann::json strip_secrets(const nlohmann::json& j, std::vector<std::string>* dropped);
 
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -1,11 +1,11 @@
-#include "run/secrets.h"
+#include "rundir/secrets.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "util/env.h"
 
-namespace mk::run {
+namespace mk::rundir {
 
 namespace {
 
@@ -107,4 +107,4 @@ nlohmann::json strip_secrets(const nlohmann::json& j, std::vector<std::string>* 
   return strip(j, "", dropped);
 }
 
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -1,4 +1,4 @@
-// What a report shows, computed from a run's events (run/events.h): iterations,
+// What a report shows, computed from a run's events (rundir/events.h): iterations,
 // the evolving subproblem structure, token use by agent and by subkernel, the
 // final subkernels and, when the end-to-end check failed, which subkernels fail
 // on their own. Rendering (markdown, HTML) only reads this.
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run/critical_path.h"
+#include "rundir/critical_path.h"
 
 namespace mk::report {
 
@@ -76,7 +76,7 @@ struct ReuseRow {
   int64_t saved() const { return correct ? calls_saved : 0; }  ///< none unless it passed here
 };
 
-struct RunSummary {
+struct ReportData {
   std::string method, problem;
   nlohmann::json settings = nlohmann::json::object();
   nlohmann::json versions = nlohmann::json::object();
@@ -124,11 +124,11 @@ struct RunSummary {
   }
 
   std::optional<int64_t> max_calls, max_tokens;  ///< budgets from run_start settings / config
-  run::TimeAccount time;  ///< wall time, the LLM critical path, and where the rest went
+  rundir::TimeAccount time;  ///< wall time, the LLM critical path, and where the rest went
 };
 
-/// Builds the summary from events in the schema of run/events.h. Unknown event types and missing fields are tolerated.
-RunSummary summarize(const std::vector<nlohmann::json>& events, const nlohmann::json& versions,
+/// Builds the summary from events in the schema of rundir/events.h. Unknown event types and missing fields are tolerated.
+ReportData summarize(const std::vector<nlohmann::json>& events, const nlohmann::json& versions,
                      const nlohmann::json& config);
 
 /// "1.23M", "45.6K", "789".

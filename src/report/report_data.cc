@@ -1,4 +1,4 @@
-#include "report/summary.h"
+#include "report/report_data.h"
 
 #include <algorithm>
 #include <limits>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "run/events.h"
+#include "rundir/events.h"
 #include "util/json_fields.h"
 #include "report/svg.h"
 
@@ -17,7 +17,7 @@ namespace {
 using nlohmann::json;
 using namespace fields;
 
-void add_usage(TokenTotals& t, const run::events::LlmCall& c) {
+void add_usage(TokenTotals& t, const rundir::events::LlmCall& c) {
   ++t.calls;
   if (c.cached) ++t.cached;
   if (!c.ok) ++t.failed;
@@ -59,8 +59,8 @@ std::string human_count(double v) {
   return svg::num(v, 0);
 }
 
-RunSummary summarize(const std::vector<json>& events, const json& versions, const json& config) {
-  RunSummary s;
+ReportData summarize(const std::vector<json>& events, const json& versions, const json& config) {
+  ReportData s;
   s.versions = versions.is_object() ? versions : json::object();
   s.config = config.is_object() ? config : json::object();
   s.events = static_cast<int64_t>(events.size());
@@ -91,22 +91,22 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
   for (const auto& ev : events) {
     if (!ev.is_object()) continue;
     const std::string type = str(ev, "type");
-    if (auto rs = run::events::RunStart::from_json(ev)) {
+    if (auto rs = rundir::events::RunStart::from_json(ev)) {
       if (s.method.empty()) s.method = rs->method;
       if (s.problem.empty()) s.problem = rs->problem;
       if (rs->settings.is_object()) s.settings = rs->settings;
-    } else if (auto r = run::events::Resume::from_json(ev)) {
+    } else if (auto r = rundir::events::Resume::from_json(ev)) {
       ++s.resumes;
       for (const auto& c : r->llm_changes)
         s.llm_changes.push_back(fmt::format("{} '{}' -> '{}' (resume {})", c.flag, c.from, c.to, s.resumes));
-    } else if (auto c = run::events::LlmCall::from_json(ev)) {
+    } else if (auto c = rundir::events::LlmCall::from_json(ev)) {
       add_usage(agents[c->agent.empty() ? "(unknown)" : c->agent], *c);
       add_usage(s.by_task[c->task], *c);
       add_usage(s.llm_total, *c);
-      if (run::events::is_kernel_agent(c->agent)) ++s.kernel_calls;
-    } else if (auto e = run::events::Eval::from_json(ev)) {
+      if (rundir::events::is_kernel_agent(c->agent)) ++s.kernel_calls;
+    } else if (auto e = rundir::events::Eval::from_json(ev)) {
       ++s.evals_by_status[e->status.empty() ? "unknown" : e->status];
-    } else if (auto tp = run::events::Topology::from_json(ev)) {
+    } else if (auto tp = rundir::events::Topology::from_json(ev)) {
       StructureColumn col;
       col.iteration = tp->iteration;
       col.change = tp->change;
@@ -151,7 +151,7 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       } else {
         structure[col.iteration] = std::move(col);
       }
-    } else if (auto it = run::events::Iteration::from_json(ev)) {
+    } else if (auto it = rundir::events::Iteration::from_json(ev)) {
       IterationRow row;
       row.t = it->t;
       row.e2e_status = it->e2e.status;
@@ -196,12 +196,12 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       if (ev.contains("contains_pytorch_subkernels") && ev["contains_pytorch_subkernels"].is_boolean())
         s.contains_pytorch = ev["contains_pytorch_subkernels"].get<bool>();
     }
-    if (auto b = run::events::Best::from_json(ev)) {
+    if (auto b = rundir::events::Best::from_json(ev)) {
       if (auto v = b->speedup_compile; b->correct && v && (!best_from_events || *v >= *best_from_events)) {
         best_from_events = v;
         s.best_t = b->t;
       }
-    } else if (auto r = run::events::parse_reuse(ev)) {
+    } else if (auto r = rundir::events::parse_reuse(ev)) {
       s.reuse.push_back({r->task, r->from_run, r->from_task, r->match, r->status, r->correct, r->calls_saved});
     } else if (type == "swap") {
       s.swaps.push_back(ev);
@@ -222,10 +222,10 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
       }
     } else if (type == "postfuse") {
       s.postfuse.push_back(ev);
-    } else if (auto fc = run::events::FinalCheck::from_json(ev)) {
+    } else if (auto fc = rundir::events::FinalCheck::from_json(ev)) {
       // --baseline-tf32: the returned solution against torch.compile with TF32 on.
       if (fc->passed) s.final_speedup_compile_tf32 = fc->speedup_compile_tf32;
-    } else if (auto end = run::events::RunEnd::from_json(ev)) {
+    } else if (auto end = rundir::events::RunEnd::from_json(ev)) {
       s.ended = true;
       s.end_status = end->status;
       s.end_message = end->message;
@@ -334,7 +334,7 @@ RunSummary summarize(const std::vector<json>& events, const json& versions, cons
 
   s.max_calls = budget(s.settings, s.config, {"max_calls", "call_budget", "calls"});
   s.max_tokens = budget(s.settings, s.config, {"max_tokens_total", "token_budget", "max_total_tokens", "tokens"});
-  s.time = run::time_account(events);
+  s.time = rundir::time_account(events);
   return s;
 }
 

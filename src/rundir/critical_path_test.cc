@@ -1,11 +1,11 @@
-#include "run/critical_path.h"
+#include "rundir/critical_path.h"
 
 #include <gtest/gtest.h>
 
-#include "run/clock.h"
-#include "run/events.h"
+#include "rundir/clock.h"
+#include "rundir/events.h"
 
-namespace mk::run {
+namespace mk::rundir {
 namespace {
 
 using nlohmann::json;
@@ -176,6 +176,11 @@ TEST(CriticalPath, UnknownsAreNullNotZero) {
   EXPECT_TRUE(j["ratio"].is_null());
   EXPECT_TRUE(j["path"]["other_s"].is_null());
   EXPECT_NE(a.line().find("time: wall —; LLM critical path —"), std::string::npos) << a.line();
+  // A call with its round but without its latency is as unknown (not 0 s).
+  json no_latency = ev[1];
+  no_latency["round"] = 0;
+  no_latency.erase("latency_ms");
+  EXPECT_FALSE(time_account({ev[0], no_latency}).llm_s.has_value());
   // Every reply from a cache: a critical path of 0 s has no ratio.
   ev[1]["round"] = 0;
   ev[1]["latency_ms"] = 0;
@@ -187,4 +192,4 @@ TEST(CriticalPath, UnknownsAreNullNotZero) {
 }
 
 }  // namespace
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -4,7 +4,7 @@
 // exits at once with status 130.
 #pragma once
 
-namespace mk::run {
+namespace mk::rundir {
 
 class Interrupt {
  public:
@@ -24,4 +24,4 @@ class Interrupt {
   static void raise_for_test(int sig);
 };
 
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mk::run::events {
+namespace mk::rundir::events {
 
 // The "type" values.
 inline constexpr const char* kRunStart = "run_start";
@@ -44,6 +44,18 @@ inline constexpr const char* kSwapRejected = "swap_rejected";
 /// older version still takes what it knows and keeps the rest (Meta::extra).
 inline constexpr int kSchema = 1;
 
+/// What every record carries whatever its type, one this build does not know
+/// included: its "type", and the log's seq and ts (RunDir::log_event). For a
+/// reader that handles every record alike (the time account's clock, the
+/// resume's replay) before it asks for the record's own type.
+struct Envelope {
+  std::string type{};
+  std::optional<int64_t> seq{};
+  std::string ts{};  ///< ISO-8601 UTC ("" : none)
+  /// nullopt when j is not an object with a string "type".
+  static std::optional<Envelope> from_json(const nlohmann::json& j);
+};
+
 /// What every typed record carries besides its own fields.
 struct Meta {
   std::optional<int64_t> seq{};  ///< its place in events.jsonl (RunDir::log_event sets seq and ts)
@@ -71,8 +83,9 @@ struct LlmCall {
   bool cached = false;     ///< served from the response cache (cost nothing this time)
   bool truncated = false;  ///< the reply hit the token limit
   /// From the request to the reply as the search saw it (the provider's
-  /// retries and its --llm-concurrency waits included; a cache hit is fast).
-  int64_t latency_ms = 0;
+  /// retries and its --llm-concurrency waits included; a cache hit is fast);
+  /// absent in logs written before it existed (the search always sets it).
+  std::optional<int64_t> latency_ms{};
   bool ok = true;
   std::string error{};       ///< when !ok: one line (no secrets)
   /// The dependent step of the call's chain (critical_path.h): the
@@ -465,4 +478,4 @@ struct RunEnd {
 };
 nlohmann::json run_end(const RunEnd& e);
 
-}  // namespace mk::run::events
+}  // namespace mk::rundir::events

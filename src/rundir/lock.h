@@ -16,7 +16,7 @@
 
 #include "util/result.h"
 
-namespace mk::run {
+namespace mk::rundir {
 
 /// What a lock file says about its holder.
 struct LockInfo {
@@ -77,4 +77,4 @@ class RunLock {
   std::thread thread_;
 };
 
-}  // namespace mk::run
+}  // namespace mk::rundir

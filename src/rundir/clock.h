@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace mk::run {
+namespace mk::rundir {
 
 /// "2026-11-30T06:16:13.123Z" (UTC, milliseconds).
 std::string iso8601_utc(std::chrono::system_clock::time_point t = std::chrono::system_clock::now());
@@ -14,4 +14,4 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t = std::chrono::s
 /// Parses what iso8601_utc() writes (milliseconds optional); nullopt if malformed.
 std::optional<std::chrono::system_clock::time_point> parse_iso8601_utc(std::string_view s);
 
-}  // namespace mk::run
+}  // namespace mk::rundir

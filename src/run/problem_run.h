@@ -18,16 +18,16 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/prompts.h"
-#include "bench/metrics.h"
 #include "eval/evaluator.h"
 #include "llm/provider.h"
 #include "problem/problem.h"
 #include "report/status_line.h"
-#include "run/run_dir.h"
+#include "run/summary_json.h"
+#include "rundir/run_dir.h"
 #include "search/search.h"
 #include "util/result.h"
 
-namespace mk::bench {
+namespace mk::run {
 
 namespace fs = std::filesystem;
 
@@ -38,7 +38,7 @@ struct Shared {
   eval::Evaluator* evaluator = nullptr;
   const agents::Prompts* prompts = nullptr;
   std::string hardware;
-  run::Versions versions;
+  rundir::Versions versions;
 };
 
 /// The search's sink for a run directory: events to RunDir::log_event (skipping,
@@ -46,7 +46,7 @@ struct Shared {
 /// snapshots to their files, live progress to the status line.
 class RunSink : public search::EventSink {
  public:
-  RunSink(run::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged);
+  RunSink(rundir::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged);
   void emit(const nlohmann::json& e) override;
   void progress(const nlohmann::json& e) override;
   void store_candidate(const search::CandidateRecord& c) override;
@@ -56,7 +56,7 @@ class RunSink : public search::EventSink {
   int skipped() const { return skipped_; }
 
  private:
-  run::RunDir* dir_;
+  rundir::RunDir* dir_;
   report::StatusLine* status_;
   std::vector<nlohmann::json> replay_;  ///< events of the interrupted run, in order
   size_t next_ = 0;
@@ -66,7 +66,7 @@ class RunSink : public search::EventSink {
   std::string error_;
 };
 
-/// Sets *stop when run::Interrupt fires (Ctrl-C / SIGTERM), *also (when given)
+/// Sets *stop when rundir::Interrupt fires (Ctrl-C / SIGTERM), *also (when given)
 /// becomes true, or the sink fails.
 class StopWatcher {
  public:
@@ -83,7 +83,7 @@ class StopWatcher {
 
 /// A run directory opened for --resume with what its config.json says.
 struct Resumed {
-  std::unique_ptr<run::RunDir> dir;
+  std::unique_ptr<rundir::RunDir> dir;
   problem::Problem problem;
   search::SearchOptions opts;
   std::string llm, judge;
@@ -121,18 +121,18 @@ struct NewRun {
   bool test_cpu = false;
   std::string problem_id;  ///< stored for bench runs; empty for lone runs
 };
-Result<std::unique_ptr<run::RunDir>> create_run(const fs::path& out, const NewRun& n, const problem::Problem& problem,
-                                                const search::SearchOptions& opts, const run::Versions& versions);
+Result<std::unique_ptr<rundir::RunDir>> create_run(const fs::path& out, const NewRun& n, const problem::Problem& problem,
+                                                const search::SearchOptions& opts, const rundir::Versions& versions);
 
 struct ProblemRun {
-  run::RunDir* dir = nullptr;
+  rundir::RunDir* dir = nullptr;
   problem::Problem problem;
   search::SearchOptions opts;
   bool resumed = false;
   std::string problem_id;  ///< summary's problem_id (empty: the problem's name)
   report::StatusLine::Mode mode = report::StatusLine::Mode::kAuto;
   FILE* status_out = stdout;
-  const std::atomic<bool>* cancel = nullptr;  ///< an outside stop (besides run::Interrupt)
+  const std::atomic<bool>* cancel = nullptr;  ///< an outside stop (besides rundir::Interrupt)
   /// A resume's LLM settings that differ from the run's (--allow-llm-change):
   /// [{flag, from, to}], logged in its resume event.
   nlohmann::json llm_changes = nlohmann::json::array();
@@ -144,16 +144,16 @@ struct ProblemRunResult {
   std::string solution_error;  ///< the solution package could not be written
   std::string sink_error;      ///< the run directory could not be written
   std::string report_error;
-  Outcome outcome;             ///< what summary.json holds
+  run::Outcome outcome;             ///< what summary.json holds
   std::string summary_error;   ///< summary.json could not be written
 };
 
-/// Runs the search (the caller installs run::Interrupt), then writes the solution
+/// Runs the search (the caller installs rundir::Interrupt), then writes the solution
 /// package, report.md and summary.json. Never throws for search errors: they are
 /// in res.status/res.error and the summary.
 ProblemRunResult run_problem(const Shared& shared, ProblemRun run);
 
 /// Writes DIR/summary.json (atomically) from an outcome.
-Status write_summary(const fs::path& dir, const Outcome& o);
+Status write_summary(const fs::path& dir, const run::Outcome& o);
 
-}  // namespace mk::bench
+}  // namespace mk::run

@@ -13,7 +13,7 @@
 
 #include "util/result.h"
 
-namespace mk::run {
+namespace mk::rundir {
 
 /// What a scan of the log's bytes found.
 struct EventLogScan {
@@ -37,4 +37,4 @@ EventLogScan scan_event_log(std::string_view content);
 Result<std::vector<nlohmann::json>> read_event_log(const std::filesystem::path& path,
                                                    std::vector<std::string>* warnings = nullptr);
 
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -1,4 +1,4 @@
-#include "run/interrupt.h"
+#include "rundir/interrupt.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <mutex>
 
-namespace mk::run {
+namespace mk::rundir {
 
 namespace {
 
@@ -77,4 +77,4 @@ void Interrupt::reset() {
 
 void Interrupt::raise_for_test(int sig) { handle(sig); }
 
-}  // namespace mk::run
+}  // namespace mk::rundir

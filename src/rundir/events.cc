@@ -1,8 +1,8 @@
-#include "run/events.h"
+#include "rundir/events.h"
 
 #include "util/json_fields.h"
 
-namespace mk::run::events {
+namespace mk::rundir::events {
 
 namespace {
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
@@ -75,6 +75,16 @@ Meta get_meta(const nlohmann::json& j, const nlohmann::json& known) {
 
 }  // namespace
 
+std::optional<Envelope> Envelope::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  auto t = j.find("type");
+  if (t == j.end() || !t->is_string()) return std::nullopt;
+  Envelope e{t->get<std::string>()};
+  if (auto it = j.find("seq"); it != j.end() && it->is_number_integer()) e.seq = it->get<int64_t>();
+  e.ts = str(j, "ts");
+  return e;
+}
+
 nlohmann::json LlmCall::to_json() const {
   nlohmann::json j = {{"type", kType},
                       {"agent", agent},
@@ -87,10 +97,10 @@ nlohmann::json LlmCall::to_json() const {
                         {"estimated", usage.estimated}}},
                       {"cached", cached},
                       {"truncated", truncated},
-                      {"latency_ms", latency_ms},
                       {"ok", ok},
                       {"iteration", iteration},
                       {"sample", sample}};
+  if (latency_ms) j["latency_ms"] = *latency_ms;
   if (!ok || !error.empty()) j["error"] = error;
   if (round) j["round"] = *round;
   if (!candidate.empty()) j["candidate"] = candidate;
@@ -109,7 +119,7 @@ std::optional<LlmCall> LlmCall::from_json(const nlohmann::json& j) {
                fields::integer(*u, "cache_write"), fields::boolean(*u, "estimated")};
   c.cached = fields::boolean(j, "cached");
   c.truncated = fields::boolean(j, "truncated");
-  c.latency_ms = fields::integer(j, "latency_ms");
+  if (auto l = j.find("latency_ms"); l != j.end() && l->is_number()) c.latency_ms = fields::integer(j, "latency_ms");
   c.ok = !(j.contains("ok") && j["ok"].is_boolean() && !j["ok"].get<bool>());
   c.error = str(j, "error");
   if (auto r = j.find("round"); r != j.end() && r->is_number_integer()) c.round = r->get<int>();
@@ -718,4 +728,4 @@ std::optional<RunEnd> RunEnd::from_json(const nlohmann::json& j) {
 
 nlohmann::json run_end(const RunEnd& e) { return e.to_json(); }
 
-}  // namespace mk::run::events
+}  // namespace mk::rundir::events

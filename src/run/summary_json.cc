@@ -1,12 +1,74 @@
-#include "bench/summary.h"
+#include "run/summary_json.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "eval/verdict.h"
-#include "run/critical_path.h"
-#include "run/events.h"
+#include "rundir/critical_path.h"
+#include "rundir/events.h"
 
-namespace mk::bench {
+namespace mk::run {
+
+Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
+  if (!s.is_object()) return Error{"summary is not a JSON object"};
+  auto need = [&](const char* key) { return s.contains(key); };
+  for (const char* k : {"problem_id", "method", "status", "correct"})
+    if (!need(k)) return Error{std::string("summary lacks \"") + k + "\""};
+  Outcome o;
+  try {
+    o.problem_id = s.at("problem_id").get<std::string>();
+    o.problem_name = s.value("problem_name", std::string());
+    if (o.problem_name.empty()) o.problem_name = o.problem_id;
+    o.method = s.at("method").get<std::string>();
+    o.status = s.at("status").get<std::string>();
+    o.correct = s.at("correct").get<bool>();
+    if (s.contains("speedup")) {
+      o.speedup_compile = s["speedup"].value("compile", 0.0);
+      o.speedup_eager = s["speedup"].value("eager", 0.0);
+      o.speedup_compile_tf32 = s["speedup"].value("compile_tf32", 0.0);
+    }
+    if (!o.correct) o.speedup_compile = o.speedup_eager = o.speedup_compile_tf32 = 0;
+    if (s.contains("tokens")) {
+      const auto& t = s["tokens"];
+      o.tokens = t.is_number() ? t.get<int64_t>() : t.value("total", int64_t{0});
+    }
+    o.calls = s.value("calls", int64_t{0});
+    o.uses_pytorch = s.value("uses_pytorch", false);
+    o.error = s.value("error", std::string());
+    if (s.contains("time")) o.time = s["time"];
+    if (s.contains("timeline")) {
+      for (const auto& p : s["timeline"]) {
+        TimelinePoint tp;
+        tp.calls = p.value("calls", int64_t{0});
+        tp.tokens = p.value("tokens", int64_t{0});
+        tp.correct = p.value("correct", false);
+        tp.speedup_compile = tp.correct ? p.value("speedup_compile", 0.0) : 0.0;
+        tp.speedup_eager = tp.correct ? p.value("speedup_eager", 0.0) : 0.0;
+        o.timeline.push_back(tp);
+      }
+      std::stable_sort(o.timeline.begin(), o.timeline.end(),
+                       [](const TimelinePoint& a, const TimelinePoint& b) { return a.calls < b.calls; });
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Error{std::string("summary has a field of the wrong type: ") + e.what()};
+  }
+  return o;
+}
+
+nlohmann::json summary_to_json(const Outcome& o) {
+  nlohmann::json tl = nlohmann::json::array();
+  for (const auto& p : o.timeline)
+    tl.push_back({{"calls", p.calls}, {"tokens", p.tokens}, {"correct", p.correct},
+                  {"speedup_compile", p.speedup_compile}, {"speedup_eager", p.speedup_eager}});
+  nlohmann::json j = {{"problem_id", o.problem_id}, {"problem_name", o.problem_name}, {"method", o.method},
+                      {"status", o.status}, {"correct", o.correct},
+                      {"speedup", {{"compile", o.speedup_compile}, {"eager", o.speedup_eager}}},
+                      {"tokens", {{"total", o.tokens}}}, {"calls", o.calls}, {"uses_pytorch", o.uses_pytorch},
+                      {"error", o.error}, {"timeline", tl}};
+  if (!o.time.is_null()) j["time"] = o.time;
+  if (o.speedup_compile_tf32 > 0) j["speedup"]["compile_tf32"] = o.speedup_compile_tf32;
+  return j;
+}
 
 Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const SummaryInfo& info) {
   Outcome o;
@@ -20,7 +82,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   // Eager speedups of correct whole-problem evaluations, by their compile speedup,
   // so a "best" event (which carries only the compile speedup) finds its eager one.
   std::vector<std::pair<double, double>> whole;
-  std::optional<run::events::RunEnd> end;
+  std::optional<rundir::events::RunEnd> end;
 
   auto push_point = [&] {
     TimelinePoint p{calls, tokens, best_correct, best_correct ? best_compile : 0, best_correct ? best_eager : 0};
@@ -41,14 +103,14 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   double tf32 = 0;  // --baseline-tf32: the passing final check's speedup vs torch.compile with TF32 on
   for (const auto& e : events) {
     if (!e.is_object()) continue;
-    if (auto c = run::events::LlmCall::from_json(e)) {
+    if (auto c = rundir::events::LlmCall::from_json(e)) {
       ++calls;
       tokens += c->billed_tokens();  // as report.md and the status line count them
-    } else if (auto ev = run::events::Eval::from_json(e)) {
+    } else if (auto ev = rundir::events::Eval::from_json(e)) {
       const bool is_whole = ev->e2e || ev->task == info.problem_name;
       if (is_whole && ev->status == "correct")
         whole.emplace_back(ev->speedup_compile.value_or(0), ev->speedup_eager.value_or(0));
-    } else if (auto b = run::events::Best::from_json(e)) {
+    } else if (auto b = rundir::events::Best::from_json(e)) {
       best_correct = b->correct;
       best_compile = b->speedup_compile.value_or(0);
       best_pytorch = b->contains_pytorch_subkernels;
@@ -59,13 +121,13 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
           break;
         }
       push_point();
-    } else if (run::events::Iteration::from_json(e)) {
+    } else if (rundir::events::Iteration::from_json(e)) {
       push_point();
-    } else if (auto fc = run::events::FinalCheck::from_json(e)) {
+    } else if (auto fc = rundir::events::FinalCheck::from_json(e)) {
       if (fc->passed) tf32 = fc->speedup_compile_tf32.value_or(0);
-    } else if (auto r = run::events::RunEnd::from_json(e)) {
+    } else if (auto r = rundir::events::RunEnd::from_json(e)) {
       end = std::move(r);
-    } else if (run::events::Resume::from_json(e)) {
+    } else if (rundir::events::Resume::from_json(e)) {
       end.reset();  // a later run_end (of the resumed process) decides
     }
   }
@@ -101,8 +163,8 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   o.uses_pytorch = o.correct && best_pytorch;
   o.calls = calls;
   o.tokens = tokens;
-  o.time = run::time_account(events).to_json();
+  o.time = rundir::time_account(events).to_json();
   return o;
 }
 
-}  // namespace mk::bench
+}  // namespace mk::run

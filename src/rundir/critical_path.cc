@@ -1,4 +1,4 @@
-#include "run/critical_path.h"
+#include "rundir/critical_path.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,17 +8,15 @@
 
 #include <fmt/format.h>
 
-#include "run/clock.h"
-#include "run/events.h"
+#include "rundir/clock.h"
+#include "rundir/events.h"
 #include "util/json_fields.h"
 
-namespace mk::run {
+namespace mk::rundir {
 
 namespace {
 
 using nlohmann::json;
-using fields::optnum;
-using fields::str;
 
 json num_or_null(const std::optional<double>& v) {
   return v ? json(std::round(*v * 1000) / 1000) : json(nullptr);
@@ -151,51 +149,68 @@ TimeAccount time_account(const std::vector<json>& events) {
   // T: the run's outer iterations (after the last one comes PostFuse, Swap, the final check).
   int T = -1, max_t = 0;
   for (const auto& e : events) {
-    if (!e.is_object()) continue;
-    const std::string type = str(e, "type");
-    if (type == events::kRunStart && e.contains("settings") && e["settings"].is_object())
-      T = static_cast<int>(fields::integer(e["settings"], "T", -1));
-    if (type == events::kIteration) max_t = std::max<int>(max_t, static_cast<int>(fields::integer(e, "t")));
+    if (auto rs = events::RunStart::from_json(e)) {
+      // settings is the run's free-form knobs (events.h, RunStart): T is one of them.
+      if (!rs->settings.empty()) T = static_cast<int>(fields::integer(rs->settings, "T", -1));
+    } else if (auto it = events::Iteration::from_json(e)) {
+      max_t = std::max(max_t, it->t);
+    }
   }
   if (T < 0) T = max_t;
   const int post = T + 1;
 
   std::map<int, PhaseData> data;
-  std::map<std::string, const json*> local_evals;  // candidate -> its (last) local eval event
+  std::map<std::string, events::Eval> local_evals;  // candidate -> its (last) local eval record
   std::map<std::string, int> local_phase;
   std::optional<std::chrono::system_clock::time_point> prev;
   bool any_ts = false;
   int cur = 0;
   bool after_last = false;
   for (const auto& e : events) {
-    if (!e.is_object()) continue;
-    const std::string type = str(e, "type");
+    auto env = events::Envelope::from_json(e);
+    if (!env) continue;
+    const std::string& type = env->type;
+    // The records this account reads, and the outer iteration a record names
+    // (records without one, and those whose type carries none, stay in the
+    // current phase; an iteration record names its t).
+    std::optional<events::LlmCall> call;
+    std::optional<events::VerifyDecomposition> verify;
+    std::optional<events::Eval> ev;
+    std::optional<events::Iteration> iter;
+    std::optional<int> named;
+    if ((call = events::LlmCall::from_json(e))) named = call->iteration;
+    else if ((verify = events::VerifyDecomposition::from_json(e))) named = verify->iteration;
+    else if ((ev = events::Eval::from_json(e))) named = ev->iteration;
+    else if ((iter = events::Iteration::from_json(e))) named = iter->t;
+    else if (auto r = events::Topology::from_json(e)) named = r->iteration;
+    else if (auto r = events::ReplyError::from_json(e)) named = r->iteration;
+    else if (auto r = events::Judge::from_json(e)) named = r->iteration;
+    else if (auto r = events::Budget::from_json(e)) named = r->iteration;
     int p = cur;
     if (is_post_type(type)) p = post;
-    else if (type == events::kIteration) p = static_cast<int>(fields::integer(e, "t", cur));
-    else if (auto it = optnum(e, "iteration")) p = static_cast<int>(*it);
+    else if (named) p = *named;
     p = after_last ? post : std::max(p, cur);
     cur = p;
     PhaseData& d = data[p];
     d.any = true;
-    if (type == events::kIteration && fields::integer(e, "t") >= T) {
+    if (iter && iter->t >= T) {
       after_last = true;
       cur = post;
     }
     // Wall time: the time up to an event is its phase's; the downtime before a resume is nobody's.
-    if (auto ts = parse_iso8601_utc(str(e, "ts"))) {
+    if (auto ts = parse_iso8601_utc(env->ts)) {
       any_ts = true;
       if (prev && type != events::kResume) d.wall_s += std::max(0.0, std::chrono::duration<double>(*ts - *prev).count());
       prev = ts;
     }
-    if (type == events::kLlmCall) {
+    if (call) {
       Call c;
-      if (auto l = optnum(e, "latency_ms")) c.latency_s = *l / 1000.0;
-      if (auto r = optnum(e, "round")) c.round = static_cast<int>(*r);
-      c.agent = str(e, "agent");
-      c.task = str(e, "task");
-      c.candidate = str(e, "candidate");
-      c.sample = static_cast<int>(fields::integer(e, "sample"));
+      if (call->latency_ms) c.latency_s = static_cast<double>(*call->latency_ms) / 1000.0;
+      c.round = call->round;
+      c.agent = call->agent;
+      c.task = call->task;
+      c.candidate = call->candidate;
+      c.sample = call->sample;
       if (!c.latency_s || !c.round) {
         d.unknown = true;
         continue;
@@ -211,32 +226,31 @@ TimeAccount time_account(const std::vector<json>& events) {
         j.llm_s += *c.latency_s;
         j.has_call = true;
       }
-    } else if (type == events::kVerifyDecomposition) {
-      if (auto s = optnum(e, "seconds")) d.verify_s[{str(e, "agent"), static_cast<int>(fields::integer(e, "sample"))}] = *s;
-    } else if (type == events::kEval) {
-      const double q = optnum(e, "queued_s").value_or(0), ev = optnum(e, "eval_s").value_or(0);
-      if (fields::boolean(e, "e2e")) {
+    } else if (verify) {
+      if (verify->seconds) d.verify_s[{verify->agent, verify->sample}] = *verify->seconds;
+    } else if (ev) {
+      const double q = ev->queued_s.value_or(0), evs = ev->eval_s.value_or(0);
+      if (ev->e2e) {
         // A final check started early (beside the last iteration's evaluation):
         // the path waited only for what was left of it.
-        d.e2e_s += optnum(e, "waited_s").value_or(q + ev);
+        d.e2e_s += ev->waited_s.value_or(q + evs);
       } else {
-        local_evals[str(e, "candidate")] = &e;
-        local_phase[str(e, "candidate")] = p;
+        local_phase[ev->candidate] = p;
+        local_evals.insert_or_assign(ev->candidate, std::move(*ev));
       }
     }
   }
   // Each local evaluation joins its job (a reused subkernel's, with no LLM call, is round 0 of its task).
-  for (const auto& [cand, ep] : local_evals) {
+  for (const auto& [cand, e] : local_evals) {
     PhaseData& d = data[local_phase[cand]];
-    const json& e = *ep;
     Job* job = nullptr;
     for (auto& [task, rounds] : d.tasks)
       for (auto& [r, jobs] : rounds)
         if (auto it = jobs.find(cand); it != jobs.end()) job = &it->second;
-    if (!job) job = &d.tasks[str(e, "task")][0][cand];
-    job->queued_s = optnum(e, "queued_s").value_or(0);
-    job->baseline_s = optnum(e, "baseline_s").value_or(0);
-    job->eval_s = optnum(e, "eval_s").value_or(0);
+    if (!job) job = &d.tasks[e.task][0][cand];
+    job->queued_s = e.queued_s.value_or(0);
+    job->baseline_s = e.baseline_s.value_or(0);
+    job->eval_s = e.eval_s.value_or(0);
   }
 
   bool unknown = false;
@@ -308,4 +322,4 @@ TimeAccount time_account(const std::vector<json>& events) {
   return out;
 }
 
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -1,4 +1,4 @@
-#include "run/lock.h"
+#include "rundir/lock.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run/clock.h"
+#include "rundir/clock.h"
 
-namespace mk::run {
+namespace mk::rundir {
 
 namespace fs = std::filesystem;
 
@@ -247,4 +247,4 @@ RunLock::~RunLock() {
   }
 }
 
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -1,9 +1,9 @@
-#include "run/clock.h"
+#include "rundir/clock.h"
 
 #include <cstdio>
 #include <ctime>
 
-namespace mk::run {
+namespace mk::rundir {
 
 std::string iso8601_utc(std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
@@ -45,4 +45,4 @@ std::optional<std::chrono::system_clock::time_point> parse_iso8601_utc(std::stri
   return std::chrono::system_clock::from_time_t(secs) + std::chrono::milliseconds(ms);
 }
 
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -25,7 +25,7 @@
 
 #include "util/result.h"
 
-namespace mk::run {
+namespace mk::rundir {
 
 class RunLock;
 
@@ -126,4 +126,4 @@ class RunDir {
 /// Quotes s for a POSIX shell when it needs quoting.
 std::string shell_quote(const std::string& s);
 
-}  // namespace mk::run
+}  // namespace mk::rundir

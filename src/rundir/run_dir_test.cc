@@ -1,4 +1,4 @@
-#include "run/run_dir.h"
+#include "rundir/run_dir.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,15 +13,15 @@
 
 #include <gtest/gtest.h>
 
-#include "run/clock.h"
-#include "run/event_log.h"
-#include "run/events.h"
-#include "run/interrupt.h"
-#include "run/lock.h"
-#include "run/secrets.h"
+#include "rundir/clock.h"
+#include "rundir/event_log.h"
+#include "rundir/events.h"
+#include "rundir/interrupt.h"
+#include "rundir/lock.h"
+#include "rundir/secrets.h"
 #include "util/fs.h"
 
-namespace mk::run {
+namespace mk::rundir {
 namespace {
 
 namespace fs = std::filesystem;
@@ -651,4 +651,4 @@ TEST(InterruptTest, SecondSignalExitsWith130) {
 }
 
 }  // namespace
-}  // namespace mk::run
+}  // namespace mk::rundir

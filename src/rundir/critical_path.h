@@ -27,7 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mk::run {
+namespace mk::rundir {
 
 /// Seconds spent along the path, by what was waited for.
 struct PathTimes {
@@ -77,4 +77,4 @@ struct TimeAccount {
 /// with "ts"). Never throws; unknown or missing fields give nulls.
 TimeAccount time_account(const std::vector<nlohmann::json>& events);
 
-}  // namespace mk::run
+}  // namespace mk::rundir

@@ -1,25 +1,25 @@
-#include "bench/problem_run.h"
+#include "run/problem_run.h"
 
 #include <chrono>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "bench/summary.h"
+#include "run/summary_json.h"
 #include "eval/calibration.h"
 #include "problem/compose.h"
 #include "report/report.h"
-#include "run/event_log.h"
-#include "run/events.h"
-#include "run/interrupt.h"
+#include "rundir/event_log.h"
+#include "rundir/events.h"
+#include "rundir/interrupt.h"
 #include "util/fs.h"
 #include "util/json_fields.h"
 
-namespace mk::bench {
+namespace mk::run {
 
 // ---- RunSink -------------------------------------------------------------------
 
-RunSink::RunSink(run::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged)
+RunSink::RunSink(rundir::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged)
     : dir_(dir), status_(status) {
   for (auto& e : already_logged) {
     std::string t = e.value("type", "");
@@ -70,7 +70,7 @@ void RunSink::store_candidate(const search::CandidateRecord& c) {
 }
 
 void RunSink::snapshot_topology(int iteration, const problem::Topology& t) {
-  auto st = dir_->write_json(run::RunDir::topology_rel(iteration), t.to_json());
+  auto st = dir_->write_json(rundir::RunDir::topology_rel(iteration), t.to_json());
   if (!st) {
     std::lock_guard<std::mutex> lk(mu_);
     if (error_.empty()) error_ = st.error();
@@ -86,7 +86,7 @@ StopWatcher::StopWatcher(std::atomic<bool>* stop, const RunSink* sink, const std
     : stop_(stop), sink_(sink), also_(also) {
   th_ = std::thread([this] {
     while (!done_) {
-      if (run::Interrupt::requested() || (also_ && also_->load()) || (sink_ && !sink_->error().empty()))
+      if (rundir::Interrupt::requested() || (also_ && also_->load()) || (sink_ && !sink_->error().empty()))
         stop_->store(true);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -105,9 +105,9 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_regular_file(dir / "config.json", ec))
     return bad(dir.string() + " is not a run directory (no config.json)");
-  if (auto v = read_json_file(dir / "versions.json"); v && v->is_object() && v->value("run_format", 0) > run::kRunFormat)
+  if (auto v = read_json_file(dir / "versions.json"); v && v->is_object() && v->value("run_format", 0) > rundir::kRunFormat)
     return bad(fmt::format("{}: written by a newer mkevolve (run format {}); this one reads up to {}", dir.string(),
-                           v->value("run_format", 0), run::kRunFormat));
+                           v->value("run_format", 0), rundir::kRunFormat));
   const fs::path man_path = dir / "solution" / "manifest.json";
   auto man = read_json_file(man_path);
   if (!man || !man->is_object() || !man->contains("subkernels") || !(*man)["subkernels"].is_array())
@@ -115,7 +115,7 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
   if (!man->value("correct", false))
     return bad(man_path.string() + ": the run's solution is not a verified one; there is nothing to reuse");
   const int it = man->value("iteration", 0);
-  fs::path topo_path = dir / run::RunDir::topology_rel(it);
+  fs::path topo_path = dir / rundir::RunDir::topology_rel(it);
   Result<problem::Topology> topo = Error{"missing or not JSON"};
   if (man->value("monolithic", false)) {
     // The whole problem as one subkernel (PostFuse's result, a baseline's, or
@@ -151,12 +151,12 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
   if (auto cfg = read_json_file(dir / "config.json"); cfg && cfg->is_object())
     r.judged = !cfg->value("judge", std::string()).empty();
   // The kernel calls the run spent on each (and, for an adaptation, the ones it saved).
-  if (auto events = run::read_event_log(dir / "events.jsonl")) {
+  if (auto events = rundir::read_event_log(dir / "events.jsonl")) {
     for (const auto& e : *events) {
-      if (auto c = run::events::LlmCall::from_json(e); c && r.calls.count(c->task) &&
-                                                        run::events::is_kernel_agent(c->agent))
+      if (auto c = rundir::events::LlmCall::from_json(e); c && r.calls.count(c->task) &&
+                                                        rundir::events::is_kernel_agent(c->agent))
         r.calls[c->task] += 1;
-      else if (auto u = run::events::parse_reuse(e); u && u->correct && r.calls.count(u->task))
+      else if (auto u = rundir::events::parse_reuse(e); u && u->correct && r.calls.count(u->task))
         r.calls[u->task] += u->calls_saved;
     }
   }
@@ -164,7 +164,7 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
 }
 
 Result<Resumed> open_for_resume(const fs::path& dir) {
-  auto opened = run::RunDir::open(dir);
+  auto opened = rundir::RunDir::open(dir);
   if (!opened) return Error{opened.error()};
   Resumed r;
   r.dir = std::move(*opened);
@@ -189,10 +189,10 @@ std::optional<nlohmann::json> finished_run_end(const std::vector<nlohmann::json>
   std::optional<nlohmann::json> end;
   std::string result;
   for (const auto& e : events) {
-    if (auto r = run::events::RunEnd::from_json(e)) {
+    if (auto r = rundir::events::RunEnd::from_json(e)) {
       end = e;
       result = r->result;
-    } else if (run::events::Resume::from_json(e)) {
+    } else if (rundir::events::Resume::from_json(e)) {
       end.reset();
     }
   }
@@ -205,8 +205,8 @@ std::optional<nlohmann::json> finished_run_end(const std::vector<nlohmann::json>
   return end;
 }
 
-Result<std::unique_ptr<run::RunDir>> create_run(const fs::path& out, const NewRun& n, const problem::Problem& problem,
-                                                const search::SearchOptions& opts, const run::Versions& versions) {
+Result<std::unique_ptr<rundir::RunDir>> create_run(const fs::path& out, const NewRun& n, const problem::Problem& problem,
+                                                const search::SearchOptions& opts, const rundir::Versions& versions) {
   nlohmann::json config = {{"command", n.cmd},
                            {"problem", problem.name},
                            {"problem_file", fs::absolute(n.problem_file).string()},
@@ -218,22 +218,22 @@ Result<std::unique_ptr<run::RunDir>> create_run(const fs::path& out, const NewRu
                            {"test_cpu", n.test_cpu},
                            {"options", search::to_json(opts)}};
   if (!n.problem_id.empty()) config["problem_id"] = n.problem_id;
-  auto created = run::RunDir::create(out, config, versions);
+  auto created = rundir::RunDir::create(out, config, versions);
   if (!created) return Error{created.error()};
   auto rd = std::move(*created);
   if (auto st = rd->write_text("problem.py", problem.source); !st) return Error{st.error()};
   return rd;
 }
 
-Status write_summary(const fs::path& dir, const Outcome& o) {
-  return write_file_atomic(dir / "summary.json", summary_to_json(o).dump(2) + "\n");
+Status write_summary(const fs::path& dir, const run::Outcome& o) {
+  return write_file_atomic(dir / "summary.json", run::summary_to_json(o).dump(2) + "\n");
 }
 
 // ---- the run -------------------------------------------------------------------------
 
 ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   ProblemRunResult out;
-  run::RunDir* rd = pr.dir;
+  rundir::RunDir* rd = pr.dir;
   auto& opts = pr.opts;
   std::vector<nlohmann::json> prior = pr.resumed ? rd->events() : std::vector<nlohmann::json>{};
 
@@ -245,7 +245,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   for (const auto& n : rd->notices()) status.message(n);
   rd->add_listener([&status](const nlohmann::json& e) { status.on_event(e); });
   if (pr.resumed) {
-    if (auto st = rd->log_event(run::events::resume(static_cast<int64_t>(prior.size()), rd->notices(), pr.llm_changes));
+    if (auto st = rd->log_event(rundir::events::resume(static_cast<int64_t>(prior.size()), rd->notices(), pr.llm_changes));
         !st)
       out.sink_error = st.error();
   }
@@ -261,7 +261,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     mk::Status st = shared.evaluator->check_problem(pr.problem.path, opts.eval.test_cpu);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!st) preflight_error = st.error();
-    if (auto w = rd->log_event(run::events::preflight("problem", st.ok(), std::round(secs * 1000) / 1000,
+    if (auto w = rd->log_event(rundir::events::preflight("problem", st.ok(), std::round(secs * 1000) / 1000,
                                                       st.ok() ? "" : preflight_error));
         !w)
       out.sink_error = w.error();
@@ -279,7 +279,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!e) continue;
       std::string msg = (*p)->spec() + ": " + e->message;
-      (void)rd->log_event(run::events::preflight("endpoint", false, std::round(secs * 1000) / 1000, msg));
+      (void)rd->log_event(rundir::events::preflight("endpoint", false, std::round(secs * 1000) / 1000, msg));
       if (pr.resumed) status.message("warning: " + msg + " (resuming anyway: cached replies need no endpoint)");
       else endpoint_error = msg;
     }
@@ -344,7 +344,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   auto report = report::write_report(rd->root(), rd->root(), &warnings);
   if (!report) out.report_error = report.error();
 
-  SummaryInfo info;
+  run::SummaryInfo info;
   info.problem_id = pr.problem_id.empty() ? pr.problem.name : pr.problem_id;
   info.problem_name = pr.problem.name;
   info.method = opts.method;
@@ -360,9 +360,9 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     info.status = "failed";
     info.error = "the solution could not be written: " + out.solution_error;
   }
-  out.outcome = outcome_from_events(rd->events(), info);
+  out.outcome = run::outcome_from_events(rd->events(), info);
   if (auto st = write_summary(rd->root(), out.outcome); !st) out.summary_error = st.error();
   return out;
 }
 
-}  // namespace mk::bench
+}  // namespace mk::run

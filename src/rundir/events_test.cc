@@ -1,11 +1,11 @@
 // The typed event records (run/events.h): each one's to_json and from_json
 // are inverses, a newer writer's fields survive a read and a write, and a
 // record of another type is not mistaken for one.
-#include "run/events.h"
+#include "rundir/events.h"
 
 #include <gtest/gtest.h>
 
-namespace mk::run::events {
+namespace mk::rundir::events {
 namespace {
 
 using nlohmann::json;
@@ -101,6 +101,8 @@ TEST(EventRecords, LlmCallFromOlderAndOtherRecords) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->meta.v, 1);
   EXPECT_FALSE(c->round);
+  EXPECT_FALSE(c->latency_ms) << "a latency not measured is not 0 ms";
+  EXPECT_FALSE(c->to_json().contains("latency_ms"));
   EXPECT_TRUE(c->ok) << "a record without ok was a successful call";
   EXPECT_EQ(c->usage.total(), 15);
   EXPECT_EQ(c->billed_tokens(), 0) << "a cached reply cost nothing this time";
@@ -109,6 +111,21 @@ TEST(EventRecords, LlmCallFromOlderAndOtherRecords) {
   EXPECT_FALSE(LlmCall::from_json(json{{"type", "eval"}}));
   EXPECT_FALSE(LlmCall::from_json(json::array()));
   EXPECT_FALSE(LlmCall::from_json(json{{"agent", "generate"}}));
+}
+
+TEST(EventRecords, EnvelopeOfAnyRecord) {
+  auto e = Envelope::from_json(json{{"type", "a_newer_type"}, {"seq", 3}, {"ts", "2026-11-30T08:00:00.000Z"}});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, "a_newer_type");
+  EXPECT_EQ(e->seq, 3);
+  EXPECT_EQ(e->ts, "2026-11-30T08:00:00.000Z");
+  auto bare = Envelope::from_json(json{{"type", "eval"}});
+  ASSERT_TRUE(bare);
+  EXPECT_FALSE(bare->seq);
+  EXPECT_EQ(bare->ts, "");
+  EXPECT_FALSE(Envelope::from_json(json{{"type", 1}}));
+  EXPECT_FALSE(Envelope::from_json(json{{"seq", 1}}));
+  EXPECT_FALSE(Envelope::from_json(json::array()));
 }
 
 // Every other record: written, read back and written again gives the same
@@ -334,4 +351,4 @@ TEST(EventRecords, TheRunsFrameRecordsRoundTrip) {
 }
 
 }  // namespace
-}  // namespace mk::run::events
+}  // namespace mk::rundir::events

@@ -1,0 +1,71 @@
+// A run's summary.json (what bench-report and the suite's metrics read): its
+// contents (Outcome), read and written (outcome_from_summary, summary_to_json),
+// and built from the run's event log, so it can be (re)computed for any run
+// directory, finished or not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/result.h"
+
+namespace mk::run {
+
+/// Best-so-far state of one problem's run after a number of LLM calls.
+struct TimelinePoint {
+  int64_t calls = 0;
+  int64_t tokens = 0;
+  bool correct = false;
+  double speedup_compile = 0;
+  double speedup_eager = 0;
+};
+
+/// The result of one method on one problem (from the run's summary.json).
+struct Outcome {
+  std::string problem_id;
+  std::string problem_name;
+  std::string method;
+  std::string status;          ///< finished, failed, interrupted, missing
+  bool correct = false;
+  double speedup_compile = 0;  ///< 0 unless correct
+  /// --baseline-tf32: the final check against torch.compile with TF32 on; 0 unless correct and measured.
+  double speedup_compile_tf32 = 0;
+  double speedup_eager = 0;
+  int64_t tokens = 0;
+  int64_t calls = 0;
+  bool uses_pytorch = false;   ///< solution contains PyTorch subkernels (Swap)
+  std::string error;
+  std::vector<TimelinePoint> timeline;
+  /// Wall time, the LLM critical path and where the rest went
+  /// (rundir::TimeAccount::to_json); null when not known.
+  nlohmann::json time;
+};
+
+/// Parses a run's summary.json. Errors name the field that is wrong.
+Result<Outcome> outcome_from_summary(const nlohmann::json& summary);
+nlohmann::json summary_to_json(const Outcome& o);
+
+struct SummaryInfo {
+  std::string problem_id;    ///< the suite id ([level-]name-hash8), or the problem name for a lone run
+  std::string problem_name;
+  std::string method;
+  /// Overrides what the log says: "failed" with an error (setup failed, an
+  /// exception, the run directory could not be written), or "interrupted".
+  std::string status;
+  std::string error;
+};
+
+/// The outcome of a run from its events:
+///  - status: run_end's "ok"/"no_correct" -> finished, "interrupted" -> interrupted,
+///    "error" -> failed; no run_end -> interrupted (the process died mid-run);
+///  - correct/speedups/uses_pytorch from the last "best" event and run_end's solution;
+///  - calls/tokens: run_end's accounting when present, else the llm_call events;
+///  - timeline: the best-so-far after every outer iteration and every new best,
+///    at the cumulative LLM calls and tokens of that moment.
+/// A run that did not finish is never counted correct.
+Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const SummaryInfo& info);
+
+}  // namespace mk::run
