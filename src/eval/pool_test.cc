@@ -224,7 +224,7 @@ TEST_F(PoolTest, ACalibrationIsAdmittedByMemoryLikeAnEvaluation) {
   o.extra_env["MKEVOLVE_WORKER_FAKE_CALIBRATE_COUNT"] = count.string();
   auto pool = make(o);
   auto k = kernel("counted", "# FAKE: concurrency " + count.string() + "\n# FAKE: correct\n");
-  std::vector<std::future<EvalResult>> evals;
+  std::vector<std::future<Verdict>> evals;
   std::vector<std::future<Result<json>>> cals;
   for (int i = 0; i < 2; ++i) {
     evals.push_back(pool->submit(request(k)));
