@@ -156,24 +156,6 @@ TEST(Metrics, CurveFollowsBestSoFar) {
   EXPECT_DOUBLE_EQ(c[2].mean_tokens, 275);
 }
 
-TEST(Metrics, SummaryRoundTripAndErrors) {
-  run::Outcome a = oc("p1", true, 1.25, 2.0, 42);
-  a.timeline = {{8, 10, true, 1.25, 2.0}};
-  auto back = run::outcome_from_summary(run::summary_to_json(a));
-  ASSERT_TRUE(back.ok()) << back.error();
-  EXPECT_EQ(back->problem_id, "p1");
-  EXPECT_DOUBLE_EQ(back->speedup_compile, 1.25);
-  EXPECT_EQ(back->tokens, 42);
-  ASSERT_EQ(back->timeline.size(), 1u);
-  auto bad = run::outcome_from_summary(nlohmann::json{{"problem_id", "x"}});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().find("method"), std::string::npos);
-  // An incorrect result never carries a speedup, whatever the file says.
-  auto j = run::summary_to_json(oc("q", false, 0, 0, 1));
-  j["speedup"]["compile"] = 3.0;
-  EXPECT_DOUBLE_EQ(run::outcome_from_summary(j)->speedup_compile, 0.0);
-}
-
 TEST(BenchReport, MergesShardsAndRenders) {
   TempDir d;
   auto put = [&](const std::string& rel, const run::Outcome& o) {

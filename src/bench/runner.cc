@@ -19,13 +19,7 @@ fs::path problem_dir(const SuiteOptions& o, const SuiteProblem& p) { return o.ou
 
 Action plan(const fs::path& dir) {
   std::error_code ec;
-  if (fs::exists(dir / "summary.json", ec)) {
-    auto text = read_file(dir / "summary.json");
-    if (text) {
-      auto j = nlohmann::json::parse(*text, nullptr, false);
-      if (!j.is_discarded() && j.is_object() && j.value("status", "") == "finished") return Action::kSkip;
-    }
-  }
+  if (run::summary_says_finished(dir)) return Action::kSkip;
   if (fs::exists(dir / "config.json", ec)) return Action::kResume;
   return Action::kCreate;
 }

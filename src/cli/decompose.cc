@@ -30,8 +30,8 @@ class PrintSink : public search::EventSink {
       for (const auto& f : v->failures) std::printf("  - %s\n", f.c_str());
     } else if (auto r = rundir::events::parse_reply_error(e)) {
       std::printf("decompose: unusable reply: %s\n", r->error.c_str());
-    } else if (e.value("type", "") == rundir::events::kLlmCall && !e.value("ok", true)) {
-      std::printf("decompose: LLM call failed: %s\n", e.value("error", "").c_str());
+    } else if (auto c = rundir::events::LlmCall::from_json(e); c && !c->ok) {
+      std::printf("decompose: LLM call failed: %s\n", c->error.c_str());
     }
     std::fflush(stdout);
   }

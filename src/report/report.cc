@@ -389,18 +389,15 @@ std::string render_markdown(const ReportData& s) {
   if (!s.swaps.empty()) {
     md += "## Swaps\n\n| subkernel | from | to | end-to-end before | after |\n|---|---|---|---|---|\n";
     for (const auto& e : s.swaps) {
-      auto before = e.contains("speedup_before") && e["speedup_before"].is_number() ? std::optional<double>(e["speedup_before"].get<double>()) : std::nullopt;
-      auto after = e.contains("speedup_after") && e["speedup_after"].is_number() ? std::optional<double>(e["speedup_after"].get<double>()) : std::nullopt;
-      md += "| " + md_cell(vstr(e, "name")) + " | " + md_cell(vstr(e, "from")) + " | " + md_cell(vstr(e, "to")) + " | " +
-            speedup(before) + " | " + speedup(after) + " |\n";
+      md += "| " + md_cell(joined(swapped_names(e))) + " | " + md_cell(e.from) + " | " + md_cell(e.to) + " | " +
+            speedup(e.speedup_before) + " | " + speedup(e.speedup_after) + " |\n";
     }
     md += "\n";
   }
   if (!s.postfuse.empty()) {
     md += "## Post-fusion attempts\n\n| attempt | status | speedup vs torch.compile |\n|---|---|---|\n";
     for (const auto& e : s.postfuse) {
-      auto sp = e.contains("speedup_compile") && e["speedup_compile"].is_number() ? std::optional<double>(e["speedup_compile"].get<double>()) : std::nullopt;
-      md += "| " + vstr(e, "attempt") + " | " + md_cell(vstr(e, "status")) + " | " + speedup(sp) + " |\n";
+      md += "| " + std::to_string(e.attempt) + " | " + md_cell(e.status) + " | " + speedup(e.speedup_compile) + " |\n";
     }
     md += "\n";
   }
@@ -767,17 +764,15 @@ std::string render_html(const ReportData& s) {
     if (!s.swaps.empty()) {
       h += "<table><tr><th>swap</th><th>from</th><th>to</th><th>e2e before</th><th>e2e after</th></tr>";
       for (const auto& e : s.swaps) {
-        auto get = [&](const char* k) { return e.contains(k) && e[k].is_number() ? std::optional<double>(e[k].get<double>()) : std::nullopt; };
-        h += "<tr>" + td(escape(vstr(e, "name"))) + td(escape(vstr(e, "from"))) + td(escape(vstr(e, "to"))) +
-             td(speedup(get("speedup_before"))) + td(speedup(get("speedup_after"))) + "</tr>";
+        h += "<tr>" + td(escape(joined(swapped_names(e)))) + td(escape(e.from)) + td(escape(e.to)) +
+             td(speedup(e.speedup_before)) + td(speedup(e.speedup_after)) + "</tr>";
       }
       h += "</table>";
     }
     if (!s.postfuse.empty()) {
       h += "<table><tr><th>post-fusion attempt</th><th>status</th><th>vs torch.compile</th></tr>";
       for (const auto& e : s.postfuse) {
-        auto sp = e.contains("speedup_compile") && e["speedup_compile"].is_number() ? std::optional<double>(e["speedup_compile"].get<double>()) : std::nullopt;
-        h += "<tr>" + td(escape(vstr(e, "attempt"))) + td(escape(vstr(e, "status"))) + td(speedup(sp)) + "</tr>";
+        h += "<tr>" + td(std::to_string(e.attempt)) + td(escape(e.status)) + td(speedup(e.speedup_compile)) + "</tr>";
       }
       h += "</table>";
     }

@@ -50,6 +50,14 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return out;
 }
 
+/// Whether the solution holds PyTorch subkernels, where a best, swap or
+/// run_end record says so (nullopt: the record is none of these, or is silent).
+std::optional<bool> says_pytorch(const json& ev) {
+  if (auto b = rundir::events::Best::from_json(ev)) return b->contains_pytorch_subkernels;
+  if (auto sw = rundir::events::Swap::from_json(ev)) return sw->contains_pytorch_subkernels;
+  if (auto end = rundir::events::RunEnd::from_json(ev)) return end->contains_pytorch_subkernels;
+  return std::nullopt;
+}
 }  // namespace
 
 std::string human_count(double v) {
@@ -90,7 +98,6 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
 
   for (const auto& ev : events) {
     if (!ev.is_object()) continue;
-    const std::string type = str(ev, "type");
     if (auto rs = rundir::events::RunStart::from_json(ev)) {
       if (s.method.empty()) s.method = rs->method;
       if (s.problem.empty()) s.problem = rs->problem;
@@ -192,9 +199,8 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
       s.final_speedup_eager = row.speedup_eager;
       s.final_runtime_ms = row.runtime_ms;
       iterations[row.t] = std::move(row);
-    } else if (type == "best" || type == "run_end" || type == "swap") {
-      if (ev.contains("contains_pytorch_subkernels") && ev["contains_pytorch_subkernels"].is_boolean())
-        s.contains_pytorch = ev["contains_pytorch_subkernels"].get<bool>();
+    } else if (auto flag = says_pytorch(ev)) {
+      s.contains_pytorch = *flag;
     }
     if (auto b = rundir::events::Best::from_json(ev)) {
       if (auto v = b->speedup_compile; b->correct && v && (!best_from_events || *v >= *best_from_events)) {
@@ -203,25 +209,23 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
       }
     } else if (auto r = rundir::events::parse_reuse(ev)) {
       s.reuse.push_back({r->task, r->from_run, r->from_task, r->match, r->status, r->correct, r->calls_saved});
-    } else if (type == "swap") {
-      s.swaps.push_back(ev);
-      std::vector<std::string> names = strings(ev, "names");
-      if (names.empty()) names.push_back(str(ev, "name"));
-      std::string to = str(ev, "to");
+    } else if (auto sw = rundir::events::Swap::from_json(ev)) {
+      std::vector<std::string> names = swapped_names(*sw);
       for (auto& r : current) {
         if (std::find(names.begin(), names.end(), r.name) == names.end()) continue;
-        r.uses_pytorch = to == "pytorch";
+        r.uses_pytorch = sw->to == "pytorch";
         r.status = "correct";
         r.speedup_compile.reset();
         r.runtime_ms.reset();
         r.share.reset();
       }
-      if (auto after = optnum(ev, "speedup_after")) {
-        s.final_speedup_compile = after;
+      if (sw->speedup_after) {
+        s.final_speedup_compile = sw->speedup_after;
         s.final_e2e_status = "correct";
       }
-    } else if (type == "postfuse") {
-      s.postfuse.push_back(ev);
+      s.swaps.push_back(std::move(*sw));
+    } else if (auto pf = rundir::events::Postfuse::from_json(ev)) {
+      s.postfuse.push_back(std::move(*pf));
     } else if (auto fc = rundir::events::FinalCheck::from_json(ev)) {
       // --baseline-tf32: the returned solution against torch.compile with TF32 on.
       if (fc->passed) s.final_speedup_compile_tf32 = fc->speedup_compile_tf32;
@@ -271,8 +275,8 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
     // was not swapped is the reused one.
     bool swapped = false;
     for (const auto& sw : s.swaps) {
-      auto names = strings(sw, "names");
-      swapped |= str(sw, "name") == r.name || std::find(names.begin(), names.end(), r.name) != names.end();
+      auto names = swapped_names(sw);
+      swapped |= std::find(names.begin(), names.end(), r.name) != names.end();
     }
     for (const auto& u : s.reuse)
       if (u.task == r.name && u.correct && r.usage.calls == 0 && r.status == "correct" && !swapped)
@@ -336,6 +340,16 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
   s.max_tokens = budget(s.settings, s.config, {"max_tokens_total", "token_budget", "max_total_tokens", "tokens"});
   s.time = rundir::time_account(events);
   return s;
+}
+
+std::vector<std::string> swapped_names(const rundir::events::Swap& s) {
+  std::vector<std::string> out;
+  const auto& extra = s.meta.extra;
+  if (extra.is_object() && extra.contains("names") && extra["names"].is_array())
+    for (const auto& n : extra["names"])
+      if (n.is_string()) out.push_back(n.get<std::string>());
+  if (out.empty()) out.push_back(s.name);
+  return out;
 }
 
 }  // namespace mk::report

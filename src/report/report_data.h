@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rundir/critical_path.h"
+#include "rundir/events.h"
 
 namespace mk::report {
 
@@ -100,7 +101,8 @@ struct ReportData {
   std::map<std::string, int64_t> evals_by_status;
 
   std::vector<SubkernelRow> final_subkernels;
-  std::vector<nlohmann::json> swaps, postfuse;
+  std::vector<rundir::events::Swap> swaps;
+  std::vector<rundir::events::Postfuse> postfuse;
 
   std::optional<double> best_speedup_compile;
   int best_t = -1;
@@ -133,5 +135,9 @@ ReportData summarize(const std::vector<nlohmann::json>& events, const nlohmann::
 
 /// "1.23M", "45.6K", "789".
 std::string human_count(double v);
+
+/// The subkernels one swap replaced: its name, or the list an older build
+/// wrote as "names" (kept in the record's meta.extra).
+std::vector<std::string> swapped_names(const rundir::events::Swap& s);
 
 }  // namespace mk::report

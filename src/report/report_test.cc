@@ -229,6 +229,21 @@ TEST(Report, SwapToPyTorchIsFlagged) {
   EXPECT_NE(render_markdown(s).find("| 5_classifier_head | t5-s0 | pytorch | 1.34\u00d7 | 1.31\u00d7 |"), std::string::npos);
 }
 
+TEST(Report, ASwapAnOlderBuildWroteForSeveralSubkernelsNamesThemAll) {
+  // An older build's swap record named its subkernels in "names"; the typed
+  // record keeps that field (meta.extra) and the report reads it from there.
+  auto ev = fixture_events();
+  json old = {{"type", "swap"}, {"names", {"5_classifier_head", "2_conv"}}, {"from", "search"}, {"to", "pytorch"},
+              {"speedup_before", 1.34}, {"speedup_after", 1.2}};
+  ev.insert(ev.end() - 1, old);
+  ReportData s = summarize(ev, json::object(), json::object());
+  ASSERT_EQ(s.swaps.size(), 1u);
+  EXPECT_EQ(swapped_names(s.swaps[0]), (std::vector<std::string>{"5_classifier_head", "2_conv"}));
+  std::string md = render_markdown(s);
+  EXPECT_NE(md.find("| 5_classifier_head, 2_conv | search | pytorch | 1.34\u00d7 | 1.20\u00d7 |"), std::string::npos) << md;
+  EXPECT_NE(render_html(s).find("5_classifier_head, 2_conv"), std::string::npos);
+}
+
 // mkevolve adapt: a and b reuse the earlier run's subkernel a (its 5 calls
 // saved once), c matched by name failed its re-check and was evolved; the
 // earlier run's path needs escaping.

@@ -94,9 +94,9 @@ void StatusLine::update(const json& ev) {
     for (const auto& s : it->subkernels) (s.correct ? ok_ : failed_)++;
   } else if (auto b = rundir::events::Best::from_json(ev)) {
     if (b->correct) best_ = b->speedup_compile;
-  } else if (type == "postfuse") {
+  } else if (rundir::events::Postfuse::from_json(ev)) {
     phase_ = "post-fusion";
-  } else if (type == "swap") {
+  } else if (rundir::events::Swap::from_json(ev)) {
     phase_ = "swap";
   } else if (auto end = rundir::events::RunEnd::from_json(ev)) {
     if (end->best_speedup_compile) best_ = end->best_speedup_compile;

@@ -22,8 +22,11 @@ namespace mk::run {
 RunSink::RunSink(rundir::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged)
     : dir_(dir), status_(status) {
   for (auto& e : already_logged) {
-    std::string t = e.value("type", "");
-    if (t == "resume" || t == "run_end" || t == "preflight") continue;  // not the search's own
+    auto env = rundir::events::Envelope::from_json(e);
+    const std::string t = env ? env->type : "";
+    if (t == rundir::events::Resume::kType || t == rundir::events::RunEnd::kType ||
+        t == rundir::events::Preflight::kType)
+      continue;  // not the search's own
     replay_.push_back(std::move(e));
   }
   replaying_ = !replay_.empty();
@@ -35,8 +38,7 @@ void RunSink::emit(const nlohmann::json& e) {
     // A resumed run re-executes from the start with cached LLM replies and
     // evaluations; the events the log already holds are not written twice.
     const auto& old = replay_[next_];
-    auto same = [&](const char* k) { return old.value(k, nlohmann::json()) == e.value(k, nlohmann::json()); };
-    if (same("type") && same("agent") && same("task") && same("candidate") && same("iteration") && same("sample")) {
+    if (rundir::events::ReplayKey::of(old) == rundir::events::ReplayKey::of(e)) {
       ++skipped_;
       // The logged record, not this process's copy: it holds what the call
       // was billed for then (a resumed call is served from the cache).
@@ -198,10 +200,7 @@ std::optional<nlohmann::json> finished_run_end(const std::vector<nlohmann::json>
   }
   if (!end) return std::nullopt;
   if (result != "ok" && result != "no_correct") return std::nullopt;
-  auto summary = read_file(run_root / "summary.json");
-  if (!summary) return std::nullopt;
-  auto j = nlohmann::json::parse(*summary, nullptr, false);
-  if (!j.is_object() || j.value("status", "") != "finished") return std::nullopt;
+  if (!summary_says_finished(run_root)) return std::nullopt;
   return end;
 }
 

@@ -6,8 +6,16 @@
 #include "eval/verdict.h"
 #include "rundir/critical_path.h"
 #include "rundir/events.h"
+#include "util/fs.h"
 
 namespace mk::run {
+
+bool summary_says_finished(const std::filesystem::path& run_dir) {
+  auto text = read_file(run_dir / "summary.json");
+  if (!text) return false;
+  auto o = outcome_from_summary(nlohmann::json::parse(*text, nullptr, false));
+  return o && o->status == "finished";
+}
 
 Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
   if (!s.is_object()) return Error{"summary is not a JSON object"};

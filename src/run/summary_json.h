@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct Outcome {
 /// Parses a run's summary.json. Errors name the field that is wrong.
 Result<Outcome> outcome_from_summary(const nlohmann::json& summary);
 nlohmann::json summary_to_json(const Outcome& o);
+/// Whether RUN_DIR/summary.json says the run finished (false when it is
+/// missing or is not a summary).
+bool summary_says_finished(const std::filesystem::path& run_dir);
 
 struct SummaryInfo {
   std::string problem_id;    ///< the suite id ([level-]name-hash8), or the problem name for a lone run

@@ -85,6 +85,19 @@ std::optional<Envelope> Envelope::from_json(const nlohmann::json& j) {
   return e;
 }
 
+ReplayKey ReplayKey::of(const nlohmann::json& j) {
+  ReplayKey k;
+  if (!j.is_object()) return k;
+  if (auto e = Envelope::from_json(j)) k.type = e->type;
+  auto at = [&](const char* name) { return j.value(name, nlohmann::json()); };
+  k.agent = at("agent");
+  k.task = at("task");
+  k.candidate = at("candidate");
+  k.iteration = at("iteration");
+  k.sample = at("sample");
+  return k;
+}
+
 nlohmann::json LlmCall::to_json() const {
   nlohmann::json j = {{"type", kType},
                       {"agent", agent},

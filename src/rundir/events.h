@@ -56,6 +56,17 @@ struct Envelope {
   static std::optional<Envelope> from_json(const nlohmann::json& j);
 };
 
+/// What makes a record logged before a resume "the same event" as one the
+/// resumed run emits again: its type and, where the record type has them, its
+/// agent, task, candidate, iteration and sample (absent fields are null, so
+/// they compare equal only to absent ones).
+struct ReplayKey {
+  std::string type{};
+  nlohmann::json agent{}, task{}, candidate{}, iteration{}, sample{};
+  static ReplayKey of(const nlohmann::json& j);
+  bool operator==(const ReplayKey&) const = default;
+};
+
 /// What every typed record carries besides its own fields.
 struct Meta {
   std::optional<int64_t> seq{};  ///< its place in events.jsonl (RunDir::log_event sets seq and ts)

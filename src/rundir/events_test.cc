@@ -74,6 +74,23 @@ TEST(EventRecords, LlmCallRoundTrips) {
   EXPECT_EQ(pb->to_json(), pj);
 }
 
+TEST(EventRecords, ReplayKeyIsTheTypeAndTheIdentifyingFieldsOnly) {
+  // What a resumed run matches its re-emitted events against (RunSink): the
+  // timestamps, seq and measured fields may differ, the identity may not.
+  json a = {{"type", "eval"}, {"task", "t"}, {"candidate", "t-s1"}, {"iteration", 2}, {"seq", 5}, {"eval_s", 1.5}};
+  json b = {{"type", "eval"}, {"task", "t"}, {"candidate", "t-s1"}, {"iteration", 2}, {"seq", 9}, {"eval_s", 7.0}};
+  EXPECT_EQ(ReplayKey::of(a), ReplayKey::of(b));
+  b["iteration"] = 3;
+  EXPECT_FALSE(ReplayKey::of(a) == ReplayKey::of(b));
+  json c = a;
+  c["type"] = "llm_call";
+  EXPECT_FALSE(ReplayKey::of(a) == ReplayKey::of(c));
+  json d = a;
+  d.erase("candidate");
+  EXPECT_FALSE(ReplayKey::of(a) == ReplayKey::of(d)) << "an absent field differs from a present one";
+  EXPECT_EQ(ReplayKey::of(json::array()).type, "");
+}
+
 TEST(EventRecords, LlmCallKeepsTheLogsEnvelopeAndANewerWritersFields) {
   json j = full_call().to_json();
   j["seq"] = 41;

@@ -1,0 +1,97 @@
+// A run's summary.json: built from its event log, written and read back, and
+// whether it says the run finished (what bench's re-run and adapt go by).
+#include "run/summary_json.h"
+
+#include <gtest/gtest.h>
+
+#include "support/testing.h"
+#include "util/fs.h"
+
+namespace mk::run {
+namespace {
+
+namespace fs = std::filesystem;
+
+Outcome oc(const std::string& pid, bool correct, double sc, double se, int64_t tokens,
+           const std::string& status = "finished") {
+  Outcome o;
+  o.problem_id = pid;
+  o.method = "m";
+  o.status = status;
+  o.correct = correct;
+  o.speedup_compile = correct ? sc : 0;
+  o.speedup_eager = correct ? se : 0;
+  o.tokens = tokens;
+  return o;
+}
+
+TEST(SummaryJson, RoundTripAndErrors) {
+  Outcome a = oc("p1", true, 1.25, 2.0, 42);
+  a.timeline = {{8, 10, true, 1.25, 2.0}};
+  auto back = outcome_from_summary(summary_to_json(a));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->problem_id, "p1");
+  EXPECT_DOUBLE_EQ(back->speedup_compile, 1.25);
+  EXPECT_EQ(back->tokens, 42);
+  ASSERT_EQ(back->timeline.size(), 1u);
+  auto bad = outcome_from_summary(nlohmann::json{{"problem_id", "x"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("method"), std::string::npos);
+  // An incorrect result never carries a speedup, whatever the file says.
+  auto j = summary_to_json(oc("q", false, 0, 0, 1));
+  j["speedup"]["compile"] = 3.0;
+  EXPECT_DOUBLE_EQ(outcome_from_summary(j)->speedup_compile, 0.0);
+}
+
+TEST(SummaryJson, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
+  std::vector<nlohmann::json> ev = {
+      {{"type", "run_start"}},
+      {{"type", "llm_call"}, {"usage", {{"input", 10}, {"output", 5}}}},
+      {{"type", "eval"}, {"e2e", true}, {"task", "p"}, {"status", "correct"}, {"speedup_compile", 1.5},
+       {"speedup_eager", 3.0}},
+      {{"type", "best"}, {"correct", true}, {"speedup_compile", 1.5}},
+      {{"type", "iteration"}},
+      {{"type", "llm_call"}, {"usage", {{"input", 20}, {"output", 5}}}},
+      {{"type", "iteration"}},
+  };
+  SummaryInfo info{"level1-p-abc", "p", "mkevolve", "", ""};
+  auto o = outcome_from_events(ev, info);
+  EXPECT_EQ(o.status, "interrupted");  // no run_end: the process died
+  EXPECT_FALSE(o.correct);
+  EXPECT_EQ(o.calls, 2);
+  EXPECT_EQ(o.tokens, 40);
+  ASSERT_EQ(o.timeline.size(), 1u);
+  EXPECT_EQ(o.timeline[0].calls, 1);
+  EXPECT_EQ(o.timeline[0].tokens, 15);
+  EXPECT_DOUBLE_EQ(o.timeline[0].speedup_eager, 3.0);
+
+  ev.push_back({{"type", "run_end"}, {"status", "finished"}, {"correct", true}, {"best_speedup_compile", 1.5}});
+  o = outcome_from_events(ev, info);
+  EXPECT_EQ(o.status, "finished");
+  EXPECT_TRUE(o.correct);
+  EXPECT_DOUBLE_EQ(o.speedup_compile, 1.5);
+  EXPECT_DOUBLE_EQ(o.speedup_eager, 3.0);
+
+  ev.back() = {{"type", "run_end"}, {"status", "failed"}, {"message", "LLM refused"}, {"correct", false}};
+  o = outcome_from_events(ev, info);
+  EXPECT_EQ(o.status, "failed");
+  EXPECT_EQ(o.error, "LLM refused");
+  EXPECT_FALSE(o.correct);
+}
+
+TEST(SummaryJson, SaysFinishedOnlyForAFinishedRunsSummary) {
+  mk::TempDir tmp;
+  const fs::path d = tmp.path();
+  EXPECT_FALSE(summary_says_finished(d)) << "no summary.json";
+  ASSERT_TRUE(write_file_atomic(d / "summary.json", "{not json").ok());
+  EXPECT_FALSE(summary_says_finished(d));
+  ASSERT_TRUE(write_file_atomic(d / "summary.json", R"({"status": "finished"})").ok());
+  EXPECT_FALSE(summary_says_finished(d)) << "not a summary: it lacks problem_id, method and correct";
+  ASSERT_TRUE(write_file_atomic(d / "summary.json", summary_to_json(oc("p", false, 0, 0, 1, "interrupted")).dump()).ok());
+  EXPECT_FALSE(summary_says_finished(d));
+  ASSERT_TRUE(write_file_atomic(d / "summary.json", summary_to_json(oc("p", true, 1.2, 2.0, 7)).dump()).ok());
+  EXPECT_TRUE(summary_says_finished(d));
+}
+
+}  // namespace
+}  // namespace mk::run
