@@ -7,6 +7,7 @@
 #include "bench/metrics.h"
 #include "run/summary_json.h"
 #include "bench/suite.h"
+#include "support/outcome.h"
 #include "util/fs.h"
 
 namespace mk::bench {
@@ -99,15 +100,7 @@ TEST(Shard, UnionIsTheSuiteAndShardsDoNotOverlap) {
 }
 
 run::Outcome oc(const std::string& pid, bool correct, double sc, double se, int64_t tokens, const std::string& status = "finished") {
-  run::Outcome o;
-  o.problem_id = pid;
-  o.method = "m";
-  o.status = status;
-  o.correct = correct;
-  o.speedup_compile = correct ? sc : 0;
-  o.speedup_eager = correct ? se : 0;
-  o.tokens = tokens;
-  return o;
+  return mk::testing::outcome(pid, correct, sc, se, tokens, status);
 }
 
 TEST(Metrics, HandComputed) {

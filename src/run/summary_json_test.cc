@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "support/testing.h"
+#include "support/outcome.h"
 #include "util/fs.h"
 
 namespace mk::run {
@@ -14,15 +15,7 @@ namespace fs = std::filesystem;
 
 Outcome oc(const std::string& pid, bool correct, double sc, double se, int64_t tokens,
            const std::string& status = "finished") {
-  Outcome o;
-  o.problem_id = pid;
-  o.method = "m";
-  o.status = status;
-  o.correct = correct;
-  o.speedup_compile = correct ? sc : 0;
-  o.speedup_eager = correct ? se : 0;
-  o.tokens = tokens;
-  return o;
+  return mk::testing::outcome(pid, correct, sc, se, tokens, status);
 }
 
 TEST(SummaryJson, RoundTripAndErrors) {

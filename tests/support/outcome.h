@@ -1,0 +1,25 @@
+// A run's Outcome (summary.json) for tests of summary.json and of bench's
+// metrics, which read the same record.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "run/summary_json.h"
+
+namespace mk::testing {
+
+inline run::Outcome outcome(const std::string& pid, bool correct, double speedup_compile, double speedup_eager,
+                            int64_t tokens, const std::string& status = "finished") {
+  run::Outcome o;
+  o.problem_id = pid;
+  o.method = "m";
+  o.status = status;
+  o.correct = correct;
+  o.speedup_compile = correct ? speedup_compile : 0;
+  o.speedup_eager = correct ? speedup_eager : 0;
+  o.tokens = tokens;
+  return o;
+}
+
+}  // namespace mk::testing
