@@ -76,6 +76,12 @@ struct EvalRequest {
   std::filesystem::path kernel;   ///< candidate file with ModelNew, or decomposed_solution.py in a package
   EvalOptions options;
   std::string task;               ///< for logs and events: problem or subproblem id
+  /// Queued evaluations start highest priority first, in submission order
+  /// within one priority. The search gives a candidate the beam rounds its
+  /// subproblem has left in the iteration (the end-to-end evaluation more than
+  /// any), so the longest chain of rounds, the run's critical path, waits
+  /// least for a slot.
+  int priority = 0;
 };
 
 /// Decomposition check (LLMDecompose's verification; runs on CPU too).

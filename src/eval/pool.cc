@@ -284,7 +284,11 @@ void WorkerPool::slot_loop(Slot& slot) {
       cv_.wait(lock, [&] {
         if (stopping_) return true;
         auto fits = [&](const Job& j) { return j.gpu < 0 || j.gpu == slot.gpu; };
-        it = std::find_if(queue_.begin(), queue_.end(), [&](const Job& j) { return fits(j) && !j.background; });
+        // The highest priority first, the oldest among equals; background
+        // work only when nothing else fits.
+        it = queue_.end();
+        for (auto j = queue_.begin(); j != queue_.end(); ++j)
+          if (fits(*j) && !j->background && (it == queue_.end() || j->priority > it->priority)) it = j;
         if (it == queue_.end()) it = std::find_if(queue_.begin(), queue_.end(), fits);
         return it != queue_.end();
       });
@@ -486,6 +490,7 @@ std::future<Verdict> WorkerPool::submit(EvalRequest req) {
   }
   Job job;
   job.gpu = req.options.gpu;
+  job.priority = req.priority;
   auto queued_at = std::chrono::steady_clock::now();
   job.run = [this, promise, req, queued_at, flight](Slot& slot) {
     auto started = std::chrono::steady_clock::now();

@@ -136,6 +136,7 @@ class WorkerPool final : public Evaluator {
     /// Taken only when no other job waits (prefetched baselines: they must
     /// never hold back an evaluation or a decomposition check).
     bool background = false;
+    int priority = 0;  ///< EvalRequest::priority: higher first, then first come
     std::function<void(Slot&)> run;
     std::function<void(const std::string&)> cancel;
   };

@@ -628,6 +628,30 @@ TEST_F(PoolTest, APrefetchWaitsForTheEvaluationsQueuedAfterIt) {
   EXPECT_EQ(order, (std::vector<std::string>{"eval", "baseline", "eval", "baseline other"}));
 }
 
+TEST_F(PoolTest, QueuedEvaluationsStartHighestPriorityFirstThenInArrivalOrder) {
+  // One slot, busy; then four evaluations queue: priorities 1, 3, 1, 3. They
+  // run 3, 3, 1, 1, each pair in the order it came.
+  auto o = options();
+  o.cache_dir.clear();
+  auto pool = make(o);
+  auto busy = pool->submit(request(kernel("busy", "# FAKE: slow 0.5\n# FAKE: correct\n")));
+  for (int i = 0; i < 100 && logged("eval") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::vector<std::future<Verdict>> futs;
+  const std::vector<std::pair<std::string, int>> queued = {{"low_a", 1}, {"high_a", 3}, {"low_b", 1}, {"high_b", 3}};
+  for (const auto& [name, priority] : queued) {
+    auto r = request(kernel(name, "# FAKE: correct\n"));
+    r.priority = priority;
+    futs.push_back(pool->submit(r));
+  }
+  EXPECT_EQ(busy.get().status, Status::kCorrect);
+  for (auto& f : futs) EXPECT_EQ(f.get().status, Status::kCorrect);
+  std::ifstream in(log_path());
+  std::vector<std::string> order;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("eval ", 0) == 0) order.push_back(fs::path(line.substr(5)).stem().string());
+  EXPECT_EQ(order, (std::vector<std::string>{"busy", "high_a", "high_b", "low_a", "low_b"}));
+}
+
 TEST_F(PoolTest, BaselinesTimedWithoutTheGpuLockAreUsedButNotKept) {
   auto o = options();
   o.extra_env["MKEVOLVE_WORKER_FAKE_BASELINE"] = "unlocked";

@@ -278,8 +278,17 @@ bool better(const Candidate& a, const Candidate& b) {
 
 namespace detail {
 
+int rounds_left(int remaining, int members, int width, int expansion) {
+  if (remaining <= 0) return 0;
+  width = std::max(1, width);
+  expansion = std::max(1, expansion);
+  int first = members > 0 ? std::min(remaining, std::min(members, width) * expansion) : std::min(width, remaining);
+  int rest = remaining - first;
+  return 1 + (rest + width * expansion - 1) / (width * expansion);
+}
+
 void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, CandidateRecord& rec,
-                     std::vector<nlohmann::json>& events, int iteration, bool judge, int round) {
+                     std::vector<nlohmann::json>& events, int iteration, bool judge, int round, int priority) {
   fs::path file = ctx.workspace / "candidates" / detail::safe_name(task.task) / (c.id + ".py");
   if (auto st = problem::write_file_plain(file, c.source); !st) {
     // This machine's failure (a full disk, say), never the candidate's: no
@@ -302,6 +311,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
     req.options = ctx.opts.eval;
     req.options.allow_pytorch = task.allow_pytorch;
     req.task = task.task;
+    req.priority = priority;
     c.result = detail::evaluate(ctx, req);
     // No verdict: the harness failed (the pool already retried it). Try again
     // later; it is never this candidate's failure.
@@ -382,7 +392,8 @@ struct Job {
   std::string agent;
   std::string parent;
   int sample = 0;
-  int round = 0;  ///< the beam round it belongs to (its llm_call events say so)
+  int round = 0;     ///< the beam round it belongs to (its llm_call events say so)
+  int priority = 0;  ///< its evaluation's: the rounds its subproblem has left (rounds_left)
 };
 
 struct JobOut {
@@ -434,7 +445,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   }
   c.source = *parsed;
   c.raw_reply = ex.reply;
-  detail::evaluate_source(ctx, task, c, rec, out.events, iteration, true, job.round);
+  detail::evaluate_source(ctx, task, c, rec, out.events, iteration, true, job.round, job.priority);
   return out;
 }
 
@@ -518,6 +529,8 @@ BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState be
       }
       if (ctx.should_stop()) break;
     }
+    const int left = detail::rounds_left(remaining, static_cast<int>(beam.members.size()), width, expansion);
+    for (auto& j : jobs) j.priority = left;
     auto children = run_jobs(ctx, task, jobs, iteration, sink);
     remaining -= static_cast<int>(jobs.size());
     beam.calls += static_cast<int>(jobs.size());

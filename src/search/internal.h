@@ -35,8 +35,18 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
 /// (when judge is true and one is configured), its reward, its eval event and
 /// its stored record. A failure to write the file is the machine's: no verdict,
 /// and the run stops (events cleared, so the resume redoes it).
+/// priority: its EvalRequest's (the beam rounds its subproblem has left).
 void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, CandidateRecord& rec,
-                     std::vector<nlohmann::json>& events, int iteration, bool judge, int round = 0);
+                     std::vector<nlohmann::json>& events, int iteration, bool judge, int round = 0,
+                     int priority = 0);
+
+/// The end-to-end evaluation's EvalRequest::priority: the next iteration waits
+/// for it, so it goes before every beam's candidates.
+inline constexpr int kEndToEndPriority = 1 << 20;
+
+/// The beam rounds a subproblem has left, this one included, with `remaining`
+/// calls and `members` in its beam (none: the first round asks for `width`).
+int rounds_left(int remaining, int members, int width, int expansion);
 
 /// Evaluates, turning an evaluator exception into a crashed result.
 eval::Verdict evaluate(SearchContext& ctx, eval::EvalRequest req);

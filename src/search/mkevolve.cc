@@ -848,6 +848,7 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
     req.options = options;
     req.options.allow_pytorch = allow_pytorch;
     req.task = problem.name;
+    req.priority = detail::kEndToEndPriority;
     r = detail::evaluate(ctx, req);
   }
   int iteration = 0;

@@ -14,6 +14,7 @@
 #include "rundir/clock.h"
 #include "rundir/critical_path.h"
 #include "rundir/events.h"
+#include "search/internal.h"
 #include "search/search.h"
 #include "support/fake_evaluator.h"
 #include "support/scripted_llm.h"
@@ -1505,6 +1506,39 @@ TEST(CriticalPath, RoundsFollowTheLongestChainOfDependentLlmRounds) {
   EXPECT_FALSE(a.wall_s.has_value());  // a MemorySink's events carry no timestamps
 }
 
+TEST(CriticalPath, EvaluationsArePrioritisedByTheRoundsTheirSubproblemHasLeft) {
+  EXPECT_EQ(detail::rounds_left(11, 0, 4, 1), 3);  // 4, 4, 3
+  EXPECT_EQ(detail::rounds_left(26, 0, 4, 1), 7);
+  EXPECT_EQ(detail::rounds_left(7, 4, 4, 1), 2);   // 4, 3
+  EXPECT_EQ(detail::rounds_left(3, 2, 4, 1), 2);   // a beam of two: 2, 1
+  EXPECT_EQ(detail::rounds_left(8, 2, 4, 2), 2);   // 4, 4
+  EXPECT_EQ(detail::rounds_left(0, 4, 4, 1), 0);
+  Harness h;
+  script_three(h.llm, std::chrono::milliseconds(1));
+  h.ctx.opts.iterations = 2;
+  h.ctx.opts.calls_per_iter = 12;
+  auto res = run_method(h.ctx, h.problem);
+  ASSERT_EQ(res.status, "ok") << res.error;
+  // t=1: 4 calls each, one round (priority 1). t=2: alpha has 10 calls in
+  // rounds of 4, 4 and 2 (priorities 3, 2, 1); beta and gamma one call each.
+  std::vector<int> alpha;
+  int e2e = 0;
+  for (const auto& r : h.ev.requests()) {
+    if (r.kernel.filename() == "decomposed_solution.py") {
+      EXPECT_EQ(r.priority, detail::kEndToEndPriority) << r.kernel;
+      ++e2e;
+    } else if (r.task == "alpha") {
+      alpha.push_back(r.priority);
+    } else {
+      EXPECT_EQ(r.priority, 1) << r.task;
+    }
+  }
+  EXPECT_GE(e2e, 2);
+  ASSERT_EQ(alpha.size(), 14u);
+  EXPECT_EQ(std::vector<int>(alpha.begin(), alpha.begin() + 4), std::vector<int>(4, 1));
+  EXPECT_EQ(std::vector<int>(alpha.begin() + 4, alpha.end()), (std::vector<int>{3, 3, 3, 3, 2, 2, 2, 2, 1, 1}));
+}
+
 TEST(CriticalPath, AJudgedJobIsItsKernelCallThenItsJudgeCall) {
   Harness h;
   const auto L = std::chrono::milliseconds(30);
@@ -1675,7 +1709,7 @@ TEST(DISABLED_PerfLevers, WallTimeAgainstTheCriticalPath) {
   const int L = static_cast<int>(env("MK_PERF_L", 500));
   const double E = env("MK_PERF_E", 0.235), B = env("MK_PERF_B", 0.5);
   const int S = static_cast<int>(env("MK_PERF_SLOTS", 8));
-  auto once = [&](bool prefetch, bool overlap, const char* label) {
+  auto once = [&](bool prefetch, bool overlap, const char* label, bool priority = true) {
     Harness h;
     StampingSink sink;
     h.ctx.sink = &sink;
@@ -1685,6 +1719,7 @@ TEST(DISABLED_PerfLevers, WallTimeAgainstTheCriticalPath) {
     ev->eval_delay_s = E;
     ev->baseline_delay_s = B;
     ev->slots = S;
+    ev->ignore_priority = !priority;
     h.ctx.evaluator = ev;
     script_three(h.llm, std::chrono::milliseconds(L));
     auto res = run_method(h.ctx, h.problem);
@@ -1698,9 +1733,10 @@ TEST(DISABLED_PerfLevers, WallTimeAgainstTheCriticalPath) {
     }
   };
   std::printf("L = %d ms, E = %.3f s per evaluation, B = %.3f s per problem's baselines, %d slots\n", L, E, B, S);
-  once(false, false, "neither lever:");
-  once(true, false, "baselines prefetched:");
-  once(true, true, "and the final check overlapped:");
+  once(false, false, "neither lever:", false);
+  once(true, false, "baselines prefetched:", false);
+  once(true, true, "and the final check overlapped:", false);
+  once(true, true, "and the critical path first:", true);
 }
 
 // Not run by default (wall-clock measurement, not a check): the issue's

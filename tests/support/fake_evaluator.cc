@@ -84,10 +84,14 @@ FakeEvaluator::~FakeEvaluator() {
   for (auto& f : prefetch_) f.wait();
 }
 
-void FakeEvaluator::take_slot() {
+void FakeEvaluator::take_slot(int priority, bool background) {
   std::unique_lock<std::mutex> lk(mu_);
-  slot_cv_.wait(lk, [&] { return slots <= 0 || busy_ < slots; });
+  auto me = std::make_tuple(background, -priority, arrivals_++);
+  waiting_.insert(me);
+  slot_cv_.wait(lk, [&] { return slots <= 0 || (busy_ < slots && *waiting_.begin() == me); });
+  waiting_.erase(me);
   ++busy_;
+  slot_cv_.notify_all();  // the next in line may fit too
 }
 
 void FakeEvaluator::give_slot() {
@@ -131,7 +135,7 @@ void FakeEvaluator::prefetch_baselines(const std::filesystem::path& problem, con
     measured_.push_back(problem.string());
   }
   auto f = std::async(std::launch::async, [this, mine] {
-    take_slot();
+    take_slot(0, /*background=*/true);
     std::this_thread::sleep_for(std::chrono::duration<double>(baseline_delay_s));
     give_slot();
     mine->set_value();
@@ -160,7 +164,7 @@ std::future<eval::Verdict> FakeEvaluator::submit(eval::EvalRequest req) {
   double queued_s = 0, eval_s = 0, baseline_s = 0;
   if (timed()) {
     auto q0 = std::chrono::steady_clock::now();
-    take_slot();
+    take_slot(ignore_priority ? 0 : req.priority);
     auto t0 = std::chrono::steady_clock::now();
     queued_s = std::chrono::duration<double>(t0 - q0).count();
     std::this_thread::sleep_for(std::chrono::duration<double>(eval_delay_s));

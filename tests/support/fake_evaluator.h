@@ -19,10 +19,13 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <future>
 #include <map>
+#include <set>
+#include <tuple>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -57,10 +60,15 @@ class FakeEvaluator : public eval::Evaluator {
   /// that much longer, as the pool's does) unless prefetch_baselines started
   /// them, in which case an evaluation that needs them waits for what is left.
   /// slots > 0 lets that many evaluations and baseline measurements run at
-  /// once; the others wait for a slot. Results then carry queued_s, eval_s
-  /// (the baselines included) and baseline_s.
+  /// once; the others wait for a slot, taken as the pool hands them out: the
+  /// highest EvalRequest::priority first, in arrival order within one, and
+  /// prefetched baselines only when no evaluation waits. Results then carry
+  /// queued_s, eval_s (the baselines included) and baseline_s.
   double eval_delay_s = 0, baseline_delay_s = 0;
   int slots = 0;
+  /// Slots in arrival order alone, as the pool handed them out before it
+  /// honoured EvalRequest::priority (for side-by-side measurements).
+  bool ignore_priority = false;
   /// Called first thing in submit, on the caller's thread (tests use it to
   /// see which evaluations overlap).
   std::function<void(const eval::EvalRequest&)> on_submit;
@@ -77,7 +85,9 @@ class FakeEvaluator : public eval::Evaluator {
 
   eval::Verdict judge(const eval::EvalRequest& req);
   bool timed() const { return eval_delay_s > 0 || baseline_delay_s > 0 || slots > 0; }
-  void take_slot();
+  /// Waits for a slot as a job of this priority (background: after every
+  /// evaluation that waits).
+  void take_slot(int priority, bool background = false);
   void give_slot();
   /// The problem's baselines: measured here (in the caller's slot) when
   /// nobody has started them, else waited for.
@@ -85,6 +95,9 @@ class FakeEvaluator : public eval::Evaluator {
   int in_evals_ = 0;
   std::condition_variable slot_cv_;
   int busy_ = 0;
+  /// Who waits for a slot: (background, -priority, arrival), the least first.
+  std::set<std::tuple<bool, int, uint64_t>> waiting_;
+  uint64_t arrivals_ = 0;
   std::map<std::string, std::shared_future<void>> baselines_;
   std::vector<std::string> measured_;
   std::vector<std::future<void>> prefetch_;
