@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -136,7 +137,11 @@ class WorkerPool final : public Evaluator {
     /// Taken only when no other job waits (prefetched baselines: they must
     /// never hold back an evaluation or a decomposition check).
     bool background = false;
-    int priority = 0;  ///< EvalRequest::priority: higher first, then first come
+    /// Higher first, then first come. An evaluation's is its
+    /// EvalRequest::priority; every other job (a decomposition check, a
+    /// problem check, a calibration: few, short, and their callers wait on
+    /// them) goes first.
+    int priority = std::numeric_limits<int>::max();
     std::function<void(Slot&)> run;
     std::function<void(const std::string&)> cancel;
   };

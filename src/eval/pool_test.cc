@@ -629,8 +629,9 @@ TEST_F(PoolTest, APrefetchWaitsForTheEvaluationsQueuedAfterIt) {
 }
 
 TEST_F(PoolTest, QueuedEvaluationsStartHighestPriorityFirstThenInArrivalOrder) {
-  // One slot, busy; then four evaluations queue: priorities 1, 3, 1, 3. They
-  // run 3, 3, 1, 1, each pair in the order it came.
+  // One slot, busy; then four evaluations queue: priorities 1, 3, 1, 3, and
+  // a decomposition check last. The check goes first (the search waits on
+  // it), then 3, 3, 1, 1, each pair in the order it came.
   auto o = options();
   o.cache_dir.clear();
   auto pool = make(o);
@@ -643,13 +644,22 @@ TEST_F(PoolTest, QueuedEvaluationsStartHighestPriorityFirstThenInArrivalOrder) {
     r.priority = priority;
     futs.push_back(pool->submit(r));
   }
+  DecompositionRequest d;
+  d.problem = problem();
+  d.decomposed = dir.path() / "decomposed_problem.py";
+  d.subproblems_dir = dir.path() / "subkernel_problems";
+  d.timeout_s = 5;
+  auto check = pool->verify_decomposition(d);
   EXPECT_EQ(busy.get().status, Status::kCorrect);
   for (auto& f : futs) EXPECT_EQ(f.get().status, Status::kCorrect);
+  EXPECT_TRUE(check.get().ok);
   std::ifstream in(log_path());
   std::vector<std::string> order;
-  for (std::string line; std::getline(in, line);)
+  for (std::string line; std::getline(in, line);) {
     if (line.rfind("eval ", 0) == 0) order.push_back(fs::path(line.substr(5)).stem().string());
-  EXPECT_EQ(order, (std::vector<std::string>{"busy", "high_a", "high_b", "low_a", "low_b"}));
+    if (line.rfind("verify_decomposition ", 0) == 0) order.push_back("check");
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"busy", "check", "high_a", "high_b", "low_a", "low_b"}));
 }
 
 TEST_F(PoolTest, BaselinesTimedWithoutTheGpuLockAreUsedButNotKept) {
