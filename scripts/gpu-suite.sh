@@ -29,7 +29,8 @@
 #             attention block, a correct implementation and five buggy ones, fixed E2E
 #             tolerances against calibrated per-stage ones over 20 seeds; its JSON lines
 #             and table go to $OUT as they come), then `mkevolve calibrate` of the attend
-#             stage through the worker on the GPU. At most GPU_SUITE_PRECISION_LIMIT (240) s
+#             stage through the worker on the GPU, then `eval --baseline-tf32` of
+#             03_linear_gelu (its baselines and speedups in the summary). At most GPU_SUITE_PRECISION_LIMIT (240) s
 #   probe     scripts/probe_eval_costs.py: profiler start-up and timing of two
 #             example kernels in fresh processes, several ways (diagnostics)
 #   kbsweep   every KernelBench level 1-3 problem's own reference as its candidate
@@ -308,6 +309,16 @@ if want precision; then
     rc=$?
     tail -n 4 "$OUTDIR/precision.txt"
     note "precision: mkevolve calibrate attend.py exit $rc"
+  fi
+  if [ $rc -eq 0 ] && [ -n "$BIN" ]; then
+    # --baseline-tf32: the second torch.compile baseline (TF32 on) beside the reward's;
+    # its figures go into the summary, which always comes back.
+    XDG_CACHE_HOME=$CACHES/precision stage_timeout 180 "$BIN" eval examples/problems/03_linear_gelu.py \
+      examples/kernels/03_linear_gelu__tiled.py --baseline-tf32 --json >"$OUTDIR/tf32.json" 2>>"$OUTDIR/precision.txt" </dev/null
+    rc=$?
+    note "precision: eval --baseline-tf32 exit $rc: $("$PY" -c 'import json,sys
+v = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+print("status", v.get("status"), "baseline_ms", v.get("baseline_ms"), "speedup", v.get("speedup"))' "$OUTDIR/tf32.json" 2>&1 | tail -1)"
   fi
   stage_result precision "$rc" $((SECONDS - t0))
 fi
