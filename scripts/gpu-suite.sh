@@ -30,7 +30,8 @@
 #             tolerances against calibrated per-stage ones over 20 seeds; its JSON lines
 #             and table go to $OUT as they come), then `mkevolve calibrate` of the attend
 #             stage through the worker on the GPU, then `eval --baseline-tf32` of
-#             03_linear_gelu (its baselines and speedups in the summary). At most GPU_SUITE_PRECISION_LIMIT (240) s
+#             03_linear_gelu (its baselines and speedups in the summary). At most
+#             GPU_SUITE_PRECISION_LIMIT (240) s, and 180 s more for the eval
 #   probe     scripts/probe_eval_costs.py: profiler start-up and timing of two
 #             example kernels in fresh processes, several ways (diagnostics)
 #   kbsweep   every KernelBench level 1-3 problem's own reference as its candidate
