@@ -3,7 +3,7 @@
 
 Reads every candidate's result.json under RUN_DIR/candidates/ (the pool's
 `queued_s` and `eval_s`, and the worker's `phases_s`: [milestone, seconds since
-the candidate's process was forked]) and prints, over the candidates that
+the candidate's process was handed its job]) and prints, over the candidates that
 reached each milestone, the median and the 90th percentile of when they reached
 it, so a reader sees which step of an evaluation dominates:
 
@@ -84,7 +84,7 @@ def main() -> int:
     if evals:
         print(f"evaluation: median {out['eval_s']['median']:.2f} s, p90 {out['eval_s']['p90']:.2f} s; "
               f"queue wait: median {out['queued_s']['median']:.2f} s, p90 {out['queued_s']['p90']:.2f} s")
-    print(f"{'milestone (s since the candidate was forked)':<58} {'n':>4} {'median':>8} {'p90':>8}")
+    print(f"{'milestone (s since the candidate got its job)':<58} {'n':>4} {'median':>8} {'p90':>8}")
     for r in rows:
         print(f"{r['milestone'][:58]:<58} {r['n']:>4} {r['median_s']:>8.2f} {r['p90_s']:>8.2f}")
     return 0
