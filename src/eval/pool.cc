@@ -723,6 +723,15 @@ std::string WorkerPool::too_large(Slot& slot, const std::optional<Footprint>& fp
   return {};
 }
 
+std::optional<Footprint> WorkerPool::default_footprint(Slot& slot, const fs::path& problem,
+                                                      const std::string& problem_hash, bool test_cpu) {
+  if (!opts_.memory_admission) return std::nullopt;
+  EvalRequest req;
+  req.problem = problem;
+  req.options.test_cpu = test_cpu;
+  return footprint_for(slot, req, footprint_key(problem_hash, identity_for(slot), req.options));
+}
+
 mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu) {
   auto promise = std::make_shared<std::promise<mk::Status>>();
   auto fut = promise->get_future();
@@ -734,12 +743,7 @@ mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu) {
     auto ph = hash_sources(p);
     if (!ph) return promise->set_value(Error{ph.error()});
     if (auto st = ensure_server(slot); !st) return promise->set_value(Error{st.error()});
-    EvalRequest req;
-    req.problem = p;
-    req.options.test_cpu = test_cpu;
-    std::optional<Footprint> fp =
-        opts_.memory_admission ? footprint_for(slot, req, footprint_key(*ph, identity_for(slot), req.options))
-                               : std::nullopt;
+    std::optional<Footprint> fp = default_footprint(slot, p, *ph, test_cpu);
     if (std::string what = too_large(slot, fp); !what.empty())
       return promise->set_value(Error{p.string() + ": one evaluation of this problem needs " + what});
     json msg{{"op", "problem_check"}, {"problem", p.string()}, {"options", {{"test_cpu", test_cpu}}}};
@@ -781,30 +785,21 @@ Result<json> WorkerPool::calibrate_on(Slot& slot, const fs::path& problem, int r
   // none is known.
   std::optional<Admission::Ticket> ticket;
   if (opts_.memory_admission) {
-    EvalRequest req;
-    req.problem = problem;
-    req.options.test_cpu = test_cpu;
     std::optional<Footprint> fp;
-    if (auto ph = hash_sources(problem)) fp = footprint_for(slot, req, footprint_key(*ph, identity_for(slot), req.options));
+    if (auto ph = hash_sources(problem)) fp = default_footprint(slot, problem, *ph, test_cpu);
     if (std::string what = too_large(slot, fp); !what.empty())
       return Error{problem.string() + ": one evaluation of this problem needs " + what};
     auto [host, dev] = fp ? calibration_reservation(*fp, test_cpu) : std::pair<double, double>{0, 0};
     ticket = admission_->acquire(slot.gpu, host, dev, !fp, [this] { return stopping(); });
     if (!ticket) return Error{"the evaluator shut down before calibrating " + problem.string()};
   }
-  struct Release {
-    Admission* a;
-    std::optional<Admission::Ticket>& t;
-    ~Release() {
-      if (t) a->release(*t);
-    }
-  } release{admission_.get(), ticket};
   json msg{{"op", "calibrate"},
            {"problem", problem.string()},
            {"runs", runs},
            {"options", {{"test_cpu", test_cpu}, {"seed", seed}}}};
   // Each run draws five kinds of inputs and runs the reference twice on each.
   auto rep = call(slot, std::move(msg), opts_.deadline_factor * 600 * std::max(1.0, runs / 10.0) + opts_.grace_s);
+  if (ticket) admission_->release(*ticket);
   if (rep.outcome != Server::Outcome::kAnswered)
     return Error{"the evaluation server failed while calibrating " + problem.string() + ": " +
                  clip_tail(rep.detail, 500)};

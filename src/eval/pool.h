@@ -158,6 +158,11 @@ class WorkerPool final : public Evaluator {
   std::optional<Footprint> footprint_for(Slot& slot, const EvalRequest& req, const std::string& fkey);
   /// Why one call of a problem with footprint fp cannot fit here ("" when it can).
   std::string too_large(Slot& slot, const std::optional<Footprint>& fp);
+  /// The footprint of one evaluation of `problem` (sources hashed to
+  /// problem_hash) in the default options: what a problem check and a
+  /// calibration go by. nullopt without memory admission or when none is known.
+  std::optional<Footprint> default_footprint(Slot& slot, const std::filesystem::path& problem,
+                                             const std::string& problem_hash, bool test_cpu);
   void add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, Verdict& r);
   /// --baseline-tf32: the second baseline (TF32 on), cached and measured like the first.
   void add_tf32_baseline(Slot& slot, const EvalRequest& req, const std::string& problem_hash, Verdict& r);
