@@ -387,7 +387,10 @@ class Evaluator:
                  "alt_skipped": {}, "trials_run": 0, "worst": {"max_abs_err": 0.0, "rel_err": 0.0},
                  "constant": [], "files": [], "held": [], "pool_fds": [],
                  "last_fd": None, "device_peaks": {}, "ref_s": 0.0, "input_bytes": 0, "output_bytes": 0}
-        phase_s: list = []  # [phase, seconds since the candidate was forked]; for diagnosing slow evals
+        phase_s: list = []  # [phase, seconds since the candidate got its job]; for diagnosing slow evals
+
+        def mark(name: str) -> None:  # a milestone of the server's, reached now
+            phase_s.append([name, round(time.monotonic() - cand.started, 3)])
         sources_before = _sources_digest(problem)
         # The reference streams the trials (children.reference_body): it loads
         # the problem before any candidate code runs (a candidate that rewrote
@@ -523,10 +526,10 @@ class Evaluator:
                 keep_pids = frozenset({cand.pid} | ({prof.pid} if prof is not None else set()))
                 if i == 0:
                     self.progress("reference")
-                    phase_s.append(["output of the first trial received", round(time.monotonic() - cand.started, 3)])
+                    mark("output of the first trial received")
                 rev = self._ref_step(ref2, f"on trial {t['id']}", ref_timeout, keep_pids)
                 if i == 0:
-                    phase_s.append(["reference ran the first trial", round(time.monotonic() - cand.started, 3)])
+                    mark("reference ran the first trial")
                 if isinstance(rev.get("ref_s"), (int, float)):
                     state["ref_s"] = max(state["ref_s"], float(rev["ref_s"]))
                 if isinstance(rev.get("device_peak"), int):
@@ -546,7 +549,7 @@ class Evaluator:
                                               cmeta)
                     state["trials_run"] += 1
                     if i == 0:
-                        phase_s.append(["first trial compared", round(time.monotonic() - cand.started, 3)])
+                        mark("first trial compared")
                     if r.get("constant") is not None:
                         state["constant"].append(r["constant"])
                     if not r["ok"]:
@@ -590,7 +593,7 @@ class Evaluator:
                     os.close(fd)
                 state["pool_fds"], state["last_fd"] = [], None
                 held_bytes()
-                phase_s.append(["compared", round(time.monotonic() - cand.started, 3)])
+                mark("compared")
 
             def on_event(child, ev):
                 if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str):
@@ -642,17 +645,17 @@ class Evaluator:
                         self.progress("profiling")
                         state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid, ref2.pid}))
                         res.checks["profile_lock"] = state["runtime"].pop("lock", None)
-                        phase_s.append(["profile collected", round(time.monotonic() - child.started, 3)])
+                        mark("profile collected")
                     # One timed phase per GPU at a time (gpulock.py); the wait does
                     # not count against the deadline. Nor do the next candidate's
                     # processes still warming up (spares.py) run beside it.
                     self.progress("waiting for the GPU")
                     res.checks["spares_warm_wait_s"] = round(self.launcher.wait_warm(opts["timeout_s"]), 3)
-                    phase_s.append(["next candidate's spares warm", round(time.monotonic() - child.started, 3)])
+                    mark("next candidate's spares warm")
                     res.checks["timing_lock"] = lock.acquire(opts["timeout_s"])
                     if device == "cuda":
                         state["clock"] = gpuclock.Sampler().start()
-                    phase_s.append(["timing lock taken", round(time.monotonic() - child.started, 3)])
+                    mark("timing lock taken")
                     self.progress("timing")
                     state["phase"] = "timing"
                     state["gate"] = "timing"
@@ -672,7 +675,7 @@ class Evaluator:
                 if state.get("clock") is not None:
                     # The GPU's clock while this candidate was timed (gpuclock.py).
                     res.checks["gpu_clock"] = state.pop("clock").stop()
-            phase_s.append(["exited", round(time.monotonic() - cand.started, 3)])
+            mark("exited")
             phase_s.extend(_reference_milestones(ref2, cand.started))
             res.checks["isolation"]["warm"] = _warm_record(cand)
             if state["error"] is not None:
