@@ -77,6 +77,36 @@ def test_candidates_run_in_prestarted_processes(fresh_server):
     assert len(_wait_children(s.proc.pid, 3)) == 3
 
 
+def test_spares_asked_for_later_are_forked_by_refill(fresh_server):
+    """With "spares": "later" an eval forks no replacements; op refill
+    forks one per missing role, once, and the next eval runs in them."""
+    s = fresh_server()
+    assert len(_wait_children(s.proc.pid, 3)) == 3
+    msg, _ = s.request("eval", problem=problem("add"), kernel=cand("add_ok"), spares="later",
+                       options={"test_cpu": True, "perf": False})
+    assert msg["type"] == "result" and msg["status"] == "correct", msg
+    assert msg["checks"]["isolation"]["prestarted"] is True
+    # Without timing no profiling process ran: only its spare is left.
+    assert len(_wait_children(s.proc.pid, 1)) == 1
+    msg, _ = s.request("refill")
+    assert msg["type"] == "result" and sorted(msg["forked"]) == ["cand", "ref"], msg
+    assert len(_wait_children(s.proc.pid, 3)) == 3
+    msg, _ = s.request("refill")
+    assert msg["forked"] == [], msg
+    r = s.eval(problem("add"), cand("add_ok"))
+    assert r["status"] == "correct" and r["checks"]["isolation"]["prestarted"] is True, r
+    msg, _ = s.request("eval", problem=problem("add"), kernel=cand("add_ok"), spares="soon",
+                       options={"test_cpu": True, "perf": False})
+    assert msg["type"] == "error" and "spares" in msg["message"], msg
+
+
+def test_refill_without_spares_forks_nothing(fresh_server):
+    s = fresh_server("--no-spares")
+    msg, _ = s.request("refill")
+    assert msg["type"] == "result" and msg["forked"] == [], msg
+    assert _wait_children(s.proc.pid, 0) == []
+
+
 def test_without_spares_every_process_is_forked_on_demand(fresh_server):
     s = fresh_server("--no-spares")
     r = s.eval(problem("add"), cand("add_ok"))
@@ -141,14 +171,17 @@ def test_the_inputs_handed_over_are_sealed(tmp_path):
 MARKER = 1234.5678  # float32 bytes that appear nowhere but in the expected outputs
 
 
+@pytest.mark.parametrize("spares", ["now", "later"])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_server, tmp_path, dtype):
+def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_server, tmp_path, dtype, spares):
     """The reference's output is a block of one value (64 KiB in float32,
     below glibc's mmap threshold, so it lives in the server's heap after
     being compared; in float16 the comparison's float32 copy does). A later
     candidate scans its own memory, inherited from the server, for such a
     block and returns it if found. The server zeroes what it compared and
-    glibc wipes what it frees, so the scan must come back empty."""
+    glibc wipes what it frees, so the scan must come back empty. With
+    spares "later", the scanning candidate's processes are forked after the
+    second eval's comparison (op refill), not at its start."""
     prob = _write(tmp_path / "marker.py", f"""
         import torch
         import torch.nn as nn
@@ -214,12 +247,20 @@ def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_serve
                 return out.to(torch.float16) if x.dtype == torch.float32 and DTYPE == "float16" else out
         """.replace("DTYPE", repr(dtype)))
     s = fresh_server()
-    opts = dict(trials=2, alt_dist_trials=0, candidate_first_trials=0)
-    assert s.eval(prob, zeros, **opts)["status"] == "incorrect"
-    # Forked at the start of the second eval, the third eval's processes inherit
-    # the server's heap after the first eval's expected outputs were compared.
-    assert s.eval(prob, zeros, **opts)["status"] == "incorrect"
-    r = s.eval(prob, scan, **opts)
+    opts = dict(test_cpu=True, perf=False, trials=2, alt_dist_trials=0, candidate_first_trials=0)
+
+    def ev(kernel):
+        msg, _ = s.request("eval", problem=prob, kernel=kernel, options=opts, spares=spares)
+        assert msg["type"] == "result", msg
+        return msg
+    assert ev(zeros)["status"] == "incorrect"
+    # Forked at the start of the second eval ("now"), or after it (op refill),
+    # the third eval's processes inherit the server's heap after the first
+    # (or second) eval's expected outputs were compared.
+    assert ev(zeros)["status"] == "incorrect"
+    if spares == "later":
+        assert sorted(s.request("refill")[0]["forked"]) == ["cand", "ref"]
+    r = ev(scan)
     assert r["status"] == "incorrect", ("a candidate read an earlier eval's expected output from the memory "
                                         f"it inherited: {r}")
 

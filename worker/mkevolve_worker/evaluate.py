@@ -101,6 +101,9 @@ class Evaluator:
     def __init__(self, test_mode: bool = False, progress=None, keep_spares: bool = False):
         self.test_mode = test_mode
         self.launcher = spares.Launcher(keep_spares)
+        # Whether an evaluation forks the next candidate's spares at its start
+        # (the request's "spares" field, set per eval by serve.py).
+        self.refill_at_start = True
         self.progress = progress or (lambda phase: None)
         self._gpu = None
         self._ncu_version = None
@@ -449,8 +452,12 @@ class Evaluator:
             state["prof"] = prof
             sampler.roles.update({ref2.pid: "reference", cand.pid: "candidate",
                                   **({prof.pid: "profiling"} if prof is not None else {})})
-            # The next candidate's processes warm up while this one runs.
-            self.launcher.refill()
+            # The next candidate's processes warm up while this one runs,
+            # unless the pool asked for them later (request field "spares":
+            # "later"; it sends op "refill" once the GPU is quiet, so that
+            # a round's warm-ups do not compete with the round's evaluations).
+            if self.refill_at_start:
+                self.launcher.refill()
             res.checks["isolation"] = {"pid": cand.pid, "network": "unknown", "cwd": "private temp dir",
                                        "env": "scrubbed", "prestarted": cand.prestarted}
             res.checks["phases_s"] = phase_s

@@ -146,12 +146,20 @@ class Server:
                 raise RequestError("check needs a kernel path")
             return Evaluator(self.test_mode).check(kernel, bool(req.get("allow_pytorch", False)))
         if op not in ("eval", "baseline", "gpu_info", "verify_decomposition", "footprint", "problem_check",
-                      "calibrate"):
+                      "calibrate", "refill"):
             raise RequestError(f"unknown op {op!r} (known: ping, gpu_info, check, eval, baseline, "
-                               f"verify_decomposition, footprint, problem_check, calibrate, shutdown)")
+                               f"verify_decomposition, footprint, problem_check, calibrate, refill, shutdown)")
         if self.evaluator is None:
             raise RequestError(self.info["error"])
         ev = self.evaluator
+        if op == "refill":
+            # Forks a spare for each role that has none and returns at once;
+            # the spares warm up in their own processes.
+            return {"ok": True, "forked": ev.launcher.refill()}
+        spares_when = req.get("spares", "now")
+        if op == "eval" and spares_when not in ("now", "later"):
+            raise RequestError(f"eval's spares must be \"now\" or \"later\", not {spares_when!r}")
+        ev.refill_at_start = spares_when != "later"
         ev.progress = lambda phase: self.chan.send({"id": rid, "type": "progress", "phase": phase})
         try:
             if op == "gpu_info":

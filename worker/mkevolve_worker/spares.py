@@ -18,9 +18,17 @@ warms up while this evaluation runs. A spare is used for one body and never
 again; the sandbox, deadlines and clean-up are those of any child. A spare
 that died while idle is replaced by a process forked on the spot.
 
-Replacements are forked when an evaluation starts, so they inherit the
-server's memory from before any expected output of that evaluation exists
-(and the server wipes freed memory: serve.harden_allocator()).
+Replacements are forked when an evaluation starts (request field "spares":
+"now", the default) or, when the pool asks for them later ("later"), by op
+"refill", which the pool sends once no evaluation runs on the GPU: a round
+of evaluations that start together then does not also warm three processes
+each beside them. Either way a spare inherits the server's memory as it is
+between or at the start of evaluations. No expected output is ever in the
+server (the reference compares in its own process), the server maps a
+candidate's output only to check its form and unmaps it, and it wipes what
+it frees (isolation.wipe_freed_memory), so a spare forked after an
+evaluation finds no more of it than one forked at the next one's start
+(test_worker_spares.py scans for it both ways).
 """
 
 from __future__ import annotations
@@ -78,13 +86,17 @@ class Launcher:
             return None
         return child
 
-    def refill(self) -> None:
-        """Forks a spare for every role that has no live one (no-op when spares are off)."""
+    def refill(self) -> list[str]:
+        """Forks a spare for every role that has no live one (no-op when
+        spares are off); returns the roles forked."""
+        forked: list[str] = []
         if not self.keep_spares:
-            return
+            return forked
         for role in ROLES:
             if self._live(self.ready.get(role)) is None:
                 self.ready[role] = self._fork(role, ahead=True)
+                forked.append(role)
+        return forked
 
     def wait_warm(self, timeout_s: float) -> float:
         """Waits until every idle spare has finished warming up (their CUDA,
