@@ -34,6 +34,10 @@ struct WorkerPool::Slot {
   std::unique_ptr<Server> server;  ///< used by the slot thread only, except under server_mu
   std::mutex server_mu;
   bool busy = false;               ///< under server_mu
+  bool running = false;            ///< a job runs here (under the pool's mu_)
+  /// An evaluation left its spares to a later refill (under mu_), since owed_since.
+  bool spares_owed = false;
+  std::chrono::steady_clock::time_point owed_since;
   std::thread thread;
 };
 
@@ -168,6 +172,13 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
       return Error{"MKEVOLVE_ISOLATION=" + want + ": expected auto, pid-namespace or process-group",
                    ErrorKind::kBadInput};
   }
+  if (const char* env = std::getenv("MKEVOLVE_SPARES_REFILL"); env && *env) {
+    // A benchmark switch: the old way, side by side with the new (docs/PERFORMANCE.md).
+    std::string want = env;
+    if (want == "start") o.spares_refill = PoolOptions::SparesRefill::kAtStart;
+    else if (want == "quiet") o.spares_refill = PoolOptions::SparesRefill::kWhenQuiet;
+    else return Error{"MKEVOLVE_SPARES_REFILL=" + want + ": expected quiet or start", ErrorKind::kBadInput};
+  }
   switch (o.isolation) {
     case PoolOptions::Isolation::kAuto:
       pool->pid_namespace_ = ::geteuid() == 0 && pid_namespace_available();
@@ -278,12 +289,12 @@ void WorkerPool::slot_loop(Slot& slot) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   for (;;) {
     Job job;
+    bool refill = false;
     {
       std::unique_lock lock(mu_);
       std::deque<Job>::iterator it;
-      cv_.wait(lock, [&] {
-        if (stopping_) return true;
-        auto fits = [&](const Job& j) { return j.gpu < 0 || j.gpu == slot.gpu; };
+      auto fits = [&](const Job& j) { return j.gpu < 0 || j.gpu == slot.gpu; };
+      auto pick = [&] {
         // The highest priority first, the oldest among equals; background
         // work only when nothing else fits.
         it = queue_.end();
@@ -291,10 +302,55 @@ void WorkerPool::slot_loop(Slot& slot) {
           if (fits(*j) && !j->background && (it == queue_.end() || j->priority > it->priority)) it = j;
         if (it == queue_.end()) it = std::find_if(queue_.begin(), queue_.end(), fits);
         return it != queue_.end();
-      });
+      };
+      for (;;) {
+        if (stopping_ || pick()) break;
+        if (!slot.spares_owed) {
+          cv_.wait(lock);
+          continue;
+        }
+        // Owed spares: refilled once the GPU is quiet, or after a while idle.
+        auto due = slot.owed_since + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                         std::chrono::duration<double>(opts_.spares_idle_refill_s));
+        if (gpu_quiet(slot.gpu) || std::chrono::steady_clock::now() >= due) {
+          refill = true;
+          break;
+        }
+        cv_.wait_until(lock, due);
+      }
       if (stopping_) break;
-      job = std::move(*it);
-      queue_.erase(it);
+      if (refill) {
+        slot.spares_owed = false;
+      } else {
+        job = std::move(*it);
+        queue_.erase(it);
+      }
+      slot.running = true;
+    }
+    if (refill) {
+      // Never with the server's lock held across the call: the destructor
+      // only kills a server whose slot is busy.
+      {
+        std::lock_guard lock(slot.server_mu);
+        slot.busy = true;
+      }
+      if (slot.server && slot.server->alive()) {
+        {
+          std::lock_guard lock(mu_);
+          ++stats_.refills;
+        }
+        call(slot, json{{"op", "refill"}}, opts_.info_timeout_s);
+      }
+      {
+        std::lock_guard lock(slot.server_mu);
+        slot.busy = false;
+      }
+      {
+        std::lock_guard lock(mu_);
+        slot.running = false;
+      }
+      cv_.notify_all();
+      continue;
     }
     {
       std::lock_guard lock(slot.server_mu);
@@ -313,6 +369,11 @@ void WorkerPool::slot_loop(Slot& slot) {
       std::lock_guard lock(slot.server_mu);
       slot.busy = false;
     }
+    {
+      std::lock_guard lock(mu_);
+      slot.running = false;
+    }
+    cv_.notify_all();  // the GPU may be quiet now: slots owing spares look again
   }
   std::unique_ptr<Server> s;
   {
@@ -320,6 +381,32 @@ void WorkerPool::slot_loop(Slot& slot) {
     s = std::move(slot.server);
   }
   if (s) s->shutdown(2s);
+}
+
+bool WorkerPool::gpu_quiet(int gpu) const {
+  for (const auto& s : slots_)
+    if (s->gpu == gpu && s->running) return false;
+  for (const auto& j : queue_)
+    if (j.gpu < 0 || j.gpu == gpu) return false;
+  return true;
+}
+
+std::string WorkerPool::spares_when(Slot& slot) {
+  if (!opts_.prestart || opts_.spares_refill == PoolOptions::SparesRefill::kAtStart) return "now";
+  std::lock_guard lock(mu_);
+  long waiting = 0, idle = 0;
+  for (const auto& j : queue_)
+    if (j.eval && (j.gpu < 0 || j.gpu == slot.gpu)) ++waiting;
+  for (const auto& s : slots_)
+    if (s.get() != &slot && s->gpu == slot.gpu && !s->running) ++idle;
+  if (waiting > idle) {  // back-to-back: the next one here comes at once
+    slot.spares_owed = false;  // the server refills every missing spare now
+    return "now";
+  }
+  slot.spares_owed = true;
+  slot.owed_since = std::chrono::steady_clock::now();
+  ++stats_.spares_later;
+  return "later";
 }
 
 mk::Status WorkerPool::ensure_server(Slot& slot) {
@@ -491,6 +578,7 @@ std::future<Verdict> WorkerPool::submit(EvalRequest req) {
   Job job;
   job.gpu = req.options.gpu;
   job.priority = req.priority;
+  job.eval = true;
   auto queued_at = std::chrono::steady_clock::now();
   job.run = [this, promise, req, queued_at, flight](Slot& slot) {
     auto started = std::chrono::steady_clock::now();
@@ -652,7 +740,8 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
     ticket = admission_->acquire(slot.gpu, host, dev, exclusive || !fp, [this] { return stopping(); });
     if (!ticket) return pool_failure(Status::kCrashed, "shutdown", "the evaluator shut down before this candidate ran");
   }
-  json msg{{"op", "eval"}, {"problem", req.problem.string()}, {"kernel", req.kernel.string()}, {"options", options}};
+  json msg{{"op", "eval"},       {"problem", req.problem.string()}, {"kernel", req.kernel.string()},
+           {"options", options}, {"spares", spares_when(slot)}};
   {
     std::lock_guard lock(mu_);
     ++stats_.evals;

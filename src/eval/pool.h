@@ -57,6 +57,15 @@ struct PoolOptions {
   /// the profiler) before the candidate arrives; false starts them on demand
   /// (less GPU memory held: a CUDA context per idle process).
   bool prestart = true;
+  /// When a server replaces the spares an evaluation took. kWhenQuiet: at the
+  /// evaluation's start only when more evaluations wait for this GPU than it
+  /// has idle slots (back-to-back work); otherwise later, by op `refill`, once
+  /// no job runs or waits on the GPU, or after spares_idle_refill_s idle. A
+  /// search round's evaluations start together, and three warm-ups each
+  /// beside them slowed every one (docs/PERFORMANCE.md). kAtStart: always at
+  /// the start (the old way). $MKEVOLVE_SPARES_REFILL (quiet, start) overrides.
+  enum class SparesRefill { kWhenQuiet, kAtStart } spares_refill = SparesRefill::kWhenQuiet;
+  double spares_idle_refill_s = 10;
   std::optional<std::vector<Gpu>> gpus;    ///< override discovery (tests); empty vector = no GPU
   int only_gpu = -1;                       ///< >= 0: use only this visible GPU (--gpu N)
   std::filesystem::path work_dir;          ///< server logs and private cwds; empty = a temp dir removed at exit
@@ -127,6 +136,8 @@ class WorkerPool final : public Evaluator {
     long starts = 0;           ///< servers started
     long retries = 0;          ///< evaluations run again after a harness failure
     long no_verdicts = 0;      ///< evaluations still without a verdict after their retries
+    long spares_later = 0;     ///< evaluations that left their spares to a later refill
+    long refills = 0;          ///< refill ops sent (the spares of a quiet or idle slot)
   };
   Stats stats() const;
 
@@ -142,6 +153,7 @@ class WorkerPool final : public Evaluator {
     /// problem check, a calibration: few, short, and their callers wait on
     /// them) goes first.
     int priority = std::numeric_limits<int>::max();
+    bool eval = false;  ///< an evaluation: takes a server's spares
     std::function<void(Slot&)> run;
     std::function<void(const std::string&)> cancel;
   };
@@ -149,6 +161,11 @@ class WorkerPool final : public Evaluator {
   explicit WorkerPool(PoolOptions opts);
   void enqueue(Job job);
   void slot_loop(Slot& slot);
+  /// "now" or "later": when the server refills the spares this evaluation
+  /// takes (PoolOptions::spares_refill); "later" leaves the slot owing them.
+  std::string spares_when(Slot& slot);
+  /// No job runs on or waits for `gpu` (under mu_).
+  bool gpu_quiet(int gpu) const;
   mk::Status ensure_server(Slot& slot);
   Server::Reply call(Slot& slot, nlohmann::json req, double timeout_s);
   void drop_server(Slot& slot);

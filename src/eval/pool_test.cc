@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <future>
+#include <set>
 #include <chrono>
 #include <thread>
 
@@ -660,6 +661,116 @@ TEST_F(PoolTest, QueuedEvaluationsStartHighestPriorityFirstThenInArrivalOrder) {
     if (line.rfind("verify_decomposition ", 0) == 0) order.push_back("check");
   }
   EXPECT_EQ(order, (std::vector<std::string>{"busy", "check", "high_a", "high_b", "low_a", "low_b"}));
+}
+
+namespace {
+/// The fake worker's log lines "OP WHAT", in order, OP in ops.
+std::vector<std::string> log_lines(const fs::path& log, const std::set<std::string>& ops) {
+  std::ifstream in(log);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);)
+    if (ops.count(line.substr(0, line.find(' ')))) out.push_back(line);
+  return out;
+}
+std::string stem_of(const std::string& line) { return fs::path(line.substr(line.rfind(' ') + 1)).stem().string(); }
+}  // namespace
+
+TEST_F(PoolTest, ARoundsSparesAreRefilledOnceTheGpuIsQuiet) {
+  // Three evaluations at once on three slots: none waits, so each leaves its
+  // spares for later, and the three refills come only after the slowest
+  // evaluation ended, though two ended long before it.
+  auto o = options();
+  o.slots_per_gpu = 3;
+  o.cache_dir.clear();
+  o.spares_idle_refill_s = 60;
+  o.memory_admission = false;  // else the others wait for the first one's footprint
+  auto pool = make(o);
+  std::vector<std::future<Verdict>> futs;
+  futs.push_back(pool->submit(request(kernel("slow", "# FAKE: slow 1.5\n# FAKE: correct\n"))));
+  futs.push_back(pool->submit(request(kernel("fast_a", "# FAKE: correct\n"))));
+  futs.push_back(pool->submit(request(kernel("fast_b", "# FAKE: correct\n"))));
+  for (auto& f : futs) EXPECT_EQ(f.get().status, Status::kCorrect);
+  for (int i = 0; i < 250 && logged("refill") < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto lines = log_lines(log_path(), {"spares", "eval_end", "refill"});
+  int later = 0, refills = 0;
+  bool slow_ended = false;
+  for (const auto& l : lines) {
+    if (l.rfind("spares later ", 0) == 0) ++later;
+    if (l.rfind("eval_end ", 0) == 0 && stem_of(l) == "slow") slow_ended = true;
+    if (l == "refill ") {
+      ++refills;
+      EXPECT_TRUE(slow_ended) << "a refill ran beside an evaluation";
+    }
+  }
+  EXPECT_EQ(later, 3);
+  EXPECT_EQ(refills, 3);
+  EXPECT_EQ(pool->stats().spares_later, 3);
+  EXPECT_EQ(pool->stats().refills, 3);
+}
+
+TEST_F(PoolTest, BackToBackEvaluationsRefillTheirSparesAtTheirStart) {
+  // One slot, busy; three more queue behind it. Each of the first two has
+  // another one waiting behind it, so its server refills at once ("now");
+  // the last (and the busy one, which found no queue) leave it for later,
+  // and the one refill comes after the last evaluation.
+  auto o = options();
+  o.cache_dir.clear();
+  auto pool = make(o);
+  auto busy = pool->submit(request(kernel("busy", "# FAKE: slow 0.5\n# FAKE: correct\n")));
+  for (int i = 0; i < 100 && logged("eval") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::vector<std::future<Verdict>> futs;
+  for (const char* name : {"a", "b", "c"}) futs.push_back(pool->submit(request(kernel(name, "# FAKE: correct\n"))));
+  EXPECT_EQ(busy.get().status, Status::kCorrect);
+  for (auto& f : futs) EXPECT_EQ(f.get().status, Status::kCorrect);
+  for (int i = 0; i < 250 && logged("refill") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::vector<std::string> seen;
+  for (const auto& l : log_lines(log_path(), {"spares", "refill"}))
+    seen.push_back(l == "refill " ? "refill" : l.substr(7, l.find(' ', 7) - 7) + ":" + stem_of(l));
+  EXPECT_EQ(seen, (std::vector<std::string>{"later:busy", "now:a", "now:b", "later:c", "refill"}));
+}
+
+TEST_F(PoolTest, SparesOwedTooLongAreRefilledBesideARunningEvaluation) {
+  // With a short idle limit, a slot whose evaluation ended refills before
+  // its neighbour's long evaluation ends: a GPU that is never quiet (LLM
+  // replies coming one by one) still gets its spares back.
+  auto o = options();
+  o.slots_per_gpu = 2;
+  o.cache_dir.clear();
+  o.spares_idle_refill_s = 0.3;
+  o.memory_admission = false;  // else the others wait for the first one's footprint
+  auto pool = make(o);
+  auto slow = pool->submit(request(kernel("slow", "# FAKE: slow 3\n# FAKE: correct\n"), 10));
+  auto fast = pool->submit(request(kernel("fast", "# FAKE: correct\n")));
+  EXPECT_EQ(fast.get().status, Status::kCorrect);
+  EXPECT_EQ(slow.get().status, Status::kCorrect);
+  auto lines = log_lines(log_path(), {"eval_end", "refill"});
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front(), "eval_end " + (dir.path() / "kernels" / "fast.py").string());
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[1], "refill ") << "the fast slot's refill came after the slow evaluation";
+}
+
+TEST_F(PoolTest, SparesRefilledAtTheStartSendNoRefill) {
+  auto o = options();
+  o.slots_per_gpu = 2;
+  o.cache_dir.clear();
+  o.spares_refill = PoolOptions::SparesRefill::kAtStart;
+  auto pool = make(o);
+  auto a = pool->submit(request(kernel("a", "# FAKE: correct\n")));
+  auto b = pool->submit(request(kernel("b", "# FAKE: correct\n")));
+  EXPECT_EQ(a.get().status, Status::kCorrect);
+  EXPECT_EQ(b.get().status, Status::kCorrect);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(logged("refill"), 0);
+  for (const auto& l : log_lines(log_path(), {"spares"})) EXPECT_EQ(l.rfind("spares now ", 0), 0u) << l;
+}
+
+TEST_F(PoolTest, AnUnknownSparesRefillInTheEnvironmentIsRefused) {
+  ::setenv("MKEVOLVE_SPARES_REFILL", "sometimes", 1);
+  auto p = WorkerPool::create(options());
+  ::unsetenv("MKEVOLVE_SPARES_REFILL");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().find("MKEVOLVE_SPARES_REFILL=sometimes"), std::string::npos) << p.error();
 }
 
 TEST_F(PoolTest, BaselinesTimedWithoutTheGpuLockAreUsedButNotKept) {

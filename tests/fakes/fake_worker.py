@@ -242,7 +242,12 @@ def main():
         op = req.get("op")
         rid = req.get("id")
         if op == "eval":
+            log("spares", "%s %s" % (req.get("spares", "-"), req.get("kernel", "")))
             do_eval(req)
+            log("eval_end", req.get("kernel", ""))
+        elif op == "refill":
+            log("refill", "")
+            send({"id": rid, "type": "result", "ok": True, "forked": ["ref", "cand", "prof"]})
         elif op == "baseline":
             do_baseline(req)
         elif op == "footprint":
