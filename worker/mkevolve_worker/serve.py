@@ -59,6 +59,10 @@ def _import_before_forking(triton_ok: bool) -> None:
             from . import warm_kernel  # noqa: F401
         except Exception:  # noqa: BLE001 - a candidate process reports it when warming up
             pass
+    # The reference counts its first trial's FLOPs under a dispatch mode
+    # (workmodel.counter): its imports and first-use set-up happen here, once,
+    # on the CPU, instead of in every reference's first trial.
+    children.warm_counter("cpu")
 
 
 def drop_cwd_from_path() -> None:
