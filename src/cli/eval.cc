@@ -319,7 +319,7 @@ int run(int argc, char** argv) {
   app.add_option("--cache-dir", cache_dir, "verdict cache directory (default: ~/.cache/mkevolve/results)");
   app.add_flag("--no-cache", no_cache, "evaluate again even when a cached verdict exists (and store none)");
   app.add_option("--slots-per-gpu", slots,
-                 "candidates evaluated at once per GPU at most, or auto: cores / 3 per GPU, at most 8 (the default); "
+                 "candidates evaluated at once per GPU at most, or auto: three quarters of the cores per GPU, at most 12 (the default); "
                  "memory admission decides how many really run at once")
       ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}));
   app.add_flag("--no-prestart", no_prestart, method::kNoPrestartHelp);

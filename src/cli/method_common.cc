@@ -38,7 +38,7 @@ void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge) {
   app.add_option("--python", f.python, "the worker's Python (default: $MKEVOLVE_PYTHON, config 'python', python3)");
   app.add_option("--gpu", f.gpu, "use only this visible GPU (index); default: all visible GPUs");
   app.add_option("--slots-per-gpu", f.slots_per_gpu,
-                 "candidates evaluated at once per GPU at most, or auto: cores / 3 per GPU, at most 8 (the default); "
+                 "candidates evaluated at once per GPU at most, or auto: three quarters of the cores per GPU, at most 12 (the default); "
                  "memory admission decides how many really run at once")
       ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}));
   app.add_flag("--no-prestart", f.no_prestart, kNoPrestartHelp);

@@ -126,15 +126,17 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   }
   if (o.slots_per_gpu < 0) return Error{"slots per GPU must be at least 1 (or 0 for auto)", ErrorKind::kBadInput};
   if (o.slots_per_gpu == 0) {
-    // auto: as many as the CPUs can feed (an evaluation keeps about 3 cores
-    // busy: reference, candidate, profiling), at most 8; memory admission
-    // decides how many of them really run at once. Three quarters of the
-    // cores (12 on a 16-core H200 host) removed the slot waits of a default
-    // search but made each evaluation as much slower (19.5 s median against
-    // 10.9 s at 5 slots): the first iteration took as long (docs/PERFORMANCE.md).
+    // auto: three quarters of the cores per GPU, at most 12 (a default search
+    // round evaluates 12 candidates at once); memory admission decides how
+    // many of them really run at once. At cores / 3 (5 on a 16-core H200
+    // host) a third of a round's candidates waited a whole evaluation for a
+    // slot. At 12 none waited, but each evaluation took 19.5 s instead of
+    // 10.9 s while every evaluation also warmed three spares beside it; with
+    // the spares refilled once the GPU is quiet (spares_refill) it took 13.0 s
+    // (median) and the first iteration 123 s against 142 s (docs/PERFORMANCE.md).
     unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     size_t gpus = std::max<size_t>(1, pool->gpus_.size());
-    o.slots_per_gpu = static_cast<int>(std::clamp<size_t>(cores / 3 / gpus, 1, 8));
+    o.slots_per_gpu = static_cast<int>(std::clamp<size_t>(cores * 3 / 4 / gpus, 1, 12));
   }
   if (o.work_dir.empty()) {
     try {
