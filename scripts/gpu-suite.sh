@@ -41,7 +41,7 @@
 #             GPU_SUITE_KB_LEVELS, GPU_SUITE_KB_ARGS, GPU_SUITE_KB_LIMIT seconds)
 #   kbtiming  the same for every fifth problem, timed with baselines (speedup vs eager near 1)
 #   kblarge   honest Triton kernels for KernelBench level1/19_ReLU (6.4 GB input) and
-#             level1/23_Softmax at --slots-per-gpu 4, twice each (GPU_SUITE_KBLARGE_REPEAT)
+#             level1/23_Softmax at --slots-per-gpu 4 (GPU_SUITE_KBLARGE_SLOTS), twice each (GPU_SUITE_KBLARGE_REPEAT)
 #   neighbours  a spinning-kernel candidate among eight honest example kernels at
 #             --slots-per-gpu 4: it is timeout/hang, the eight stay correct
 #   ncu       --profile ncu: ncu's raw CSV for one relu call (ncu_sample.csv), the GPU test of the
@@ -57,6 +57,8 @@
 #             1.25x). It takes more than 9 minutes, so it also comes in two halves:
 #   concurrency-start    starts that run in the background (setsid) under
 #             $GPU_SUITE_CONCURRENCY_DIR (default /tmp/concurrency) and returns
+#   concurrency-ab  the concurrency run once per GPU_SUITE_AB setting, one after
+#             the other in one call (below; e.g. with GPU_SUITE_CONC_ARGS="--iterations 1")
 #   concurrency-collect  (a later call, same machine) waits up to
 #             GPU_SUITE_COLLECT_LIMIT (540) s for its end, prints the critical path,
 #             the wall time and the ratio, and copies its events.jsonl and
@@ -164,7 +166,7 @@ note "$("$PY" -c 'import sys, torch, triton; print("python", sys.version.split()
 # --- build -------------------------------------------------------------------
 BIN=${MKEVOLVE_BIN:-}
 if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency ||
-  want concurrency-start ||
+  want concurrency-start || want concurrency-ab ||
   want kbsweep || want kbtiming || want kblarge || want neighbours || want adapt || want roofline || want ncu ||
   want precision; then
   t0=$SECONDS
@@ -314,8 +316,8 @@ if want precision; then
   if [ $rc -eq 0 ] && [ -n "$BIN" ]; then
     # --baseline-tf32: the second torch.compile baseline (TF32 on) beside the reward's;
     # its figures go into the summary, which always comes back.
-    XDG_CACHE_HOME=$CACHES/precision stage_timeout 180 "$BIN" eval examples/problems/03_linear_gelu.py \
-      examples/kernels/03_linear_gelu__tiled.py --baseline-tf32 --json >"$OUTDIR/tf32.json" 2>>"$OUTDIR/precision.txt" </dev/null
+    XDG_CACHE_HOME=$CACHES/precision stage_timeout 180 "$BIN" eval --problem examples/problems/03_linear_gelu.py \
+      --kernel examples/kernels/03_linear_gelu__tiled.py --baseline-tf32 --json >"$OUTDIR/tf32.json" 2>>"$OUTDIR/precision.txt" </dev/null
     rc=$?
     note "precision: eval --baseline-tf32 exit $rc: $("$PY" -c 'import json,sys
 v = json.loads(open(sys.argv[1]).read().splitlines()[-1])
@@ -630,6 +632,39 @@ if want concurrency-collect; then
   fi
 fi
 
+# concurrency-ab: the same run once per setting, side by side in one call:
+# GPU_SUITE_AB lists the settings, "|" between them, each a space-separated list
+# of VAR=VALUE for the run's environment (default: the spares' old refill at
+# each evaluation's start against the new refill once the GPU is quiet). Each
+# run gets GPU_SUITE_AB_LIMIT (250) s; give GPU_SUITE_CONC_ARGS="--iterations 1"
+# to fit two in a call. Each run's report lands in $OUT as ab-N.tgz at its end
+# (a call stopped at its limit keeps the runs already done).
+if want concurrency-ab && have_bin concurrency-ab; then
+  IFS='|' read -r -a ab_settings <<<"${GPU_SUITE_AB:-MKEVOLVE_SPARES_REFILL=start|MKEVOLVE_SPARES_REFILL=quiet}"
+  conc0=$CONC out0=${OUT:-}
+  n=0
+  for setting in "${ab_settings[@]}"; do
+    n=$((n + 1))
+    t0=$SECONDS
+    CONC=/tmp/concurrency-ab-$n
+    rm -rf "$CONC" && mkdir -p "$CONC/out"
+    note "concurrency-ab $n: $setting"
+    eval "stage_timeout ${GPU_SUITE_AB_LIMIT:-250} env $setting $(concurrency_command "$ROOT" "$BIN")" \
+      >"$CONC/run.log" 2>&1 </dev/null
+    rc=$?
+    OUT=$CONC/out concurrency_report $rc
+    check=$?
+    [ $rc -eq 0 ] && rc=$check
+    echo "$setting" >"$CONC/out/setting.txt"
+    cp "$OUTDIR/concurrency.txt" "$CONC/out/" 2>/dev/null
+    note "  $(head -n 1 "$OUTDIR/concurrency.txt")"
+    if [ -n "$out0" ]; then mkdir -p "$out0" && tar -czf "$out0/ab-$n.tgz" -C "$CONC/out" .; fi
+    stage_result "concurrency-ab-$n" "$rc" $((SECONDS - t0))
+  done
+  CONC=$conc0
+  OUT=$out0
+fi
+
 # --- KernelBench at its real sizes ---------------------------------------------
 KB_OUT=${OUT:-$OUTDIR}   # streamed straight into $OUT: a call stopped at its limit keeps what it measured
 kb_stage() {  # name tag args...: one kernelbench_sweep.py run
@@ -660,7 +695,8 @@ if want kblarge && have_bin kblarge; then
     done
   } >"$OUTDIR/kblarge.txt"
   # Twice each pair: --no-cache, so the second is a second evaluation, not a cache hit.
-  stage_timeout "${GPU_SUITE_KBLARGE_LIMIT:-540}" "$BIN" eval --batch "$OUTDIR/kblarge.txt" --json --no-cache --slots-per-gpu 4 \
+  stage_timeout "${GPU_SUITE_KBLARGE_LIMIT:-540}" "$BIN" eval --batch "$OUTDIR/kblarge.txt" --json --no-cache \
+    --slots-per-gpu "${GPU_SUITE_KBLARGE_SLOTS:-4}" \
     >"$KB_OUT/kb-large.jsonl" 2>"$OUTDIR/kblarge.err"
   rc=$?
   "$PY" - "$KB_OUT/kb-large.jsonl" <<'PYEOF' | tee -a "$SUMMARY"
