@@ -295,7 +295,7 @@ void WorkerPool::slot_loop(Slot& slot) {
     {
       std::unique_lock lock(mu_);
       std::deque<Job>::iterator it;
-      auto fits = [&](const Job& j) { return j.gpu < 0 || j.gpu == slot.gpu; };
+      auto fits = [&](const Job& j) { return j.fits(slot.gpu); };
       auto pick = [&] {
         // The highest priority first, the oldest among equals; background
         // work only when nothing else fits.
@@ -323,36 +323,13 @@ void WorkerPool::slot_loop(Slot& slot) {
       if (stopping_) break;
       if (refill) {
         slot.spares_owed = false;
+        job.run = [this](Slot& s) { refill_spares(s); };
+        job.cancel = [](const std::string&) {};
       } else {
         job = std::move(*it);
         queue_.erase(it);
       }
       slot.running = true;
-    }
-    if (refill) {
-      // Never with the server's lock held across the call: the destructor
-      // only kills a server whose slot is busy.
-      {
-        std::lock_guard lock(slot.server_mu);
-        slot.busy = true;
-      }
-      if (slot.server && slot.server->alive()) {
-        {
-          std::lock_guard lock(mu_);
-          ++stats_.refills;
-        }
-        call(slot, json{{"op", "refill"}}, opts_.info_timeout_s);
-      }
-      {
-        std::lock_guard lock(slot.server_mu);
-        slot.busy = false;
-      }
-      {
-        std::lock_guard lock(mu_);
-        slot.running = false;
-      }
-      cv_.notify_all();
-      continue;
     }
     {
       std::lock_guard lock(slot.server_mu);
@@ -388,9 +365,16 @@ void WorkerPool::slot_loop(Slot& slot) {
 bool WorkerPool::gpu_quiet(int gpu) const {
   for (const auto& s : slots_)
     if (s->gpu == gpu && s->running) return false;
-  for (const auto& j : queue_)
-    if (j.gpu < 0 || j.gpu == gpu) return false;
-  return true;
+  return std::none_of(queue_.begin(), queue_.end(), [&](const Job& j) { return j.fits(gpu); });
+}
+
+void WorkerPool::refill_spares(Slot& slot) {
+  if (!slot.server || !slot.server->alive()) return;
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.refills;
+  }
+  call(slot, json{{"op", "refill"}}, opts_.info_timeout_s);
 }
 
 std::string WorkerPool::spares_when(Slot& slot) {
@@ -398,7 +382,7 @@ std::string WorkerPool::spares_when(Slot& slot) {
   std::lock_guard lock(mu_);
   long waiting = 0, idle = 0;
   for (const auto& j : queue_)
-    if (j.eval && (j.gpu < 0 || j.gpu == slot.gpu)) ++waiting;
+    if (j.eval && j.fits(slot.gpu)) ++waiting;
   for (const auto& s : slots_)
     if (s.get() != &slot && s->gpu == slot.gpu && !s->running) ++idle;
   if (waiting > idle) {  // back-to-back: the next one here comes at once

@@ -154,6 +154,8 @@ class WorkerPool final : public Evaluator {
     /// them) goes first.
     int priority = std::numeric_limits<int>::max();
     bool eval = false;  ///< an evaluation: takes a server's spares
+    /// A slot on visible GPU `on` may run it.
+    bool fits(int on) const { return gpu < 0 || gpu == on; }
     std::function<void(Slot&)> run;
     std::function<void(const std::string&)> cancel;
   };
@@ -166,6 +168,8 @@ class WorkerPool final : public Evaluator {
   std::string spares_when(Slot& slot);
   /// No job runs on or waits for `gpu` (under mu_).
   bool gpu_quiet(int gpu) const;
+  /// Sends the slot's server op `refill` (its owed spares), if it is alive.
+  void refill_spares(Slot& slot);
   mk::Status ensure_server(Slot& slot);
   Server::Reply call(Slot& slot, nlohmann::json req, double timeout_s);
   void drop_server(Slot& slot);

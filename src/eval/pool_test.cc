@@ -63,6 +63,30 @@ class PoolTest : public ::testing::Test {
     return p.ok() ? std::move(*p) : nullptr;
   }
   fs::path log_path() const { return dir.path() / "fake.log"; }
+  /// The fake worker's log lines "OP WHAT", in order, OP in ops.
+  std::vector<std::string> log_lines(const std::set<std::string>& ops) const {
+    std::ifstream in(log_path());
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);)
+      if (ops.count(line.substr(0, line.find(' ')))) out.push_back(line);
+    return out;
+  }
+  /// The stem of the file a log line names last ("eval /x/kernels/a.py" -> "a").
+  static std::string stem_of(const std::string& line) {
+    return fs::path(line.substr(line.rfind(' ') + 1)).stem().string();
+  }
+  /// Waits up to `seconds` until the fake worker has logged op at least n times.
+  void wait_logged(const std::string& op, int n, double seconds) const {
+    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (logged(op) < n && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  /// The pool's one slot made busy for 0.5 s (its evaluation already started).
+  std::future<Verdict> occupy(WorkerPool& pool) {
+    auto busy = pool.submit(request(kernel("busy", "# FAKE: slow 0.5\n# FAKE: correct\n")));
+    wait_logged("eval", 1, 2);
+    return busy;
+  }
   int logged(const std::string& op) const {
     std::ifstream in(log_path());
     std::string line;
@@ -621,7 +645,7 @@ TEST_F(PoolTest, APrefetchWaitsForTheEvaluationsQueuedAfterIt) {
   auto next = pool->submit(request(kernel("next", "# FAKE: correct\n")));
   EXPECT_EQ(slow.get().status, Status::kCorrect);
   EXPECT_EQ(next.get().status, Status::kCorrect);
-  for (int i = 0; i < 100 && logged("baseline") < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  wait_logged("baseline", 2, 5);
   std::ifstream in(log_path());
   std::vector<std::string> order;
   for (std::string line; std::getline(in, line);)
@@ -636,8 +660,7 @@ TEST_F(PoolTest, QueuedEvaluationsStartHighestPriorityFirstThenInArrivalOrder) {
   auto o = options();
   o.cache_dir.clear();
   auto pool = make(o);
-  auto busy = pool->submit(request(kernel("busy", "# FAKE: slow 0.5\n# FAKE: correct\n")));
-  for (int i = 0; i < 100 && logged("eval") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto busy = occupy(*pool);
   std::vector<std::future<Verdict>> futs;
   const std::vector<std::pair<std::string, int>> queued = {{"low_a", 1}, {"high_a", 3}, {"low_b", 1}, {"high_b", 3}};
   for (const auto& [name, priority] : queued) {
@@ -654,26 +677,12 @@ TEST_F(PoolTest, QueuedEvaluationsStartHighestPriorityFirstThenInArrivalOrder) {
   EXPECT_EQ(busy.get().status, Status::kCorrect);
   for (auto& f : futs) EXPECT_EQ(f.get().status, Status::kCorrect);
   EXPECT_TRUE(check.get().ok);
-  std::ifstream in(log_path());
   std::vector<std::string> order;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("eval ", 0) == 0) order.push_back(fs::path(line.substr(5)).stem().string());
-    if (line.rfind("verify_decomposition ", 0) == 0) order.push_back("check");
-  }
+  for (const auto& l : log_lines({"eval", "verify_decomposition"}))
+    order.push_back(l.rfind("eval ", 0) == 0 ? stem_of(l) : "check");
   EXPECT_EQ(order, (std::vector<std::string>{"busy", "check", "high_a", "high_b", "low_a", "low_b"}));
 }
 
-namespace {
-/// The fake worker's log lines "OP WHAT", in order, OP in ops.
-std::vector<std::string> log_lines(const fs::path& log, const std::set<std::string>& ops) {
-  std::ifstream in(log);
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);)
-    if (ops.count(line.substr(0, line.find(' ')))) out.push_back(line);
-  return out;
-}
-std::string stem_of(const std::string& line) { return fs::path(line.substr(line.rfind(' ') + 1)).stem().string(); }
-}  // namespace
 
 TEST_F(PoolTest, ARoundsSparesAreRefilledOnceTheGpuIsQuiet) {
   // Three evaluations at once on three slots: none waits, so each leaves its
@@ -690,8 +699,8 @@ TEST_F(PoolTest, ARoundsSparesAreRefilledOnceTheGpuIsQuiet) {
   futs.push_back(pool->submit(request(kernel("fast_a", "# FAKE: correct\n"))));
   futs.push_back(pool->submit(request(kernel("fast_b", "# FAKE: correct\n"))));
   for (auto& f : futs) EXPECT_EQ(f.get().status, Status::kCorrect);
-  for (int i = 0; i < 250 && logged("refill") < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  auto lines = log_lines(log_path(), {"spares", "eval_end", "refill"});
+  wait_logged("refill", 3, 5);
+  auto lines = log_lines({"spares", "eval_end", "refill"});
   int later = 0, refills = 0;
   bool slow_ended = false;
   for (const auto& l : lines) {
@@ -716,15 +725,14 @@ TEST_F(PoolTest, BackToBackEvaluationsRefillTheirSparesAtTheirStart) {
   auto o = options();
   o.cache_dir.clear();
   auto pool = make(o);
-  auto busy = pool->submit(request(kernel("busy", "# FAKE: slow 0.5\n# FAKE: correct\n")));
-  for (int i = 0; i < 100 && logged("eval") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto busy = occupy(*pool);
   std::vector<std::future<Verdict>> futs;
   for (const char* name : {"a", "b", "c"}) futs.push_back(pool->submit(request(kernel(name, "# FAKE: correct\n"))));
   EXPECT_EQ(busy.get().status, Status::kCorrect);
   for (auto& f : futs) EXPECT_EQ(f.get().status, Status::kCorrect);
-  for (int i = 0; i < 250 && logged("refill") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_logged("refill", 1, 5);
   std::vector<std::string> seen;
-  for (const auto& l : log_lines(log_path(), {"spares", "refill"}))
+  for (const auto& l : log_lines({"spares", "refill"}))
     seen.push_back(l == "refill " ? "refill" : l.substr(7, l.find(' ', 7) - 7) + ":" + stem_of(l));
   EXPECT_EQ(seen, (std::vector<std::string>{"later:busy", "now:a", "now:b", "later:c", "refill"}));
 }
@@ -743,7 +751,7 @@ TEST_F(PoolTest, SparesOwedTooLongAreRefilledBesideARunningEvaluation) {
   auto fast = pool->submit(request(kernel("fast", "# FAKE: correct\n")));
   EXPECT_EQ(fast.get().status, Status::kCorrect);
   EXPECT_EQ(slow.get().status, Status::kCorrect);
-  auto lines = log_lines(log_path(), {"eval_end", "refill"});
+  auto lines = log_lines({"eval_end", "refill"});
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines.front(), "eval_end " + (dir.path() / "kernels" / "fast.py").string());
   ASSERT_GE(lines.size(), 2u);
@@ -762,7 +770,7 @@ TEST_F(PoolTest, SparesRefilledAtTheStartSendNoRefill) {
   EXPECT_EQ(b.get().status, Status::kCorrect);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(logged("refill"), 0);
-  for (const auto& l : log_lines(log_path(), {"spares"})) EXPECT_EQ(l.rfind("spares now ", 0), 0u) << l;
+  for (const auto& l : log_lines({"spares"})) EXPECT_EQ(l.rfind("spares now ", 0), 0u) << l;
 }
 
 TEST_F(PoolTest, AnUnknownSparesRefillInTheEnvironmentIsRefused) {
@@ -913,7 +921,7 @@ TEST_F(PoolTest, DestroyingThePoolResolvesQueuedAndRunningWork) {
     auto pool = make(options());
     futs.push_back(pool->submit(request(kernel("hang", "# FAKE: hang\n"), 60)));
     for (int i = 0; i < 3; ++i) futs.push_back(pool->submit(request(kernel("ok" + std::to_string(i), "# FAKE: correct\n"))));
-    for (int i = 0; i < 200 && logged("eval") == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    wait_logged("eval", 1, 2);
   }
   for (auto& f : futs) {
     Verdict r = f.get();
