@@ -9,6 +9,13 @@ it, so a reader sees which step of an evaluation dominates:
 
     python3 scripts/eval_phases.py runs/attn            # a table
     python3 scripts/eval_phases.py runs/attn --json     # the same, as JSON
+    python3 scripts/eval_phases.py runs/attn --rounds   # per beam round (events.jsonl)
+
+--rounds reads events.jsonl as well and prints, for every beam round of every
+task (candidates joined to the llm_call that wrote them), when its last reply
+arrived, when its last verdict did, and for the slowest candidate the steps
+between its milestones; then each iteration's end-to-end evaluations. That is
+where a round's time besides the LLM goes, one round at a time.
 
 Trial numbers are folded out of the milestone names ("running forward (trial
 3)" counts as "running forward (trial N)"); a milestone's first occurrence per
@@ -34,16 +41,99 @@ def fold(name: str) -> str:
     return re.sub(r"\d+", "N", name)
 
 
+def ts_of(e: dict):
+    import datetime
+    t = e.get("ts")
+    if not isinstance(t, str):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def rounds_report(run_dir: str, results: dict) -> int:
+    """Per beam round: replies, verdicts and the slowest candidate's steps."""
+    try:
+        lines = open(os.path.join(run_dir, "events.jsonl"), encoding="utf-8").read().splitlines()
+    except OSError as e:
+        print(f"{run_dir}: {e.strerror}", file=sys.stderr)
+        return 2
+    events = []
+    for line in lines:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    t0 = next((ts_of(e) for e in events if ts_of(e) is not None), 0.0)
+    where: dict = {}   # candidate -> (iteration, task, round)
+    replies: dict = {}  # (iteration, task, round) -> [(start, end)]
+    verdicts: dict = {}
+    e2e: list = []
+    for e in events:
+        t = ts_of(e)
+        if t is None:
+            continue
+        if e.get("type") == "llm_call" and e.get("candidate") and e.get("round") is not None:
+            k = (e.get("iteration", 0), e.get("task", "?"), e["round"])
+            where[e["candidate"]] = k
+            lat = (e.get("latency_ms") or 0) / 1000.0
+            replies.setdefault(k, []).append((t - lat - t0, t - t0))
+        elif e.get("type") == "eval" and not e.get("e2e"):
+            k = where.get(e.get("candidate"))
+            if k is not None:
+                verdicts.setdefault(k, []).append((t - t0, e))
+        elif e.get("type") == "eval" and e.get("e2e"):
+            e2e.append((t - t0, e))
+        elif e.get("type") == "verify_decomposition":
+            print(f"verify_decomposition ({e.get('agent')}, sample {e.get('sample')}): ended {t - t0:.1f} s, "
+                  f"took {e.get('seconds') or 0:.2f} s, {'ok' if e.get('ok') else 'failed'}")
+    print(f"{'iter':>4} {'task':<22} {'rnd':>3} {'n':>3} {'replies':>15} {'verdicts':>15} {'over':>6}  slowest: steps (s)")
+    for k in sorted(replies):
+        rs, vs = replies[k], verdicts.get(k, [])
+        last_reply = max(r[1] for r in rs)
+        line = f"{k[0]:>4} {k[1][:22]:<22} {k[2]:>3} {len(rs):>3} {min(r[1] for r in rs):>7.1f}-{last_reply:<7.1f}"
+        if not vs:
+            print(line)
+            continue
+        last = max(vs, key=lambda v: v[0])
+        line += f" {min(v[0] for v in vs):>7.1f}-{last[0]:<7.1f} {last[0] - last_reply:>6.1f}"
+        r = results.get(last[1].get("candidate"), {})
+        steps, prev = [], 0.0
+        for name, sec in (r.get("phases_s") or []):
+            if name in ("compared", "profile collected", "next candidate's spares warm", "timing lock taken",
+                        "exited") or name.startswith("forward returned (trial c0t0"):
+                steps.append(f"{name.split(' (')[0][:18]} +{sec - prev:.2f}")
+                prev = sec
+        q = last[1].get("queued_s") or 0.0
+        b = last[1].get("baseline_s") or 0.0
+        print(f"{line}  queued {q:.2f}, baselines {b:.2f}; " + ", ".join(steps))
+    for t, e in e2e:
+        print(f"e2e iteration {e.get('iteration')}: {e.get('status')} ended {t:.1f} s, "
+              f"queued {e.get('queued_s') or 0:.2f} s, evaluating {e.get('eval_s') or 0:.2f} s"
+              + (f", waited {e['waited_s']:.2f} s" if e.get("waited_s") is not None else ""))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dir")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--rounds", action="store_true", help="per beam round, from events.jsonl too")
     a = ap.parse_args()
     files = glob.glob(os.path.join(a.run_dir, "candidates", "*", "*", "result.json"))
     if not files:
         print(f"{a.run_dir}: no candidates/*/*/result.json", file=sys.stderr)
         return 2
     by_status: dict = {}
+    if a.rounds:
+        results = {}
+        for f in files:
+            try:
+                results[os.path.basename(os.path.dirname(f))] = json.load(open(f))
+            except (OSError, ValueError):
+                pass
+        return rounds_report(a.run_dir, results)
     marks: dict = {}   # milestone -> [seconds]
     order: dict = {}   # milestone -> median position, for printing in order
     queued, evals = [], []

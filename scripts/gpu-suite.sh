@@ -502,7 +502,8 @@ concurrency_report() {  # rc: prints the figures from the run's summary.json and
   done
   [ -f "$CONC/run.log" ] && tail -n 6 "$CONC/run.log"
   # Where the evaluations' time went (each candidate's milestones), and the raw records.
-  "$PY" "$ROOT/scripts/eval_phases.py" "$CONC/run" 2>&1 | tee "$dest/concurrency-phases.txt"
+  { "$PY" "$ROOT/scripts/eval_phases.py" "$CONC/run"; "$PY" "$ROOT/scripts/eval_phases.py" "$CONC/run" --rounds; } \
+    2>&1 | tee "$dest/concurrency-phases.txt"
   (cd "$CONC/run" && tar -czf "$dest/concurrency-results.tgz" candidates/*/*/result.json 2>/dev/null)
   "$PY" - "$CONC/run" "$1" "${GPU_SUITE_SLOTS:-auto}" <<'PYEOF' | tee "$OUTDIR/concurrency.txt"
 import collections, json, os, sys

@@ -727,7 +727,7 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
     if (!ticket) return pool_failure(Status::kCrashed, "shutdown", "the evaluator shut down before this candidate ran");
   }
   json msg{{"op", "eval"},       {"problem", req.problem.string()}, {"kernel", req.kernel.string()},
-           {"options", options}, {"spares", spares_when(slot)}};
+           {"options", options}, {"spares", spares_when(slot)}, {"priority", req.priority}};
   {
     std::lock_guard lock(mu_);
     ++stats_.evals;

@@ -717,6 +717,22 @@ TEST_F(PoolTest, ARoundsSparesAreRefilledOnceTheGpuIsQuiet) {
   EXPECT_EQ(pool->stats().refills, 3);
 }
 
+TEST_F(PoolTest, AnEvaluationsPriorityReachesTheWorker) {
+  // The worker orders waiting timed phases by it (gpulock.py): the request
+  // carries the search's priority as it was submitted.
+  auto o = options();
+  o.cache_dir.clear();
+  auto pool = make(o);
+  auto req = request(kernel("urgent", "# FAKE: correct\n"));
+  req.priority = 7;
+  EXPECT_EQ(pool->submit(req).get().status, Status::kCorrect);
+  EXPECT_EQ(pool->submit(request(kernel("plain", "# FAKE: correct\n"))).get().status, Status::kCorrect);
+  std::map<std::string, std::string> seen;
+  for (const auto& l : log_lines({"priority"})) seen[stem_of(l)] = l.substr(std::string("priority ").size(), l.find(' ', 9) - 9);
+  EXPECT_EQ(seen["urgent"], "7");
+  EXPECT_EQ(seen["plain"], "0");
+}
+
 TEST_F(PoolTest, BackToBackEvaluationsRefillTheirSparesAtTheirStart) {
   // One slot, busy; three more queue behind it. Each of the first two has
   // another one waiting behind it, so its server refills at once ("now");

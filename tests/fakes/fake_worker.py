@@ -243,6 +243,7 @@ def main():
         rid = req.get("id")
         if op == "eval":
             log("spares", "%s %s" % (req.get("spares", "-"), req.get("kernel", "")))
+            log("priority", "%s %s" % (req.get("priority", "-"), req.get("kernel", "")))
             do_eval(req)
             log("eval_end", req.get("kernel", ""))
         elif op == "refill":

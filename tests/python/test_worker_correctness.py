@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -545,3 +546,120 @@ def test_the_tf32_baseline_says_so_and_an_eval_refuses_tf32(worker_server):
     msg, _ = worker_server.request("eval", problem=problem("add"), kernel=cand("add_ok"),
                                    options={"test_cpu": True, "perf": False, "tf32": True})
     assert msg["type"] == "error" and "baseline op only" in msg["message"], msg
+
+
+def _gate_taken(path: str) -> bool:
+    import fcntl
+    fd = os.open(path + ".gate", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _wait_for(cond, what: str, limit_s: float = 10.0) -> None:
+    t0 = time.monotonic()
+    while not cond():
+        assert time.monotonic() - t0 < limit_s, f"gave up waiting: {what}"
+        time.sleep(0.01)
+
+
+def test_waiting_timed_phases_go_highest_priority_first(tmp_path):
+    """A neighbour is being timed; a timed phase of priority 0 waits (holding
+    the gate), then one of priority 3 (the critical chain's candidate) starts
+    waiting. When the neighbour is done, the priority-3 one is timed first,
+    although the other was there first and held the gate."""
+    import threading
+
+    from mkevolve_worker import gpulock
+    path = str(tmp_path / "gpu.lock")
+    neighbour = gpulock.TimingLock(path)
+    assert neighbour.acquire(1)["held"]
+    order, recs = [], {}
+
+    def take(name: str, prio: int) -> None:
+        lk = gpulock.TimingLock(path, priority=prio)
+        recs[name] = lk.acquire(20)
+        order.append(name)
+        lk.release()
+
+    low = threading.Thread(target=take, args=("low", 0))
+    low.start()
+    _wait_for(lambda: _gate_taken(path), "the low-priority waiter at the gate")
+    high = threading.Thread(target=take, args=("high", 3))
+    high.start()
+    _wait_for(lambda: any(n.startswith("3-") for n in os.listdir(path + ".waiting")), "the high one registered")
+    neighbour.release()
+    high.join(20)
+    low.join(20)
+    assert order == ["high", "low"], (order, recs)
+    assert recs["high"]["held"] and recs["low"]["held"], recs
+    assert recs["high"]["priority"] == 3 and recs["low"]["priority"] == 0, recs
+    assert recs["low"]["deferred_s"] > 0 and recs["high"]["deferred_s"] == 0, recs
+    assert os.listdir(path + ".waiting") == []  # every waiter took its entry away
+
+
+def test_equal_priorities_keep_the_gate_order(tmp_path):
+    """Priority only reorders across levels: of two waiters of the same
+    priority, the one holding the gate goes first, as without priorities."""
+    import threading
+
+    from mkevolve_worker import gpulock
+    path = str(tmp_path / "gpu.lock")
+    neighbour = gpulock.TimingLock(path)
+    assert neighbour.acquire(1)["held"]
+    order = []
+
+    def take(name: str) -> None:
+        lk = gpulock.TimingLock(path, priority=2)
+        assert lk.acquire(20)["held"]
+        order.append(name)
+        lk.release()
+
+    first = threading.Thread(target=take, args=("first",))
+    first.start()
+    _wait_for(lambda: _gate_taken(path), "the first waiter at the gate")
+    second = threading.Thread(target=take, args=("second",))
+    second.start()
+    _wait_for(lambda: len(os.listdir(path + ".waiting")) == 2, "both registered")
+    neighbour.release()
+    first.join(20)
+    second.join(20)
+    assert order == ["first", "second"], order
+
+
+def test_a_dead_waiters_entry_and_a_never_served_one_do_not_block(tmp_path):
+    """An entry nobody holds (its process died) is stale: removed, not
+    deferred to. An entry that stays live without ever taking the lock is
+    deferred to only for max_defer_s in all, so a low-priority timed phase
+    is never starved."""
+    import fcntl
+
+    from mkevolve_worker import gpulock
+    path = str(tmp_path / "gpu.lock")
+    os.mkdir(path + ".waiting")
+    stale = os.path.join(path + ".waiting", "9-999999-1")
+    open(stale, "w").close()
+    lk = gpulock.TimingLock(path)
+    rec = lk.acquire(5)
+    assert rec["held"] and rec["deferred_s"] == 0, rec
+    assert not os.path.exists(stale)
+    lk.release()
+
+    live = os.path.join(path + ".waiting", "9-1-1")
+    fd = os.open(live, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        lk = gpulock.TimingLock(path, max_defer_s=0.3)
+        rec = lk.acquire(10)
+        assert rec["held"] and rec["deferred_s"] >= 0.3, rec
+        lk.release()
+        # Within its wait, a live higher waiter alone never makes it give up.
+        lk = gpulock.TimingLock(path, max_defer_s=0.0)
+        assert lk.acquire(1)["held"]
+        lk.release()
+    finally:
+        os.close(fd)

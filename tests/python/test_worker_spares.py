@@ -466,3 +466,21 @@ def test_an_evaluation_records_where_its_time_went(fresh_server):
     # The reference draws and computes the first trial before the server hears of it.
     assert marks["reference: Model constructed"] <= marks["reference: first forward returned"] \
         <= marks["reference ran the first trial"]
+
+
+def test_an_evals_priority_reaches_its_timing_lock(fresh_server):
+    """The request's "priority" is the timed phase's priority at the GPU's
+    timing lock (its record says so); it must be an integer."""
+    s = fresh_server()
+    msg, _ = s.request("eval", problem=problem("add"), kernel=cand("add_ok"), priority=4,
+                       options={"test_cpu": True, "perf": True, "perf_trials": 3, "warmup": 1})
+    assert msg["type"] == "result" and msg["status"] == "correct", msg
+    rec = msg["checks"]["timing_lock"]
+    assert rec["held"] is True and rec["priority"] == 4 and rec["deferred_s"] == 0, rec
+    msg, _ = s.request("eval", problem=problem("add"), kernel=cand("add_ok"),
+                       options={"test_cpu": True, "perf": True, "perf_trials": 3, "warmup": 1})
+    assert msg["checks"]["timing_lock"]["priority"] == 0, msg["checks"]["timing_lock"]
+    for bad in ("high", 2.5, True):
+        msg, _ = s.request("eval", problem=problem("add"), kernel=cand("add_ok"), priority=bad,
+                           options={"test_cpu": True, "perf": False})
+        assert msg["type"] == "error" and "priority" in msg["message"], msg

@@ -104,6 +104,9 @@ class Evaluator:
         # Whether an evaluation forks the next candidate's spares at its start
         # (the request's "spares" field, set per eval by serve.py).
         self.refill_at_start = True
+        # The request's "priority" (the beam rounds its subproblem has left):
+        # waiting timed phases of higher priority go first (gpulock.py).
+        self.timing_priority = 0
         self.progress = progress or (lambda phase: None)
         self._gpu = None
         self._ncu_version = None
@@ -412,7 +415,7 @@ class Evaluator:
             raise
         ref2.job_problem = problem
         cand = prof = None
-        lock = gpulock.TimingLock()
+        lock = gpulock.TimingLock(priority=self.timing_priority)
         try:
             if not isolation.wait_event(ref2, "loaded", ref_timeout):
                 self._reference_failed(ref2, "loading the problem", ref_timeout)

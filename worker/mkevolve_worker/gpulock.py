@@ -20,6 +20,17 @@ holds the gate while it waits, and a shared taker passes the gate (takes it
 shared and drops it) before it queues. Once a timed phase waits, no new shared
 work starts; the work already running finishes, then the timing runs.
 
+Timed phases that wait go highest priority first (best effort). The search
+gives each evaluation the beam rounds its subproblem has left (the pool sends it
+as the eval request's "priority"): the chain of rounds that decides when the
+iteration ends is timed before the candidates of shorter chains, which have
+time to spare. A waiting timed phase registers in the directory path +
+".waiting" (a file named for its priority, locked while it waits, so a file of
+a process that died is seen as stale and removed); one of lower priority stays
+off the gate, and leaves it, while a higher one waits, for at most
+MAX_DEFER_S in all, so that a stream of higher ones cannot starve it. Equal
+priorities keep the order the locks give.
+
 The pool names the file in $MKEVOLVE_TIMING_LOCK (one per physical GPU, shared
 by every pool on the host); a standalone worker falls back to a file named for
 $CUDA_VISIBLE_DEVICES in the temp directory.
@@ -50,14 +61,21 @@ def _same_file(fd: int, path: str) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+MAX_DEFER_S = 15.0  # at most this long in all a timed phase lets higher-priority ones go first
+
+
 class TimingLock:
     """shared=True takes the lock shared instead: for GPU work that may run
     beside other such work but never during a timed phase (a candidate's
-    profiling process runs its burst of profiled calls under it)."""
+    profiling process runs its burst of profiled calls under it). priority
+    (exclusive only): waiting timed phases of higher priority go first."""
 
-    def __init__(self, path: str | None = None, shared: bool = False):
+    def __init__(self, path: str | None = None, shared: bool = False, priority: int = 0,
+                 max_defer_s: float = MAX_DEFER_S):
         self.path = path or default_path()
         self.shared = shared
+        self.priority = int(priority)
+        self.max_defer_s = max_defer_s
         self._fd: int | None = None
 
     @property
@@ -66,26 +84,32 @@ class TimingLock:
 
     def acquire(self, max_wait_s: float) -> dict:
         """Waits up to max_wait_s for the lock (the gate first). Returns a
-        record for the verdict's checks: {"path", "waited_s", "held"}. Never
-        raises: if the file cannot be opened or the wait runs out, the work goes
-        ahead unlocked and the record says so (held: false, plus "error")."""
+        record for the verdict's checks: {"path", "waited_s", "held"}, and for
+        a timed phase its "priority" and the seconds it let higher ones go
+        first ("deferred_s"). Never raises: if the file cannot be opened or the
+        wait runs out, the work goes ahead unlocked and the record says so
+        (held: false, plus "error")."""
         t0 = time.monotonic()
         rec: dict = {"waited_s": 0.0, "held": False}
         if self._fd is not None:
             rec["held"] = True
             return rec
         deadline = t0 + max_wait_s
-        mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
-        # A gate that cannot be opened or locked gives no priority, but the lock
-        # still excludes; a gate busy past the deadline is a busy lock.
-        gate, err, busy = _lock(self.path + ".gate", mode, deadline, max_wait_s)
-        fd = None
-        try:
-            if not busy:
-                fd, err, _ = _lock(self.path, mode, deadline, max_wait_s)
-        finally:
-            if gate is not None:
-                _unlock(gate)
+        if self.shared:
+            # A gate that cannot be opened or locked gives no priority, but the lock
+            # still excludes; a gate busy past the deadline is a busy lock.
+            gate, err, busy = _lock(self.path + ".gate", fcntl.LOCK_SH, deadline, max_wait_s)
+            fd = None
+            try:
+                if not busy:
+                    fd, err, _ = _lock(self.path, fcntl.LOCK_SH, deadline, max_wait_s)
+            finally:
+                if gate is not None:
+                    _unlock(gate)
+        else:
+            fd, err, deferred = self._acquire_exclusive(deadline, max_wait_s)
+            rec["priority"] = self.priority
+            rec["deferred_s"] = round(deferred, 4)
         if fd is not None:
             self._fd = fd
             rec["held"] = True
@@ -94,10 +118,125 @@ class TimingLock:
         rec["waited_s"] = round(time.monotonic() - t0, 4)
         return rec
 
+    def _acquire_exclusive(self, deadline: float, max_wait_s: float):
+        """(fd, why, seconds deferred): the gate, then the lock, both exclusive,
+        polled; while a live waiter of higher priority is registered (and the
+        deferral budget lasts), stays off the gate and gives it up if held."""
+        waiting = _Registration(self.path, self.priority)
+        gate = None
+        deferred = 0.0
+        delay = 0.002
+        gate_err = None  # a gate that cannot be opened gives no priority; the lock still excludes
+        try:
+            while True:
+                now = time.monotonic()
+                if deferred < self.max_defer_s and waiting.higher_waiting():
+                    if gate is not None:
+                        _unlock(gate)
+                        gate = None
+                    step = min(0.01, max(0.0, deadline - now))
+                    if now >= deadline:
+                        return None, f"the GPU timing lock was busy for {max_wait_s:g} s; went ahead without it", deferred
+                    time.sleep(step)
+                    deferred += time.monotonic() - now
+                    continue
+                if gate is None and gate_err is None:
+                    gate, why = _try_lock(self.path + ".gate", fcntl.LOCK_EX)
+                    if why is not None:
+                        gate_err = why
+                if gate is not None or gate_err is not None:
+                    fd, why = _try_lock(self.path, fcntl.LOCK_EX)
+                    if why is not None:
+                        return None, why, deferred
+                    if fd is not None:
+                        return fd, None, deferred
+                if time.monotonic() >= deadline:
+                    return None, f"the GPU timing lock was busy for {max_wait_s:g} s; went ahead without it", deferred
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        finally:
+            if gate is not None:
+                _unlock(gate)
+            waiting.close()
+
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             _unlock(fd)
+
+
+class _Registration:
+    """A waiting timed phase's entry in path + ".waiting/": the file
+    "<priority>-<pid>-<n>", locked exclusively while it waits. Best effort:
+    where the directory cannot be written, nothing is registered and nobody
+    defers to this waiter."""
+
+    _count = 0
+
+    def __init__(self, path: str, priority: int):
+        self.dir = path + ".waiting"
+        self.priority = priority
+        self.fd: int | None = None
+        self.file: str | None = None
+        _Registration._count += 1
+        name = f"{priority}-{os.getpid()}-{_Registration._count}"
+        try:
+            try:
+                os.mkdir(self.dir, 0o777)
+            except FileExistsError:
+                pass
+            self.file = os.path.join(self.dir, name)
+            self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.close()
+
+    def higher_waiting(self) -> bool:
+        """Whether a live waiter of higher priority is registered (stale
+        entries, whose process died, are removed on the way)."""
+        try:
+            names = os.listdir(self.dir)
+        except OSError:
+            return False
+        for name in names:
+            head = name.split("-", 1)[0]
+            try:
+                prio = int(head)
+            except ValueError:
+                continue
+            if prio <= self.priority:
+                continue
+            full = os.path.join(self.dir, name)
+            try:
+                fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue  # gone already
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True  # its waiter holds it: alive and waiting
+            except OSError:
+                continue
+            else:
+                # Nobody holds it: its waiter died before removing it.
+                try:
+                    os.unlink(full)
+                except OSError:
+                    pass
+            finally:
+                os.close(fd)
+        return False
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if self.file is not None:
+            try:
+                os.unlink(self.file)
+            except OSError:
+                pass
+            self.file = None
+        if fd is not None:
+            os.close(fd)
 
 
 def _unlock(fd: int) -> None:
@@ -138,3 +277,26 @@ def _lock(path: str, mode: int, deadline: float, max_wait_s: float):
         except OSError as e:
             os.close(fd)
             return None, f"cannot lock {path}: {e.strerror}", False
+
+
+def _try_lock(path: str, mode: int):
+    """(fd, None) with path locked in mode, (None, None) while it is busy, or
+    (None, why) where it cannot be opened or locked at all. One try."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        return None, f"cannot open the GPU timing lock {path}: {e.strerror}"
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None, None
+    except OSError as e:
+        os.close(fd)
+        return None, f"cannot lock {path}: {e.strerror}"
+    if not _same_file(fd, path):
+        # Unlinked or replaced since it was opened: a lock on the old inode
+        # excludes no one. The next try opens the current one.
+        _unlock(fd)
+        return None, None
+    return fd, None

@@ -164,6 +164,10 @@ class Server:
         if op == "eval" and spares_when not in ("now", "later"):
             raise RequestError(f"eval's spares must be \"now\" or \"later\", not {spares_when!r}")
         ev.refill_at_start = spares_when != "later"
+        priority = req.get("priority", 0)
+        if op == "eval" and (isinstance(priority, bool) or not isinstance(priority, int)):
+            raise RequestError(f"eval's priority must be an integer, not {priority!r}")
+        ev.timing_priority = priority if op == "eval" else 0
         ev.progress = lambda phase: self.chan.send({"id": rid, "type": "progress", "phase": phase})
         try:
             if op == "gpu_info":
