@@ -465,6 +465,34 @@ def test_a_long_compile_stops_holding_the_gpu_after_its_cap(worker_server):
     assert got["at"] - t0 < 6, got
 
 
+def test_a_compile_step_gives_way_to_a_waiting_timed_phase(worker_server):
+    """Within its cap the compile step holds the lock shared; a neighbour's
+    timed phase that comes to wait stops it (the child is paused, the lock
+    dropped), runs, and the compile goes on afterwards. The record counts the
+    pauses; the paused time is not the compile step's."""
+    import threading
+    from mkevolve_worker import gpulock
+    got = {}
+
+    def neighbour():
+        time.sleep(1.5)  # by then the baseline child is in its 6 s compile step
+        lk = gpulock.TimingLock(worker_server.timing_lock)
+        got["rec"] = lk.acquire(60)
+        time.sleep(1.0)  # a timed phase
+        lk.release()
+    th = threading.Thread(target=neighbour)
+    th.start()
+    msg, _ = worker_server.request("baseline", problem=problem("add"),
+                                   options={"test_cpu": True, "perf_trials": 3, "warmup": 1,
+                                            "test_slow_compile_s": 6, "compile_lock_s": 60})
+    th.join()
+    assert msg["type"] == "result", msg
+    cl = msg["compile_lock"]
+    assert got["rec"]["held"] is True, got
+    assert cl["gave_way"] >= 1 and cl["paused_s"] > 0 and cl["released_early"] is False, cl
+    assert msg["compile"] is not None or "no torch.compile" in msg.get("compile_error", ""), msg
+
+
 def test_the_eager_baseline_is_timed_before_the_compile_step(worker_server):
     msg, _ = worker_server.request("baseline", problem=problem("add"),
                                    options={"test_cpu": True, "perf_trials": 3, "warmup": 1})

@@ -1050,7 +1050,11 @@ class Evaluator:
         # autotuning and first calls run on the GPU) hold the lock shared, so
         # they never run beside a neighbour's timed phase; but the compile step
         # holds it at most compile_lock_s: past that a compile is CPU work
-        # (tracing, code generation), and neighbours' timings go ahead. The
+        # (tracing, code generation), and neighbours' timings go ahead. Within
+        # it, the compile step gives way to a neighbour's timed phase that
+        # waits: the child (its process group) is stopped, the lock dropped,
+        # and the child continued once the lock is taken shared again; the
+        # paused time counts against neither the cap nor the deadline. The
         # compile step has its own deadline: past it the baseline keeps eager.
         lock = gpulock.TimingLock()
         rec: dict = {"timing": {}, "compile_timing": {}, "compile_lock": None}
@@ -1058,7 +1062,7 @@ class Evaluator:
         base_deadline = max(opts["timeout_s"], 60) * 2
         compile_deadline = opts["compile_timeout_s"] or base_deadline
         st = {"work": None, "work_rec": None, "compiling_since": None, "compile_timed_out": False,
-              "timing": None}
+              "timing": None, "paused_at": None, "paused_s": 0.0}
         st["work"], st["work_rec"] = self._take_shared(opts)
 
         def drop_shared():
@@ -1066,7 +1070,8 @@ class Evaluator:
                 st["work"].release()
                 st["work"] = None
                 if st["compiling_since"] is not None and rec["compile_lock"] is not None:
-                    rec["compile_lock"]["held_s"] = round(time.monotonic() - st["compiling_since"], 3)
+                    rec["compile_lock"]["held_s"] = round(time.monotonic() - st["compiling_since"]
+                                                          - st["paused_s"], 3)
 
         def end_timed_phase():
             lock.release()
@@ -1089,7 +1094,8 @@ class Evaluator:
             elif ev.get("ev") == "compiling" and st["compiling_since"] is None:
                 end_timed_phase()
                 st["work"], lock_rec = self._take_shared(opts)
-                rec["compile_lock"] = {**lock_rec, "cap_s": opts["compile_lock_s"], "released_early": False}
+                rec["compile_lock"] = {**lock_rec, "cap_s": opts["compile_lock_s"], "released_early": False,
+                                       "gave_way": 0, "paused_s": 0.0}
                 st["compiling_since"] = time.monotonic()
                 ch.go()
 
@@ -1097,10 +1103,30 @@ class Evaluator:
             since = st["compiling_since"]
             if since is None:
                 return False
-            held = time.monotonic() - since
+            now = time.monotonic()
+            if st["paused_at"] is not None:
+                # Given way to a timed phase: go on once the lock is shared again.
+                again = gpulock.TimingLock(shared=True)
+                if not again.acquire(0)["held"]:
+                    return False
+                st["paused_s"] += now - st["paused_at"]
+                st["paused_at"] = None
+                rec["compile_lock"]["paused_s"] = round(st["paused_s"], 3)
+                st["work"] = again
+                isolation._kill(ch, signal.SIGCONT)
+                return False
+            held = now - since - st["paused_s"]
             if st["work"] is not None and held >= opts["compile_lock_s"]:
                 drop_shared()
                 rec["compile_lock"]["released_early"] = True
+            elif st["work"] is not None and gpulock.timed_phase_waiting():
+                isolation._kill(ch, signal.SIGSTOP)
+                time.sleep(0.02)  # what it had queued on the GPU drains (one autotuning step at most)
+                st["work"].release()
+                st["work"] = None
+                st["paused_at"] = now
+                rec["compile_lock"]["gave_way"] += 1
+                return False
             if held >= compile_deadline:
                 st["compile_timed_out"] = True
                 return True

@@ -61,6 +61,26 @@ def _same_file(fd: int, path: str) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+def timed_phase_waiting(path: str | None = None) -> bool:
+    """Whether a timed phase holds the gate of the lock at path: it waits for
+    the shared holders to finish (or is just taking the lock). Shared work
+    that can pause (a baseline's compile step) gives way to it."""
+    gate = (path or default_path()) + ".gate"
+    try:
+        fd = os.open(gate, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 MAX_DEFER_S = 15.0  # at most this long in all a timed phase lets higher-priority ones go first
 
 
