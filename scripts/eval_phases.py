@@ -101,9 +101,11 @@ def rounds_report(run_dir: str, results: dict) -> int:
         r = results.get(last[1].get("candidate"), {})
         steps, prev = [], 0.0
         for name, sec in (r.get("phases_s") or []):
-            if name in ("compared", "profile collected", "next candidate's spares warm", "timing lock taken",
+            if name in ("compared", "profile burst let go", "profiler: profiled calls done",
+                        "profiler: trace written", "profiler: profiled", "profile collected",
+                        "next candidate's spares warm", "timing lock taken",
                         "exited") or name.startswith("forward returned (trial c0t0"):
-                steps.append(f"{name.split(' (')[0][:18]} +{sec - prev:.2f}")
+                steps.append(f"{name.split(' (')[0][:24]} +{sec - prev:.2f}")
                 prev = sec
         q = last[1].get("queued_s") or 0.0
         b = last[1].get("baseline_s") or 0.0

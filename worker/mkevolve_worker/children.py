@@ -767,7 +767,9 @@ def profile_body(ctx, job: dict) -> int:
         where = "running forward under the profiler"
         ctx.send({"ev": "phase", "phase": where})
         if device == "cuda":
-            acts = runtime_check.profile_calls(run, os.path.join(ctx.dir, "trace.json"))
+            acts = runtime_check.profile_calls(run, os.path.join(ctx.dir, "trace.json"),
+                                               lambda what: ctx.send({"ev": "phase", "phase": what}))
+            ctx.send({"ev": "phase", "phase": "trace read"})
         else:  # test mode: the same calls and protocol, nothing to profile
             run()
             acts = []

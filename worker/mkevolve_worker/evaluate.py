@@ -655,6 +655,10 @@ class Evaluator:
                         self.progress("profiling")
                         state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid, ref2.pid}))
                         res.checks["profile_lock"] = state["runtime"].pop("lock", None)
+                        go_t = (res.checks["profile_lock"] or {}).pop("go_t", None)
+                        if go_t is not None:
+                            phase_s.append(["profile burst let go", round(go_t - cand.started, 3)])
+                        phase_s.extend(_child_milestones(prof, "profiler", cand.started))
                         mark("profile collected")
                     # One timed phase per GPU at a time (gpulock.py); the wait does
                     # not count against the deadline. Nor do the next candidate's
@@ -759,6 +763,7 @@ class Evaluator:
             if isolation.wait_event(prof, "profile_ready", left()):
                 rec = shared.acquire(opts["timeout_s"])
                 waited = rec.get("waited_s", 0.0)
+                rec["go_t"] = time.monotonic()
                 prof.go()
             isolation.supervise(prof, left(), protect=protect)
         finally:
@@ -1222,6 +1227,17 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------
+
+
+def _child_milestones(child, label: str, since: float) -> list:
+    """A child's "phase" events (stamped with our clock when they arrived), as
+    phases_s entries "label: phase" relative to `since`."""
+    out = []
+    for ev in child.events:
+        if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str) and \
+                isinstance(ev.get("_t"), (int, float)) and len(out) < 16:
+            out.append([f"{label}: " + ev["phase"][:100], round(float(ev["_t"]) - since, 3)])
+    return out
 
 
 def _reference_milestones(ref2, since: float) -> list:

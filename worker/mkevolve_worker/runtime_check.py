@@ -63,16 +63,20 @@ def warm_profiler() -> None:
         pass
 
 
-def profile_calls(run, trace_path: str) -> list[dict]:
+def profile_calls(run, trace_path: str, milestone=lambda what: None) -> list[dict]:
     """Runs run() under the profiler (CUDA activity: CUPTI sees every stream and
-    thread of the process); returns the GPU activities."""
+    thread of the process); returns the GPU activities. milestone(what) is
+    told when the calls are done, the profiler stopped and the trace written."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         run()
         torch.cuda.synchronize()
+        milestone("profiled calls done")
+    milestone("profiler stopped")
     prof.export_chrome_trace(trace_path)
+    milestone("trace written")
     with open(trace_path, encoding="utf-8", errors="replace") as f:
         trace = json.load(f)
     try:
