@@ -1654,6 +1654,59 @@ TEST(Levers, BaselinesAreMeasuredBeforeAnyCandidateNeedsThem) {
   EXPECT_EQ(slow.baselines_in_evals(), 4);
 }
 
+/// Logs the order of baseline prefetches and decomposition checks.
+class OrderLog : public FakeEvaluator {
+ public:
+  void prefetch_baselines(const std::filesystem::path& problem, const eval::EvalOptions& options) override {
+    note("prefetch " + problem.parent_path().parent_path().filename().string() + "/" + problem.filename().string());
+    FakeEvaluator::prefetch_baselines(problem, options);
+  }
+  std::future<eval::DecompositionResult> verify_decomposition(eval::DecompositionRequest req) override {
+    note("verify " + req.decomposed.parent_path().filename().string());
+    return FakeEvaluator::verify_decomposition(std::move(req));
+  }
+  std::vector<std::string> log() const {
+    std::lock_guard<std::mutex> l(m_);
+    return log_;
+  }
+
+ private:
+  void note(std::string what) {
+    std::lock_guard<std::mutex> l(m_);
+    log_.push_back(std::move(what));
+  }
+  mutable std::mutex m_;
+  std::vector<std::string> log_;
+};
+
+TEST(Levers, TheWinningWorkersBaselinesStartBesideItsDecompositionCheck) {
+  // Worker 0's proposal wins whenever it passes, so its subproblems'
+  // baselines start before its check, not after it; the other workers' do
+  // not start at all (they would only be measured if one of them won). The
+  // search's prefetch of the same subproblems afterwards joins them (keyed by
+  // content), so each is measured once and no candidate waits to measure one.
+  Harness h;
+  OrderLog ev;
+  ev.baseline_delay_s = 0.02;
+  h.ctx.evaluator = &ev;
+  script_three(h.llm, std::chrono::milliseconds(20));
+  h.ctx.opts.iterations = 1;
+  h.ctx.opts.calls_per_iter = 12;
+  ASSERT_EQ(run_method(h.ctx, h.problem).status, "ok");
+  auto log = ev.log();
+  auto at = [&](const std::string& what) {
+    return std::find(log.begin(), log.end(), what) - log.begin();
+  };
+  const auto verify0 = at("verify w0-a0");
+  ASSERT_LT(verify0, static_cast<long>(log.size()));
+  for (const char* sp : {"alpha", "beta", "gamma"}) {
+    EXPECT_LT(at(std::string("prefetch w0-a0/") + sp + ".py"), verify0) << sp;
+    EXPECT_EQ(at(std::string("prefetch w1-a0/") + sp + ".py"), static_cast<long>(log.size())) << sp;
+  }
+  EXPECT_EQ(ev.baselines_measured().size(), 4u);  // the problem and three subproblems, once each
+  EXPECT_EQ(ev.baselines_in_evals(), 0);
+}
+
 TEST(Levers, TheFinalCheckRunsBesideTheLastIterationsEndToEndEvaluation) {
   Harness h;
   h.llm.on("decompose", decomposition({"alpha", "beta"}));

@@ -26,7 +26,7 @@ struct Attempt {
 /// the conversation continued with what went wrong.
 Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const problem::Topology* base,
                 const agents::Conversation& conv, const std::string& agent, int sample, int iteration, int round,
-                const fs::path& dir, const std::vector<std::string>& must_replace) {
+                const fs::path& dir, const std::vector<std::string>& must_replace, bool prefetch) {
   Attempt a;
   a.next = conv;
   auto ex = detail::call(ctx, *ctx.llm, conv, agent, problem.name, sample, iteration, &a.events, round);
@@ -82,6 +82,15 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
     a.events.clear();  // nothing of this try is logged: the resume redoes it from the cache
     return a;
   }
+  if (prefetch && ctx.evaluator) {
+    // The new subproblems' baselines (eager and a cold torch.compile: the
+    // slowest part of a subproblem's first evaluations) start now, beside
+    // this check, rather than once it passed. Keyed by content, so the
+    // search's own prefetch of the same files later joins them.
+    for (const auto& sp : topo->subproblems)
+      if (!base || !base->find(sp.name) || base->find(sp.name)->hash != sp.hash)
+        ctx.evaluator->prefetch_baselines(dir / sp.file(), ctx.opts.eval);
+  }
   eval::DecompositionRequest req;
   req.problem = problem.path;
   req.decomposed = dir / "decomposed_problem.py";
@@ -129,7 +138,8 @@ problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& prob
       for (int w = 0; w < k; ++w) {
         fs::path dir = ctx.workspace / "decompose" / fmt::format("w{}-a{}", w, round);
         futs.push_back(std::async(std::launch::async, [&, w, dir] {
-          return attempt(ctx, problem, nullptr, convs[w], "decompose", base + w, 0, round, dir, {});
+          // Worker 0's proposal wins whenever it passes: its baselines start with its check.
+          return attempt(ctx, problem, nullptr, convs[w], "decompose", base + w, 0, round, dir, {}, w == 0);
         }));
       }
       std::optional<problem::Topology> winner;
@@ -191,7 +201,7 @@ std::optional<problem::Topology> llm_refine(SearchContext& ctx, const problem::P
   for (int i = 0; i < tries && !ctx.should_stop(); ++i) {
     int sample = ctx.reserve_samples(kind + ":" + problem.name, 1);
     fs::path dir = ctx.workspace / "topologies" / fmt::format("t{}-{}-a{}", iteration, kind, i);
-    Attempt a = attempt(ctx, problem, &topo, c, kind, sample, iteration, i, dir, must_replace);
+    Attempt a = attempt(ctx, problem, &topo, c, kind, sample, iteration, i, dir, must_replace, /*prefetch=*/true);
     if (sink)
       for (const auto& e : a.events) sink->emit(e);
     if (a.gave_up) return std::nullopt;

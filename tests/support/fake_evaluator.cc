@@ -102,17 +102,26 @@ void FakeEvaluator::give_slot() {
   slot_cv_.notify_all();
 }
 
+namespace {
+/// As the pool keys baselines: by the problem's content (its path where it cannot be read).
+std::string baseline_key(const std::string& problem) {
+  auto text = read_file(problem);
+  return text ? "content:" + *text : "path:" + problem;
+}
+}  // namespace
+
 void FakeEvaluator::baselines(const std::string& problem) {
   std::shared_future<void> fut;
   std::shared_ptr<std::promise<void>> mine;
+  const std::string key = baseline_key(problem);
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (auto it = baselines_.find(problem); it != baselines_.end()) {
+    if (auto it = baselines_.find(key); it != baselines_.end()) {
       fut = it->second;
     } else {
       mine = std::make_shared<std::promise<void>>();
       fut = mine->get_future().share();
-      baselines_[problem] = fut;
+      baselines_[key] = fut;
       measured_.push_back(problem);
       ++in_evals_;
     }
@@ -130,8 +139,9 @@ void FakeEvaluator::prefetch_baselines(const std::filesystem::path& problem, con
   {
     // Registered before this returns, so that no evaluation submitted later measures them again.
     std::lock_guard<std::mutex> lk(mu_);
-    if (baselines_.count(problem.string())) return;
-    baselines_[problem.string()] = mine->get_future().share();
+    const std::string key = baseline_key(problem.string());
+    if (baselines_.count(key)) return;
+    baselines_[key] = mine->get_future().share();
     measured_.push_back(problem.string());
   }
   auto f = std::async(std::launch::async, [this, mine] {

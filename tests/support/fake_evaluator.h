@@ -55,7 +55,7 @@ class FakeEvaluator : public eval::Evaluator {
   int e2e_count() const;
 
   /// Time, for benchmarks and the critical-path tests (all off by default):
-  /// every evaluation takes eval_delay_s; a problem's baselines (by its file)
+  /// every evaluation takes eval_delay_s; a problem's baselines (by its content, as the pool keys them)
   /// take baseline_delay_s, measured by its first evaluation (which then takes
   /// that much longer, as the pool's does) unless prefetch_baselines started
   /// them, in which case an evaluation that needs them waits for what is left.
