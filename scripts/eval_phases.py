@@ -12,10 +12,13 @@ it, so a reader sees which step of an evaluation dominates:
     python3 scripts/eval_phases.py runs/attn --rounds   # per beam round (events.jsonl)
 
 --rounds reads events.jsonl as well and prints, for every beam round of every
-task (candidates joined to the llm_call that wrote them), when its last reply
-arrived, when its last verdict did, and for the slowest candidate the steps
-between its milestones; then each iteration's end-to-end evaluations. That is
-where a round's time besides the LLM goes, one round at a time.
+task (candidates joined to the llm_call that wrote them), its slowest LLM call
+and its slowest evaluation, and for that candidate the steps between its
+milestones; then the decomposition checks and each iteration's end-to-end
+evaluations. That is where a round's time besides the LLM goes, one round at a
+time. (A round's records are logged together when it ends, so their
+timestamps do not tell when each reply or verdict came; the latencies and
+evaluation times do.)
 
 Trial numbers are folded out of the milestone names ("running forward (trial
 3)" counts as "running forward (trial N)"); a milestone's first occurrence per
@@ -88,16 +91,15 @@ def rounds_report(run_dir: str, results: dict) -> int:
         elif e.get("type") == "verify_decomposition":
             print(f"verify_decomposition ({e.get('agent')}, sample {e.get('sample')}): ended {t - t0:.1f} s, "
                   f"took {e.get('seconds') or 0:.2f} s, {'ok' if e.get('ok') else 'failed'}")
-    print(f"{'iter':>4} {'task':<22} {'rnd':>3} {'n':>3} {'replies':>15} {'verdicts':>15} {'over':>6}  slowest: steps (s)")
+    print(f"{'iter':>4} {'task':<22} {'rnd':>3} {'n':>3} {'llm max':>8} {'eval max':>8}  slowest evaluation: steps (s)")
     for k in sorted(replies):
         rs, vs = replies[k], verdicts.get(k, [])
-        last_reply = max(r[1] for r in rs)
-        line = f"{k[0]:>4} {k[1][:22]:<22} {k[2]:>3} {len(rs):>3} {min(r[1] for r in rs):>7.1f}-{last_reply:<7.1f}"
+        line = f"{k[0]:>4} {k[1][:22]:<22} {k[2]:>3} {len(rs):>3} {max(r[1] - r[0] for r in rs):>8.1f}"
         if not vs:
             print(line)
             continue
-        last = max(vs, key=lambda v: v[0])
-        line += f" {min(v[0] for v in vs):>7.1f}-{last[0]:<7.1f} {last[0] - last_reply:>6.1f}"
+        last = max(vs, key=lambda v: (v[1].get("queued_s") or 0) + (v[1].get("eval_s") or 0))
+        line += f" {(last[1].get('queued_s') or 0) + (last[1].get('eval_s') or 0):>8.1f}"
         r = results.get(last[1].get("candidate"), {})
         steps, prev = [], 0.0
         for name, sec in (r.get("phases_s") or []):

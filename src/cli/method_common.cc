@@ -267,6 +267,7 @@ int setup_pool(const std::string& cmd, const EnvFlags& flags, const fs::path& ev
   po.python = *python;
   po.slots_per_gpu = std::max(0, flags.slots_per_gpu);
   po.prestart = !flags.no_prestart;
+  po.start_servers = true;  // a search fills every slot at its first round
   po.only_gpu = flags.gpu;
   po.cache_dir = eval_cache;
   po.work_dir = work_dir;

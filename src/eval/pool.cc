@@ -289,6 +289,8 @@ void WorkerPool::slot_loop(Slot& slot) {
   sigemptyset(&set);
   sigaddset(&set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // Started now, before any job (a failure is tried again, and reported, by the first job).
+  if (opts_.start_servers && !stopping()) (void)ensure_server(slot);
   for (;;) {
     Job job;
     bool refill = false;

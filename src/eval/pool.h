@@ -57,6 +57,12 @@ struct PoolOptions {
   /// the profiler) before the candidate arrives; false starts them on demand
   /// (less GPU memory held: a CUDA context per idle process).
   bool prestart = true;
+  /// Each slot starts its server (and its spares) as the pool starts, not at
+  /// its first job. A search sets it: its slots are otherwise cold when a
+  /// round's evaluations first fill them all at once, and each then paid a
+  /// server start (docs/PERFORMANCE.md); started early, they warm while the
+  /// decomposition's LLM calls are in flight.
+  bool start_servers = false;
   /// When a server replaces the spares an evaluation took. kWhenQuiet: at the
   /// evaluation's start only when more evaluations wait for this GPU than it
   /// has idle slots (back-to-back work); otherwise later, by op `refill`, once

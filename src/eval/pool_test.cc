@@ -717,6 +717,28 @@ TEST_F(PoolTest, ARoundsSparesAreRefilledOnceTheGpuIsQuiet) {
   EXPECT_EQ(pool->stats().refills, 3);
 }
 
+TEST_F(PoolTest, StartServersStartsEverySlotsServerBeforeAnyJob) {
+  // A search's pool: its slots' servers start as the pool does, so a first
+  // round that fills every slot finds them warm. Without it, none starts
+  // before a job comes.
+  auto o = options();
+  o.slots_per_gpu = 3;
+  o.start_servers = true;
+  auto pool = make(o);
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (pool->stats().starts < 3 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(pool->stats().starts, 3);
+  EXPECT_EQ(pool->submit(request(kernel("after", "# FAKE: correct\n"))).get().status, Status::kCorrect);
+  EXPECT_EQ(pool->stats().starts, 3);  // the job used a started one
+
+  auto lazy_o = options();
+  lazy_o.slots_per_gpu = 3;
+  auto lazy = make(lazy_o);
+  EXPECT_EQ(lazy->submit(request(kernel("first", "# FAKE: correct\n"))).get().status, Status::kCorrect);
+  EXPECT_EQ(lazy->stats().starts, 1);
+}
+
 TEST_F(PoolTest, AnEvaluationsPriorityReachesTheWorker) {
   // The worker orders waiting timed phases by it (gpulock.py): the request
   // carries the search's priority as it was submitted.
