@@ -56,7 +56,7 @@ def ts_of(e: dict):
 
 
 def rounds_report(run_dir: str, results: dict) -> int:
-    """Per beam round: replies, verdicts and the slowest candidate's steps."""
+    """Per beam round: the slowest LLM call and evaluation, and that candidate's steps."""
     try:
         lines = open(os.path.join(run_dir, "events.jsonl"), encoding="utf-8").read().splitlines()
     except OSError as e:
@@ -68,39 +68,37 @@ def rounds_report(run_dir: str, results: dict) -> int:
             events.append(json.loads(line))
         except ValueError:
             continue
-    t0 = next((ts_of(e) for e in events if ts_of(e) is not None), 0.0)
-    where: dict = {}   # candidate -> (iteration, task, round)
-    replies: dict = {}  # (iteration, task, round) -> [(start, end)]
-    verdicts: dict = {}
+    t0 = next((t for t in map(ts_of, events) if t is not None), 0.0)
+    where: dict = {}      # candidate -> (iteration, task, round)
+    latencies: dict = {}  # (iteration, task, round) -> [LLM seconds]
+    verdicts: dict = {}   # (iteration, task, round) -> [eval record]
     e2e: list = []
     for e in events:
-        t = ts_of(e)
-        if t is None:
-            continue
         if e.get("type") == "llm_call" and e.get("candidate") and e.get("round") is not None:
             k = (e.get("iteration", 0), e.get("task", "?"), e["round"])
             where[e["candidate"]] = k
-            lat = (e.get("latency_ms") or 0) / 1000.0
-            replies.setdefault(k, []).append((t - lat - t0, t - t0))
+            latencies.setdefault(k, []).append((e.get("latency_ms") or 0) / 1000.0)
         elif e.get("type") == "eval" and not e.get("e2e"):
             k = where.get(e.get("candidate"))
             if k is not None:
-                verdicts.setdefault(k, []).append((t - t0, e))
+                verdicts.setdefault(k, []).append(e)
         elif e.get("type") == "eval" and e.get("e2e"):
-            e2e.append((t - t0, e))
+            e2e.append(((ts_of(e) or t0) - t0, e))
         elif e.get("type") == "verify_decomposition":
-            print(f"verify_decomposition ({e.get('agent')}, sample {e.get('sample')}): ended {t - t0:.1f} s, "
-                  f"took {e.get('seconds') or 0:.2f} s, {'ok' if e.get('ok') else 'failed'}")
+            print(f"verify_decomposition ({e.get('agent')}, sample {e.get('sample')}): took {e.get('seconds') or 0:.2f} s, "
+                  f"{'ok' if e.get('ok') else 'failed'}")
     print(f"{'iter':>4} {'task':<22} {'rnd':>3} {'n':>3} {'llm max':>8} {'eval max':>8}  slowest evaluation: steps (s)")
-    for k in sorted(replies):
-        rs, vs = replies[k], verdicts.get(k, [])
-        line = f"{k[0]:>4} {k[1][:22]:<22} {k[2]:>3} {len(rs):>3} {max(r[1] - r[0] for r in rs):>8.1f}"
+    def took(v: dict) -> float:
+        return (v.get("queued_s") or 0) + (v.get("eval_s") or 0)
+    for k in sorted(latencies):
+        vs = verdicts.get(k, [])
+        line = f"{k[0]:>4} {k[1][:22]:<22} {k[2]:>3} {len(latencies[k]):>3} {max(latencies[k]):>8.1f}"
         if not vs:
             print(line)
             continue
-        last = max(vs, key=lambda v: (v[1].get("queued_s") or 0) + (v[1].get("eval_s") or 0))
-        line += f" {(last[1].get('queued_s') or 0) + (last[1].get('eval_s') or 0):>8.1f}"
-        r = results.get(last[1].get("candidate"), {})
+        last = max(vs, key=took)
+        line += f" {took(last):>8.1f}"
+        r = results.get(last.get("candidate"), {})
         steps, prev = [], 0.0
         for name, sec in (r.get("phases_s") or []):
             if name in ("compared", "profile burst let go", "profiler: profiled calls done",
@@ -109,8 +107,8 @@ def rounds_report(run_dir: str, results: dict) -> int:
                         "exited") or name.startswith("forward returned (trial c0t0"):
                 steps.append(f"{name.split(' (')[0][:24]} +{sec - prev:.2f}")
                 prev = sec
-        q = last[1].get("queued_s") or 0.0
-        b = last[1].get("baseline_s") or 0.0
+        q = last.get("queued_s") or 0.0
+        b = last.get("baseline_s") or 0.0
         print(f"{line}  queued {q:.2f}, baselines {b:.2f}; " + ", ".join(steps))
     for t, e in e2e:
         print(f"e2e iteration {e.get('iteration')}: {e.get('status')} ended {t:.1f} s, "

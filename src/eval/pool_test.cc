@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 #include <set>
+#include <sstream>
 #include <chrono>
 #include <thread>
 
@@ -750,7 +751,12 @@ TEST_F(PoolTest, AnEvaluationsPriorityReachesTheWorker) {
   EXPECT_EQ(pool->submit(req).get().status, Status::kCorrect);
   EXPECT_EQ(pool->submit(request(kernel("plain", "# FAKE: correct\n"))).get().status, Status::kCorrect);
   std::map<std::string, std::string> seen;
-  for (const auto& l : log_lines({"priority"})) seen[stem_of(l)] = l.substr(std::string("priority ").size(), l.find(' ', 9) - 9);
+  for (const auto& l : log_lines({"priority"})) {  // "priority N /path/to/kernel.py"
+    std::istringstream words(l);
+    std::string op, n;
+    words >> op >> n;
+    seen[stem_of(l)] = n;
+  }
   EXPECT_EQ(seen["urgent"], "7");
   EXPECT_EQ(seen["plain"], "0");
 }

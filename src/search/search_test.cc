@@ -1627,14 +1627,21 @@ class NoPrefetch : public FakeEvaluator {
   void prefetch_baselines(const std::filesystem::path&, const eval::EvalOptions&) override {}
 };
 
-TEST(Levers, BaselinesAreMeasuredBeforeAnyCandidateNeedsThem) {
-  Harness h;
-  script_three(h.llm, std::chrono::milliseconds(50));
-  h.ev.baseline_delay_s = 0.02;
+/// One iteration of 12 kernel calls over script_three's three subproblems,
+/// evaluated by ev, whose baselines take 20 ms each.
+void run_three_once(Harness& h, FakeEvaluator& ev, std::chrono::milliseconds latency) {
+  ev.baseline_delay_s = 0.02;
+  h.ctx.evaluator = &ev;
+  script_three(h.llm, latency);
   h.ctx.opts.iterations = 1;
   h.ctx.opts.calls_per_iter = 12;
   auto res = run_method(h.ctx, h.problem);
   ASSERT_EQ(res.status, "ok") << res.error;
+}
+
+TEST(Levers, BaselinesAreMeasuredBeforeAnyCandidateNeedsThem) {
+  Harness h;
+  ASSERT_NO_FATAL_FAILURE(run_three_once(h, h.ev, std::chrono::milliseconds(50)));
   // The whole problem's at the start, each subproblem's when iteration 1 begins:
   // before the first reply, so no candidate measured them.
   auto m = h.ev.baselines_measured();
@@ -1644,12 +1651,7 @@ TEST(Levers, BaselinesAreMeasuredBeforeAnyCandidateNeedsThem) {
   // Without the prefetch each problem's first evaluation measures them.
   Harness g;
   NoPrefetch slow;
-  slow.baseline_delay_s = 0.02;
-  g.ctx.evaluator = &slow;
-  script_three(g.llm, std::chrono::milliseconds(1));
-  g.ctx.opts.iterations = 1;
-  g.ctx.opts.calls_per_iter = 12;
-  ASSERT_EQ(run_method(g.ctx, g.problem).status, "ok");
+  ASSERT_NO_FATAL_FAILURE(run_three_once(g, slow, std::chrono::milliseconds(1)));
   EXPECT_EQ(slow.baselines_measured().size(), 4u);
   EXPECT_EQ(slow.baselines_in_evals(), 4);
 }
@@ -1687,12 +1689,7 @@ TEST(Levers, TheWinningWorkersBaselinesStartBesideItsDecompositionCheck) {
   // content), so each is measured once and no candidate waits to measure one.
   Harness h;
   OrderLog ev;
-  ev.baseline_delay_s = 0.02;
-  h.ctx.evaluator = &ev;
-  script_three(h.llm, std::chrono::milliseconds(20));
-  h.ctx.opts.iterations = 1;
-  h.ctx.opts.calls_per_iter = 12;
-  ASSERT_EQ(run_method(h.ctx, h.problem).status, "ok");
+  ASSERT_NO_FATAL_FAILURE(run_three_once(h, ev, std::chrono::milliseconds(20)));
   auto log = ev.log();
   auto at = [&](const std::string& what) {
     return std::find(log.begin(), log.end(), what) - log.begin();

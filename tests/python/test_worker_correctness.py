@@ -576,18 +576,6 @@ def test_the_tf32_baseline_says_so_and_an_eval_refuses_tf32(worker_server):
     assert msg["type"] == "error" and "baseline op only" in msg["message"], msg
 
 
-def _gate_taken(path: str) -> bool:
-    import fcntl
-    fd = os.open(path + ".gate", os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def _wait_for(cond, what: str, limit_s: float = 10.0) -> None:
     t0 = time.monotonic()
     while not cond():
@@ -616,7 +604,7 @@ def test_waiting_timed_phases_go_highest_priority_first(tmp_path):
 
     low = threading.Thread(target=take, args=("low", 0))
     low.start()
-    _wait_for(lambda: _gate_taken(path), "the low-priority waiter at the gate")
+    _wait_for(lambda: gpulock.timed_phase_waiting(path), "the low-priority waiter at the gate")
     high = threading.Thread(target=take, args=("high", 3))
     high.start()
     _wait_for(lambda: any(n.startswith("3-") for n in os.listdir(path + ".waiting")), "the high one registered")
@@ -649,7 +637,7 @@ def test_equal_priorities_keep_the_gate_order(tmp_path):
 
     first = threading.Thread(target=take, args=("first",))
     first.start()
-    _wait_for(lambda: _gate_taken(path), "the first waiter at the gate")
+    _wait_for(lambda: gpulock.timed_phase_waiting(path), "the first waiter at the gate")
     second = threading.Thread(target=take, args=("second",))
     second.start()
     _wait_for(lambda: len(os.listdir(path + ".waiting")) == 2, "both registered")

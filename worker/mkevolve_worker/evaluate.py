@@ -690,7 +690,8 @@ class Evaluator:
                     # The GPU's clock while this candidate was timed (gpuclock.py).
                     res.checks["gpu_clock"] = state.pop("clock").stop()
             mark("exited")
-            phase_s.extend(_reference_milestones(ref2, cand.started))
+            # The reference's first-trial milestones, stamped by the reference itself.
+            phase_s.extend(_child_milestones(ref2, "reference", cand.started, ev_name="ref_phase", clock="t"))
             res.checks["isolation"]["warm"] = _warm_record(cand)
             if state["error"] is not None:
                 raise state["error"]
@@ -1229,26 +1230,16 @@ class Evaluator:
 # ---------------------------------------------------------------------------
 
 
-def _child_milestones(child, label: str, since: float) -> list:
-    """A child's "phase" events (stamped with our clock when they arrived), as
-    phases_s entries "label: phase" relative to `since`."""
+def _child_milestones(child, label: str, since: float, ev_name: str = "phase", clock: str = "_t") -> list:
+    """A child's milestone events (ev_name; `clock` holds when: "_t", our clock
+    when the event arrived, or "t", the machine's monotonic clock as the child
+    read it), as at most 16 phases_s entries "label: phase" relative to `since`
+    (negative: before it)."""
     out = []
     for ev in child.events:
-        if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str) and \
-                isinstance(ev.get("_t"), (int, float)) and len(out) < 16:
-            out.append([f"{label}: " + ev["phase"][:100], round(float(ev["_t"]) - since, 3)])
-    return out
-
-
-def _reference_milestones(ref2, since: float) -> list:
-    """The reference's first-trial milestones (its "ref_phase" events, stamped
-    with the machine's monotonic clock by the reference itself), as phases_s
-    entries relative to `since` (negative: before the candidate started)."""
-    out = []
-    for ev in ref2.events:
-        if ev.get("ev") == "ref_phase" and isinstance(ev.get("phase"), str) and \
-                isinstance(ev.get("t"), (int, float)) and len(out) < 16:
-            out.append(["reference: " + ev["phase"][:100], round(float(ev["t"]) - since, 3)])
+        if ev.get("ev") == ev_name and isinstance(ev.get("phase"), str) and \
+                isinstance(ev.get(clock), (int, float)) and len(out) < 16:
+            out.append([f"{label}: " + ev["phase"][:100], round(float(ev[clock]) - since, 3)])
     return out
 
 

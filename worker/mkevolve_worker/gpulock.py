@@ -154,10 +154,9 @@ class TimingLock:
                     if gate is not None:
                         _unlock(gate)
                         gate = None
-                    step = min(0.01, max(0.0, deadline - now))
                     if now >= deadline:
-                        return None, f"the GPU timing lock was busy for {max_wait_s:g} s; went ahead without it", deferred
-                    time.sleep(step)
+                        return None, _busy(max_wait_s), deferred
+                    time.sleep(min(0.01, deadline - now))
                     deferred += time.monotonic() - now
                     continue
                 if gate is None and gate_err is None:
@@ -171,7 +170,7 @@ class TimingLock:
                     if fd is not None:
                         return fd, None, deferred
                 if time.monotonic() >= deadline:
-                    return None, f"the GPU timing lock was busy for {max_wait_s:g} s; went ahead without it", deferred
+                    return None, _busy(max_wait_s), deferred
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
         finally:
@@ -266,57 +265,43 @@ def _unlock(fd: int) -> None:
         os.close(fd)
 
 
+def _busy(max_wait_s: float) -> str:
+    return f"the GPU timing lock was busy for {max_wait_s:g} s; went ahead without it"
+
+
 def _lock(path: str, mode: int, deadline: float, max_wait_s: float):
     """(fd, None, False) with path locked in mode, or (None, why, busy): busy
     once the deadline has passed, not busy where the file cannot be opened or
-    locked at all."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except OSError as e:
-        return None, f"cannot open the GPU timing lock {path}: {e.strerror}", False
+    locked at all. Polls _try_lock."""
     delay = 0.002
     while True:
-        try:
-            fcntl.flock(fd, mode | fcntl.LOCK_NB)
-            if not _same_file(fd, path):
-                # The file was unlinked or replaced since we opened it: a lock
-                # on the old inode excludes no one. Open the current one.
-                os.close(fd)
-                try:
-                    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-                except OSError as e:
-                    return None, f"cannot open the GPU timing lock {path}: {e.strerror}", False
-                continue
-            return fd, None, False
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                return None, f"the GPU timing lock was busy for {max_wait_s:g} s; went ahead without it", True
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
-        except OSError as e:
-            os.close(fd)
-            return None, f"cannot lock {path}: {e.strerror}", False
+        fd, why = _try_lock(path, mode)
+        if fd is not None or why is not None:
+            return fd, why, False
+        if time.monotonic() >= deadline:
+            return None, _busy(max_wait_s), True
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def _try_lock(path: str, mode: int):
     """(fd, None) with path locked in mode, (None, None) while it is busy, or
     (None, why) where it cannot be opened or locked at all. One try."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except OSError as e:
-        return None, f"cannot open the GPU timing lock {path}: {e.strerror}"
-    try:
-        fcntl.flock(fd, mode | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None, None
-    except OSError as e:
-        os.close(fd)
-        return None, f"cannot lock {path}: {e.strerror}"
-    if not _same_file(fd, path):
-        # Unlinked or replaced since it was opened: a lock on the old inode
-        # excludes no one. The next try opens the current one.
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as e:
+            return None, f"cannot open the GPU timing lock {path}: {e.strerror}"
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None, None
+        except OSError as e:
+            os.close(fd)
+            return None, f"cannot lock {path}: {e.strerror}"
+        if _same_file(fd, path):
+            return fd, None
+        # The file was unlinked or replaced since it was opened: a lock on the
+        # old inode excludes no one. Open the current one.
         _unlock(fd)
-        return None, None
-    return fd, None
