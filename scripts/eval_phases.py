@@ -109,11 +109,25 @@ def rounds_report(run_dir: str, results: dict) -> int:
                 prev = sec
         q = last.get("queued_s") or 0.0
         b = last.get("baseline_s") or 0.0
-        print(f"{line}  queued {q:.2f}, baselines {b:.2f}; " + ", ".join(steps))
+        # Its wait for live evaluations of higher priority, before the candidate started (gpulock.py).
+        d = next((-sec for name, sec in (r.get("phases_s") or [])
+                  if name == "deferred to higher-priority evaluations"), 0.0)
+        print(f"{line}  queued {q:.2f}, baselines {b:.2f}, deferred {d:.2f}; " + ", ".join(steps))
     for t, e in e2e:
-        print(f"e2e iteration {e.get('iteration')}: {e.get('status')} ended {t:.1f} s, "
-              f"queued {e.get('queued_s') or 0:.2f} s, evaluating {e.get('eval_s') or 0:.2f} s"
-              + (f", waited {e['waited_s']:.2f} s" if e.get("waited_s") is not None else ""))
+        line = (f"e2e iteration {e.get('iteration')}: {e.get('status')} ended {t:.1f} s, "
+                f"queued {e.get('queued_s') or 0:.2f} s, evaluating {e.get('eval_s') or 0:.2f} s"
+                + (f", waited {e['waited_s']:.2f} s" if e.get("waited_s") is not None else ""))
+        # Its milestones, from e2e/<candidate>.json (written since the sixteenth session).
+        try:
+            r = json.load(open(os.path.join(run_dir, "e2e", f"{e.get('candidate')}.json")))
+        except (OSError, ValueError):
+            r = {}
+        steps, prev = [], 0.0
+        for name, sec in sorted(r.get("phases_s") or [], key=lambda p: p[1]):
+            if sec - prev >= 0.2:
+                steps.append(f"{name.split(' (')[0][:28]} +{sec - prev:.2f}")
+            prev = max(prev, sec)
+        print(line + ("; " + ", ".join(steps) if steps else ""))
     return 0
 
 

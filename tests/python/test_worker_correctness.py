@@ -679,3 +679,145 @@ def test_a_dead_waiters_entry_and_a_never_served_one_do_not_block(tmp_path):
         lk.release()
     finally:
         os.close(fd)
+
+
+def test_shared_work_lets_a_live_higher_priority_evaluation_go_first(tmp_path):
+    """Shared work given a priority waits while a live evaluation of higher
+    priority is registered, and starts once it closes; shared work without a
+    priority (a baseline, a decomposition check) and work of equal or higher
+    priority never wait for it."""
+    import threading
+
+    from mkevolve_worker import gpulock
+    path = str(tmp_path / "gpu.lock")
+    live = gpulock.register_active(5, path)
+    try:
+        for kw in ({}, {"priority": 5}, {"priority": 9}):
+            lk = gpulock.TimingLock(path, shared=True, **kw)
+            rec = lk.acquire(1)
+            assert rec["held"] and rec.get("deferred_s", 0) == 0, (kw, rec)
+            lk.release()
+        got: dict = {}
+        low = gpulock.TimingLock(path, shared=True, priority=2)
+        waiter = threading.Thread(target=lambda: got.update(low.acquire(10)))
+        waiter.start()
+        time.sleep(0.4)
+        assert got == {}, got  # still deferring to the live priority-5 evaluation
+    finally:
+        live.close()
+    waiter.join(10)
+    assert got["held"] and got["deferred_s"] >= 0.3, got
+    low.release()
+    assert os.listdir(path + ".active") == []
+
+
+def test_shared_work_defers_for_max_defer_s_at_most_and_not_to_the_dead(tmp_path):
+    """An active entry nobody holds (its evaluation died) is removed, not
+    deferred to; a live one that never ends is deferred to for max_defer_s in
+    all; a wait that outlasts the acquire's own deadline is a busy lock."""
+    from mkevolve_worker import gpulock
+    path = str(tmp_path / "gpu.lock")
+    os.mkdir(path + ".active")
+    stale = os.path.join(path + ".active", "9-999999-1")
+    open(stale, "w").close()
+    # One left half-made (its process died before naming it) goes once it is old.
+    abandoned = os.path.join(path + ".active", ".new-9-1-ab")
+    fresh = os.path.join(path + ".active", ".new-9-1-cd")
+    open(abandoned, "w").close()
+    open(fresh, "w").close()
+    os.utime(abandoned, (time.time() - 120, time.time() - 120))
+    lk = gpulock.TimingLock(path, shared=True, priority=1)
+    rec = lk.acquire(5)
+    assert rec["held"] and rec["deferred_s"] == 0, rec
+    assert not os.path.exists(stale) and not os.path.exists(abandoned) and os.path.exists(fresh)
+    lk.release()
+    forever = gpulock.register_active(9, path)
+    try:
+        lk = gpulock.TimingLock(path, shared=True, priority=1, max_defer_s=0.3)
+        rec = lk.acquire(10)
+        assert rec["held"] and 0.3 <= rec["deferred_s"] < 5, rec
+        lk.release()
+        lk = gpulock.TimingLock(path, shared=True, priority=1)
+        rec = lk.acquire(0.2)
+        assert not rec["held"] and "busy" in rec["error"], rec
+        # The exclusive lock knows nothing of active evaluations: a timed phase never waits for one.
+        ex = gpulock.TimingLock(path, priority=0)
+        assert ex.acquire(1)["held"]
+        ex.release()
+    finally:
+        forever.close()
+
+
+def test_a_registration_is_never_taken_for_a_dead_ones_while_it_is_made(tmp_path):
+    """A reader that finds an entry unlocked removes it as its dead owner's.
+    An entry must therefore be locked before anyone can see it: with readers
+    scanning all the time (as lower-priority work does while it defers), every
+    registration is still there, under its name, until it is closed."""
+    import multiprocessing
+
+    from mkevolve_worker import gpulock
+    path = str(tmp_path / "gpu.lock")
+    os.mkdir(path + ".active")
+    stop = multiprocessing.Event()
+
+    def scan():
+        while not stop.is_set():
+            gpulock._higher_live(path + ".active", 0)
+    ctx = multiprocessing.get_context("fork")
+    readers = [ctx.Process(target=scan) for _ in range(3)]
+    for r in readers:
+        r.start()
+    lost = 0
+    try:
+        for _ in range(3000):
+            reg = gpulock.register_active(5, path)
+            if reg.file is None or not os.path.exists(reg.file):
+                lost += 1
+            reg.close()
+    finally:
+        stop.set()
+        for r in readers:
+            r.join(10)
+    assert lost == 0, f"{lost} of 3000 registrations removed while live"
+    assert [n for n in os.listdir(path + ".active") if not n.startswith(".")] == []
+
+
+def test_registrations_of_servers_with_the_same_pid_stay_apart(tmp_path, monkeypatch):
+    """The pool starts every server in its own PID namespace, so two servers'
+    evaluations see the same pid (and make their registrations in the same
+    order). Each must still have its own entry: when one ends, the other is
+    still deferred to."""
+    import multiprocessing
+
+    from mkevolve_worker import gpulock
+    path = str(tmp_path / "gpu.lock")
+    monkeypatch.setattr(os, "getpid", lambda: 1)
+    ctx = multiprocessing.get_context("fork")
+    go, done = ctx.Event(), [ctx.Event(), ctx.Event()]
+
+    def server(i: int):  # each forked from the same state: same pid, same history
+        reg = gpulock.register_active(5, path)
+        done[i].set()
+        go.wait(10)
+        if i == 0:
+            reg.close()
+            return
+        time.sleep(2)
+        reg.close()
+    procs = [ctx.Process(target=server, args=(i,)) for i in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        for d in done:
+            assert d.wait(10)
+        names = [n for n in os.listdir(path + ".active") if not n.startswith(".")]
+        assert len(names) == 2, names
+        go.set()
+        procs[0].join(10)
+        time.sleep(0.2)
+        assert gpulock._higher_live(path + ".active", 1), os.listdir(path + ".active")
+    finally:
+        go.set()
+        for p in procs:
+            p.join(10)
+    assert not gpulock._higher_live(path + ".active", 1)

@@ -484,3 +484,62 @@ def test_an_evals_priority_reaches_its_timing_lock(fresh_server):
         msg, _ = s.request("eval", problem=problem("add"), kernel=cand("add_ok"), priority=bad,
                            options={"test_cpu": True, "perf": False})
         assert msg["type"] == "error" and "priority" in msg["message"], msg
+
+
+def test_an_eval_of_lower_priority_lets_a_live_higher_one_go_first(fresh_server, tmp_path):
+    """An eval registers as live at its priority (gpulock.register_active) for
+    as long as it runs, and an eval of lower priority starts its correctness
+    trials only once no live evaluation of higher priority is left (the
+    critical chain's timed phases then need not wait for its compile)."""
+    import threading
+
+    from mkevolve_worker import gpulock
+    s = fresh_server()
+    lock = str(tmp_path / "timing.lock")
+    opts = {"test_cpu": True, "perf": True, "perf_trials": 3, "warmup": 1}
+    seen: set = set()
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            try:
+                seen.update(os.listdir(lock + ".active"))
+            except OSError:
+                pass
+            time.sleep(0.002)
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        msg, _ = s.request("eval", problem=problem("add"), kernel=cand("add_ok"), priority=5, options=opts)
+    finally:
+        done.set()
+        watcher.join()
+    assert msg["type"] == "result" and msg["status"] == "correct", msg
+    assert any(n.startswith("5-") for n in seen), seen
+    assert os.listdir(lock + ".active") == []  # gone with the eval
+    assert msg["checks"]["trials_lock"]["deferred_s"] == 0, msg["checks"]["trials_lock"]
+
+    # Closed 3 s from now; the eval reaches its trials well within the first
+    # 1.5 s, even on a loaded machine, so it defers for at least 1.5 s.
+    higher = gpulock.register_active(5, lock)
+    threading.Timer(3.0, higher.close).start()
+    msg, _ = s.request("eval", problem=problem("add"), kernel=cand("add_ok"), priority=2, options=opts)
+    assert msg["type"] == "result" and msg["status"] == "correct", msg
+    trials = msg["checks"]["trials_lock"]
+    assert trials["held"] and trials["deferred_s"] >= 1.5, trials
+    marks = dict(msg["checks"]["phases_s"])
+    assert marks["deferred to higher-priority evaluations"] <= -1.5, msg["checks"]["phases_s"]
+
+    # An eval without a priority never registers (nothing defers to it).
+    seen.clear()
+    done.clear()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        msg, _ = s.request("eval", problem=problem("add"), kernel=cand("add_ok"), options=opts)
+    finally:
+        done.set()
+        watcher.join()
+    assert msg["type"] == "result" and msg["status"] == "correct", msg
+    assert seen == set(), seen
+    assert msg["checks"]["profile_lock"]["deferred_s"] == 0, msg["checks"]["profile_lock"]

@@ -311,15 +311,23 @@ class Evaluator:
             self._reference_failed(ref2, what, timeout_s, protect)
         return fd
 
-    def _take_shared(self, opts: dict):
+    def _take_shared(self, opts: dict, defer: dict | None = None):
         """(lock, record): the GPU's timing lock taken shared, for GPU work that
         must never run beside a neighbour's timed phase (gpulock.py); says
-        "waiting for the GPU" only when it has to wait."""
-        work = gpulock.TimingLock(shared=True)
+        "waiting for the GPU" only when it has to wait. defer (a candidate's
+        evaluation: {"left": seconds}): first let live evaluations of higher
+        priority go, for at most defer["left"] seconds, an evaluation's
+        budget across its shared steps."""
+        if defer is None:
+            work = gpulock.TimingLock(shared=True)
+        else:
+            work = gpulock.TimingLock(shared=True, priority=self.timing_priority, max_defer_s=defer["left"])
         rec = work.acquire(0)
         if not rec["held"] and "busy" in rec.get("error", ""):
             self.progress("waiting for the GPU")
-            rec = work.acquire(max(opts["timeout_s"], 60) * 2)
+            rec = work.acquire(max(opts["timeout_s"], 60) * 2 + (defer["left"] if defer else 0))
+        if defer is not None:
+            defer["left"] = max(0.0, defer["left"] - rec.get("deferred_s", 0.0))
         return work, rec
 
     def _run_shared(self, name: str, body, timeout_s: float, lock_opts: dict):
@@ -405,13 +413,26 @@ class Evaluator:
         # Every GPU step of the correctness trials runs under the GPU's timing
         # lock taken shared, from the reference's start to the last comparison:
         # never while a neighbour is timed (gpulock.py).
-        work, res.checks["trials_lock"] = self._take_shared(opts)
+        # A live evaluation of the search's critical chain (priority: the rounds
+        # its subproblem has left) makes the shared steps of lower ones wait,
+        # so that its timed phase need not wait for their compiles (gpulock.py).
+        active = gpulock.register_active(self.timing_priority) if self.timing_priority > 0 else None
+        state["defer"] = {"left": gpulock.MAX_DEFER_S}
+        t_lock = time.monotonic()
+        try:
+            work, res.checks["trials_lock"] = self._take_shared(opts, state["defer"])
+        except BaseException:
+            if active is not None:
+                active.close()
+            raise
         self.progress("reference")
         job2 = {"problem": problem, "opts": opts, "device": device, "perf": perf}
         try:
             ref2 = self.launcher.start("ref", "reference", job2)
         except BaseException:
             work.release()
+            if active is not None:
+                active.close()
             raise
         ref2.job_problem = problem
         cand = prof = None
@@ -464,6 +485,9 @@ class Evaluator:
             res.checks["isolation"] = {"pid": cand.pid, "network": "unknown", "cwd": "private temp dir",
                                        "env": "scrubbed", "prestarted": cand.prestarted}
             res.checks["phases_s"] = phase_s
+            if res.checks["trials_lock"].get("deferred_s", 0) > 0:
+                # Before the candidate's start: shows the wait as the step into the reference's first milestone.
+                phase_s.append(["deferred to higher-priority evaluations", round(t_lock - cand.started, 3)])
             trial_no = {"i": 0}
 
             def held_bytes():
@@ -653,7 +677,8 @@ class Evaluator:
                         # The profiling process must be done: nothing else of this
                         # candidate may run on the GPU while it is timed.
                         self.progress("profiling")
-                        state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid, ref2.pid}))
+                        state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid, ref2.pid}),
+                                                                state["defer"])
                         res.checks["profile_lock"] = state["runtime"].pop("lock", None)
                         go_t = (res.checks["profile_lock"] or {}).pop("go_t", None)
                         if go_t is not None:
@@ -686,6 +711,8 @@ class Evaluator:
                 raise
             finally:
                 lock.release()
+                if active is not None:
+                    active.close()  # its timed phase is over: lower ones need not wait for the rest
                 if state.get("clock") is not None:
                     # The GPU's clock while this candidate was timed (gpuclock.py).
                     res.checks["gpu_clock"] = state.pop("clock").stop()
@@ -717,6 +744,8 @@ class Evaluator:
             return self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2)
         finally:
             work.release()
+            if active is not None:
+                active.close()
             for fd in _held_fds(state):
                 try:
                     os.close(fd)
@@ -750,11 +779,12 @@ class Evaluator:
             "reference_s": round(state["ref_s"], 4),
         }
 
-    def _collect_profile(self, prof, opts: dict, protect: frozenset) -> dict:
+    def _collect_profile(self, prof, opts: dict, protect: frozenset, defer: dict) -> dict:
         """Lets the profiling process run its burst of profiled calls (under the
-        GPU's timing lock taken shared: never while a candidate is timed) and
-        waits for it; its runtime record, or why there is none."""
-        shared = gpulock.TimingLock(shared=True)
+        GPU's timing lock taken shared: never while a candidate is timed; after
+        live evaluations of higher priority, within the evaluation's budget
+        defer["left"]) and waits for it; its runtime record, or why there is none."""
+        shared = gpulock.TimingLock(shared=True, priority=self.timing_priority, max_defer_s=defer["left"])
         rec = None
 
         def left() -> float:  # one deadline for the whole process, from its start; lock waits excepted
@@ -762,8 +792,9 @@ class Evaluator:
         waited = 0.0
         try:
             if isolation.wait_event(prof, "profile_ready", left()):
-                rec = shared.acquire(opts["timeout_s"])
+                rec = shared.acquire(opts["timeout_s"] + defer["left"])
                 waited = rec.get("waited_s", 0.0)
+                defer["left"] = max(0.0, defer["left"] - rec.get("deferred_s", 0.0))
                 rec["go_t"] = time.monotonic()
                 prof.go()
             isolation.supervise(prof, left(), protect=protect)

@@ -31,6 +31,18 @@ off the gate, and leaves it, while a higher one waits, for at most
 MAX_DEFER_S in all, so that a stream of higher ones cannot starve it. Equal
 priorities keep the order the locks give.
 
+An evaluation's shared work defers the same way (TimingLock(shared=True,
+priority=p)): an evaluation of priority p > 0 registers in path + ".active"
+(register_active) from before its first GPU work until its timed phase is over,
+and shared work of lower priority waits to start while such an evaluation is
+live, for at most max_defer_s in all. Without it, a round of twelve candidates
+starts twelve correctness windows together (each from the reference's start to
+the last comparison, the candidate's Triton compile included, 1-4 s), and the
+critical chain's timed phases, first at the gate, still wait for the slowest of
+the others' windows to close (measured on one H200: 3-9 s of a round's 8-11 s
+after its replies; docs/PERFORMANCE.md). Shared work without a priority (a
+baseline, a decomposition check: someone waits for them) never defers.
+
 The pool names the file in $MKEVOLVE_TIMING_LOCK (one per physical GPU, shared
 by every pool on the host); a standalone worker falls back to a file named for
 $CUDA_VISIBLE_DEVICES in the temp directory.
@@ -40,6 +52,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import secrets
 import tempfile
 import time
 
@@ -87,14 +100,17 @@ MAX_DEFER_S = 15.0  # at most this long in all a timed phase lets higher-priorit
 class TimingLock:
     """shared=True takes the lock shared instead: for GPU work that may run
     beside other such work but never during a timed phase (a candidate's
-    profiling process runs its burst of profiled calls under it). priority
-    (exclusive only): waiting timed phases of higher priority go first."""
+    profiling process runs its burst of profiled calls under it). priority:
+    waiting timed phases of higher priority go first; shared work given a
+    priority first waits while a live evaluation of higher priority is
+    registered (register_active). Either defers for at most max_defer_s."""
 
-    def __init__(self, path: str | None = None, shared: bool = False, priority: int = 0,
+    def __init__(self, path: str | None = None, shared: bool = False, priority: int | None = None,
                  max_defer_s: float = MAX_DEFER_S):
         self.path = path or default_path()
         self.shared = shared
-        self.priority = int(priority)
+        # Shared: None never defers; an int defers to live evaluations of higher priority.
+        self.priority = priority if shared else int(priority or 0)
         self.max_defer_s = max_defer_s
         self._fd: int | None = None
 
@@ -116,9 +132,14 @@ class TimingLock:
             return rec
         deadline = t0 + max_wait_s
         if self.shared:
+            deferred, busy = self._defer_to_active(deadline)
+            if self.priority is not None:
+                rec["deferred_s"] = round(deferred, 4)
             # A gate that cannot be opened or locked gives no priority, but the lock
             # still excludes; a gate busy past the deadline is a busy lock.
-            gate, err, busy = _lock(self.path + ".gate", fcntl.LOCK_SH, deadline, max_wait_s)
+            gate, err = None, _busy(max_wait_s)
+            if not busy:
+                gate, err, busy = _lock(self.path + ".gate", fcntl.LOCK_SH, deadline, max_wait_s)
             fd = None
             try:
                 if not busy:
@@ -137,6 +158,22 @@ class TimingLock:
             rec["error"] = err
         rec["waited_s"] = round(time.monotonic() - t0, 4)
         return rec
+
+    def _defer_to_active(self, deadline: float) -> tuple[float, bool]:
+        """(seconds deferred, deadline passed): shared work with a priority
+        waits while a live evaluation of higher priority is registered, for at
+        most max_defer_s."""
+        if self.priority is None or self.max_defer_s <= 0:
+            return 0.0, False
+        active = self.path + ".active"
+        t0 = time.monotonic()
+        deferred = 0.0  # stays 0 unless it did wait
+        while deferred < self.max_defer_s and _higher_live(active, self.priority):
+            if time.monotonic() >= deadline:
+                return time.monotonic() - t0, True
+            time.sleep(0.01)
+            deferred = time.monotonic() - t0
+        return deferred, False
 
     def _acquire_exclusive(self, deadline: float, max_wait_s: float):
         """(fd, why, seconds deferred): the gate, then the lock, both exclusive,
@@ -184,67 +221,52 @@ class TimingLock:
             _unlock(fd)
 
 
+def register_active(priority: int, path: str | None = None) -> "_Registration":
+    """Registers an evaluation of this priority as live on the GPU of the lock
+    at path (until .close()): shared work of lower priority defers to it."""
+    return _Registration(path or default_path(), priority, "active")
+
+
 class _Registration:
-    """A waiting timed phase's entry in path + ".waiting/": the file
-    "<priority>-<pid>-<n>", locked exclusively while it waits. Best effort:
-    where the directory cannot be written, nothing is registered and nobody
-    defers to this waiter."""
+    """An entry in path + ".waiting/" (a waiting timed phase) or ".active/" (a
+    live evaluation): the file "<priority>-<pid>-<random>", locked exclusively while
+    it lasts. Best effort: where the directory cannot be written, nothing is
+    registered and nobody defers to it."""
 
-    _count = 0
-
-    def __init__(self, path: str, priority: int):
-        self.dir = path + ".waiting"
+    def __init__(self, path: str, priority: int, kind: str = "waiting"):
+        self.dir = path + "." + kind
         self.priority = priority
         self.fd: int | None = None
         self.file: str | None = None
-        _Registration._count += 1
-        name = f"{priority}-{os.getpid()}-{_Registration._count}"
+        # Random, not pid and count: the pool starts each server in its own PID
+        # namespace, where every server has the same pid and its own count.
+        name = f"{priority}-{os.getpid()}-{secrets.token_hex(8)}"
         try:
             try:
                 os.mkdir(self.dir, 0o777)
             except FileExistsError:
                 pass
-            self.file = os.path.join(self.dir, name)
-            self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # Locked before it is given its name: a reader that finds an entry
+            # unlocked takes it for a dead owner's and removes it, so an entry
+            # must never be seen between its creation and its lock.
+            new = os.path.join(self.dir, ".new-" + name)
+            self.fd = os.open(new, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self.file = os.path.join(self.dir, name)
+                os.rename(new, self.file)
+            except OSError:
+                self.file = None
+                try:
+                    os.unlink(new)
+                except OSError:
+                    pass
+                raise
         except OSError:
             self.close()
 
     def higher_waiting(self) -> bool:
-        """Whether a live waiter of higher priority is registered (stale
-        entries, whose process died, are removed on the way)."""
-        try:
-            names = os.listdir(self.dir)
-        except OSError:
-            return False
-        for name in names:
-            head = name.split("-", 1)[0]
-            try:
-                prio = int(head)
-            except ValueError:
-                continue
-            if prio <= self.priority:
-                continue
-            full = os.path.join(self.dir, name)
-            try:
-                fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                continue  # gone already
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True  # its waiter holds it: alive and waiting
-            except OSError:
-                continue
-            else:
-                # Nobody holds it: its waiter died before removing it.
-                try:
-                    os.unlink(full)
-                except OSError:
-                    pass
-            finally:
-                os.close(fd)
-        return False
+        return _higher_live(self.dir, self.priority)
 
     def close(self) -> None:
         fd, self.fd = self.fd, None
@@ -256,6 +278,64 @@ class _Registration:
             self.file = None
         if fd is not None:
             os.close(fd)
+
+
+def _higher_live(directory: str, priority: int) -> bool:
+    """Whether a live entry of higher priority than this is registered in
+    directory (stale entries, whose process died, are removed on the way)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    for name in names:
+        if name.startswith(".new-"):
+            _remove_abandoned(os.path.join(directory, name))
+            continue
+        head = name.split("-", 1)[0]
+        try:
+            prio = int(head)
+        except ValueError:
+            continue
+        if prio <= priority:
+            continue
+        full = os.path.join(directory, name)
+        try:
+            fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue  # gone already
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True  # its owner holds it: alive
+        except OSError:
+            continue
+        else:
+            # Nobody holds it: its owner died before removing it.
+            try:
+                os.unlink(full)
+            except OSError:
+                pass
+        finally:
+            os.close(fd)
+    return False
+
+
+def _remove_abandoned(path: str, age_s: float = 60.0) -> None:
+    """Removes an entry still being made (".new-...") that nobody holds and
+    that is older than age_s: its process died between making and naming it."""
+    try:
+        if time.time() - os.stat(path).st_mtime < age_s:
+            return
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        os.unlink(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _unlock(fd: int) -> None:
