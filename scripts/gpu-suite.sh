@@ -504,7 +504,7 @@ concurrency_report() {  # rc: prints the figures from the run's summary.json and
   # Where the evaluations' time went (each candidate's milestones), and the raw records.
   { "$PY" "$ROOT/scripts/eval_phases.py" "$CONC/run"; "$PY" "$ROOT/scripts/eval_phases.py" "$CONC/run" --rounds; } \
     2>&1 | tee "$dest/concurrency-phases.txt"
-  (cd "$CONC/run" && tar -czf "$dest/concurrency-results.tgz" candidates/*/*/result.json 2>/dev/null)
+  (cd "$CONC/run" && tar -czf "$dest/concurrency-results.tgz" candidates/*/*/result.json e2e/*.json solution/manifest.json 2>/dev/null)
   "$PY" - "$CONC/run" "$1" "${GPU_SUITE_SLOTS:-auto}" <<'PYEOF' | tee "$OUTDIR/concurrency.txt"
 import collections, json, os, sys
 run, rc, slots = sys.argv[1], int(sys.argv[2]), sys.argv[3]

@@ -79,6 +79,12 @@ void RunSink::snapshot_topology(int iteration, const problem::Topology& t) {
   }
 }
 
+void RunSink::store_e2e(const std::string& name, const nlohmann::json& result) {
+  // A diagnostic (docs/RUN-DIRECTORY.md): a write that fails is left to the
+  // writes that matter (events, candidates) to report.
+  (void)dir_->write_json(std::filesystem::path("e2e") / (name + ".json"), result);
+}
+
 std::string RunSink::error() const {
   std::lock_guard<std::mutex> lk(mu_);
   return error_;

@@ -51,6 +51,7 @@ class RunSink : public search::EventSink {
   void progress(const nlohmann::json& e) override;
   void store_candidate(const search::CandidateRecord& c) override;
   void snapshot_topology(int iteration, const problem::Topology& t) override;
+  void store_e2e(const std::string& name, const nlohmann::json& result) override;
   /// The first storage error (disk full, ...): the caller stops the run.
   std::string error() const;
   int skipped() const { return skipped_; }

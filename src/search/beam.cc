@@ -94,6 +94,21 @@ nlohmann::json Accounting::to_json() const {
 
 namespace detail {
 
+nlohmann::json timed_result_json(const eval::Verdict& r) {
+  nlohmann::json j = result_json(r);
+  // Diagnostics for files only (events stay free of wall-clock times, so a
+  // replayed run logs the same events): where the evaluation's time went.
+  if (r.eval_s > 0) {
+    j["queued_s"] = r.queued_s;
+    j["eval_s"] = r.eval_s;
+  }
+  if (r.raw.is_object()) {
+    const auto& ch = r.raw.value("checks", nlohmann::json::object());
+    if (ch.is_object() && ch.contains("phases_s")) j["phases_s"] = ch["phases_s"];
+  }
+  return j;
+}
+
 nlohmann::json result_json(const eval::Verdict& r) {
   eval::Verdict s = r;
   s.raw = nlohmann::json::object();               // the worker's checks stay out of the records
@@ -367,18 +382,8 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
   c.reward = c.result.correct() ? c.result.speedup_compile : 0;
   events.push_back(detail::eval_event(c.task, c.id, iteration, c.result, c.reward, "local").to_json());
   rec.files["kernel.py"] = c.source;
-  rec.result = detail::result_json(c.result);
+  rec.result = detail::timed_result_json(c.result);
   rec.result["reward"] = c.reward;  // the search's, beside the verdict
-  // Diagnostics for result.json only (events stay free of wall-clock times, so a
-  // replayed run logs the same events): where the candidate's time went.
-  if (c.result.eval_s > 0) {
-    rec.result["queued_s"] = c.result.queued_s;
-    rec.result["eval_s"] = c.result.eval_s;
-  }
-  if (c.result.raw.is_object()) {
-    const auto& ch = c.result.raw.value("checks", nlohmann::json::object());
-    if (ch.is_object() && ch.contains("phases_s")) rec.result["phases_s"] = ch["phases_s"];
-  }
   if (ctx.sink) ctx.sink->store_candidate(rec);
 }
 

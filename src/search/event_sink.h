@@ -39,6 +39,9 @@ class EventSink {
   virtual void store_candidate(const CandidateRecord& c) {}
   /// Stores the topology of an iteration (0 = the initial decomposition).
   virtual void snapshot_topology(int iteration, const problem::Topology& t) {}
+  /// Stores an end-to-end evaluation's verdict with its timings (name: its
+  /// workspace's, e.g. "t3", "final", "final-early-0", "swap"); any thread.
+  virtual void store_e2e(const std::string& name, const nlohmann::json& result) {}
 };
 
 /// Holds durable events of one parallel branch until flush(); passes the rest through.
@@ -49,6 +52,7 @@ class BufferedSink : public EventSink {
   void progress(const nlohmann::json& e) override { if (parent_) parent_->progress(e); }
   void store_candidate(const CandidateRecord& c) override { if (parent_) parent_->store_candidate(c); }
   void snapshot_topology(int it, const problem::Topology& t) override { if (parent_) parent_->snapshot_topology(it, t); }
+  void store_e2e(const std::string& n, const nlohmann::json& r) override { if (parent_) parent_->store_e2e(n, r); }
   void flush() {
     if (parent_)
       for (const auto& e : buf_) parent_->emit(e);
@@ -75,6 +79,10 @@ class MemorySink : public EventSink {
     std::lock_guard<std::mutex> lk(mu_);
     topologies.emplace_back(it, t);
   }
+  void store_e2e(const std::string& n, const nlohmann::json& r) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    e2e.emplace_back(n, r);
+  }
   std::vector<nlohmann::json> of_type(const std::string& type) const {
     std::vector<nlohmann::json> out;
     for (const auto& e : events)
@@ -84,6 +92,7 @@ class MemorySink : public EventSink {
   std::vector<nlohmann::json> events;
   std::vector<CandidateRecord> candidates;
   std::vector<std::pair<int, problem::Topology>> topologies;
+  std::vector<std::pair<std::string, nlohmann::json>> e2e;
 
  private:
   std::mutex mu_;

@@ -21,6 +21,9 @@ rundir::events::Eval eval_event(const std::string& task, const std::string& cand
 /// The verdict as candidates' records, manifests and events embed it: its
 /// JSON form without the worker's fields and the pool's timings, feedback trimmed.
 nlohmann::json result_json(const eval::Verdict& r);
+/// result_json plus where the evaluation's time went, for files only (never
+/// events): queued_s, eval_s (when the pool timed it) and the worker's phases_s.
+nlohmann::json timed_result_json(const eval::Verdict& r);
 
 /// Calls the LLM, records accounting and fatal errors, appends the llm_call
 /// event (with its round and candidate, when given).

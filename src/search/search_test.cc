@@ -602,6 +602,13 @@ TEST(MKEvolve, SpendsExactlyTheBudgetAndComposes) {
   // One per iteration; the last iteration's runs beside the final checks of both
   // solutions it may return (its own, and t=4's best), one of which is taken.
   EXPECT_EQ(h.ev.e2e_count(), 5 + 2);
+  // Each end-to-end verdict is stored under its workspace's name (timed_result_json).
+  std::set<std::string> stored;
+  for (const auto& [name, r] : h.sink.e2e) {
+    stored.insert(name);
+    EXPECT_EQ(r.value("status", ""), "correct") << name << " " << r.dump();
+  }
+  EXPECT_EQ(stored, (std::set<std::string>{"t1", "t2", "t3", "t4", "t5", "final-early-0", "final-early-1"}));
   auto fc = h.sink.of_type("final_check");
   ASSERT_EQ(fc.size(), 1u);
   EXPECT_TRUE(fc[0]["passed"].get<bool>());
@@ -615,6 +622,22 @@ TEST(MKEvolve, SpendsExactlyTheBudgetAndComposes) {
       EXPECT_TRUE(fs::exists(r.kernel.parent_path() / "subkernel_implementations" / "alpha.py"));
     }
   EXPECT_TRUE(saw_package);
+}
+
+TEST(MKEvolve, StoredVerdictsKeepTheirTimingsAndEventsDoNot) {
+  eval::Verdict v;
+  v.status = eval::Status::kCorrect;
+  v.eval_s = 2.5;
+  v.queued_s = 0.5;
+  auto phases = nlohmann::json::array({nlohmann::json::array({"compared", 1.25}), nlohmann::json::array({"exited", 2.0})});
+  v.raw = {{"checks", {{"phases_s", phases}}}};
+  auto timed = detail::timed_result_json(v);
+  EXPECT_EQ(timed.value("eval_s", 0.0), 2.5);
+  EXPECT_EQ(timed.value("queued_s", 0.0), 0.5);
+  EXPECT_EQ(timed["phases_s"][1][0], "exited") << timed.dump();
+  auto plain = detail::result_json(v);
+  EXPECT_FALSE(plain.contains("eval_s") || plain.contains("queued_s") || plain.contains("phases_s")) << plain.dump();
+  EXPECT_EQ(plain.value("status", ""), "correct");
 }
 
 TEST(MKEvolve, ASolutionThatFailsTheFinalCheckIsNotReturnedAsCorrect) {
@@ -1492,7 +1515,9 @@ TEST(CriticalPath, RoundsFollowTheLongestChainOfDependentLlmRounds) {
   for (const auto& e : h.sink.of_type("llm_call")) {
     ASSERT_TRUE(e.contains("round")) << e.dump();
     EXPECT_GE(e.value("latency_ms", 0), L.count()) << e.dump();
-    if (e.value("agent", "") != "decompose") EXPECT_FALSE(e.value("candidate", "").empty()) << e.dump();
+    if (e.value("agent", "") != "decompose") {
+      EXPECT_FALSE(e.value("candidate", "").empty()) << e.dump();
+    }
   }
   auto a = rundir::time_account(h.sink.events);
   ASSERT_EQ(a.phases.size(), 4u);  // the decomposition, t=1, t=2, after the search

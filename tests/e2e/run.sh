@@ -136,6 +136,19 @@ types = [e["type"] for e in ev]
 fc = [e for e in ev if e["type"] == "final_check"]
 sys.exit(0 if len(fc) == 1 and fc[0]["passed"] and types[-2] == "final_check" and types[-1] == "run_end" else 1)'
 then pass "a passed final_check (fresh seed) comes just before run_end"; else fail "no final_check before run_end"; fi
+# Each iteration's end-to-end verdict with its timings, for diagnosis (never in
+# the events): e2e/t<N>.json, one per logged end-to-end evaluation of an iteration.
+if "$PY" -c '
+import json, sys
+ev = [json.loads(l) for l in open("r1/events.jsonl")]
+its = [e["candidate"] for e in ev if e["type"] == "eval" and e.get("scope") == "e2e" and e["candidate"].startswith("t")]
+ok = bool(its)
+for t in its:
+    r = json.load(open(f"r1/e2e/{t}.json"))
+    ok = ok and r["status"] == [e for e in ev if e.get("candidate") == t][-1]["status"] and r["eval_s"] > 0 \
+        and any(p[0] == "exited" for p in r["phases_s"])
+sys.exit(0 if ok else 1)'
+then pass "e2e/t<N>.json keeps each iteration's end-to-end verdict with eval_s and phases_s"; else fail "e2e/t<N>.json"; fi
 [[ $last == *'"type":"run_end"'* && $last == *'"status":"finished"'* && $last == *'"result":"ok"'* ]] && pass "log ends with run_end finished (ok)" || fail "log end: $last"
 # Issue 12: the wall time against the LLM critical path, in summary.json, report.md and the last line.
 # The fixture's chain: 1 decomposition round; t=1 one beam round (2 calls per
