@@ -850,7 +850,8 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
     req.task = problem.name;
     req.priority = detail::kEndToEndPriority;
     r = detail::evaluate(ctx, req);
-    if (ctx.sink && r.status != eval::Status::kNoVerdict) ctx.sink->store_e2e(dir.filename().string(), detail::timed_result_json(r));
+    if (ctx.sink && r.status != eval::Status::kNoVerdict)
+      ctx.sink->store_e2e(dir.filename().string(), detail::timed_result_json(r));
   }
   int iteration = 0;
   if (label.size() > 1 && label[0] == 't') iteration = std::atoi(label.c_str() + 1);

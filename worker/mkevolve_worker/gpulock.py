@@ -298,25 +298,8 @@ def _higher_live(directory: str, priority: int) -> bool:
             continue
         if prio <= priority:
             continue
-        full = os.path.join(directory, name)
-        try:
-            fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            continue  # gone already
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True  # its owner holds it: alive
-        except OSError:
-            continue
-        else:
-            # Nobody holds it: its owner died before removing it.
-            try:
-                os.unlink(full)
-            except OSError:
-                pass
-        finally:
-            os.close(fd)
+        if _held_else_removed(os.path.join(directory, name)):
+            return True
     return False
 
 
@@ -326,14 +309,30 @@ def _remove_abandoned(path: str, age_s: float = 60.0) -> None:
     try:
         if time.time() - os.stat(path).st_mtime < age_s:
             return
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return
+    _held_else_removed(path)
+
+
+def _held_else_removed(path: str) -> bool:
+    """Whether the entry at path is held (its owner is alive); one nobody
+    holds is its dead owner's, and is removed (False)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False  # gone already
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        os.unlink(path)
+    except BlockingIOError:
+        return True
     except OSError:
-        pass
+        return False
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return False
     finally:
         os.close(fd)
 
