@@ -562,6 +562,9 @@ int run_in_directory(RunRequest req) {
   } else {
     std::printf("no correct kernel was found; every candidate is under %s\n", rd->candidates_dir().string().c_str());
   }
+  // The final check's outcome, above all when the solution stands on its search-time verdict.
+  if (auto fc = rundir::events::final_check_outcome(rd->events()); !fc.result.empty())
+    std::printf("final check: %s\n", fc.text().c_str());
   if (out.report_error.empty()) std::printf("report: %s\n", (rd->root() / "report.md").string().c_str());
   else say("report: " + out.report_error);
   // Wall time against the LLM critical path (rundir/critical_path.h; summary.json's "time").

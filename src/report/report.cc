@@ -239,6 +239,7 @@ std::string render_markdown(const ReportData& s) {
   md += "- Final end-to-end: " + (s.final_e2e_status.empty() ? std::string("not evaluated") : s.final_e2e_status) +
         ", " + speedup(s.final_speedup_compile) + " vs torch.compile, " + speedup(s.final_speedup_eager) +
         " vs eager, " + ms(s.final_runtime_ms) + " ms\n";
+  if (!s.final_check.result.empty()) md += "- Final check: " + s.final_check.text() + "\n";
   if (s.final_speedup_compile_tf32)
     md += "- Final check vs torch.compile with TF32 on (--baseline-tf32): " + speedup(s.final_speedup_compile_tf32) +
           " (the TF32-off figure above is the one the search rewards)\n";
@@ -626,6 +627,12 @@ std::string render_html(const ReportData& s) {
                                                               " vs torch.compile with TF32 on"
                                                         : std::string()),
            s.final_e2e_status == "correct" ? "" : "bad");
+  if (!s.final_check.result.empty()) {
+    const auto& fc = s.final_check;
+    h += kpi("Final check",
+             fc.result == "passed" ? "passed" : fc.result == "no_verdict" ? "no verdict" : "failed",
+             escape(fc.text()), fc.result == "passed" ? "good" : fc.result == "no_verdict" ? "warn" : "bad");
+  }
   h += kpi("Run status", escape(s.ended ? (s.end_status.empty() ? "ended" : s.end_status) : "in progress"),
            escape(s.end_message.empty() ? (s.ended ? "" : "no run_end event yet") : s.end_message), status_cls);
   h += kpi("LLM", human_count(static_cast<double>(s.llm_total.total())) + " tokens",

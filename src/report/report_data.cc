@@ -238,6 +238,7 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
     }
   }
 
+  s.final_check = rundir::events::final_check_outcome(events);
   for (auto& [t, row] : iterations) s.iterations.push_back(std::move(row));
   for (auto& [t, col] : structure) s.structure.push_back(std::move(col));
   s.subproblem_order = order;

@@ -111,6 +111,8 @@ struct ReportData {
   /// last passing final_check's; unset without the flag).
   std::optional<double> final_speedup_compile_tf32;
   std::string final_e2e_status;   ///< last known end-to-end status ("" if never evaluated)
+  /// What the final checks came to (result "" : none was logged).
+  rundir::events::FinalCheckOutcome final_check;
   bool ended = false;
   std::string end_status, end_message, solution_dir;
 

@@ -187,6 +187,30 @@ TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
   EXPECT_NE(html.find("vs torch.compile, t=2: 1.5\u00d7"), std::string::npos);
 }
 
+TEST(Report, TheFinalChecksOutcomeIsStatedAndANoVerdictIsNotCalledPassed) {
+  using namespace rundir::events;
+  std::vector<json> ev;
+  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
+  ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
+  EXPECT_EQ(render_markdown(summarize(ev, json::object(), json::object())).find("Final check:"), std::string::npos);
+  FinalCheck fc;
+  fc.seed = 43;
+  fc.status = "no_verdict";
+  fc.kind = "reference_failed";
+  fc.iteration = 1;
+  fc.message = "the reference died";
+  ev.push_back(fc.to_json());
+  ReportData s = summarize(ev, json::object(), json::object());
+  std::string md = render_markdown(s);
+  EXPECT_NE(md.find("- Final check: no verdict (the reference died): the solution of iteration 1 is returned on its "
+                    "verdict from the search, not checked again"),
+            std::string::npos)
+      << md;
+  std::string html = render_html(s);
+  EXPECT_NE(html.find("no verdict"), std::string::npos);
+  EXPECT_EQ(html.find(">passed<"), std::string::npos);
+}
+
 TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
   using namespace rundir::events;
   std::vector<json> ev;
@@ -207,6 +231,7 @@ TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
   EXPECT_DOUBLE_EQ(*s.final_speedup_compile_tf32, 0.75);
   std::string md = render_markdown(s);
   EXPECT_NE(md.find("- Final check vs torch.compile with TF32 on (--baseline-tf32): 0.75"), std::string::npos) << md;
+  EXPECT_NE(md.find("- Final check: passed (fresh seed 43, every check on)"), std::string::npos) << md;
   EXPECT_NE(md.find("1.50× vs torch.compile"), std::string::npos) << md;  // the TF32-off figure stays
   EXPECT_NE(render_html(s).find("vs torch.compile with TF32 on"), std::string::npos);
 }

@@ -44,6 +44,7 @@ Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
     o.uses_pytorch = s.value("uses_pytorch", false);
     o.error = s.value("error", std::string());
     if (s.contains("time")) o.time = s["time"];
+    if (s.contains("final_check")) o.final_check = s["final_check"];
     if (s.contains("timeline")) {
       for (const auto& p : s["timeline"]) {
         TimelinePoint tp;
@@ -74,6 +75,7 @@ nlohmann::json summary_to_json(const Outcome& o) {
                       {"tokens", {{"total", o.tokens}}}, {"calls", o.calls}, {"uses_pytorch", o.uses_pytorch},
                       {"error", o.error}, {"timeline", tl}};
   if (!o.time.is_null()) j["time"] = o.time;
+  if (!o.final_check.is_null()) j["final_check"] = o.final_check;
   if (o.speedup_compile_tf32 > 0) j["speedup"]["compile_tf32"] = o.speedup_compile_tf32;
   return j;
 }
@@ -172,6 +174,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   o.calls = calls;
   o.tokens = tokens;
   o.time = rundir::time_account(events).to_json();
+  o.final_check = rundir::events::final_check_outcome(events).to_json();
   return o;
 }
 

@@ -43,6 +43,8 @@ struct Outcome {
   /// Wall time, the LLM critical path and where the rest went
   /// (rundir::TimeAccount::to_json); null when not known.
   nlohmann::json time;
+  /// What the final checks came to (rundir::events::FinalCheckOutcome::to_json; null: none logged)
+  nlohmann::json final_check;
 };
 
 /// Parses a run's summary.json. Errors name the field that is wrong.

@@ -708,6 +708,56 @@ std::optional<FinalCheck> FinalCheck::from_json(const nlohmann::json& j) {
   return f;
 }
 
+FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events) {
+  FinalCheckOutcome o;
+  for (const auto& e : events) {
+    if (Resume::from_json(e)) {
+      o = FinalCheckOutcome{};  // a resumed process checks again
+    } else if (auto f = FinalCheck::from_json(e)) {
+      if (o.result == "failed") ++o.failed_before;  // the one before failed: this one is its fallback
+      o.result = f->passed ? "passed" : f->status == "no_verdict" ? "no_verdict" : "failed";
+      o.iteration = f->iteration;
+      o.fallback = f->fallback;
+      o.seed = f->seed;
+      o.status = f->status;
+      o.kind = f->kind;
+      o.message = f->message;
+    }
+  }
+  return o;
+}
+
+std::string FinalCheckOutcome::text() const {
+  const std::string how = "fresh seed " + std::to_string(seed) + ", every check on";
+  const std::string before =
+      failed_before == 1 ? "1 better solution failed it" : std::to_string(failed_before) + " better solutions failed it";
+  if (result == "passed") {
+    if (failed_before == 0) return "passed (" + how + ")";
+    return "passed by the solution of iteration " + std::to_string(iteration) + " (" + how + "), after " + before;
+  }
+  if (result == "no_verdict") {
+    return "no verdict (" + (message.empty() ? std::string("the check could not be made") : message) +
+           "): the solution of iteration " + std::to_string(iteration) +
+           " is returned on its verdict from the search, not checked again" +
+           (failed_before ? "; before it, " + before : std::string());
+  }
+  if (result == "failed") {
+    const int n = failed_before + 1;
+    return "failed by " + (n == 1 ? std::string("the solution") : "each of the " + std::to_string(n) + " solutions") +
+           " checked (last: " + status + (kind.empty() ? "" : ", " + kind) + "): no correct kernel is returned";
+  }
+  return "";
+}
+
+nlohmann::json FinalCheckOutcome::to_json() const {
+  if (result.empty()) return nullptr;
+  nlohmann::json j = {{"result", result},  {"iteration", iteration},         {"fallback", fallback},
+                      {"seed", seed},      {"failed_before", failed_before}, {"status", status},
+                      {"kind", kind}};
+  if (!message.empty()) j["message"] = message;
+  return j;
+}
+
 nlohmann::json RunEnd::to_json() const {
   nlohmann::json j = {{"type", kType},
                       {"status", status},

@@ -330,7 +330,11 @@ nlohmann::json preflight(const std::string& what, bool ok, double seconds, const
 
 /// final_check: the solution about to be returned, evaluated once more with
 /// a fresh seed and every check on, just before run_end. passed: it is
-/// returned as correct; otherwise the run reports no correct kernel.
+/// returned as correct. Failed: the next-best verified solution is checked in
+/// its place, and when none passes the run reports no correct kernel. No
+/// verdict (status no_verdict: the harness failed, or the cheat judge could
+/// not be asked): the solution is returned on its search-time verdict, and
+/// every report says so (final_check_outcome).
 struct FinalCheck {
   static constexpr const char* kType = "final_check";
   bool passed = false;
@@ -346,6 +350,22 @@ struct FinalCheck {
   nlohmann::json to_json() const;
   static std::optional<FinalCheck> from_json(const nlohmann::json& j);
 };
+
+/// What a run's final checks came to, from its final_check events (those
+/// after its last resume: a resumed process checks again). The last one
+/// decides: it is the one that settled, or the last that failed.
+struct FinalCheckOutcome {
+  std::string result{};  ///< passed, no_verdict, failed; "" : no final check was logged
+  int iteration = 0;     ///< the deciding check's solution's iteration
+  int fallback = 0;      ///< 0: the best itself; k: the k-th earlier best
+  int seed = 0;
+  int failed_before = 0;  ///< solutions that failed it before the deciding one
+  std::string status{}, kind{}, message{};  ///< the deciding check's (message: when not passed)
+  /// One line for people ("" when there was no final check).
+  std::string text() const;
+  nlohmann::json to_json() const;  ///< null when there was no final check
+};
+FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events);
 
 // The records below each have one to_json and one from_json (nullopt for a
 // record of another type); the free functions are their older names.

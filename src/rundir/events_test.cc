@@ -367,5 +367,48 @@ TEST(EventRecords, TheRunsFrameRecordsRoundTrip) {
   expect_round_trip(RunEnd{.status = "interrupted"});
 }
 
+TEST(EventRecords, TheFinalCheckOutcomeIsTheDecidingCheckAfterTheLastResume) {
+  auto check = [](bool passed, const std::string& status, int iteration, int fallback, const std::string& msg = "") {
+    FinalCheck f;
+    f.passed = passed;
+    f.seed = 43;
+    f.status = status;
+    f.kind = passed ? "ok" : "wrong_values";
+    f.iteration = iteration;
+    f.fallback = fallback;
+    f.message = msg;
+    return f.to_json();
+  };
+  EXPECT_TRUE(final_check_outcome({}).result.empty());
+  EXPECT_TRUE(final_check_outcome({}).to_json().is_null());
+  EXPECT_EQ(final_check_outcome({}).text(), "");
+  // Two better solutions failed; the third, of iteration 2, passed.
+  auto o = final_check_outcome({check(false, "incorrect", 5, 0, "wrong"), check(false, "incorrect", 4, 1, "wrong"),
+                                check(true, "correct", 2, 2)});
+  EXPECT_EQ(o.result, "passed");
+  EXPECT_EQ(o.failed_before, 2);
+  EXPECT_EQ(o.iteration, 2);
+  EXPECT_EQ(o.text(), "passed by the solution of iteration 2 (fresh seed 43, every check on), after 2 better "
+                      "solutions failed it");
+  EXPECT_EQ(o.to_json()["result"], "passed");
+  EXPECT_EQ(o.to_json()["failed_before"], 2);
+  // All failed.
+  o = final_check_outcome({check(false, "incorrect", 5, 0), check(false, "cheating", 4, 1)});
+  EXPECT_EQ(o.result, "failed");
+  EXPECT_EQ(o.text(), "failed by each of the 2 solutions checked (last: cheating, wrong_values): no correct kernel "
+                      "is returned");
+  // No verdict after one failure.
+  o = final_check_outcome({check(false, "incorrect", 5, 0), check(false, "no_verdict", 4, 1, "the worker died")});
+  EXPECT_EQ(o.result, "no_verdict");
+  EXPECT_EQ(o.text(), "no verdict (the worker died): the solution of iteration 4 is returned on its verdict from "
+                      "the search, not checked again; before it, 1 better solution failed it");
+  EXPECT_EQ(o.to_json()["message"], "the worker died");
+  // A resumed process checks again: only its checks count.
+  o = final_check_outcome({check(false, "incorrect", 5, 0), Resume{12, {}, {}}.to_json(), check(true, "correct", 5, 0)});
+  EXPECT_EQ(o.result, "passed");
+  EXPECT_EQ(o.failed_before, 0);
+  EXPECT_EQ(o.text(), "passed (fresh seed 43, every check on)");
+}
+
 }  // namespace
 }  // namespace mk::rundir::events

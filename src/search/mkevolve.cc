@@ -156,10 +156,16 @@ void announce_best(SearchContext& ctx, const Solution& s) {
   ctx.bests.push_back(std::make_shared<const Solution>(s));
 }
 
-/// The options of the final check: the search's, with a fresh seed (new inputs and weights).
+/// The options of the final check: the search's, with a fresh seed (new inputs
+/// and weights) and every check on: all of the scaled trials (x1, x3, x0.01,
+/// neg), whatever --trials-dist the search used, and at least the default
+/// number of trials. Tolerances stay the run's: they define correct.
 eval::EvalOptions final_check_options(const SearchContext& ctx) {
   eval::EvalOptions o = ctx.opts.eval;
+  const eval::EvalOptions defaults;
   o.seed += 1;
+  o.trials_dist = defaults.trials_dist;
+  o.trials = std::max(o.trials, defaults.trials);
   return o;
 }
 

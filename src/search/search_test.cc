@@ -653,6 +653,9 @@ TEST(MKEvolve, ASolutionThatFailsTheFinalCheckIsNotReturnedAsCorrect) {
   EXPECT_EQ(fc[0]["status"], "incorrect");
   EXPECT_FALSE(res.best.correct);
   EXPECT_EQ(res.status, "no_correct");
+  auto outcome = rundir::events::final_check_outcome(h.sink.events);
+  EXPECT_EQ(outcome.result, "failed");
+  EXPECT_NE(outcome.text().find("no correct kernel is returned"), std::string::npos) << outcome.text();
   ASSERT_EQ(h.sink.of_type("run_end").size(), 1u);
   int at_fc = -1, at_end = -1, i = 0;
   for (const auto& e : h.sink.events) {
@@ -661,6 +664,63 @@ TEST(MKEvolve, ASolutionThatFailsTheFinalCheckIsNotReturnedAsCorrect) {
     ++i;
   }
   EXPECT_LT(at_fc, at_end);
+}
+
+TEST(MKEvolve, TheFinalCheckTurnsEveryCheckOnWhateverTheSearchUsed) {
+  // The search ran with one trial and no scaled trials; its final check runs
+  // the default trials and all of the scaled ones, on a fresh seed.
+  Harness h;
+  h.ctx.opts.eval.trials_dist = "none";
+  h.ctx.opts.eval.trials = 1;
+  script_two(h, "correct speedup=2.0", "correct speedup=1.0");
+  auto res = run_method(h.ctx, h.problem);
+  ASSERT_TRUE(res.best.correct);
+  const eval::EvalOptions defaults;
+  int finals = 0, searches = 0;
+  for (const auto& r : h.ev.requests()) {
+    // The final checks' packages are written under final*/ (final-early-<k>/, final/, final-<k>/).
+    std::string dir;
+    for (const auto& part : r.kernel.lexically_relative(h.ctx.workspace))
+      if (part.string().rfind("final", 0) == 0) dir = part.string();
+    if (!dir.empty()) {
+      ++finals;
+      EXPECT_EQ(r.options.trials_dist, defaults.trials_dist) << dir;
+      EXPECT_EQ(r.options.trials, defaults.trials) << dir;
+      EXPECT_EQ(r.options.seed, 43) << dir;
+    } else {
+      ++searches;
+      EXPECT_EQ(r.options.trials_dist, "none") << r.kernel;
+      EXPECT_EQ(r.options.trials, 1) << r.kernel;
+      EXPECT_EQ(r.options.seed, 42) << r.kernel;
+    }
+  }
+  EXPECT_GE(finals, 1);
+  EXPECT_GT(searches, 0);
+  auto outcome = rundir::events::final_check_outcome(h.sink.events);
+  EXPECT_EQ(outcome.result, "passed");
+  EXPECT_EQ(outcome.text(), "passed (fresh seed 43, every check on)");
+}
+
+TEST(MKEvolve, AFinalCheckWithoutAVerdictReturnsTheSolutionAndSaysSo) {
+  // The harness fails on the final check's seed: nothing is charged to the
+  // solution, which stands on its verdict from the search, and the outcome
+  // every report prints says that it was not checked again.
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: harness_fails_after_seed42"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  auto res = run_method(h.ctx, h.problem);
+  auto fc = h.sink.of_type("final_check");
+  ASSERT_EQ(fc.size(), 1u);
+  EXPECT_FALSE(fc[0]["passed"].get<bool>());
+  EXPECT_EQ(fc[0]["status"], "no_verdict");
+  EXPECT_EQ(res.status, "ok");
+  EXPECT_TRUE(res.best.correct);
+  auto outcome = rundir::events::final_check_outcome(h.sink.events);
+  EXPECT_EQ(outcome.result, "no_verdict");
+  EXPECT_NE(outcome.text().find("is returned on its verdict from the search, not checked again"), std::string::npos)
+      << outcome.text();
+  EXPECT_NE(outcome.text().find("the reference died"), std::string::npos) << outcome.text();
 }
 
 TEST(MKEvolve, AFailedFinalCheckFallsBackToTheNextBestVerifiedSolution) {
@@ -688,6 +748,11 @@ TEST(MKEvolve, AFailedFinalCheckFallsBackToTheNextBestVerifiedSolution) {
   EXPECT_EQ(fc[1]["iteration"], res.best.iteration);
   EXPECT_EQ(res.best.kernels.at("alpha").find("seed42_only"), std::string::npos);
   EXPECT_GT(h.sink.of_type("best").size(), 1u);
+  auto outcome = rundir::events::final_check_outcome(h.sink.events);
+  EXPECT_EQ(outcome.result, "passed");
+  EXPECT_EQ(outcome.failed_before, 1);
+  EXPECT_EQ(outcome.fallback, 1);
+  EXPECT_NE(outcome.text().find("after 1 better solution failed it"), std::string::npos) << outcome.text();
 }
 
 TEST(MKEvolve, NoBestEventWithoutACorrectSolution) {

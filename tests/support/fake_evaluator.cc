@@ -216,6 +216,9 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       if (s.find("# FAKE-E2E: runtime_error") != std::string::npos) e2e_crash = true;
       // Right on the search's inputs (seed 42), wrong on any other seed.
       if (s.find("# FAKE-E2E: seed42_only") != std::string::npos && req.options.seed != 42) e2e_fail = true;
+      // The harness fails on any seed but the search's: the final check gets no verdict.
+      if (s.find("# FAKE-E2E: harness_fails_after_seed42") != std::string::npos && req.options.seed != 42)
+        e2e_no_verdict = true;
       auto sub = judge_source(s, req.options.allow_pytorch);
       if (!sub.correct()) {
         ok = false;
