@@ -192,7 +192,7 @@ void print_table(const std::vector<BatchPair>& pairs, const std::vector<Verdict>
     auto str = [&](const char* k) {
       return hello.contains(k) && hello[k].is_string() ? hello[k].get<std::string>() : std::string("?");
     };
-    std::printf("\nworker: python %s, torch %s, triton %s%s; TF32 off for reference and candidate%s",
+    std::printf("\nworker: python %s, torch %s, triton %s%s; TF32 off for reference and candidate (Triton's fp32 tl.dot default: IEEE)%s",
                 str("python").c_str(), str("torch").c_str(), hello.contains("triton") && hello["triton"].is_string() ? str("triton").c_str() : "none",
                 opts.test_cpu ? "; TEST MODE on CPU (not a GPU measurement)" : "",
                 opts.baseline_tf32 && opts.measure_perf

@@ -301,3 +301,69 @@ def test_nsight_compute_counters(server):
     assert 0.95 * work["inputs_bytes"] <= k["dram_read_bytes"] <= 1.05 * work["inputs_bytes"], (k, work)
     assert k["dram_read_bytes"] <= n["dram_bytes"] <= 1.05 * work["bytes"], (n, work)
     assert n["time_ms"] > 0 and 0 < n["dram_gb_s"] < 6000
+
+
+# TF32 off for Triton too (the paper: "for both PyTorch and Triton"): every
+# candidate process runs with TRITON_F32_DEFAULT=ieee (spares.Launcher).
+_DOT_PROBE = r'''
+import json, sys
+import torch, triton, triton.language as tl
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, K: tl.constexpr):
+    m = tl.arange(0, 64)[:, None]
+    n = tl.arange(0, 64)[None, :]
+    acc = tl.zeros((64, 64), dtype=tl.float32)
+    for k0 in range(0, K, 64):
+        kk = k0 + tl.arange(0, 64)
+        acc += tl.dot(tl.load(a_ptr + m * K + kk[None, :]), tl.load(b_ptr + kk[:, None] * 64 + n))
+    tl.store(c_ptr + m * 64 + n, acc)
+
+torch.manual_seed(0)
+K = 4096
+a = torch.randn(64, K, device="cuda")
+b = torch.randn(K, 64, device="cuda")
+c = torch.empty(64, 64, device="cuda")
+mm[(1,)](a, b, c, K)
+ref = a.double() @ b.double()
+print(json.dumps({"rel_err": float(((c.double() - ref).abs().max() / ref.abs().max()).item())}))
+'''
+
+
+def _dot_error(tmp_path, f32_default):
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_F32_DEFAULT"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / f"cache-{f32_default}")
+    if f32_default:
+        env["TRITON_F32_DEFAULT"] = f32_default
+    probe = tmp_path / "dot_probe.py"  # @triton.jit needs its source in a file
+    probe.write_text(_DOT_PROBE)
+    p = subprocess.run([sys.executable, str(probe)], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])["rel_err"]
+
+
+def test_an_fp32_dot_without_input_precision_is_ieee_under_the_candidates_setting(tmp_path):
+    sys.path.insert(0, os.path.join(REPO, "worker"))
+    from mkevolve_worker.spares import TRITON_F32_DEFAULT
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    ieee = _dot_error(tmp_path, TRITON_F32_DEFAULT)
+    default = _dot_error(tmp_path, None)
+    _append({"label": "tf32", "dot_rel_err_candidate_setting": ieee, "dot_rel_err_triton_default": default})
+    print(f"\nfp32 tl.dot, K=4096, relative error: {ieee:.3g} with TRITON_F32_DEFAULT={TRITON_F32_DEFAULT}, "
+          f"{default:.3g} with Triton's default")
+    assert ieee < 1e-5, ieee
+    # Triton's own default on this GPU is TF32: without the setting the same dot is far less exact.
+    assert default > 10 * ieee, (default, ieee)
+
+
+def test_a_kernel_whose_dot_names_no_precision_passes_fp32_tolerances(server, tmp_path):
+    src = open(os.path.join(REPO, "examples", "kernels", "03_linear_gelu__tiled.py")).read()
+    assert ', input_precision="ieee"' in src
+    k = tmp_path / "03_linear_gelu__tiled_default_precision.py"
+    k.write_text(src.replace(', input_precision="ieee"', ""))
+    r = _eval(server, "tf32", os.path.join("examples", "problems", "03_linear_gelu.py"), str(k), timeout_s=120)
+    assert r["type"] == "result", r
+    assert (r["status"], r["kind"]) == ("correct", "ok"), {x: r.get(x) for x in ("status", "kind", "message")}

@@ -145,6 +145,8 @@ def test_candidate_sees_scrubbed_env_and_private_cwd(worker_server, tmp_path):
     assert r["status"] == "correct", r
     seen = json.loads(out.read_text())
     assert "FOO_API_KEY" not in seen["env"]
+    # TF32 off for Triton too: a tl.dot on fp32 without input_precision is IEEE (spares.Launcher).
+    assert seen["env"].get("TRITON_F32_DEFAULT") == "ieee", seen["env"]
     assert not any("KEY" in k or "TOKEN" in k or "SECRET" in k for k in seen["env"])
     assert os.path.realpath(seen["cwd"]) != os.path.realpath(worker_server.cwd)
     assert os.path.basename(seen["cwd"]).startswith("cand-")

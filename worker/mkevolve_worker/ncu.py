@@ -200,6 +200,9 @@ def child_body(ctx, job: dict) -> int:
     with open(job_file, "w") as f:
         json.dump(job, f)
     loopback_up()
+    # The same kernels as the timed candidate compiled: fp32 tl.dot as IEEE (spares.Launcher).
+    from .spares import TRITON_F32_DEFAULT
+    os.environ["TRITON_F32_DEFAULT"] = TRITON_F32_DEFAULT
     args = command(job["ncu"], os.path.join(ctx.dir, "ncu.csv"), sys.executable, job_file)
     sys.stdout.flush()
     sys.stderr.flush()

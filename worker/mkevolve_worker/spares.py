@@ -45,6 +45,10 @@ _WARM = {"ref": children.warm_reference, "cand": children.warm_candidate, "prof"
 _WARM_ON_DEMAND = {"ref": lambda ctx: {}, "cand": lambda ctx: {}, "prof": children.warm_profiler_only}
 
 
+# Triton's fp32 tl.dot default in every candidate process (Launcher._fork).
+TRITON_F32_DEFAULT = "ieee"
+
+
 class Launcher:
     def __init__(self, keep_spares: bool):
         self.keep_spares = keep_spares
@@ -58,7 +62,13 @@ class Launcher:
         return os.environ.get("TRITON_CACHE_DIR") or os.path.join(isolation.base_tmp(), "triton-cache")
 
     def _fork(self, role: str, ahead: bool) -> isolation.Child:
-        env = {"TRITON_CACHE_DIR": self.triton_cache()} if role in ("cand", "prof") else None
+        # TF32 is off for candidates as for the reference (the paper: "for both
+        # PyTorch and Triton"): a tl.dot on fp32 without input_precision runs
+        # in IEEE fp32, not Triton's TF32 default. A kernel that names
+        # input_precision gets what it names. Every candidate of a server has
+        # it, so the shared Triton cache never mixes the two.
+        env = ({"TRITON_CACHE_DIR": self.triton_cache(), "TRITON_F32_DEFAULT": TRITON_F32_DEFAULT}
+               if role in ("cand", "prof") else None)
         warm = _WARM[role] if ahead else _WARM_ON_DEMAND[role]
         return isolation.prespawn(role, warm, children.BODIES, extra_env=env)
 
