@@ -345,7 +345,7 @@ struct FinalCheck {
   std::optional<double> speedup_compile_tf32{};
   std::string message{};
   int iteration = 0;  ///< of the solution checked
-  int fallback = 0;   ///< 0: the best; k: the k-th earlier best
+  int fallback = 0;   ///< 0: the best; k: the k-th next-best verified solution (an earlier best, a runner-up)
   Meta meta{};
   nlohmann::json to_json() const;
   static std::optional<FinalCheck> from_json(const nlohmann::json& j);
@@ -357,7 +357,7 @@ struct FinalCheck {
 struct FinalCheckOutcome {
   std::string result{};  ///< passed, no_verdict, failed; "" : no final check was logged
   int iteration = 0;     ///< the deciding check's solution's iteration
-  int fallback = 0;      ///< 0: the best itself; k: the k-th earlier best
+  int fallback = 0;      ///< 0: the best itself; k: the k-th next-best verified solution
   int seed = 0;
   int failed_before = 0;  ///< solutions that failed it before the deciding one
   std::string status{}, kind{}, message{};  ///< the deciding check's (message: when not passed)

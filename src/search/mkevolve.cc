@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -289,6 +290,20 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
     it.correct = best.correct;
     it.kernel_calls = ctx.acct ? ctx.acct->kernel_calls() : 0;
     emit(ctx, it.to_json());
+  }
+  // The next-best verified kernels (the last beam's members, or every sample,
+  // best first), each a distinct source: the final check falls back on them
+  // when the best fails it. A one-iteration run (evolve) has no earlier best.
+  std::vector<const Candidate*> pool;
+  for (const auto& c : parallel ? all : beam.members) pool.push_back(&c);
+  std::stable_sort(pool.begin(), pool.end(), [](const Candidate* a, const Candidate* b) { return better(*a, *b); });
+  std::set<std::string> sources;
+  for (const auto& [name, src] : best.kernels) sources.insert(src);
+  for (const Candidate* c : pool) {
+    if (ctx.runners_up.size() >= 2) break;
+    if (!c->correct() || c->source.empty() || !sources.insert(c->source).second) continue;
+    ctx.runners_up.push_back(std::make_shared<const Solution>(monolithic_solution(problem, *c, ctx.opts.method,
+                                                                                  c->iteration)));
   }
   return best;
 }
@@ -1013,13 +1028,18 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
   // The final check: the solution about to be returned, once more, with a
   // fresh seed (new inputs and weights) and every check on. One that fails
   // it is not returned as correct: the next-best verified solution (the
-  // earlier bests, newest first, each a distinct package) is checked in its
-  // place, up to kFinalCheckTries in all; if none passes, no correct kernel
+  // earlier bests and the baselines' runners-up, fastest first, each a
+  // distinct package) is checked in its place, up to kFinalCheckTries in all; if none passes, no correct kernel
   // was found.
   if (best.correct && !ctx.should_stop() && ctx.fatal_message().empty()) {
     constexpr size_t kFinalCheckTries = 3;
+    // The fallbacks, fastest first: the earlier bests (newest first, as the
+    // best only ever improves) and the baselines' runners-up.
+    std::vector<std::shared_ptr<const Solution>> behind(ctx.bests.rbegin(), ctx.bests.rend());
+    behind.insert(behind.end(), ctx.runners_up.begin(), ctx.runners_up.end());
+    std::stable_sort(behind.begin(), behind.end(), [](const auto& a, const auto& b) { return a->speedup > b->speedup; });
     std::vector<Solution> order{best};
-    for (auto it = ctx.bests.rbegin(); it != ctx.bests.rend() && order.size() < kFinalCheckTries; ++it) {
+    for (auto it = behind.begin(); it != behind.end() && order.size() < kFinalCheckTries; ++it) {
       const Solution& s = **it;
       bool seen = false;
       for (const auto& o2 : order) seen |= o2.kernels == s.kernels && o2.topology.top_level == s.topology.top_level;
@@ -1079,7 +1099,7 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
       if (passed) e.speedup_compile = fc.speedup_compile;
       else e.message = agents::trim_text(fc.feedback, 6, 6, 800);
       e.iteration = cand.iteration;
-      e.fallback = static_cast<int>(k);  // 0: the best itself; k: the k-th earlier best
+      e.fallback = static_cast<int>(k);  // 0: the best itself; k: the k-th next-best verified solution
       // --baseline-tf32: the same solution against torch.compile with TF32 on, beside the reward's TF32-off figure.
       if (passed && fc.speedup_compile_tf32 > 0) e.speedup_compile_tf32 = fc.speedup_compile_tf32;
       emit(ctx, e.to_json());

@@ -130,6 +130,10 @@ struct SearchContext {
   /// Every solution that became the best, in order (the final check falls
   /// back along it, newest first, when the best fails it).
   std::vector<std::shared_ptr<const Solution>> bests;
+  /// Verified solutions that were never a best (the baselines' runners-up:
+  /// the next-best correct candidates of the last beam or of all samples),
+  /// for the final check to fall back on beside the bests.
+  std::vector<std::shared_ptr<const Solution>> runners_up;
   /// Final checks started before the search ended (mkevolve.cc): the last
   /// iteration runs the final check of each solution it may return beside its
   /// own end-to-end evaluation, and run_method takes their results.

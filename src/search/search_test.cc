@@ -784,6 +784,39 @@ TEST(MKEvolve, AllocationEvenThenProportionalToRuntime) {
   EXPECT_EQ(budgets[1]["allocation"]["beta"], 8);
 }
 
+TEST(MKEvolve, TheBudgetAndTheFusePromptFollowEachSubkernelsShareOfTheEndToEndRun) {
+  // alpha and beta take 1 ms each on their own, but the composed forward calls
+  // alpha three times: its measured share of the end-to-end run (the worker's
+  // subkernel_runtime_ms) is 3 ms against beta's 1 ms. The runtime rule gives
+  // it three quarters of the calls (its standalone time would give half), and
+  // the fuse prompt says 75% and 25%.
+  Harness h;
+  h.ctx.opts.fuse = true;
+  h.ctx.opts.iterations = 2;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.0 base=1.0", "# FAKE-E2E: instances=3"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.0 base=1.0"));
+  std::vector<std::string> fuse_prompts;
+  std::mutex mu;
+  h.llm.when([&](const llm::Request& r) -> std::optional<std::string> {
+    if (r.agent != "fuse") return std::nullopt;
+    std::lock_guard<std::mutex> lk(mu);
+    fuse_prompts.push_back(r.messages.empty() ? "" : r.messages.back().content);
+    return "I would rather not.";
+  });
+  run_method(h.ctx, h.problem);
+  auto budgets = h.sink.of_type("budget");
+  ASSERT_EQ(budgets.size(), 2u);
+  EXPECT_EQ(budgets[1]["rule"], "runtime");
+  EXPECT_EQ(budgets[1]["allocation"]["alpha"], 24) << budgets[1].dump();
+  EXPECT_EQ(budgets[1]["allocation"]["beta"], 8) << budgets[1].dump();
+  ASSERT_FALSE(fuse_prompts.empty());
+  EXPECT_NE(fuse_prompts[0].find("- alpha: 1.000x vs torch.compile, 3 ms, 75% of end-to-end time"), std::string::npos)
+      << fuse_prompts[0];
+  EXPECT_NE(fuse_prompts[0].find("- beta: 1.000x vs torch.compile, 1 ms, 25% of end-to-end time"), std::string::npos)
+      << fuse_prompts[0];
+}
+
 TEST(MKEvolve, AllocateHeadroomWeighsRuntimeByTheDistanceToTheRoofline) {
   // Equal runtimes (3 ms each) on an H200; alpha moves 12 GB (roofline 2.5 ms,
   // headroom 1.2x), beta 1.2 GB (0.25 ms, 12x): the paper's rule splits the
@@ -869,38 +902,46 @@ TEST(MKEvolve, FailedSplitKeepsThePreviousStructure) {
 }
 
 TEST(MKEvolve, ASplitReplyWithOtherThanTwoPartsIsAskedAgain) {
-  // LLMSplit splits a subproblem into exactly two: a reply with three parts is
-  // sent back with the reason, and the next reply, with two, is taken.
-  Harness h;
-  h.llm.on("decompose", decomposition({"alpha", "beta"}));
-  h.llm.on("*", "alpha", kernel_reply("incorrect"));
-  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
-  h.llm.on("*", "alpha_a", kernel_reply("correct speedup=1.2"));
-  h.llm.on("*", "alpha_b", kernel_reply("correct speedup=1.3"));
-  h.llm.on("*", "alpha_c", kernel_reply("correct speedup=1.3"));
+  // LLMSplit splits a subproblem into exactly two: a reply with three parts,
+  // or with one (a rename), is sent back with the reason, and the next reply,
+  // with two, is taken.
   const std::string three = files_reply({{"decomposed_problem.py", top_source({"alpha_a", "alpha_b", "alpha_c", "beta"})},
                                          {"subkernel_problems/alpha_a.py", sub_source("alpha_a")},
                                          {"subkernel_problems/alpha_b.py", sub_source("alpha_b")},
                                          {"subkernel_problems/alpha_c.py", sub_source("alpha_c")}});
+  const std::string one = files_reply({{"decomposed_problem.py", top_source({"alpha_a", "beta"})},
+                                       {"subkernel_problems/alpha_a.py", sub_source("alpha_a")}});
   const std::string two = files_reply({{"decomposed_problem.py", top_source({"alpha_a", "alpha_b", "beta"})},
                                        {"subkernel_problems/alpha_a.py", sub_source("alpha_a")},
                                        {"subkernel_problems/alpha_b.py", sub_source("alpha_b")}});
-  h.llm.when([&](const llm::Request& r) -> std::optional<std::string> {
-    if (r.agent != "split") return std::nullopt;
-    return r.messages.size() <= 2 ? three : two;  // the first ask, then the follow-up
-  });
-  auto res = run_method(h.ctx, h.problem);
-  EXPECT_EQ(h.llm.count("split"), 2);
-  auto errs = h.sink.of_type("reply_error");
-  ASSERT_EQ(errs.size(), 1u);
-  EXPECT_EQ(errs[0]["agent"], "split");
-  EXPECT_NE(errs[0]["error"].get<std::string>().find("exactly two new subproblems; the files you sent add 3"),
-            std::string::npos)
-      << errs[0].dump();
-  auto topo = h.sink.of_type("topology");
-  ASSERT_EQ(topo.size(), 2u);
-  EXPECT_EQ(topo[1]["reason"], "split");
-  EXPECT_EQ(res.best.topology.names(), (std::vector<std::string>{"alpha_a", "alpha_b", "beta"}));
+  for (const auto& [wrong, parts] : std::vector<std::pair<std::string, int>>{{three, 3}, {one, 1}}) {
+    SCOPED_TRACE(parts);
+    Harness h;
+    h.llm.on("decompose", decomposition({"alpha", "beta"}));
+    h.llm.on("*", "alpha", kernel_reply("incorrect"));
+    h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+    h.llm.on("*", "alpha_a", kernel_reply("correct speedup=1.2"));
+    h.llm.on("*", "alpha_b", kernel_reply("correct speedup=1.3"));
+    h.llm.on("*", "alpha_c", kernel_reply("correct speedup=1.3"));
+    const std::string first = wrong;
+    h.llm.when([&, first](const llm::Request& r) -> std::optional<std::string> {
+      if (r.agent != "split") return std::nullopt;
+      return r.messages.size() <= 2 ? first : two;  // the first ask, then the follow-up
+    });
+    auto res = run_method(h.ctx, h.problem);
+    EXPECT_EQ(h.llm.count("split"), 2);
+    auto errs = h.sink.of_type("reply_error");
+    ASSERT_EQ(errs.size(), 1u);
+    EXPECT_EQ(errs[0]["agent"], "split");
+    EXPECT_NE(errs[0]["error"].get<std::string>().find("exactly two new subproblems; the files you sent add " +
+                                                      std::to_string(parts)),
+              std::string::npos)
+        << errs[0].dump();
+    auto topo = h.sink.of_type("topology");
+    ASSERT_EQ(topo.size(), 2u);
+    EXPECT_EQ(topo[1]["reason"], "split");
+    EXPECT_EQ(res.best.topology.names(), (std::vector<std::string>{"alpha_a", "alpha_b", "beta"}));
+  }
 }
 
 TEST(MKEvolve, SeveralFailingSubproblemsAreSplitInOneCall) {
@@ -1114,6 +1155,33 @@ TEST(Baselines, ParallelAndBeamSpendTheSameBudget) {
   }
 }
 
+TEST(Baselines, AOneIterationRunFallsBackToTheNextBestSampleWhenItsBestFailsTheFinalCheck) {
+  // One iteration (as `evolve --budget` runs): there is no earlier best. The
+  // fastest sample is right only on the search's inputs; the final check
+  // fails it and checks the next-best correct sample, which passes.
+  for (const char* method : {"parallel", "beam"}) {
+    SCOPED_TRACE(method);
+    Harness h;
+    h.ctx.opts.method = method;
+    h.ctx.opts.iterations = 1;
+    h.llm.when([](const llm::Request& r) -> std::optional<std::string> {
+      if (r.sample == 3) return kernel_reply("correct speedup=3.0", "# FAKE-E2E: seed42_only");
+      if (r.sample == 5) return kernel_reply("correct speedup=1.5");
+      return kernel_reply("incorrect");
+    });
+    auto res = run_method(h.ctx, h.problem);
+    auto fc = h.sink.of_type("final_check");
+    ASSERT_EQ(fc.size(), 2u);
+    EXPECT_FALSE(fc[0]["passed"].get<bool>());
+    EXPECT_TRUE(fc[1]["passed"].get<bool>());
+    EXPECT_EQ(fc[1]["fallback"], 1);
+    EXPECT_EQ(res.status, "ok");
+    ASSERT_TRUE(res.best.correct);
+    EXPECT_NEAR(res.best.speedup, 1.5, 1e-9);
+    for (const auto& [name, src] : res.best.kernels) EXPECT_EQ(src.find("seed42_only"), std::string::npos);
+  }
+}
+
 // ---- Swap and PostFuse ---------------------------------------------------------------------
 
 Solution two_kernel_solution(double sa, double sb) {
@@ -1260,14 +1328,20 @@ TEST(Events, InOrder) {
 
 TEST(Events, FollowTheDocumentedSchema) {
   // Every event type of rundir/events.h carries its documented fields.
+  // The run fuses alpha and beta at t = 2, so the topology records' from/into are checked too.
   Harness h;
   h.ctx.opts.swap_tau = 0.9;
   h.ctx.opts.postfuse = 2;
+  h.ctx.opts.fuse = true;
   script_two(h, "correct speedup=2.0", "correct speedup=1.2");
+  script_fuse_into_one(h, "correct speedup=1.5");
   h.llm.on("postfuse", kernel_reply("correct speedup=1.1"));
   h.llm.on("*", "tiny", kernel_reply("correct speedup=1.1"));
   run_method(h.ctx, h.problem);
+  int refined = 0;
   const std::map<std::string, std::vector<std::string>> required = {
+      {"budget", {"iteration", "allocation", "rule"}},
+      {"final_check", {"passed", "seed", "status", "kind", "iteration", "fallback"}},
       {"run_start", {"method", "problem", "settings"}},
       {"llm_call", {"agent", "task", "usage", "cached", "truncated", "latency_ms", "ok", "round"}},
       {"eval", {"task", "candidate", "status", "kind", "speedup_compile", "speedup_eager", "runtime_ms", "uses_pytorch"}},
@@ -1291,6 +1365,7 @@ TEST(Events, FollowTheDocumentedSchema) {
       EXPECT_TRUE(changes.count(change)) << e.dump();
       EXPECT_EQ(e["iteration"] == 0, change == "initial" || change == "fallback") << e.dump();
       if (change == "split" || change == "fuse") {
+        ++refined;
         EXPECT_TRUE(e.contains("from") && e["from"].is_array() && !e["from"].empty()) << e.dump();
         EXPECT_TRUE(e.contains("into") && e["into"].is_array() && !e["into"].empty()) << e.dump();
       }
@@ -1308,6 +1383,7 @@ TEST(Events, FollowTheDocumentedSchema) {
     }
   }
   EXPECT_EQ(seen.size(), required.size());
+  EXPECT_GE(refined, 1) << "no split or fuse: the from/into checks did not run";
   EXPECT_EQ(h.sink.events.back()["status"], "finished");
   EXPECT_EQ(h.sink.events.back()["result"], "ok");
   EXPECT_EQ(h.sink.events.back()["solution_dir"], "solution");

@@ -228,7 +228,14 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       pytorch = pytorch || sub.uses_pytorch;
       base += sub.compiled.median_ms;
       kernel += sub.runtime.median_ms;
-      per[f.stem().string()] = sub.runtime.median_ms;
+      // "# FAKE-E2E: instances=N": the composed forward calls this subkernel N
+      // times, so its share of the end-to-end run is N x its standalone time.
+      double instances = 1;
+      if (auto at = s.find("# FAKE-E2E: instances="); at != std::string::npos)
+        instances = std::stod(s.substr(at + std::string("# FAKE-E2E: instances=").size()));
+      kernel += (instances - 1) * sub.runtime.median_ms;
+      base += (instances - 1) * sub.compiled.median_ms;
+      per[f.stem().string()] = instances * sub.runtime.median_ms;
     }
     if (ok && e2e_no_verdict) {
       r.status = eval::Status::kNoVerdict;
