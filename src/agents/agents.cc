@@ -194,8 +194,9 @@ std::string hardware_text(const nlohmann::json& info_in) {
   for (const char* k : {"torch", "triton", "cuda"})
     if (info.contains(k) && info[k].is_string()) out += fmt::format("- {}: {}\n", k, info[k].get<std::string>());
   out += "- Precision: the reference's own dtypes (see its get_inputs() and parameters); each output must have the "
-         "reference's dtype. TF32 is off for the reference and for torch.compile: keep float32 matmuls exact in "
-         "your kernels too (tl.dot(a, b, input_precision=\"ieee\")), TF32 results usually miss float32's "
+         "reference's dtype. TF32 is off for the reference, for torch.compile and for your kernel's process "
+         "(Triton's float32 tl.dot default is set to IEEE); still write tl.dot(a, b, input_precision=\"ieee\") "
+         "on float32 operands, which means the same on every Triton: TF32 results usually miss float32's "
          "tolerance. With bf16, fp16 or fp8 data, accumulate in float32 and round once on store.";
   return out;
 }

@@ -192,9 +192,16 @@ void print_table(const std::vector<BatchPair>& pairs, const std::vector<Verdict>
     auto str = [&](const char* k) {
       return hello.contains(k) && hello[k].is_string() ? hello[k].get<std::string>() : std::string("?");
     };
-    std::printf("\nworker: python %s, torch %s, triton %s%s; TF32 off for reference and candidate (Triton's fp32 tl.dot default: IEEE)%s",
-                str("python").c_str(), str("torch").c_str(), hello.contains("triton") && hello["triton"].is_string() ? str("triton").c_str() : "none",
-                opts.test_cpu ? "; TEST MODE on CPU (not a GPU measurement)" : "",
+    // What the candidates' fp32 tl.dot does when it names no input_precision (serve.py's hello).
+    const bool has_triton = hello.contains("triton") && hello["triton"].is_string();
+    const std::string f32 = hello.contains("triton_f32_default") && hello["triton_f32_default"].is_string()
+                                ? " (Triton's fp32 tl.dot default: IEEE)"
+                            : has_triton ? " (this Triton ignores TRITON_F32_DEFAULT: an fp32 tl.dot naming no "
+                                           "input_precision may use TF32)"
+                                         : "";
+    std::printf("\nworker: python %s, torch %s, triton %s%s; TF32 off for reference and candidate%s%s",
+                str("python").c_str(), str("torch").c_str(), has_triton ? str("triton").c_str() : "none",
+                opts.test_cpu ? "; TEST MODE on CPU (not a GPU measurement)" : "", f32.c_str(),
                 opts.baseline_tf32 && opts.measure_perf
                     ? " and for the eager and compile baselines; \"compile tf32\" is torch.compile with TF32 on"
                     : "");

@@ -84,7 +84,10 @@ struct PoolOptions {
   /// reference again) and waits at most timeout_s for the GPU timing lock, so a
   /// healthy server always answers before this.
   double deadline_factor = 4;
-  double grace_s = 60;
+  /// 90: a minute, plus the two deferrals to evaluations of higher priority
+  /// the worker may make (its shared steps, its timed phase), each at most
+  /// gpulock.MAX_DEFER_S = 15 s.
+  double grace_s = 90;
   double start_timeout_s = 180;            ///< for the hello (imports torch and Triton)
   double baseline_timeout_s = 1800;        ///< for a `baseline` op (torch.compile can take minutes)
   double info_timeout_s = 120;             ///< gpu_info, check

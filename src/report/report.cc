@@ -630,8 +630,11 @@ std::string render_html(const ReportData& s) {
   if (!s.final_check.result.empty()) {
     const auto& fc = s.final_check;
     h += kpi("Final check",
-             fc.result == "passed" ? "passed" : fc.result == "no_verdict" ? "no verdict" : "failed",
-             escape(fc.text()), fc.result == "passed" ? "good" : fc.result == "no_verdict" ? "warn" : "bad");
+             fc.result == "passed"       ? "passed"
+             : fc.result == "no_verdict" ? "no verdict"
+             : fc.result == "incomplete" ? "not finished"
+                                         : "failed",
+             escape(fc.text()), fc.result == "passed" ? "good" : fc.result == "failed" ? "bad" : "warn");
   }
   h += kpi("Run status", escape(s.ended ? (s.end_status.empty() ? "ended" : s.end_status) : "in progress"),
            escape(s.end_message.empty() ? (s.ended ? "" : "no run_end event yet") : s.end_message), status_cls);

@@ -708,6 +708,17 @@ std::optional<FinalCheck> FinalCheck::from_json(const nlohmann::json& j) {
   return f;
 }
 
+namespace {
+/// Whether a run_end with status finished follows the last final_check.
+bool finished_after_last_check(const std::vector<nlohmann::json>& events) {
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    if (FinalCheck::from_json(*it)) return false;
+    if (auto end = RunEnd::from_json(*it)) return end->status == "finished";
+  }
+  return false;
+}
+}  // namespace
+
 FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events) {
   FinalCheckOutcome o;
   for (const auto& e : events) {
@@ -724,6 +735,9 @@ FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events)
       o.message = f->message;
     }
   }
+  // A failure decides only when the run went on to finish: until then the
+  // next-best solution may still be checked.
+  if (o.result == "failed" && !finished_after_last_check(events)) o.result = "incomplete";
   return o;
 }
 
@@ -735,11 +749,23 @@ std::string FinalCheckOutcome::text() const {
     if (failed_before == 0) return "passed (" + how + ")";
     return "passed by the solution of iteration " + std::to_string(iteration) + " (" + how + "), after " + before;
   }
+  if (result == "no_verdict" && kind == "judge_failed") {
+    return "no verdict from the cheat judge (" + message + "): the solution of iteration " +
+           std::to_string(iteration) + " passed the fresh-seed evaluation (" + how +
+           ") and is returned without the judge's second look" +
+           (failed_before ? "; before it, " + before : std::string());
+  }
   if (result == "no_verdict") {
     return "no verdict (" + (message.empty() ? std::string("the check could not be made") : message) +
            "): the solution of iteration " + std::to_string(iteration) +
            " is returned on its verdict from the search, not checked again" +
            (failed_before ? "; before it, " + before : std::string());
+  }
+  if (result == "incomplete") {
+    const int n = failed_before + 1;
+    return "not finished: " + (n == 1 ? std::string("the best solution") : std::to_string(n) + " solutions") +
+           " failed it (last: " + status + (kind.empty() ? "" : ", " + kind) +
+           ") and the run stopped before the next-best was checked; a resume checks again";
   }
   if (result == "failed") {
     const int n = failed_before + 1;

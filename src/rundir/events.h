@@ -355,7 +355,9 @@ struct FinalCheck {
 /// after its last resume: a resumed process checks again). The last one
 /// decides: it is the one that settled, or the last that failed.
 struct FinalCheckOutcome {
-  std::string result{};  ///< passed, no_verdict, failed; "" : no final check was logged
+  /// passed, no_verdict, failed (a run_end with status finished followed),
+  /// incomplete (a check failed and the run has not finished since); "" : none logged
+  std::string result{};
   int iteration = 0;     ///< the deciding check's solution's iteration
   int fallback = 0;      ///< 0: the best itself; k: the k-th next-best verified solution
   int seed = 0;

@@ -392,11 +392,32 @@ TEST(EventRecords, TheFinalCheckOutcomeIsTheDecidingCheckAfterTheLastResume) {
                       "solutions failed it");
   EXPECT_EQ(o.to_json()["result"], "passed");
   EXPECT_EQ(o.to_json()["failed_before"], 2);
-  // All failed.
-  o = final_check_outcome({check(false, "incorrect", 5, 0), check(false, "cheating", 4, 1)});
+  // All failed, and the run finished: no correct kernel.
+  o = final_check_outcome({check(false, "incorrect", 5, 0), check(false, "cheating", 4, 1),
+                           RunEnd{.status = "finished", .result = "no_correct"}.to_json()});
   EXPECT_EQ(o.result, "failed");
   EXPECT_EQ(o.text(), "failed by each of the 2 solutions checked (last: cheating, wrong_values): no correct kernel "
                       "is returned");
+  // A failure the run stopped after (interrupted), or has not finished since, decides nothing yet.
+  for (const auto& tail : std::vector<std::vector<json>>{{RunEnd{.status = "interrupted"}.to_json()}, {}}) {
+    std::vector<json> ev{check(false, "incorrect", 5, 0)};
+    ev.insert(ev.end(), tail.begin(), tail.end());
+    o = final_check_outcome(ev);
+    EXPECT_EQ(o.result, "incomplete");
+    EXPECT_EQ(o.text(), "not finished: the best solution failed it (last: incorrect, wrong_values) and the run "
+                        "stopped before the next-best was checked; a resume checks again");
+  }
+  // The judge could not be asked: the evaluation itself passed.
+  FinalCheck judged;
+  judged.seed = 43;
+  judged.status = "no_verdict";
+  judged.kind = "judge_failed";
+  judged.iteration = 3;
+  judged.message = "the cheat judge could not be asked: timeout";
+  o = final_check_outcome({judged.to_json()});
+  EXPECT_EQ(o.text(), "no verdict from the cheat judge (the cheat judge could not be asked: timeout): the solution "
+                      "of iteration 3 passed the fresh-seed evaluation (fresh seed 43, every check on) and is "
+                      "returned without the judge's second look");
   // No verdict after one failure.
   o = final_check_outcome({check(false, "incorrect", 5, 0), check(false, "no_verdict", 4, 1, "the worker died")});
   EXPECT_EQ(o.result, "no_verdict");

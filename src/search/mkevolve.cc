@@ -1,6 +1,7 @@
 // The MKEvolve outer loop (Algorithm 1), EvolveSubproblemTopology
 // (Algorithm 2), Evaluate, Swap and PostFuse, and the baselines that share
 // its prompts, evaluator and budget.
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <regex>
@@ -160,13 +161,23 @@ void announce_best(SearchContext& ctx, const Solution& s) {
 /// The options of the final check: the search's, with a fresh seed (new inputs
 /// and weights) and every check on: all of the scaled trials (x1, x3, x0.01,
 /// neg), whatever --trials-dist the search used, and at least the default
-/// number of trials. Tolerances stay the run's: they define correct.
+/// number of trials. Tolerances stay the run's: they define correct. The
+/// deadline grows with the work: a search that ran one trial to fit a large
+/// problem under --timeout must not see its final check time out on nine.
 eval::EvalOptions final_check_options(const SearchContext& ctx) {
   eval::EvalOptions o = ctx.opts.eval;
   const eval::EvalOptions defaults;
   o.seed += 1;
   o.trials_dist = defaults.trials_dist;
   o.trials = std::max(o.trials, defaults.trials);
+  // Runs of the candidate: its trials, one per scaled trial, and the timed phase.
+  auto runs = [](const eval::EvalOptions& x) {
+    int scaled = 0;
+    if (x.trials_dist != "none" && !x.trials_dist.empty())
+      scaled = 1 + static_cast<int>(std::count(x.trials_dist.begin(), x.trials_dist.end(), ','));
+    return static_cast<double>(std::max(x.trials, 1) + scaled + 1);
+  };
+  o.timeout_s *= std::max(1.0, runs(o) / runs(ctx.opts.eval));
   return o;
 }
 

@@ -128,11 +128,11 @@ struct SearchContext {
   SearchOptions opts;
   agents::Gate* gate = nullptr;         ///< bounds LLM calls in flight
   /// Every solution that became the best, in order (the final check falls
-  /// back along it, newest first, when the best fails it).
+  /// back along it and runners_up, fastest first, when the best fails it).
   std::vector<std::shared_ptr<const Solution>> bests;
-  /// Verified solutions that were never a best (the baselines' runners-up:
-  /// the next-best correct candidates of the last beam or of all samples),
-  /// for the final check to fall back on beside the bests.
+  /// The baselines' runners-up: the next-best correct candidates of the last
+  /// beam or of all samples (an earlier best among them), for the final
+  /// check to fall back on beside the bests.
   std::vector<std::shared_ptr<const Solution>> runners_up;
   /// Final checks started before the search ended (mkevolve.cc): the last
   /// iteration runs the final check of each solution it may return beside its

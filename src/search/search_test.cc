@@ -1,5 +1,6 @@
 // The search driven through the real interfaces: a scripted llm::Provider and
 // a fake eval::Evaluator whose verdicts come from markers in kernel sources.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -687,11 +688,14 @@ TEST(MKEvolve, TheFinalCheckTurnsEveryCheckOnWhateverTheSearchUsed) {
       EXPECT_EQ(r.options.trials_dist, defaults.trials_dist) << dir;
       EXPECT_EQ(r.options.trials, defaults.trials) << dir;
       EXPECT_EQ(r.options.seed, 43) << dir;
+      // Ten runs of the candidate (5 trials, 4 scaled, timing) against two: five times the deadline.
+      EXPECT_DOUBLE_EQ(r.options.timeout_s, 5 * h.ctx.opts.eval.timeout_s) << dir;
     } else {
       ++searches;
       EXPECT_EQ(r.options.trials_dist, "none") << r.kernel;
       EXPECT_EQ(r.options.trials, 1) << r.kernel;
       EXPECT_EQ(r.options.seed, 42) << r.kernel;
+      EXPECT_DOUBLE_EQ(r.options.timeout_s, h.ctx.opts.eval.timeout_s) << r.kernel;
     }
   }
   EXPECT_GE(finals, 1);
@@ -1180,6 +1184,32 @@ TEST(Baselines, AOneIterationRunFallsBackToTheNextBestSampleWhenItsBestFailsTheF
     EXPECT_NEAR(res.best.speedup, 1.5, 1e-9);
     for (const auto& [name, src] : res.best.kernels) EXPECT_EQ(src.find("seed42_only"), std::string::npos);
   }
+}
+
+TEST(Baselines, TheFinalCheckFallsBackToTheFastestVerifiedSolutionFirst) {
+  // Parallel sampling over two iterations: t = 1's best (1.2x) is slower than
+  // t = 2's runner-up (2.0x), and t = 2's best (3.0x) is right only on the
+  // search's inputs. The final check falls back to the 2.0x one, not to the
+  // earlier best.
+  Harness h;
+  h.ctx.opts.method = "parallel";
+  h.ctx.opts.iterations = 2;
+  std::atomic<int> calls{0};
+  h.llm.when([&](const llm::Request&) -> std::optional<std::string> {
+    const int n = calls++;  // iteration 2's calls start after iteration 1's have all returned
+    if (n == 0) return kernel_reply("correct speedup=1.2");
+    if (n == 32) return kernel_reply("correct speedup=3.0", "# FAKE-E2E: seed42_only");
+    if (n == 33) return kernel_reply("correct speedup=2.0");
+    return kernel_reply("incorrect");
+  });
+  auto res = run_method(h.ctx, h.problem);
+  auto fc = h.sink.of_type("final_check");
+  ASSERT_EQ(fc.size(), 2u);
+  EXPECT_FALSE(fc[0]["passed"].get<bool>());
+  EXPECT_TRUE(fc[1]["passed"].get<bool>());
+  ASSERT_TRUE(res.best.correct);
+  EXPECT_NEAR(res.best.speedup, 2.0, 1e-9);
+  EXPECT_EQ(res.best.iteration, 2);
 }
 
 // ---- Swap and PostFuse ---------------------------------------------------------------------

@@ -813,3 +813,21 @@ def test_subkernel_runtimes_prefer_a_complete_profile_then_complete_module_timin
     assert runtime_check.choose_subkernel_runtimes(subs, part, mods) == (mods, "modules")
     assert runtime_check.choose_subkernel_runtimes(subs, part, {"relu": 0.2}) == (part, "profile")
     assert runtime_check.choose_subkernel_runtimes(subs, {}, {}) == ({}, "")
+
+
+def test_the_server_says_whether_its_triton_reads_the_fp32_dot_default(tmp_path):
+    """serve.triton_reads_f32_default: hello's triton_f32_default is "ieee"
+    only for a Triton that reads TRITON_F32_DEFAULT (3.x: knobs.py or
+    language/semantic.py); an older one would leave TF32 on."""
+    from types import SimpleNamespace
+    from mkevolve_worker import serve
+    new, old = tmp_path / "new" / "triton", tmp_path / "old" / "triton"
+    (new / "language").mkdir(parents=True)
+    (old / "language").mkdir(parents=True)
+    (new / "__init__.py").write_text("")
+    (new / "knobs.py").write_text('fp32_default = env_opt_str("TRITON_F32_DEFAULT")\n')
+    (old / "__init__.py").write_text("")
+    (old / "language" / "semantic.py").write_text('input_precision = "tf32"\n')
+    assert serve.triton_reads_f32_default(SimpleNamespace(__file__=str(new / "__init__.py")))
+    assert not serve.triton_reads_f32_default(SimpleNamespace(__file__=str(old / "__init__.py")))
+    assert not serve.triton_reads_f32_default(SimpleNamespace())

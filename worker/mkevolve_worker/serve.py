@@ -13,8 +13,22 @@ import platform
 import sys
 import traceback
 
-from . import children, errors, isolation
+from . import children, errors, isolation, spares
 from .protocol import PROTOCOL_VERSION, Channel
+
+
+def triton_reads_f32_default(triton_module) -> bool:
+    """Whether the installed Triton reads TRITON_F32_DEFAULT (3.x does, in
+    knobs.py or language/semantic.py; older ones ignore it)."""
+    root = os.path.dirname(getattr(triton_module, "__file__", "") or "")
+    for rel in ("knobs.py", os.path.join("language", "semantic.py"), os.path.join("language", "core.py")):
+        try:
+            with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+                if "TRITON_F32_DEFAULT" in f.read():
+                    return True
+        except OSError:
+            pass
+    return False
 
 
 def preimport() -> dict:
@@ -36,6 +50,8 @@ def preimport() -> dict:
     try:
         import triton
         info["triton"] = triton.__version__
+        # Whether this Triton reads the fp32 tl.dot default the candidates get (spares.Launcher).
+        info["triton_f32_default"] = spares.TRITON_F32_DEFAULT if triton_reads_f32_default(triton) else None
         try:
             import triton.language  # noqa: F401
         except Exception:  # noqa: BLE001
@@ -85,6 +101,7 @@ class Server:
     def hello(self) -> dict:
         msg = {"type": "hello", "protocol": PROTOCOL_VERSION, "pid": os.getpid(),
                "python": platform.python_version(), "torch": self.info["torch"], "triton": self.info["triton"],
+               "triton_f32_default": self.info.get("triton_f32_default"),
                "cuda": False, "test_mode": self.test_mode}
         if self.info["error"]:
             msg["error"] = self.info["error"]

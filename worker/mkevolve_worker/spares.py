@@ -65,8 +65,8 @@ class Launcher:
         # TF32 is off for candidates as for the reference (the paper: "for both
         # PyTorch and Triton"): a tl.dot on fp32 without input_precision runs
         # in IEEE fp32, not Triton's TF32 default. A kernel that names
-        # input_precision gets what it names. Every candidate of a server has
-        # it, so the shared Triton cache never mixes the two.
+        # input_precision gets what it names. Triton keys its cache on this
+        # variable (3.x), and every candidate of a server has it anyway.
         env = ({"TRITON_CACHE_DIR": self.triton_cache(), "TRITON_F32_DEFAULT": TRITON_F32_DEFAULT}
                if role in ("cand", "prof") else None)
         warm = _WARM[role] if ahead else _WARM_ON_DEMAND[role]
