@@ -562,13 +562,14 @@ int run_in_directory(RunRequest req) {
   } else {
     std::printf("no correct kernel was found; every candidate is under %s\n", rd->candidates_dir().string().c_str());
   }
+  const auto events = rd->events();  // the log, read once for the two lines below
   // The final check's outcome, above all when the solution stands on its search-time verdict.
-  if (auto fc = rundir::events::final_check_outcome(rd->events()); !fc.result.empty())
+  if (auto fc = rundir::events::final_check_outcome(events); !fc.result.empty())
     std::printf("final check: %s\n", fc.text().c_str());
   if (out.report_error.empty()) std::printf("report: %s\n", (rd->root() / "report.md").string().c_str());
   else say("report: " + out.report_error);
   // Wall time against the LLM critical path (rundir/critical_path.h; summary.json's "time").
-  std::printf("%s\n", rundir::time_account(rd->events()).line().c_str());
+  std::printf("%s\n", rundir::time_account(events).line().c_str());
   return out.wrote_solution ? kExitOk : kExitFailure;
 }
 

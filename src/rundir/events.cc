@@ -708,23 +708,16 @@ std::optional<FinalCheck> FinalCheck::from_json(const nlohmann::json& j) {
   return f;
 }
 
-namespace {
-/// Whether a run_end with status finished follows the last final_check.
-bool finished_after_last_check(const std::vector<nlohmann::json>& events) {
-  for (auto it = events.rbegin(); it != events.rend(); ++it) {
-    if (FinalCheck::from_json(*it)) return false;
-    if (auto end = RunEnd::from_json(*it)) return end->status == "finished";
-  }
-  return false;
-}
-}  // namespace
-
 FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events) {
   FinalCheckOutcome o;
+  bool finished = false;  // a run_end with status finished since the last final_check
   for (const auto& e : events) {
     if (Resume::from_json(e)) {
       o = FinalCheckOutcome{};  // a resumed process checks again
+    } else if (auto end = RunEnd::from_json(e)) {
+      finished = end->status == "finished";
     } else if (auto f = FinalCheck::from_json(e)) {
+      finished = false;
       if (o.result == "failed") ++o.failed_before;  // the one before failed: this one is its fallback
       o.result = f->passed ? "passed" : f->status == "no_verdict" ? "no_verdict" : "failed";
       o.iteration = f->iteration;
@@ -737,7 +730,7 @@ FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events)
   }
   // A failure decides only when the run went on to finish: until then the
   // next-best solution may still be checked.
-  if (o.result == "failed" && !finished_after_last_check(events)) o.result = "incomplete";
+  if (o.result == "failed" && !finished) o.result = "incomplete";
   return o;
 }
 

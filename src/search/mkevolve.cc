@@ -1040,8 +1040,8 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
   // fresh seed (new inputs and weights) and every check on. One that fails
   // it is not returned as correct: the next-best verified solution (the
   // earlier bests and the baselines' runners-up, fastest first, each a
-  // distinct package) is checked in its place, up to kFinalCheckTries in all; if none passes, no correct kernel
-  // was found.
+  // distinct package) is checked in its place, up to kFinalCheckTries in
+  // all; if none passes, no correct kernel was found.
   if (best.correct && !ctx.should_stop() && ctx.fatal_message().empty()) {
     constexpr size_t kFinalCheckTries = 3;
     // The fallbacks, fastest first: the earlier bests (newest first, as the

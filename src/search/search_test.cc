@@ -582,6 +582,14 @@ void script_two(Harness& h, const std::string& alpha, const std::string& beta) {
   h.llm.on("*", "beta", kernel_reply(beta));
 }
 
+/// alpha and beta decompose cleanly and pass locally at 1.5x; alpha's kernels
+/// carry a fake evaluator directive for the composed package (# FAKE-E2E: ...).
+void script_alpha_directed(Harness& h, const std::string& directive) {
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", directive));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+}
+
 // LLMFuse merges alpha and beta into alpha_beta, whose kernels get `fused`.
 void script_fuse_into_one(Harness& h, const std::string& fused) {
   h.llm.on("*", "alpha_beta", kernel_reply(fused));
@@ -644,9 +652,7 @@ TEST(MKEvolve, StoredVerdictsKeepTheirTimingsAndEventsDoNot) {
 TEST(MKEvolve, ASolutionThatFailsTheFinalCheckIsNotReturnedAsCorrect) {
   // Right on every input the search used, wrong on a fresh seed.
   Harness h;
-  h.llm.on("decompose", decomposition({"alpha", "beta"}));
-  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: seed42_only"));
-  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  script_alpha_directed(h, "# FAKE-E2E: seed42_only");
   auto res = run_method(h.ctx, h.problem);
   auto fc = h.sink.of_type("final_check");
   ASSERT_EQ(fc.size(), 1u);
@@ -710,9 +716,7 @@ TEST(MKEvolve, AFinalCheckWithoutAVerdictReturnsTheSolutionAndSaysSo) {
   // solution, which stands on its verdict from the search, and the outcome
   // every report prints says that it was not checked again.
   Harness h;
-  h.llm.on("decompose", decomposition({"alpha", "beta"}));
-  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: harness_fails_after_seed42"));
-  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  script_alpha_directed(h, "# FAKE-E2E: harness_fails_after_seed42");
   auto res = run_method(h.ctx, h.problem);
   auto fc = h.sink.of_type("final_check");
   ASSERT_EQ(fc.size(), 1u);
@@ -1055,9 +1059,7 @@ TEST(MKEvolve, TotalFuseNeverFiresOnAMonolithicStructure) {
 
 TEST(MKEvolve, LocalGlobalDisagreementTriggersTotalFuse) {
   Harness h;
-  h.llm.on("decompose", decomposition({"alpha", "beta"}));
-  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: incorrect"));
-  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  script_alpha_directed(h, "# FAKE-E2E: incorrect");
   h.llm.on("*", "whole_model", kernel_reply("correct speedup=1.1"));
   auto res = run_method(h.ctx, h.problem);
   auto topo = h.sink.of_type("topology");
@@ -1074,9 +1076,7 @@ TEST(MKEvolve, LocalGlobalDisagreementTriggersTotalFuse) {
 // (a FAKE-E2E line): it must never fall back to the whole problem.
 void expect_no_total_fuse(const std::string& directive) {
   Harness h;
-  h.llm.on("decompose", decomposition({"alpha", "beta"}));
-  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", directive));
-  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  script_alpha_directed(h, directive);
   auto res = run_method(h.ctx, h.problem);
   for (const auto& t : h.sink.of_type("topology")) EXPECT_NE(t.value("reason", ""), "total_fuse") << t.dump();
   EXPECT_FALSE(res.best.topology.monolithic);
