@@ -104,7 +104,11 @@ struct ReportData {
   std::vector<rundir::events::Swap> swaps;
   std::vector<rundir::events::Postfuse> postfuse;
 
+  /// The returned solution's speedup: the passing final check's own timing
+  /// when there is one (best_from_final_check), else the search's figure.
   std::optional<double> best_speedup_compile;
+  bool best_from_final_check = false;
+  std::optional<double> best_search_speedup_compile;  ///< the search's figure for it, when the check's is shown
   int best_t = -1;
   std::optional<double> final_speedup_compile, final_speedup_eager, final_runtime_ms;
   /// --baseline-tf32: the final check's speedup against torch.compile with TF32 on (the

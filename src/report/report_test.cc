@@ -88,7 +88,7 @@ TEST(Summary, FigureOneRunFromTheFixture) {
 
 TEST(Report, MarkdownHasTheKeyNumbers) {
   std::string md = render_markdown(fixture_summary());
-  for (const char* needle : {"# MKEvolve report: level3/32_ConvolutionalVisionTransformer", "1.34\u00d7 (iteration 5)",
+  for (const char* needle : {"# MKEvolve report: level3/32_ConvolutionalVisionTransformer", "1.34\u00d7 (iteration 5; as the search measured it, no final check)",
                              "| 2 | \u2713 correct | 0.53\u00d7 | 0.57\u00d7 | 5.91 |", "4c_transformer_block (fusion of",
                              "t=2 (split)", "t=4 (fuse)", "| 4_transformer_encoder | \u2717 |", "65 calls (62 of 400 in the kernel budget",
                              "738.4K of 6M tokens", "| **all** | 65 | 1 | 1 | 1 | 384,528 |", "TF32 is off", "NVIDIA H200",
@@ -209,6 +209,36 @@ TEST(Report, TheFinalChecksOutcomeIsStatedAndANoVerdictIsNotCalledPassed) {
   std::string html = render_html(s);
   EXPECT_NE(html.find("no verdict"), std::string::npos);
   EXPECT_EQ(html.find(">passed<"), std::string::npos);
+}
+
+TEST(Report, TheBestFigureIsTheFinalChecksOwnAndSaysSo) {
+  using namespace rundir::events;
+  std::vector<json> ev;
+  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
+  ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
+  ev.push_back(best(1, 1.5));
+  std::string before = render_markdown(summarize(ev, json::object(), json::object()));
+  EXPECT_NE(before.find("1.50× (iteration 1; as the search measured it, no final check)"), std::string::npos)
+      << before;
+  FinalCheck fc;
+  fc.passed = true;
+  fc.seed = 43;
+  fc.status = "correct";
+  fc.iteration = 1;
+  fc.speedup_compile = 1.2;
+  fc.speedup_eager = 1.4;
+  fc.runtime_ms = 2.0;
+  fc.search_speedup_compile = 1.5;
+  ev.push_back(fc.to_json());
+  ReportData s = summarize(ev, json::object(), json::object());
+  ASSERT_TRUE(s.best_speedup_compile);
+  EXPECT_DOUBLE_EQ(*s.best_speedup_compile, 1.2);
+  std::string md = render_markdown(s);
+  EXPECT_NE(md.find("- Best end-to-end speedup vs torch.compile: 1.20× (iteration 1; measured by the final "
+                    "check, fresh seed 43; the search measured 1.50×)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(render_html(s).find("measured by the final check"), std::string::npos);
 }
 
 TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {

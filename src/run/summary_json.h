@@ -35,6 +35,9 @@ struct Outcome {
   /// --baseline-tf32: the final check against torch.compile with TF32 on; 0 unless correct and measured.
   double speedup_compile_tf32 = 0;
   double speedup_eager = 0;
+  /// Who measured the speedups: "final_check" (the passing final check's own
+  /// timing) or "search" (no final check passed with a measurement); "" : unknown.
+  std::string speedup_measured_by;
   int64_t tokens = 0;
   int64_t calls = 0;
   bool uses_pytorch = false;   ///< solution contains PyTorch subkernels (Swap)

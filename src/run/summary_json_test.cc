@@ -72,6 +72,32 @@ TEST(SummaryJson, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
   EXPECT_FALSE(o.correct);
 }
 
+TEST(SummaryJson, TheSpeedupIsThePassingFinalChecksOwnAndSaysWhoMeasuredIt) {
+  std::vector<nlohmann::json> ev = {
+      {{"type", "run_start"}},
+      {{"type", "eval"}, {"e2e", true}, {"task", "p"}, {"status", "correct"}, {"speedup_compile", 1.5},
+       {"speedup_eager", 3.0}},
+      {{"type", "best"}, {"correct", true}, {"speedup_compile", 1.5}},
+      {{"type", "iteration"}},
+      {{"type", "run_end"}, {"status", "finished"}, {"correct", true}, {"best_speedup_compile", 1.5}},
+  };
+  SummaryInfo info{"p", "p", "mkevolve", "", ""};
+  auto o = outcome_from_events(ev, info);
+  EXPECT_EQ(o.speedup_measured_by, "search");
+  EXPECT_DOUBLE_EQ(o.speedup_compile, 1.5);
+  ev.insert(ev.end() - 1, nlohmann::json{{"type", "final_check"}, {"passed", true}, {"seed", 43}, {"status", "correct"},
+                                         {"speedup_compile", 1.2}, {"speedup_eager", 2.5},
+                                         {"search_speedup_compile", 1.5}});
+  o = outcome_from_events(ev, info);
+  EXPECT_EQ(o.speedup_measured_by, "final_check");
+  EXPECT_DOUBLE_EQ(o.speedup_compile, 1.2);
+  EXPECT_DOUBLE_EQ(o.speedup_eager, 2.5);
+  auto j = summary_to_json(o);
+  EXPECT_EQ(j["speedup"]["measured_by"], "final_check");
+  EXPECT_DOUBLE_EQ(j["final_check"]["search_speedup_compile"].get<double>(), 1.5);
+  EXPECT_EQ(outcome_from_summary(j)->speedup_measured_by, "final_check");
+}
+
 TEST(SummaryJson, SaysFinishedOnlyForAFinishedRunsSummary) {
   mk::TempDir tmp;
   const fs::path d = tmp.path();

@@ -1,5 +1,7 @@
 #include "rundir/events.h"
 
+#include <cstdio>
+
 #include "util/json_fields.h"
 
 namespace mk::rundir::events {
@@ -13,6 +15,12 @@ bool is_type(const nlohmann::json& j, const char* type) {
 int integer(const nlohmann::json& j, const char* key) { return static_cast<int>(fields::integer(j, key)); }
 using fields::optnum;
 using fields::str;
+/// A speedup for people: "1.23x".
+std::string fmt_x(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", v);
+  return buf;
+}
 }  // namespace
 
 namespace {
@@ -688,6 +696,9 @@ nlohmann::json FinalCheck::to_json() const {
                       {"status", status}, {"kind", kind},         {"speedup_compile", opt(speedup_compile)},
                       {"message", message}, {"iteration", iteration}, {"fallback", fallback}};
   if (speedup_compile_tf32) j["speedup_compile_tf32"] = *speedup_compile_tf32;
+  if (speedup_eager) j["speedup_eager"] = *speedup_eager;
+  if (runtime_ms) j["runtime_ms"] = *runtime_ms;
+  if (search_speedup_compile) j["search_speedup_compile"] = *search_speedup_compile;
   put_meta(j, meta);
   return j;
 }
@@ -701,6 +712,9 @@ std::optional<FinalCheck> FinalCheck::from_json(const nlohmann::json& j) {
   f.kind = str(j, "kind");
   f.speedup_compile = optnum(j, "speedup_compile");
   f.speedup_compile_tf32 = optnum(j, "speedup_compile_tf32");
+  f.speedup_eager = optnum(j, "speedup_eager");
+  f.runtime_ms = optnum(j, "runtime_ms");
+  f.search_speedup_compile = optnum(j, "search_speedup_compile");
   f.message = str(j, "message");
   f.iteration = integer(j, "iteration");
   f.fallback = integer(j, "fallback");
@@ -726,6 +740,10 @@ FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events)
       o.status = f->status;
       o.kind = f->kind;
       o.message = f->message;
+      o.speedup_compile = f->passed ? f->speedup_compile : std::nullopt;
+      o.speedup_eager = f->passed ? f->speedup_eager : std::nullopt;
+      o.runtime_ms = f->passed ? f->runtime_ms : std::nullopt;
+      o.search_speedup_compile = f->passed ? f->search_speedup_compile : std::nullopt;
     }
   }
   // A failure decides only when the run went on to finish: until then the
@@ -739,8 +757,15 @@ std::string FinalCheckOutcome::text() const {
   const std::string before =
       failed_before == 1 ? "1 better solution failed it" : std::to_string(failed_before) + " better solutions failed it";
   if (result == "passed") {
-    if (failed_before == 0) return "passed (" + how + ")";
-    return "passed by the solution of iteration " + std::to_string(iteration) + " (" + how + "), after " + before;
+    // The figure the run reports is this check's own timing; the search's is beside it.
+    std::string figure;
+    if (speedup_compile) {
+      figure = ": " + fmt_x(*speedup_compile) + " vs torch.compile";
+      if (search_speedup_compile) figure += " (the search measured " + fmt_x(*search_speedup_compile) + ")";
+    }
+    if (failed_before == 0) return "passed (" + how + ")" + figure;
+    return "passed by the solution of iteration " + std::to_string(iteration) + " (" + how + "), after " + before +
+           figure;
   }
   if (result == "no_verdict" && kind == "judge_failed") {
     return "no verdict from the cheat judge (" + message + "): the solution of iteration " +
@@ -774,6 +799,10 @@ nlohmann::json FinalCheckOutcome::to_json() const {
                       {"seed", seed},      {"failed_before", failed_before}, {"status", status},
                       {"kind", kind}};
   if (!message.empty()) j["message"] = message;
+  if (speedup_compile) j["speedup_compile"] = *speedup_compile;
+  if (speedup_eager) j["speedup_eager"] = *speedup_eager;
+  if (runtime_ms) j["runtime_ms"] = *runtime_ms;
+  if (search_speedup_compile) j["search_speedup_compile"] = *search_speedup_compile;
   return j;
 }
 

@@ -343,6 +343,9 @@ struct FinalCheck {
   std::optional<double> speedup_compile{};
   /// --baseline-tf32: against torch.compile with TF32 on (beside the reward's TF32-off figure)
   std::optional<double> speedup_compile_tf32{};
+  /// Passed: its own timing (the figure the run reports for the solution it
+  /// returns), and the speedup the search measured for the same solution.
+  std::optional<double> speedup_eager{}, runtime_ms{}, search_speedup_compile{};
   std::string message{};
   int iteration = 0;  ///< of the solution checked
   int fallback = 0;   ///< 0: the best; k: the k-th next-best verified solution (an earlier best, a runner-up)
@@ -363,6 +366,9 @@ struct FinalCheckOutcome {
   int seed = 0;
   int failed_before = 0;  ///< solutions that failed it before the deciding one
   std::string status{}, kind{}, message{};  ///< the deciding check's (message: when not passed)
+  /// Passed: the check's own measurement of the returned solution, and the
+  /// search's figure for it (null in logs written before they were recorded).
+  std::optional<double> speedup_compile{}, speedup_eager{}, runtime_ms{}, search_speedup_compile{};
   /// One line for people ("" when there was no final check).
   std::string text() const;
   nlohmann::json to_json() const;  ///< null when there was no final check

@@ -204,7 +204,7 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))
       if (e.path().extension() == ".py" && e.path().filename() != "__init__.py") files.push_back(e.path());
     std::sort(files.begin(), files.end());
-    double base = 0, kernel = 0;
+    double base = 0, kernel = 0, slowdown = 1;
     bool ok = !files.empty(), e2e_fail = false, e2e_no_verdict = false, e2e_crash = false, pytorch = false;
     nlohmann::json per = nlohmann::json::object();
     std::string why;
@@ -219,6 +219,10 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       // The harness fails on any seed but the search's: the final check gets no verdict.
       if (s.find("# FAKE-E2E: harness_fails_after_seed42") != std::string::npos && req.options.seed != 42)
         e2e_no_verdict = true;
+      // "# FAKE-E2E: slower_after_seed42=F": on any seed but the search's
+      // (the final check's) the composed module runs F times slower.
+      if (auto at = s.find("# FAKE-E2E: slower_after_seed42="); at != std::string::npos && req.options.seed != 42)
+        slowdown *= std::stod(s.substr(at + std::string("# FAKE-E2E: slower_after_seed42=").size()));
       auto sub = judge_source(s, req.options.allow_pytorch);
       if (!sub.correct()) {
         ok = false;
@@ -246,7 +250,7 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       r.kind = "runtime_error";
       r.feedback = "fake evaluator: the composed module raised";
     } else if (ok && !e2e_fail) {
-      r = make_correct(base, kernel);
+      r = make_correct(base, kernel * slowdown);
       r.uses_pytorch = pytorch;
       r.raw = {{"subkernel_runtime_ms", per}};
     } else {
