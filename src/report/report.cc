@@ -241,6 +241,29 @@ std::string best_source_text(const ReportData& s) {
   return it + "; as the search measured it" +
          (s.final_check.result.empty() ? ", no final check" : ", not re-measured by the final check");
 }
+/// What the cheat judge did, or plainly that none ran.
+std::string judge_text(const ReportData& s) {
+  const auto& e = s.judged_on_entry;
+  const auto& b = s.judged_after_beam;
+  const auto& f = s.judged_final;
+  if (s.judge_spec.empty() && e.asked + b.asked + f.asked == 0)
+    return "none ran (no --judge): kernels were accepted on the evaluator's static and runtime checks alone";
+  auto looks = [](const ReportData::JudgeLooks& l, const char* what) {
+    return std::to_string(l.asked) + " " + what + " (" + std::to_string(l.cheats) + " called cheating)";
+  };
+  return (s.judge_spec.empty() ? std::string("an LLM judge") : s.judge_spec) + ": " +
+         looks(e, "candidates on entry into a beam") + ", " + looks(b, "second looks after a beam search") + ", " +
+         looks(f, "kernels at the final check");
+}
+
+/// One line for a composition_failure event: what failed and where it went.
+std::string composition_failure_text(const rundir::events::CompositionFailure& f) {
+  std::string what = "t=" + std::to_string(f.iteration) + ": " + f.status + (f.kind.empty() ? "" : " (" + f.kind + ")");
+  if (f.action == "back_to_beam")
+    return what + " inside subkernel " + f.task + " (" + f.candidate + "): sent back to its beam with this error";
+  if (f.action == "total_fuse") return what + ", pointing into no one subkernel: TotalFuse, back to the whole problem";
+  return what + ", pointing into no one subkernel (this method keeps its structure)";
+}
 }  // namespace
 
 std::string render_markdown(const ReportData& s) {
@@ -266,6 +289,7 @@ std::string render_markdown(const ReportData& s) {
         budget_text(s.llm_total.total(), s.max_tokens) + " tokens" + (s.llm_total.estimated ? " (some estimated)" : "") +
         "\n";
   if (std::string t = llm_text(s); !t.empty()) md += "- Model: " + md_cell(t) + "\n";
+  md += "- Cheat judge: " + md_cell(judge_text(s)) + "\n";
   if (!s.solution_dir.empty()) md += "- Solution: `" + s.solution_dir + "`\n";
   if (s.resumes) md += "- Resumed " + std::to_string(s.resumes) + " time" + (s.resumes > 1 ? "s" : "") + "\n";
   for (const auto& c : s.llm_changes) md += "- LLM changed on resume (--allow-llm-change): " + md_cell(c) + "\n";
@@ -336,6 +360,11 @@ std::string render_markdown(const ReportData& s) {
       md += "- t=" + std::to_string(col.iteration) + " " + col.change + ": " + col.detail + "\n";
     }
     if (header) md += "\n";
+  }
+  if (!s.composition_failures.empty()) {
+    md += "Compositions that failed while every subkernel passed its own checks:\n\n";
+    for (const auto& f : s.composition_failures) md += "- " + md_cell(composition_failure_text(f)) + "\n";
+    md += "\n";
   }
 
   md += "## Final subkernels\n\n";
@@ -662,6 +691,8 @@ std::string render_html(const ReportData& s) {
                (s.max_tokens ? " \u00b7 budget " + human_count(static_cast<double>(*s.max_tokens)) : "") +
                (s.llm_total.estimated ? " \u00b7 some estimated" : "") +
                (s.reuse.empty() ? "" : " \u00b7 " + std::to_string(s.calls_saved()) + " saved by reuse"));
+  const bool judged = !s.judge_spec.empty() || s.judged_on_entry.asked + s.judged_after_beam.asked > 0;
+  h += kpi("Cheat judge", judged ? "ran" : "none", escape(judge_text(s)), judged ? "" : "warn");
   h += "</div>\n";
 
   if (std::string t = pytorch_text(s); !t.empty())
@@ -707,6 +738,11 @@ std::string render_html(const ReportData& s) {
         changes += "<li><b>t=" + std::to_string(col.iteration) + " " + escape(col.change) + "</b>: " +
                    escape(col.detail) + "</li>";
     if (!changes.empty()) h += "<ul class=\"changes\">" + changes + "</ul>";
+  }
+  if (!s.composition_failures.empty()) {
+    h += "<p>Compositions that failed while every subkernel passed its own checks:</p><ul class=\"changes\">";
+    for (const auto& f : s.composition_failures) h += "<li>" + escape(composition_failure_text(f)) + "</li>";
+    h += "</ul>";
   }
   h += "</section>\n";
 

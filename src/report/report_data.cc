@@ -102,6 +102,7 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
       if (s.method.empty()) s.method = rs->method;
       if (s.problem.empty()) s.problem = rs->problem;
       if (rs->settings.is_object()) s.settings = rs->settings;
+      if (rs->judge) s.judge_spec = *rs->judge;
     } else if (auto r = rundir::events::Resume::from_json(ev)) {
       ++s.resumes;
       for (const auto& c : r->llm_changes)
@@ -113,6 +114,12 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
       if (rundir::events::is_kernel_agent(c->agent)) ++s.kernel_calls;
     } else if (auto e = rundir::events::Eval::from_json(ev)) {
       ++s.evals_by_status[e->status.empty() ? "unknown" : e->status];
+    } else if (auto j = rundir::events::Judge::from_json(ev)) {
+      auto& looks = j->candidate == "final" ? s.judged_final
+                    : j->stage == "after_beam" ? s.judged_after_beam
+                                               : s.judged_on_entry;
+      ++looks.asked;
+      if (j->verdict == "cheat") ++looks.cheats;
     } else if (auto tp = rundir::events::Topology::from_json(ev)) {
       StructureColumn col;
       col.iteration = tp->iteration;
@@ -226,6 +233,8 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
       s.swaps.push_back(std::move(*sw));
     } else if (auto pf = rundir::events::Postfuse::from_json(ev)) {
       s.postfuse.push_back(std::move(*pf));
+    } else if (auto cf = rundir::events::CompositionFailure::from_json(ev)) {
+      s.composition_failures.push_back(std::move(*cf));
     } else if (auto fc = rundir::events::FinalCheck::from_json(ev)) {
       // --baseline-tf32: the returned solution against torch.compile with TF32 on.
       if (fc->passed) s.final_speedup_compile_tf32 = fc->speedup_compile_tf32;

@@ -99,10 +99,20 @@ struct ReportData {
   /// The calls the kernel budget (max_calls) counts: generate, debug, optimize, postfuse.
   int64_t kernel_calls = 0;
   std::map<std::string, int64_t> evals_by_status;
+  /// The cheat judge's looks, from the judge events: on a candidate's entry
+  /// into a beam, after a beam search, and at the final check; each with how
+  /// many it called cheating.
+  struct JudgeLooks {
+    int64_t asked = 0, cheats = 0;
+  };
+  JudgeLooks judged_on_entry, judged_after_beam, judged_final;
+  std::string judge_spec;  ///< run_start's judge ("" : none was configured)
 
   std::vector<SubkernelRow> final_subkernels;
   std::vector<rundir::events::Swap> swaps;
   std::vector<rundir::events::Postfuse> postfuse;
+  /// Compositions that failed while every subkernel passed, and where each went.
+  std::vector<rundir::events::CompositionFailure> composition_failures;
 
   /// The returned solution's speedup: the passing final check's own timing
   /// when there is one (best_from_final_check), else the search's figure.

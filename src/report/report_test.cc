@@ -241,6 +241,50 @@ TEST(Report, TheBestFigureIsTheFinalChecksOwnAndSaysSo) {
   EXPECT_NE(render_html(s).find("measured by the final check"), std::string::npos);
 }
 
+TEST(Report, SaysPlainlyWhetherACheatJudgeRan) {
+  using namespace rundir::events;
+  std::vector<json> ev;
+  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
+  std::string md = render_markdown(summarize(ev, json::object(), json::object()));
+  EXPECT_NE(md.find("- Cheat judge: none ran (no --judge)"), std::string::npos) << md;
+  RunStart rs;
+  rs.method = "mkevolve";
+  rs.judge = "anthropic:claude-opus-4-5";
+  ev[0] = rs.to_json();
+  ev.push_back(judge({"alpha", "alpha-s0", 1, "pass", "fine", ""}));
+  ev.push_back(judge({"alpha", "alpha-s1", 1, "cheat", "torch.mm", ""}));
+  Judge after{"alpha", "alpha-s0", 1, "pass", "fine", ""};
+  after.stage = "after_beam";
+  ev.push_back(after.to_json());
+  ev.push_back(judge({"alpha", "final", 2, "pass", "fine", ""}));
+  ReportData s = summarize(ev, json::object(), json::object());
+  md = render_markdown(s);
+  EXPECT_NE(md.find("- Cheat judge: anthropic:claude-opus-4-5: 2 candidates on entry into a beam (1 called "
+                    "cheating), 1 second looks after a beam search (0 called cheating), 1 kernels at the final check"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(render_html(s).find("Cheat judge"), std::string::npos);
+}
+
+TEST(Report, ACompositionThatFailedInPlaceSaysWhereItWent) {
+  using namespace rundir::events;
+  std::vector<json> ev;
+  ev.push_back(run_start("mkevolve", "p", {{"T", 2}}));
+  ev.push_back(CompositionFailure{.iteration = 1, .task = "alpha", .candidate = "alpha-s3", .status = "runtime_error",
+                                  .kind = "runtime_error", .message = "AssertionError", .action = "back_to_beam"}
+                   .to_json());
+  ev.push_back(CompositionFailure{.iteration = 2, .status = "incorrect", .kind = "mismatch", .action = "total_fuse"}
+                   .to_json());
+  ReportData s = summarize(ev, json::object(), json::object());
+  ASSERT_EQ(s.composition_failures.size(), 2u);
+  std::string md = render_markdown(s);
+  EXPECT_NE(md.find("- t=1: runtime_error (runtime_error) inside subkernel alpha (alpha-s3): sent back to its beam"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- t=2: incorrect (mismatch), pointing into no one subkernel: TotalFuse"), std::string::npos) << md;
+  EXPECT_NE(render_html(s).find("sent back to its beam"), std::string::npos);
+}
+
 TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
   using namespace rundir::events;
   std::vector<json> ev;

@@ -413,6 +413,7 @@ nlohmann::json Judge::to_json() const {
   nlohmann::json e = {{"type", kType},        {"task", task},       {"candidate", candidate},
                       {"iteration", iteration}, {"verdict", verdict}, {"reason", reason}};
   if (!policy.empty()) e["policy"] = policy;
+  if (!stage.empty()) e["stage"] = stage;
   put_meta(e, meta);
   return e;
 }
@@ -420,7 +421,7 @@ nlohmann::json Judge::to_json() const {
 std::optional<Judge> Judge::from_json(const nlohmann::json& j) {
   if (!is_type(j, kType)) return std::nullopt;
   Judge r{str(j, "task"), str(j, "candidate"), integer(j, "iteration"), str(j, "verdict"), str(j, "reason"),
-          str(j, "policy")};
+          str(j, "policy"), str(j, "stage")};
   r.meta = get_meta(j, r.to_json());
   return r;
 }
@@ -442,6 +443,21 @@ std::optional<Reuse> Reuse::from_json(const nlohmann::json& j) {
           str(j, "candidate"), str(j, "status"),   fields::boolean(j, "correct"), integer(j, "calls_saved")};
   r.meta = get_meta(j, r.to_json());
   return r;
+}
+
+nlohmann::json CompositionFailure::to_json() const {
+  nlohmann::json j = {{"type", kType},     {"iteration", iteration}, {"task", task},     {"candidate", candidate},
+                      {"status", status},  {"kind", kind},           {"message", message}, {"action", action}};
+  put_meta(j, meta);
+  return j;
+}
+
+std::optional<CompositionFailure> CompositionFailure::from_json(const nlohmann::json& j) {
+  if (!is_type(j, kType)) return std::nullopt;
+  CompositionFailure c{integer(j, "iteration"), str(j, "task"), str(j, "candidate"), str(j, "status"),
+                       str(j, "kind"),          str(j, "message"), str(j, "action")};
+  c.meta = get_meta(j, c.to_json());
+  return c;
 }
 
 nlohmann::json reuse(const Reuse& r) { return r.to_json(); }

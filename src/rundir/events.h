@@ -37,6 +37,7 @@ inline constexpr const char* kReuse = "reuse";
 inline constexpr const char* kBudget = "budget";
 inline constexpr const char* kSwapSkipped = "swap_skipped";
 inline constexpr const char* kSwapRejected = "swap_rejected";
+inline constexpr const char* kCompositionFailure = "composition_failure";
 
 /// The schema version of the records this build writes: "v" in each typed
 /// record (a record without it was written before the number existed and
@@ -421,7 +422,11 @@ struct Judge {
   int iteration = 0;
   std::string verdict{};
   std::string reason{};
-  std::string policy{};  ///< hold or pass; only when verdict is failed
+  std::string policy{};  ///< hold or pass (kept: after_beam); only when verdict is failed
+  /// When it was asked: "" on the candidate's entry into a beam, after_beam
+  /// (the second look at a beam's best after its beam search); the final
+  /// check's look has candidate "final".
+  std::string stage{};
   Meta meta{};
   nlohmann::json to_json() const;
   static std::optional<Judge> from_json(const nlohmann::json& j);
@@ -451,6 +456,26 @@ struct Reuse {
 };
 nlohmann::json reuse(const Reuse& r);
 std::optional<Reuse> parse_reuse(const nlohmann::json& j);
+
+/// composition_failure: every subkernel passed its own checks but the
+/// composed solution failed by its own fault (wrong answer, error, timeout,
+/// rule violation; never a harness failure). action "back_to_beam": the error
+/// points into one subkernel's file, whose kernel was taken out of its beam's
+/// correct members and goes back to it with this error as feedback;
+/// "total_fuse": it points nowhere, so the next iteration works on the whole
+/// problem (TotalFuse, its topology event follows).
+struct CompositionFailure {
+  static constexpr const char* kType = "composition_failure";
+  int iteration = 0;
+  std::string task{};       ///< the subproblem blamed ("" : none)
+  std::string candidate{};  ///< its kernel that failed in place ("" : none)
+  std::string status{}, kind{};
+  std::string message{};    ///< the composition's error, trimmed
+  std::string action{};     ///< back_to_beam, total_fuse
+  Meta meta{};
+  nlohmann::json to_json() const;
+  static std::optional<CompositionFailure> from_json(const nlohmann::json& j);
+};
 
 /// budget: AllocateLLMBudget's split of one iteration's calls. rule: even
 /// (some subproblem has no correct kernel yet) or runtime.

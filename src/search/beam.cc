@@ -302,6 +302,33 @@ int rounds_left(int remaining, int members, int width, int expansion) {
   return 1 + (rest + width * expansion - 1) / (width * expansion);
 }
 
+JudgeAnswer ask_judge(SearchContext& ctx, const std::string& problem_source, const std::string& kernel,
+                      const std::string& task, const std::string& candidate, int iteration, int round,
+                      std::vector<nlohmann::json>& events) {
+  auto jc = agents::judge_prompt(*ctx.prompts, problem_source, kernel);
+  if (!jc) return {"none", ""};  // no judge prompt: nothing was asked
+  // Each try is one logged, counted call; the provider retried each already.
+  agents::Exchange jex;
+  for (int k = 0; k < std::max(1, ctx.opts.judge_attempts) && !ctx.should_stop(); ++k) {
+    int js = ctx.reserve_samples("judge:" + task, 1);
+    jex = detail::call(ctx, *ctx.judge, *jc, "judge", task, js, iteration, &events, round, candidate);
+    if (jex.call.ok || jex.call.cancelled || jex.call.fatal) break;
+  }
+  if (jex.call.cancelled) return {"none", ""};
+  if (!jex.call.ok) return {"failed", jex.call.error};
+  auto v = agents::parse_verdict(jex.reply);
+  if (!v) return {"unparseable", v.error()};
+  return {v->cheating ? "cheat" : "pass", v->reason};
+}
+
+void judged_cheating(eval::Verdict& r, const std::string& reason) {
+  r.status = eval::Status::kCheating;
+  r.kind = "judge";
+  r.reasons.push_back("cheat judge: " + reason);
+  r.feedback = "An LLM reviewer judged this kernel to be cheating: " + reason;
+  r.speedup_compile = r.speedup_eager = 0;
+}
+
 void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, CandidateRecord& rec,
                      std::vector<nlohmann::json>& events, int iteration, bool judge, int round, int priority) {
   fs::path file = ctx.workspace / "candidates" / detail::safe_name(task.task) / (c.id + ".py");
@@ -343,40 +370,21 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
   c.no_verdict = c.result.status == eval::Status::kNoVerdict;
 
   if (judge && ctx.judge && c.result.correct()) {
-    auto jc = agents::judge_prompt(*ctx.prompts, task.problem_source, c.source);
-    if (jc) {
-      // Each try is one logged, counted call; the provider retried each already.
-      agents::Exchange jex;
-      for (int k = 0; k < std::max(1, ctx.opts.judge_attempts) && !ctx.should_stop(); ++k) {
-        int js = ctx.reserve_samples("judge:" + task.task, 1);
-        jex = detail::call(ctx, *ctx.judge, *jc, "judge", task.task, js, iteration, &events, round, c.id);
-        if (jex.call.ok || jex.call.cancelled || jex.call.fatal) break;
+    JudgeAnswer a = ask_judge(ctx, task.problem_source, c.source, task.task, c.id, iteration, round, events);
+    if (a.verdict == "failed") {
+      bool hold = ctx.opts.judge_failure != "pass";
+      events.push_back(rundir::events::judge({c.task, c.id, iteration, "failed", a.reason, hold ? "hold" : "pass"}));
+      if (hold) {
+        // Not judged is not passed: the candidate has no verdict yet.
+        c.result.status = eval::Status::kNoVerdict;
+        c.result.kind = "judge_failed";
+        c.result.feedback = "the cheat judge could not be asked: " + a.reason;
+        c.result.speedup_compile = c.result.speedup_eager = 0;
+        c.no_verdict = true;
       }
-      if (!jex.call.ok && !jex.call.cancelled) {
-        bool hold = ctx.opts.judge_failure != "pass";
-        events.push_back(
-            rundir::events::judge({c.task, c.id, iteration, "failed", jex.call.error, hold ? "hold" : "pass"}));
-        if (hold) {
-          // Not judged is not passed: the candidate has no verdict yet.
-          c.result.status = eval::Status::kNoVerdict;
-          c.result.kind = "judge_failed";
-          c.result.feedback = "the cheat judge could not be asked: " + jex.call.error;
-          c.result.speedup_compile = c.result.speedup_eager = 0;
-          c.no_verdict = true;
-        }
-      } else if (jex.call.ok) {
-        auto v = agents::parse_verdict(jex.reply);
-        if (v && v->cheating) {
-          c.result.status = eval::Status::kCheating;
-          c.result.kind = "judge";
-          c.result.reasons.push_back("cheat judge: " + v->reason);
-          c.result.feedback = "An LLM reviewer judged this kernel to be cheating: " + v->reason;
-          c.result.speedup_compile = c.result.speedup_eager = 0;
-        }
-        events.push_back(rundir::events::judge({c.task, c.id, iteration,
-                                                 !v ? "unparseable" : (v->cheating ? "cheat" : "pass"),
-                                                 v ? v->reason : v.error(), ""}));
-      }
+    } else if (a.decided()) {
+      if (a.verdict == "cheat") judged_cheating(c.result, a.reason);
+      events.push_back(rundir::events::judge({c.task, c.id, iteration, a.verdict, a.reason, ""}));
     }
   }
   c.reward = c.result.correct() ? c.result.speedup_compile : 0;
@@ -505,6 +513,7 @@ Job next_job(SearchContext& ctx, const KernelTask& task, const Candidate& m, int
 
 BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState beam, int budget, int iteration,
                         EventSink* sink) {
+  beam.rounds_run = 0;
   const int width = std::max(1, ctx.opts.beam_width);
   const int expansion = std::max(1, ctx.opts.expansion);
   int remaining = budget;
@@ -557,10 +566,48 @@ BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState be
     remaining += no_verdict;
     for (auto& c : children)
       if (!c.no_verdict) beam.members.push_back(std::move(c));
-    std::stable_sort(beam.members.begin(), beam.members.end(), better);
+    beam.apply_rejected();  // sorts the members
     if (static_cast<int>(beam.members.size()) > width) beam.members.resize(width);
+    beam.rounds_run = round + 1;
   }
   return beam;
+}
+
+void judge_after_beam(SearchContext& ctx, const KernelTask& task, BeamState& beam, int iteration, EventSink* sink) {
+  std::vector<nlohmann::json> events;
+  while (const Candidate* c = beam.best_correct()) {
+    if (beam.judge_passed.count(c->source) || ctx.should_stop()) break;
+    const std::string id = c->id, source = c->source;
+    auto a = detail::ask_judge(ctx, task.problem_source, source, task.task, id, iteration, beam.rounds_run, events);
+    if (!a.decided()) break;
+    rundir::events::Judge j{task.task, id, iteration, a.verdict, a.reason, ""};
+    j.stage = "after_beam";
+    if (a.verdict == "failed") j.policy = "kept";
+    events.push_back(j.to_json());
+    if (a.verdict == "cheat") {
+      eval::Verdict v = c->result;
+      detail::judged_cheating(v, a.reason);
+      beam.rejected[source] = v;
+      beam.apply_rejected();
+      continue;  // the next correct member gets the same look
+    }
+    // Passed (an unparseable verdict passes, as on entry), or the judge could
+    // not be asked: the member was judged on entry, so it stays (METHOD.md).
+    if (a.verdict != "failed") beam.judge_passed.insert(source);
+    break;
+  }
+  if (sink)
+    for (const auto& e : events) sink->emit(e);
+}
+
+void BeamState::apply_rejected() {
+  for (auto& m : members) {
+    auto it = rejected.find(m.source);
+    if (it == rejected.end() || !m.correct()) continue;
+    m.result = it->second;
+    m.reward = 0;
+  }
+  std::stable_sort(members.begin(), members.end(), better);
 }
 
 std::vector<Candidate> parallel_sampling(SearchContext& ctx, const KernelTask& task, int budget, int iteration,

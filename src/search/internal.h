@@ -43,6 +43,25 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
                      std::vector<nlohmann::json>& events, int iteration, bool judge, int round = 0,
                      int priority = 0);
 
+/// What the cheat judge said of one kernel: pass, cheat, unparseable (its reply;
+/// counts as a pass), failed (every try failed: reason holds the error), or
+/// none (interrupted, or no judge prompt: nothing was decided, nothing is logged).
+struct JudgeAnswer {
+  std::string verdict;
+  std::string reason;
+  bool decided() const { return verdict != "none"; }
+};
+/// Asks the cheat judge (ctx.judge) about `kernel` against `problem_source`,
+/// up to --judge-attempts tries, each a logged, counted call on `candidate`'s
+/// chain. Appends the calls' events but not the judge event: the caller knows
+/// what the answer decides.
+JudgeAnswer ask_judge(SearchContext& ctx, const std::string& problem_source, const std::string& kernel,
+                      const std::string& task, const std::string& candidate, int iteration, int round,
+                      std::vector<nlohmann::json>& events);
+
+/// Turns a verdict into the cheat judge's `cheating` (kind judge, reward 0).
+void judged_cheating(eval::Verdict& r, const std::string& reason);
+
 /// The end-to-end evaluation's EvalRequest::priority: the next iteration waits
 /// for it, so it goes before every beam's candidates.
 inline constexpr int kEndToEndPriority = 1 << 20;

@@ -88,13 +88,49 @@ fs::path subproblem_file(const SearchContext& ctx, const Subproblem& sp) {
 struct LastEval {
   bool attempted = false;          ///< every subproblem had a correct kernel, so it was composed
   bool e2e_correct = false;
-  /// The composition ran and its output was wrong (status incorrect): the
-  /// local/global disagreement that alone triggers TotalFuse. A composition
-  /// that failed otherwise (compile error, crash, timeout, cheating) is no
-  /// evidence that the decomposition is unsound.
-  bool e2e_incorrect = false;
+  /// The composition failed by its own fault while every subkernel passed
+  /// locally (a wrong answer, an error, a timeout, a rule broken): local and
+  /// global checks disagree. A harness failure (no verdict) never counts.
+  bool e2e_failed = false;
+  std::string e2e_status;  ///< the composition's status (and kind), for people
+  /// The subproblem the failure pointed into, whose kernel went back to its
+  /// beam ("" : it pointed nowhere, so TotalFuse follows).
+  std::string blamed;
   std::map<std::string, double> runtime_ms;
 };
+
+/// Whether a composition's verdict is a failure of its own (every status
+/// but correct and no verdict, the harness's).
+bool composition_failed(const eval::Verdict& r) {
+  return !r.correct() && r.status != eval::Status::kNoVerdict;
+}
+
+/// The subproblem a failed composition's error points into: a traceback frame
+/// (or a rule's finding) in its subkernel_implementations/<name>.py file. The
+/// innermost frame decides (Python prints it last), looked for in the
+/// verdict's message, then its reasons, then the process's stderr tail.
+/// nullopt when none names a subkernel file.
+std::optional<std::string> blamed_subkernel(const eval::Verdict& r, const Topology& topo) {
+  std::vector<std::string> texts = {r.feedback};
+  std::string reasons;
+  for (const auto& x : r.reasons) reasons += x + "\n";
+  texts.push_back(reasons);
+  if (r.raw.is_object() && r.raw.contains("stderr_tail") && r.raw["stderr_tail"].is_string())
+    texts.push_back(r.raw["stderr_tail"].get<std::string>());
+  for (const auto& text : texts) {
+    size_t at = std::string::npos;
+    std::string who;
+    for (const auto& sp : topo.subproblems) {
+      size_t p = text.rfind("subkernel_implementations/" + sp.name + ".py");
+      if (p != std::string::npos && (at == std::string::npos || p > at)) {
+        at = p;
+        who = sp.name;
+      }
+    }
+    if (!who.empty()) return who;
+  }
+  return std::nullopt;
+}
 
 std::string failure_summary(const BeamState& b) {
   const Candidate* c = b.best();
@@ -223,32 +259,17 @@ FinalJudgement judge_final(SearchContext& ctx, const Solution& s, int iteration)
   for (auto& one : ones)
     futs.push_back(std::async(std::launch::async, [&ctx, &s, &one, iteration] {
       const problem::Subproblem* sp = s.topology.find(one.name);
-      auto jc = agents::judge_prompt(*ctx.prompts, sp->source, s.kernels.at(one.name));
-      if (!jc) return;
-      agents::Exchange jex;
       const std::string cand = detail::safe_name(one.name) + "-final";
-      for (int k = 0; k < std::max(1, ctx.opts.judge_attempts) && !ctx.should_stop(); ++k) {
-        int js = ctx.reserve_samples("judge:" + one.name, 1);
-        jex = detail::call(ctx, *ctx.judge, *jc, "judge", one.name, js, iteration, &one.events, 0, cand);
-        if (jex.call.ok || jex.call.cancelled || jex.call.fatal) break;
-      }
-      if (jex.call.cancelled) return;
-      if (!jex.call.ok) {
-        one.verdict = "failed";
-        one.reason = jex.call.error;
-        one.events.push_back(rundir::events::judge({one.name, "final", iteration, "failed", jex.call.error,
-                                                 ctx.opts.judge_failure != "pass" ? "hold" : "pass"}));
-        return;
-      }
-      auto v = agents::parse_verdict(jex.reply);
+      auto a = detail::ask_judge(ctx, sp->source, s.kernels.at(one.name), one.name, cand, iteration, 0, one.events);
+      if (!a.decided()) return;
       // An unparseable verdict lets it pass, as in the beam (the evaluator's checks passed).
-      if (v && v->cheating) {
-        one.verdict = "cheat";
-        one.reason = v->reason;
+      if (a.verdict == "failed" || a.verdict == "cheat") {
+        one.verdict = a.verdict;
+        one.reason = a.reason;
       }
-      one.events.push_back(rundir::events::judge({one.name, "final", iteration,
-                                               !v ? "unparseable" : (v->cheating ? "cheat" : "pass"),
-                                               v ? v->reason : v.error(), ""}));
+      one.events.push_back(rundir::events::judge(
+          {one.name, "final", iteration, a.verdict, a.reason,
+           a.verdict == "failed" ? (ctx.opts.judge_failure != "pass" ? "hold" : "pass") : ""}));
     }));
   for (auto& f : futs) f.get();
   FinalJudgement out;
@@ -377,6 +398,49 @@ void seed_reused(SearchContext& ctx, const Reuse& r, const Topology& topo, std::
   }
 }
 
+/// A composition that failed by its own fault while every subkernel passed
+/// locally is never a dead end. Where its error points into one subkernel,
+/// that kernel leaves its beam's correct members: it keeps its place as a
+/// failing member whose verdict is the composition's, so the next iteration
+/// gives its subproblem budget and debugs it with the error it met in place.
+/// Where the error points nowhere, last.blamed stays empty and the next
+/// iteration's EvolveSubproblemTopology falls back to TotalFuse.
+void route_composition_failure(SearchContext& ctx, const Topology& topo, std::map<std::string, BeamState>& beams,
+                               const eval::Verdict& e2e, int t, LastEval& last) {
+  rundir::events::CompositionFailure ev;
+  ev.iteration = t;
+  ev.status = eval::to_string(e2e.status);
+  ev.kind = e2e.kind;
+  ev.message = agents::trim_text(agents::eval_feedback(e2e), 12, 12, 1500);
+  ev.action = "total_fuse";
+  if (auto name = blamed_subkernel(e2e, topo)) {
+    BeamState& b = beams[beam_key(*topo.find(*name))];
+    if (!b.members.empty() && b.members.front().correct()) {
+      const Candidate& c = b.members.front();
+      eval::Verdict demoted = e2e;
+      demoted.raw = nlohmann::json::object();
+      demoted.runtime = demoted.eager = demoted.compiled = demoted.compiled_tf32 = {};
+      demoted.speedup_compile = demoted.speedup_eager = demoted.speedup_compile_tf32 = 0;
+      demoted.feedback =
+          "This kernel passed its own trials, but inside the composed solution, called by the top level with the "
+          "inputs it really passes, it failed (" + ev.status + (e2e.kind.empty() ? "" : ", " + e2e.kind) +
+          "). Make it work there. The composed solution's error:\n" + e2e.feedback;
+      ev.task = *name;
+      ev.candidate = c.id;
+      ev.action = "back_to_beam";
+      // Every member with this source fails the same way in place, and so
+      // does any later candidate that writes it again.
+      b.rejected[c.source] = demoted;
+      b.apply_rejected();
+      last.blamed = *name;
+    }
+  }
+  // A refining method falls back to TotalFuse; single-split and adapt keep their structure.
+  if (ev.action == "total_fuse" && (ctx.opts.method == "single-split" || ctx.opts.method == "adapt"))
+    ev.action = "none";
+  emit(ctx, ev.to_json());
+}
+
 Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
   const SearchOptions& o = ctx.opts;
   // adapt keeps the structure its decomposition gives (the variant's, drawn
@@ -400,7 +464,9 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       std::map<std::string, std::string> failing;
       for (const auto& sp : topo.subproblems) {
         const BeamState& b = beams[beam_key(sp)];
-        if (!b.best_correct()) failing[sp.name] = failure_summary(b);
+        // A subkernel the last composition just sent back to its beam has
+        // had no round to mend what it met in place: it is not split yet.
+        if (!b.best_correct() && sp.name != last.blamed) failing[sp.name] = failure_summary(b);
       }
       if (!failing.empty()) {
         auto r = llm_refine(ctx, problem, topo, "split", failing, "", t, ctx.sink);
@@ -438,9 +504,10 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
         }
       }
     }
-    if (refine && last.attempted && last.e2e_incorrect && !topo.monolithic) {
-      // Every subkernel passed locally but the composition computes the wrong
-      // answer: fall back to the monolithic problem (TotalFuse).
+    if (refine && last.attempted && last.e2e_failed && last.blamed.empty() && !topo.monolithic) {
+      // Every subkernel passed locally but the composition failed, and its
+      // error points into no one subkernel: fall back to the monolithic
+      // problem (TotalFuse).
       topo = Topology::wrap_original(problem);
       topo.origin = "total_fuse";
       reason = "total_fuse";
@@ -454,7 +521,8 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       auto d = problem::diff(before, topo);
       std::string what;
       if (reason == "total_fuse")
-        what = "every subkernel passed locally but the composition's output is wrong: back to the whole problem";
+        what = "every subkernel passed locally but the composition failed (" + last.e2e_status +
+               "): back to the whole problem";
       else
         what = fmt::format("{} {} into {}", reason, join_names(d.removed, ", "), join_names(d.added, ", "));
       auto e = detail::topology_event(t, reason, topo, beam_status(topo, beams), what, d.removed, d.added);
@@ -512,7 +580,9 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
         BufferedSink* buf = bufs.back().get();
         int b = budget[i];
         futs.push_back(std::async(std::launch::async, [&ctx, task, start, b, t, buf]() mutable {
-          return evolve_kernel(ctx, task, std::move(start), b, t, buf);
+          BeamState out = evolve_kernel(ctx, task, std::move(start), b, t, buf);
+          if (ctx.judge) judge_after_beam(ctx, task, out, t, buf);
+          return out;
         }));
       }
       for (size_t i = 0; i < futs.size(); ++i) {
@@ -557,7 +627,11 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       // of a local/global disagreement: it never triggers TotalFuse.
       last.attempted = cur.e2e.status != eval::Status::kNoVerdict;
       last.e2e_correct = cur.correct;
-      last.e2e_incorrect = cur.e2e.status == eval::Status::kIncorrect;
+      last.e2e_failed = composition_failed(cur.e2e);
+      if (last.e2e_failed) {
+        last.e2e_status = std::string(eval::to_string(cur.e2e.status)) + (cur.e2e.kind.empty() ? "" : ", " + cur.e2e.kind);
+        route_composition_failure(ctx, topo, beams, cur.e2e, t, last);
+      }
       // Each subkernel's GPU time inside the composed forward (the worker's
       // profile of the end-to-end evaluation: a subproblem instantiated N
       // times counts N times), where the worker attributed any; else its own

@@ -205,6 +205,19 @@ struct KernelTask {
 struct BeamState {
   std::vector<Candidate> members;  ///< best first, at most beam_width
   int calls = 0;                   ///< LLM calls spent on it so far
+  /// Kernel sources that passed their own trials but were rejected later:
+  /// they failed inside the composed solution, or the cheat judge's second
+  /// look after the beam search called them cheating. Each keeps the verdict
+  /// it carries from then on: a member, or a later candidate, with such a
+  /// source is no correct member.
+  std::map<std::string, eval::Verdict> rejected;
+  /// Sources that passed the cheat judge's look after a beam search (--judge):
+  /// not asked about again.
+  std::set<std::string> judge_passed;
+  int rounds_run = 0;  ///< beam rounds the last evolve_kernel call ran
+  /// Gives every member whose source was rejected that verdict (reward 0)
+  /// and restores the beam's order.
+  void apply_rejected();
   const Candidate* best() const { return members.empty() ? nullptr : &members.front(); }
   const Candidate* best_correct() const {
     return !members.empty() && members.front().correct() ? &members.front() : nullptr;
@@ -216,6 +229,14 @@ struct BeamState {
 /// optimize prompts for passing ones, re-asks for unusable replies.
 BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState beam, int budget, int iteration,
                         EventSink* sink);
+
+/// The cheat judge's second look after a beam search (the paper accepts a
+/// subkernel only if it passes the detector once more then): the beam's best
+/// correct member is judged again, unless its source passed such a look
+/// before; a cheat is rejected (BeamState::rejected) and the next correct
+/// member gets the same look. A judge that cannot be asked leaves the member
+/// as it was (it was judged on entry). Logs judge events with stage after_beam.
+void judge_after_beam(SearchContext& ctx, const KernelTask& task, BeamState& beam, int iteration, EventSink* sink);
 
 /// Parallel sampling: `budget` independent samples of the generate prompt.
 /// Returns all candidates, best first.

@@ -1107,10 +1107,66 @@ void expect_no_total_fuse(const std::string& directive) {
 
 TEST(MKEvolve, ACompositionWithoutAVerdictNeverTriggersTotalFuse) { expect_no_total_fuse("# FAKE-E2E: no_verdict"); }
 
-TEST(MKEvolve, ACompositionThatRaisesIsNoLocalGlobalDisagreementAndNeverTriggersTotalFuse) {
-  // TotalFuse answers a wrong output from subkernels that each pass (the
-  // paper's local/global disagreement); a composition that raises is not that.
-  expect_no_total_fuse("# FAKE-E2E: runtime_error");
+TEST(MKEvolve, ACompositionThatRaisesPointingNowhereTriggersTotalFuse) {
+  // Every subkernel passed locally and the composition raised with no frame in
+  // any subkernel file: local and global checks disagree, and nothing local
+  // fails, so the next iteration works on the whole problem.
+  Harness h;
+  script_alpha_directed(h, "# FAKE-E2E: runtime_error");
+  h.llm.on("*", "whole_model", kernel_reply("correct speedup=1.1"));
+  auto res = run_method(h.ctx, h.problem);
+  auto topo = h.sink.of_type("topology");
+  ASSERT_EQ(topo.size(), 2u);
+  EXPECT_EQ(topo[1]["reason"], "total_fuse");
+  EXPECT_NE(topo[1]["detail"].get<std::string>().find("runtime_error"), std::string::npos) << topo[1].dump();
+  auto cf = h.sink.of_type("composition_failure");
+  ASSERT_EQ(cf.size(), 1u);
+  EXPECT_EQ(cf[0]["action"], "total_fuse");
+  EXPECT_EQ(cf[0]["task"], "");
+  EXPECT_TRUE(res.best.correct);
+  EXPECT_TRUE(res.best.topology.monolithic);
+}
+
+TEST(MKEvolve, ACompositionThatFailsInsideOneSubkernelSendsItBackToItsBeam) {
+  // alpha's kernels pass their own (contiguous) trials but raise inside the
+  // composition, in alpha's file. Nothing fails locally, so before this only
+  // TotalFuse (or nothing) could follow. Now alpha goes back to its beam with
+  // the composition's error, its debug prompt shows it, the fix composes, and
+  // the decomposition is kept. alpha's optimize replies write the failing
+  // kernel again: it never becomes a correct member again.
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on_contains("debug", "inside the composed solution", kernel_reply("correct speedup=1.4"));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5", "# FAKE-E2E: raises_here"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  auto res = run_method(h.ctx, h.problem);
+  auto cf = h.sink.of_type("composition_failure");
+  ASSERT_GE(cf.size(), 1u);
+  EXPECT_EQ(cf[0]["iteration"], 1);
+  EXPECT_EQ(cf[0]["action"], "back_to_beam");
+  // It had no round to mend it yet, so t = 2's refinement does not split it.
+  EXPECT_TRUE(h.sink.of_type("topology").size() == 1u) << h.sink.of_type("topology").back().dump();
+  EXPECT_EQ(cf[0]["task"], "alpha");
+  EXPECT_NE(cf[0]["message"].get<std::string>().find("expects a contiguous input"), std::string::npos);
+  for (const auto& t : h.sink.of_type("topology")) EXPECT_NE(t.value("reason", ""), "total_fuse") << t.dump();
+  // t = 2's budget goes to alpha alone (it has no correct member left), as debug calls seeded by the error.
+  auto budgets = h.sink.of_type("budget");
+  ASSERT_GE(budgets.size(), 2u);
+  EXPECT_EQ(budgets[1]["rule"], "even") << budgets[1].dump();
+  bool debug_saw_error = false;
+  for (const auto& r : h.llm.requests())
+    if (r.agent == "debug" && r.task == "alpha")
+      debug_saw_error |= r.messages.back().content.find("expects a contiguous input") != std::string::npos;
+  EXPECT_TRUE(debug_saw_error);
+  EXPECT_TRUE(res.best.correct);
+  EXPECT_FALSE(res.best.topology.monolithic);
+  EXPECT_EQ(res.best.topology.names(), (std::vector<std::string>{"alpha", "beta"}));
+  EXPECT_EQ(res.best.kernels.at("alpha").find("raises_here"), std::string::npos);
+  EXPECT_EQ(h.kernel_calls(), 160);
+  auto its = h.sink.of_type("iteration");
+  ASSERT_EQ(its.size(), 5u);
+  EXPECT_EQ(its[0]["e2e"]["status"], "runtime_error");
+  for (size_t i = 1; i < its.size(); ++i) EXPECT_EQ(its[i]["e2e"]["status"], "correct") << its[i].dump();
 }
 
 TEST(MKEvolve, TwoSubproblemsWithTheSameSourceKeepABeamEach) {
@@ -1770,23 +1826,42 @@ TEST(CriticalPath, AJudgedJobIsItsKernelCallThenItsJudgeCall) {
   h.ctx.opts.calls_per_iter = 12;
   auto res = run_method(h.ctx, h.problem);
   ASSERT_EQ(res.status, "ok") << res.error;
-  // Every judge call names the candidate it judged, in the round of that candidate's kernel call.
+  // Every judge call names the candidate it judged: on entry, in the round
+  // of that candidate's kernel call; its second look after the beam search,
+  // in the round after its beam's last in that iteration.
   std::map<std::string, int> round_of;
+  std::map<std::pair<std::string, int>, int> last_round;  // (task, iteration) -> its beam's last round
   for (const auto& e : h.sink.of_type("llm_call"))
-    if (e.value("agent", "") != "judge" && e.contains("candidate")) round_of[e["candidate"]] = e["round"];
+    if (e.value("agent", "") != "judge" && e.contains("candidate")) {
+      round_of[e["candidate"]] = e["round"];
+      int& r = last_round[{e["task"].get<std::string>(), e["iteration"].get<int>()}];
+      r = std::max(r, e["round"].get<int>());
+    }
+  std::set<int> looked_after_beam;  // iterations with a second look
+  int after_beam = 0;
+  for (const auto& e : h.sink.of_type("judge"))
+    if (e.value("stage", "") == "after_beam") {
+      ++after_beam;
+      looked_after_beam.insert(e["iteration"].get<int>());
+      EXPECT_EQ(e["verdict"], "pass") << e.dump();
+    }
+  EXPECT_GE(after_beam, 3);  // each subproblem's best after t = 1's beam search, at least
   int judged = 0;
   for (const auto& e : h.sink.of_type("llm_call")) {
     if (e.value("agent", "") != "judge" || e.value("iteration", 0) > 2) continue;  // the final check's come later
     ++judged;
     ASSERT_TRUE(round_of.count(e.value("candidate", ""))) << e.dump();
-    EXPECT_EQ(e["round"], round_of[e["candidate"]]) << e.dump();
+    if (e["round"] != round_of[e["candidate"]]) {
+      const std::pair<std::string, int> key{e["task"].get<std::string>(), e["iteration"].get<int>()};
+      EXPECT_EQ(e["round"], last_round[key] + 1) << e.dump();
+    }
   }
-  EXPECT_EQ(judged, 24);  // every correct candidate
-  EXPECT_EQ(h.judge.count("judge"), 24 + 3);  // then each subkernel of the solution once more
+  EXPECT_EQ(judged, 24 + after_beam);  // every correct candidate, then each beam's best once more
+  EXPECT_EQ(h.judge.count("judge"), 24 + after_beam + 3);  // then each subkernel of the solution once more
   auto a = rundir::time_account(h.sink.events);
-  // The judge lengthens the beams' rounds and adds none; the final check's
-  // second look is one more round (its three calls go together).
-  EXPECT_EQ(a.rounds, 6);
+  // The judge lengthens the beams' rounds; each iteration's second look adds
+  // a round, and so does the final check's (its three calls go together).
+  EXPECT_EQ(a.rounds, 6 + static_cast<int>(looked_after_beam.size()));
   EXPECT_EQ(a.phases.back().rounds, 1);
   ASSERT_TRUE(a.llm_s);
   EXPECT_GE(*a.llm_s, 5 * 0.030 + 5 * 0.040);  // 4 kernel rounds, each a kernel reply then a verdict; then 1 verdict
@@ -1799,9 +1874,10 @@ TEST(FinalCheck, TheJudgeLooksOnceMoreAndACheatIsNotReturned) {
   h.ctx.judge = &h.judge;
   h.ctx.opts.iterations = 1;
   h.ctx.opts.calls_per_iter = 8;
-  // alpha's four candidates pass the judge in the beam; its second look (sample 4) says CHEAT.
+  // alpha's four candidates pass the judge in the beam, and so does its best
+  // after the beam search (sample 4); the final check's look (sample 5) says CHEAT.
   h.judge.when([](const llm::Request& r) -> std::optional<std::string> {
-    if (r.task == "alpha" && r.sample >= 4) return std::string("VERDICT: CHEAT\nREASON: hides torch.mm");
+    if (r.task == "alpha" && r.sample >= 5) return std::string("VERDICT: CHEAT\nREASON: hides torch.mm");
     return std::string("VERDICT: PASS\nREASON: fine");
   });
   auto res = run_method(h.ctx, h.problem);
@@ -1826,6 +1902,48 @@ TEST(FinalCheck, TheJudgeLooksOnceMoreAndACheatIsNotReturned) {
   g.ctx.opts.iterations = 1;
   g.ctx.opts.calls_per_iter = 8;
   EXPECT_EQ(run_method(g.ctx, g.problem).status, "ok");
+}
+
+TEST(Judge, ABeamsBestIsJudgedOnceMoreAfterItsBeamSearchAndACheatLeavesIt) {
+  // Every alpha candidate passes the judge on entry. After the beam search the
+  // judge looks at alpha's best once more and calls the 1.5x kernel cheating:
+  // it leaves the correct members, and the next one (1.2x, another source)
+  // gets the same look, passes, and is the one composed.
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on_sample("generate", "alpha", 0, kernel_reply("correct speedup=1.5"));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.2"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  h.ctx.judge = &h.judge;
+  h.ctx.opts.iterations = 1;
+  h.ctx.opts.calls_per_iter = 8;
+  h.judge.when([](const llm::Request& r) -> std::optional<std::string> {
+    bool fast = r.messages.back().content.find("speedup=1.5") != std::string::npos;
+    // alpha's four entries pass (samples 0-3); its second look at the 1.5x kernel does not.
+    if (r.task == "alpha" && fast && r.sample >= 4) return std::string("VERDICT: CHEAT\nREASON: hides torch.mm");
+    return std::string("VERDICT: PASS\nREASON: fine");
+  });
+  auto res = run_method(h.ctx, h.problem);
+  ASSERT_EQ(res.status, "ok") << res.error;
+  std::vector<nlohmann::json> looks;
+  for (const auto& e : h.sink.of_type("judge"))
+    if (e.value("stage", "") == "after_beam" && e["task"] == "alpha") looks.push_back(e);
+  ASSERT_EQ(looks.size(), 2u);
+  EXPECT_EQ(looks[0]["verdict"], "cheat");
+  EXPECT_EQ(looks[0]["candidate"], "alpha-s0");
+  EXPECT_EQ(looks[1]["verdict"], "pass");
+  EXPECT_NE(res.best.kernels.at("alpha").find("speedup=1.2"), std::string::npos);
+  // Without --judge no look is taken and the 1.5x kernel is composed.
+  Harness g;
+  g.llm.on("decompose", decomposition({"alpha", "beta"}));
+  g.llm.on_sample("generate", "alpha", 0, kernel_reply("correct speedup=1.5"));
+  g.llm.on("*", "alpha", kernel_reply("correct speedup=1.2"));
+  g.llm.on("*", "beta", kernel_reply("correct speedup=1.5"));
+  g.ctx.opts.iterations = 1;
+  g.ctx.opts.calls_per_iter = 8;
+  auto plain = run_method(g.ctx, g.problem);
+  EXPECT_NE(plain.best.kernels.at("alpha").find("speedup=1.5"), std::string::npos);
+  EXPECT_TRUE(g.sink.of_type("judge").empty());
 }
 
 /// Adds the run directory's timestamp to every event (as RunDir::log_event does).

@@ -205,6 +205,7 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       if (e.path().extension() == ".py" && e.path().filename() != "__init__.py") files.push_back(e.path());
     std::sort(files.begin(), files.end());
     double base = 0, kernel = 0, slowdown = 1;
+    std::string crash_in;
     bool ok = !files.empty(), e2e_fail = false, e2e_no_verdict = false, e2e_crash = false, pytorch = false;
     nlohmann::json per = nlohmann::json::object();
     std::string why;
@@ -214,6 +215,9 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       if (s.find("# FAKE-E2E: incorrect") != std::string::npos) e2e_fail = true;
       if (s.find("# FAKE-E2E: no_verdict") != std::string::npos) e2e_no_verdict = true;
       if (s.find("# FAKE-E2E: runtime_error") != std::string::npos) e2e_crash = true;
+      // The composition raises inside this subkernel's own file (a stride
+      // assertion that its contiguous local inputs never tripped).
+      if (s.find("# FAKE-E2E: raises_here") != std::string::npos) crash_in = f.filename().string();
       // Right on the search's inputs (seed 42), wrong on any other seed.
       if (s.find("# FAKE-E2E: seed42_only") != std::string::npos && req.options.seed != 42) e2e_fail = true;
       // The harness fails on any seed but the search's: the final check gets no verdict.
@@ -245,6 +249,14 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       r.status = eval::Status::kNoVerdict;
       r.kind = "reference_failed";
       r.feedback = "fake evaluator: the reference died";
+    } else if (ok && !crash_in.empty()) {
+      r.status = eval::Status::kRuntimeError;
+      r.kind = "runtime_error";
+      r.feedback = "Traceback (most recent call last):\n  File \"" + req.kernel.parent_path().string() +
+                   "/decomposed_solution.py\", line 12, in forward\n    y = self.a(x)\n  File \"" +
+                   (dir / crash_in).string() +
+                   "\", line 30, in forward\n    assert x.is_contiguous(), \"expects a contiguous input\"\n"
+                   "AssertionError: expects a contiguous input";
     } else if (ok && e2e_crash) {
       r.status = eval::Status::kRuntimeError;
       r.kind = "runtime_error";
