@@ -1227,9 +1227,13 @@ class Evaluator:
         if not isinstance(subproblems_dir, str) or not os.path.isdir(subproblems_dir):
             raise RequestError(f"subproblems_dir {subproblems_dir}: no such directory")
         try:
-            from . import decompose_check  # noqa: F401
+            from . import decompose_check
         except ImportError as e:
             raise RequestError(f"decomposition checks unavailable (mkevolve_worker.decompose_check: {e})") from None
+        bad = decompose_check.tolerance_option_error(
+            {"decompose_tol_fraction": decompose_check.DEFAULT_TOL_FRACTION, **options})
+        if bad:
+            raise RequestError(bad)
         if options.pop("test_cpu", False):
             options["device"] = "cpu"
         elif options.get("device") == "cpu" and not self.test_mode:
