@@ -21,7 +21,8 @@ from mkevolve_worker import decompose_check as dc  # noqa: E402
 
 FIX = os.path.join(HERE, "decomp_fixtures")
 PROBLEMS = {"mlp": "mlp.py", "conv": "convnet.py", "res": "resblocks.py",
-            "attn": "attention.py", "gsm": "gelu_softmax.py", "mish": "mish_head.py"}
+            "attn": "attention.py", "gsm": "gelu_softmax.py", "mish": "mish_head.py",
+            "views": "views.py"}
 
 
 def problem_for(name):
@@ -75,6 +76,42 @@ def test_result_reports_instances_init_args_and_shapes():
     assert gelu["input_shapes_seen"] == [[{"shape": [8, 64], "dtype": "float32"}],
                                          [{"shape": [8, 48], "dtype": "float32"}]]
     assert subs["linear"]["init_args_seen"] == [[32, 10]]
+
+
+def test_input_layouts_seen_record_the_views_the_top_level_passes():
+    # The top level hands each subproblem a view of x (4, 8, 16): a transpose, a
+    # permute, a slice; the evaluation of its subkernel reproduces these strides.
+    result = verify("views_good")
+    assert result["ok"], result["failures"]
+    subs = result["subproblems"]
+    assert subs["tanh"]["input_layouts_seen"] == [[
+        {"shape": [8, 4, 16], "stride": [16, 128, 1], "offset": 0, "dtype": "float32",
+         "contiguous": False}]]
+    assert subs["relu_scale"]["input_layouts_seen"] == [[
+        {"shape": [16, 4, 8], "stride": [1, 128, 16], "offset": 0, "dtype": "float32",
+         "contiguous": False}]]
+    assert subs["linear"]["input_layouts_seen"] == [[
+        {"shape": [4, 6, 16], "stride": [128, 16, 1], "offset": 32, "dtype": "float32",
+         "contiguous": False}]]
+    # One entry per distinct call (two trials, one layout), one per argument;
+    # plain values are null.
+    gelu = verify("mlp_good")["subproblems"]["linear_gelu"]["input_layouts_seen"]
+    assert gelu == [[{"shape": [8, 64], "stride": [64, 1], "offset": 0, "dtype": "float32",
+                      "contiguous": True}],
+                    [{"shape": [8, 48], "stride": [48, 1], "offset": 0, "dtype": "float32",
+                      "contiguous": True}]]
+
+
+def test_input_layouts_seen_has_null_for_plain_values(tmp_path):
+    root = copy_fixture("conv_good", tmp_path)
+    linear = root / "subkernel_problems" / "linear.py"
+    edit(linear, "def forward(self, x):", "def forward(self, x, scale=1.0):")
+    edit(linear, "return self.linear(x)", "return self.linear(x) * scale")
+    edit(root / "decomposed_problem.py", "return self.fc(x)", "return self.fc(x, scale=1.0)")
+    result = verify("conv_good", root=root)
+    assert result["ok"], result["failures"]
+    [call] = result["subproblems"]["linear"]["input_layouts_seen"]
+    assert call[1] is None and call[0]["shape"] == [4, 512] and call[0]["contiguous"] is True
 
 
 def test_identical_instances_may_share_one_get_inputs():

@@ -63,7 +63,7 @@ import traceback
 import types
 
 from . import correctness as C
-from . import toplevel
+from . import layouts, toplevel
 
 DECOMPOSED_NAME = "decomposed_problem.py"
 DEFAULT_PACKAGE = "subkernel_problems"
@@ -102,6 +102,11 @@ _TRIVIAL_METHODS = {
 }
 
 _NAN_MISMATCH_ERR = 3.4028234663852886e38  # float32 max: "one side is NaN/inf"
+
+# Distinct input layouts kept per subproblem (input_layouts_seen): enough for
+# every way a top level calls one subproblem, bounded for a loop that slices
+# differently on each call.
+_MAX_LAYOUTS_SEEN = 16
 
 # How close a decomposition must come to the original, as a fraction of the
 # tolerance the evaluator judges a kernel's output by. A tenth: re-expressing
@@ -586,6 +591,7 @@ class _Recorder:
     def __init__(self):
         self.inits = []          # [(cls, instance, init_sig_tuple)]
         self.calls = {}          # id(instance) -> [input_sig_tuple]
+        self.layouts = {}        # id(instance) -> [distinct per-call layouts: one dict or None per argument]
         self.depth = 0           # >0 while a subproblem forward runs
         self.init_stack = []     # subproblem classes whose __init__ is running
         self.nested = []         # [(inner cls, outer cls)]: built inside another subproblem
@@ -639,11 +645,19 @@ class _Recorder:
             original = inst.forward
             signature = _signature(original)
             calls = self.calls.setdefault(id(inst), [])
+            seen = self.layouts.setdefault(id(inst), [])
 
-            def make(original=original, signature=signature, calls=calls, cls=cls):
+            def make(original=original, signature=signature, calls=calls, cls=cls, seen=seen):
                 def forward(*args, **kwargs):
                     values = _bind(signature, args, kwargs, drop_first=False)
                     calls.append(tuple(_sig(v) for v in values))
+                    # The strides each tensor argument arrives with (a transposed or
+                    # sliced view from the top level): the subkernel's evaluation
+                    # reproduces them (eval option input_layouts, layouts.py).
+                    call = [layouts.describe(v) if isinstance(v, torch.Tensor) else None
+                            for v in values]
+                    if call not in seen and len(seen) < _MAX_LAYOUTS_SEEN:
+                        seen.append(call)
                     if any(isinstance(v, torch.nn.Module) for v in values):
                         self.module_args.append((cls, "forward"))
                     self.depth += 1
@@ -786,7 +800,7 @@ class _Verifier:
         subs = {}
         for name, sp in sorted(self.subproblems.items()):
             instances = [r for r in self.recorder.inits if sp.cls is not None and r[0] is sp.cls]
-            init_seen, inputs_seen = [], []
+            init_seen, inputs_seen, layouts_seen = [], [], []
             for _, inst, init_sig in instances:
                 js = [_sig_json(s) for s in init_sig]
                 if js not in init_seen:
@@ -795,10 +809,16 @@ class _Verifier:
                     cj = [_sig_json(s) for s in call]
                     if cj not in inputs_seen:
                         inputs_seen.append(cj)
+                for call in self.recorder.layouts.get(id(inst), []):
+                    if call not in layouts_seen and len(layouts_seen) < _MAX_LAYOUTS_SEEN:
+                        layouts_seen.append(call)
             subs[name] = {
                 "instances": len(instances),
                 "init_args_seen": init_seen,
                 "input_shapes_seen": inputs_seen,
+                # Per distinct call, per argument: {"shape", "stride", "offset", "dtype",
+                # "contiguous"} or None (not a tensor); what eval's input_layouts takes.
+                "input_layouts_seen": layouts_seen,
                 "covered": bool(sp.covered and not sp.failed and instances),
             }
         return {"ok": not self.failures, "failures": list(self.failures), "subproblems": subs,
