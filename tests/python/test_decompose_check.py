@@ -162,7 +162,7 @@ def test_erf_gelu_and_written_out_softmax_are_accepted_with_their_error():
     assert out["problem_atol"] == 1e-4 and out["problem_rtol"] == 1e-4
     assert out["source"] == {"atol": "float32 default", "rtol": "float32 default"}
     assert out["max_abs_err"] == result["max_abs_err"]
-    assert 0 < out["max_rel_err"] < 1e-5
+    assert 0 < out["max_rel_err"] < 1e-4
 
 
 def test_sigmoid_gelu_is_rejected_naming_the_error_and_the_bound():

@@ -828,10 +828,10 @@ class _Verifier:
                               "outputs": list(self.tolerances.values())}}
 
     def fraction_value(self) -> float:
-        try:
-            return float(self.fraction)
-        except (TypeError, ValueError):
+        """The fraction for the result (strict JSON): the default while the option is bad."""
+        if tolerance_option_error({"decompose_tol_fraction": self.fraction}):
             return DEFAULT_TOL_FRACTION
+        return float(self.fraction)
 
     # -- driver -----------------------------------------------------------
 
