@@ -6,6 +6,7 @@ and on a GPU machine with torch 2.x, where the default device is cuda.
 
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -20,7 +21,8 @@ from mkevolve_worker import decompose_check as dc  # noqa: E402
 
 FIX = os.path.join(HERE, "decomp_fixtures")
 PROBLEMS = {"mlp": "mlp.py", "conv": "convnet.py", "res": "resblocks.py",
-            "attn": "attention.py"}
+            "attn": "attention.py", "gsm": "gelu_softmax.py", "mish": "mish_head.py",
+            "views": "views.py"}
 
 
 def problem_for(name):
@@ -76,6 +78,42 @@ def test_result_reports_instances_init_args_and_shapes():
     assert subs["linear"]["init_args_seen"] == [[32, 10]]
 
 
+def test_input_layouts_seen_record_the_views_the_top_level_passes():
+    # The top level hands each subproblem a view of x (4, 8, 16): a transpose, a
+    # permute, a slice; the evaluation of its subkernel reproduces these strides.
+    result = verify("views_good")
+    assert result["ok"], result["failures"]
+    subs = result["subproblems"]
+    assert subs["tanh"]["input_layouts_seen"] == [[
+        {"shape": [8, 4, 16], "stride": [16, 128, 1], "offset": 0, "dtype": "float32",
+         "contiguous": False}]]
+    assert subs["relu_scale"]["input_layouts_seen"] == [[
+        {"shape": [16, 4, 8], "stride": [1, 128, 16], "offset": 0, "dtype": "float32",
+         "contiguous": False}]]
+    assert subs["linear"]["input_layouts_seen"] == [[
+        {"shape": [4, 6, 16], "stride": [128, 16, 1], "offset": 32, "dtype": "float32",
+         "contiguous": False}]]
+    # One entry per distinct call (two trials, one layout), one per argument;
+    # plain values are null.
+    gelu = verify("mlp_good")["subproblems"]["linear_gelu"]["input_layouts_seen"]
+    assert gelu == [[{"shape": [8, 64], "stride": [64, 1], "offset": 0, "dtype": "float32",
+                      "contiguous": True}],
+                    [{"shape": [8, 48], "stride": [48, 1], "offset": 0, "dtype": "float32",
+                      "contiguous": True}]]
+
+
+def test_input_layouts_seen_has_null_for_plain_values(tmp_path):
+    root = copy_fixture("conv_good", tmp_path)
+    linear = root / "subkernel_problems" / "linear.py"
+    edit(linear, "def forward(self, x):", "def forward(self, x, scale=1.0):")
+    edit(linear, "return self.linear(x)", "return self.linear(x) * scale")
+    edit(root / "decomposed_problem.py", "return self.fc(x)", "return self.fc(x, scale=1.0)")
+    result = verify("conv_good", root=root)
+    assert result["ok"], result["failures"]
+    [call] = result["subproblems"]["linear"]["input_layouts_seen"]
+    assert call[1] is None and call[0]["shape"] == [4, 512] and call[0]["contiguous"] is True
+
+
 def test_identical_instances_may_share_one_get_inputs():
     # res_good builds its block three times with the same args and inputs.
     subs = verify("res_good")["subproblems"]
@@ -99,11 +137,88 @@ def test_wrong_rng_order_names_the_first_differing_parameter():
 
 
 def test_output_mismatch_with_identical_parameters_blames_forward():
+    # The tanh GELU where the original has the exact one: ~4e-5 off at the output,
+    # four times the decomposition's bound (a tenth of fp32's 1e-4).
     line = only_failure(verify("mlp_bad_mismatch"))
     assert line.startswith("decomposed_problem.py: the output of ModelNew differs")
-    assert "exact equality" in line
+    assert "exceeds the decomposition bound atol 1e-05 + rtol 1e-05 x |ref|" in line
     assert "parameters are identical" in line
     assert verify("mlp_bad_mismatch")["max_abs_err"] > 0
+
+
+# Honest re-expressions, as LLMs write them, differ from the original by rounding
+# only: they pass within a tenth of the evaluator's tolerance (they failed when
+# exact equality was required).
+
+def test_erf_gelu_and_written_out_softmax_are_accepted_with_their_error():
+    result = verify("gsm_good")
+    assert result["failures"] == [] and result["ok"] is True
+    assert 0 < result["max_abs_err"] < 1e-6
+    tol = result["tolerance"]
+    assert tol["fraction"] == 0.1
+    [out] = tol["outputs"]
+    assert out["output"] == "output" and out["dtype"] == "float32"
+    assert out["atol"] == pytest.approx(1e-5) and out["rtol"] == pytest.approx(1e-5)
+    assert out["problem_atol"] == 1e-4 and out["problem_rtol"] == 1e-4
+    assert out["source"] == {"atol": "float32 default", "rtol": "float32 default"}
+    assert out["max_abs_err"] == result["max_abs_err"]
+    assert 0 < out["max_rel_err"] < 1e-4
+
+
+def test_sigmoid_gelu_is_rejected_naming_the_error_and_the_bound():
+    # GELU approximated as x * sigmoid(1.702 x): a different function, ~2e-3 off.
+    result = verify("gsm_bad_sigmoid_gelu")
+    line = only_failure(result)
+    m = re.search(r"max abs err (\S+) exceeds the decomposition bound atol 1e-05 \+ rtol 1e-05 "
+                  r"x \|ref\| \(a tenth of the evaluator's float32 tolerance, atol 0.0001 rtol "
+                  r"0.0001\)", line)
+    assert m, line
+    assert float(m.group(1)) == pytest.approx(result["max_abs_err"], rel=1e-2)
+    assert result["max_abs_err"] > 1e-4
+    assert result["tolerance"]["outputs"][0]["max_abs_err"] == result["max_abs_err"]
+
+
+@pytest.mark.parametrize("name", ["mlp_good_matmul", "mish_good_split", "attn_good_explicit"])
+def test_other_honest_reexpressions_are_accepted(name):
+    # Linear as matmul + bias; Mish as v * n / (n + 2) and a split row sum;
+    # nn.MultiheadAttention written out (two outputs, each with its own record).
+    result = verify(name)
+    assert result["failures"] == [] and result["ok"] is True
+    outputs = result["tolerance"]["outputs"]
+    assert [o["output"] for o in outputs] == (["output[0]", "output[1]"]
+                                              if name.startswith("attn") else ["output"])
+    assert all(o["dtype"] == "float32" and o["atol"] == pytest.approx(1e-5) for o in outputs)
+    assert result["max_abs_err"] == max(o["max_abs_err"] for o in outputs)
+
+
+def test_fraction_zero_demands_exact_equality():
+    line = only_failure(verify("gsm_good", decompose_tol_fraction=0))
+    assert "exact equality is required under the same seeding (decompose_tol_fraction is 0)" \
+        in line
+    assert verify("gsm_good", decompose_tol_fraction=0)["tolerance"]["outputs"][0]["atol"] == 0
+
+
+def test_problem_tolerance_and_explicit_tolerance_set_the_bound(tmp_path):
+    # The bound is a fraction of the problem's own MKEVOLVE_TOLERANCE...
+    problem = tmp_path / "gelu_softmax.py"
+    shutil.copy(problem_for("gsm"), problem)
+    with open(problem, "a") as fh:
+        fh.write('\nMKEVOLVE_TOLERANCE = {"atol": 0.05, "rtol": 0.0}\n')
+    root = os.path.join(FIX, "gsm_bad_sigmoid_gelu")
+    args = (str(problem), os.path.join(root, "decomposed_problem.py"),
+            os.path.join(root, "subkernel_problems"))
+    result = dc.verify_decomposition(*args, {})
+    assert result["ok"], result["failures"]
+    [out] = result["tolerance"]["outputs"]
+    assert out["atol"] == pytest.approx(0.005) and out["rtol"] == 0
+    assert out["source"] == {"atol": "problem", "rtol": "problem"}
+    # ...and explicit atol/rtol (the run's --atol/--rtol) replace it, scaled alike.
+    line = only_failure(dc.verify_decomposition(*args, {"atol": 1e-3, "rtol": 1e-3}))
+    assert "atol 0.0001 + rtol 0.0001 x |ref| (a tenth of the tolerance the run was given" in line
+    # A bad declaration or option is named.
+    bad = dc.verify_decomposition(*args, {"decompose_tol_fraction": -1})
+    assert bad["failures"] == ["options.decompose_tol_fraction must be a non-negative number, "
+                               "not -1"]
 
 
 def test_tolerance_option_accepts_small_differences():
@@ -446,6 +561,16 @@ def test_main_exit_codes_and_output(capsys):
     code, out = run_main(capsys, "conv_bad_unused", "--json")
     assert code == 1
     assert json.loads(out)["subproblems"]["softmax"]["covered"] is False
+
+
+def test_main_defaults_to_the_derived_tolerance(capsys):
+    code, out = run_main(capsys, "gsm_good")
+    assert code == 0 and out.startswith("ok: 3 subproblem(s) verified"), out
+    code, out = run_main(capsys, "gsm_good", "--tol-fraction", "0")
+    assert code == 1 and "exact equality" in out
+    code, out = run_main(capsys, "gsm_bad_sigmoid_gelu", "--atol", "0.05", "--rtol", "0",
+                         "--tol-fraction", "1")
+    assert code == 0, out
 
 
 def test_main_defaults_subproblems_dir_and_accepts_a_directory(capsys):

@@ -117,6 +117,26 @@ def test_verify_decomposition_runs_in_a_child(worker_server):
     assert msg["type"] == "error" and "/nonexistent/dir" in msg["message"]
 
 
+def test_verify_decomposition_answers_the_bound_and_the_input_layouts(worker_server):
+    # What the C++ side reads: the tolerance the decomposition was held to, with the
+    # error measured, and the layouts each subproblem's inputs arrived in.
+    fix = os.path.join(DECOMP, "views_good")
+    msg, _ = worker_server.request("verify_decomposition", problem=os.path.join(DECOMP, "problems", "views.py"),
+                                   decomposed=os.path.join(fix, "decomposed_problem.py"),
+                                   subproblems_dir=os.path.join(fix, "subkernel_problems"),
+                                   options={"test_cpu": True, "timeout_s": 120})
+    assert msg["type"] == "result" and msg["ok"] is True, msg
+    assert msg["tolerance"]["fraction"] == 0.1
+    assert [o["output"] for o in msg["tolerance"]["outputs"]] == ["output[0]", "output[1]", "output[2]"]
+    assert msg["subproblems"]["tanh"]["input_layouts_seen"] == [[
+        {"shape": [8, 4, 16], "stride": [16, 128, 1], "offset": 0, "dtype": "float32", "contiguous": False}]]
+    msg, _ = worker_server.request("verify_decomposition", problem=os.path.join(DECOMP, "problems", "views.py"),
+                                   decomposed=os.path.join(fix, "decomposed_problem.py"),
+                                   subproblems_dir=os.path.join(fix, "subkernel_problems"),
+                                   options={"test_cpu": True, "decompose_tol_fraction": "a tenth"})
+    assert msg["type"] == "error" and "decompose_tol_fraction" in msg["message"], msg
+
+
 @pytest.fixture(scope="module")
 def production_server(tmp_path_factory):
     client = WorkerClient([], cwd=str(tmp_path_factory.mktemp("prod-cwd")))

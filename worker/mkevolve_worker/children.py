@@ -21,7 +21,7 @@ import os
 import time
 
 from . import correctness as C
-from . import errors, loader, tensorio, workmodel
+from . import errors, layouts, loader, tensorio, workmodel
 
 # Set by the server before it limits its own thread count (children restore it).
 ORIG_THREADS: int | None = None
@@ -89,6 +89,16 @@ def _on_device(xs, device: str) -> list:
     """xs with every tensor on `device` (moved only where it is elsewhere)."""
     import torch
     return [x.to(device) if isinstance(x, torch.Tensor) and x.device.type != device else x for x in xs]
+
+
+def _trial_layout(xs: list, opts: dict, t: dict):
+    """(inputs, record): trial t's inputs in the layout the option
+    input_layouts gives it (layouts.py), and what was applied and skipped;
+    record None when the trial has no layout."""
+    layout = layouts.for_trial(opts, t)
+    if layout is None:
+        return xs, None
+    return layouts.apply_all(xs, layout)
 
 
 def _mutated(xs, orig, before) -> list[bool]:
@@ -255,9 +265,15 @@ def reference_body(ctx, job: dict) -> int:
             skip = None
             out = None
             xs = _on_device(xs, device)
+            # The layout the composed model gives these inputs (option
+            # input_layouts), made here from this process's own copy, as the
+            # candidate makes it from its own: the same values, the same strides.
+            xs, laid = _trial_layout(xs, opts, t)
+            if laid is not None and laid["applied"]:
+                orig = None  # the pristine mapping has the old layout: fingerprints judge mutation
             # On the GPU, mutation is judged by fingerprints taken here (no
             # pristine copy crosses the bus); in test mode against the mapping.
-            before = [C.fingerprint(x) for x in xs] if device != "cpu" else None
+            before = [C.fingerprint(x) for x in xs] if device != "cpu" or orig is None else None
             t0 = time.monotonic()
             draws = False
             # The first trial's forward also counts the work one call must do
@@ -304,6 +320,8 @@ def reference_body(ctx, job: dict) -> int:
                 pending = draw_after(i)
                 continue
             ev = {"ev": "expected", "id": t["id"], "ref_s": round(t_ref, 4), "device_peak": device_peak(device)}
+            if laid is not None:
+                ev["layout"] = dict(laid, index=t["layout"])  # what was applied, for the verdict's checks
             if i == 0 and work is None:
                 try:
                     work = workmodel.record(models[c], in_bytes, out, flops)
@@ -535,6 +553,7 @@ def candidate_body(ctx, job: dict) -> int:
                            f"class ModelNew(torch.nn.Module) with the same constructor arguments as Model)", "import")
     models: dict = {}
     pool: list = []
+    pool_layout = None
     last = None
     held = None   # the last output handed over by IPC: alive until the server moves on
     first_forward = True
@@ -584,13 +603,20 @@ def candidate_body(ctx, job: dict) -> int:
         before = None
         if pristine is not None:
             xs, orig = orig, pristine
+            # The composed model's layout (option input_layouts), made from this
+            # process's own copy; mutation is then judged by fingerprints (orig,
+            # the pristine mapping, stays: the timed calls refill from it).
+            xs, laid = _trial_layout(xs, opts, t)
+            if laid is not None and laid["applied"]:
+                before = [C.fingerprint(x) for x in xs]
         else:
             xs = C.to_device(orig, device)
             del orig, obj
             orig = None
-            before = [C.fingerprint(x) for x in xs]
             if msg.get("keep"):  # the original values, for refilling the timed calls
                 kept = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+            xs, _ = _trial_layout(xs, opts, t)
+            before = [C.fingerprint(x) for x in xs]
         try:
             C.seed_all(t["seed"] + 1)
             with torch.no_grad():
@@ -619,6 +645,8 @@ def candidate_body(ctx, job: dict) -> int:
             os.close(out_fd)
         if msg.get("keep"):
             pool.append(kept if kept is not None else C.to_device(orig, device))
+            if len(pool) == 1:
+                pool_layout = layouts.for_trial(opts, t)  # the timed calls' buffers take the first set's layout
         del orig, pristine, kept
         obj = None
         ctx.send({"ev": "output", "id": t["id"]})
@@ -627,7 +655,7 @@ def candidate_body(ctx, job: dict) -> int:
         return 0
     if not pool or last is None or 0 not in models:
         return write_error(ctx, "malformed_result", "the server sent no inputs for the timed calls", "timing")
-    return _perf(ctx, job, models[0], files, pool, last)
+    return _perf(ctx, job, models[0], files, pool, last, pool_layout)
 
 
 def _warmup(job: dict) -> int:
@@ -645,7 +673,7 @@ def profiled_calls(job: dict, n_pool: int) -> int:
     return n_pool + _warmup(job) + job["opts"]["perf_trials"] + SYNCED_TRIALS
 
 
-def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list) -> int:
+def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layout=None) -> int:
     import torch
     from . import timing
     device = job["device"]
@@ -656,7 +684,12 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list) -> in
         # from the pool (and, for the last call, with its own seeded inputs).
         # Inside the try: out of GPU memory here (neighbours' use) is an "oom"
         # the pool retries alone, never a process that exits without a word.
+        # With input_layouts they take the first set's layout (its trial's,
+        # and the last call's: the reference computed both in it), and keep it
+        # through the refills (timing.make_refill copies in place).
         bufs = C.to_device(pool[0], device)
+        if layout is not None:
+            bufs, _ = layouts.apply_all(bufs, layout)
         last_seed = C.timing_inputs_trial(opts)["seed"] + 1  # as the reference seeds its expected output
         refill = timing.make_refill(bufs, pool, last, seed_last=lambda: C.seed_all(last_seed))
 
@@ -740,6 +773,15 @@ def profile_body(ctx, job: dict) -> int:
         last = C.to_device(sets[-1]["inputs"], device)
         del sets
         bufs = C.to_device(pool[0], device)
+        # The layouts the timed process uses (option input_layouts): each pool
+        # set's call in its trial's layout, the buffers in the first set's.
+        set_layouts = msg.get("layouts") if isinstance(msg.get("layouts"), list) else []
+        for i, k in enumerate(set_layouts[:len(pool)]):
+            layout = layouts.for_trial(opts, {"layout": k})
+            if layout is not None:
+                pool[i], _ = layouts.apply_all(pool[i], layout)
+                if i == 0:
+                    bufs, _ = layouts.apply_all(bufs, layout)
         refill = timing.make_refill(bufs, pool, last)
         out_nbytes = [0]
         # A composed package: each subkernel module's share of the forward,

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+from . import layouts as _layouts
+
 DEFAULTS = {
     "trials": 5,
     "candidate_first_trials": 2,   # accepted for protocol v1; every trial now runs candidate first
@@ -61,6 +63,9 @@ DEFAULTS = {
     "timing": "device",     # "device": GPU time (the host's launch hidden behind a short device-side spin);
                             # "synced": each call launched onto an idle GPU, host latency included
                             # (KernelBench's way). Both are recorded; this one is the speed.
+    "input_layouts": None,  # the strides the composed model gives this subproblem's inputs (layouts.py): a list
+                            # of layouts, each a list of null or {"shape", "stride", "offset"} per input; trial k
+                            # of a configuration feeds its inputs in layout k mod len(list)
 }
 
 
@@ -77,6 +82,8 @@ def normalize_options(raw: dict | None) -> dict:
         d = DEFAULTS[k]
         if k == "trials_dist":
             v = parse_trials_dist(v)
+        elif k == "input_layouts":
+            v = _layouts.parse_input_layouts(v)
         elif k == "calibrated":
             v = parse_calibrated(v)
         elif isinstance(d, str):
@@ -228,11 +235,17 @@ def parse_trials_dist(v) -> str:
 
 
 def plan_trials(n_configs: int, opts: dict) -> list[dict]:
-    """Every correctness trial: config index, seed, kind of inputs, and order."""
+    """Every correctness trial: config index, seed, kind of inputs, and order.
+    With input_layouts, each trial also names the layout its inputs take
+    ("layout": the trial's place in its configuration, mod the number of
+    layouts), so every layout of the list is exercised, by regular,
+    alternate-distribution and scaled trials alike."""
     seed = opts["seed"]
     dists = [] if opts.get("trials_dist", "none") == "none" else opts["trials_dist"].split(",")
+    n_layouts = len(opts.get("input_layouts") or [])
     trials = []
     for c in range(n_configs):
+        first = len(trials)
         for t in range(opts["trials"]):
             trials.append({"id": f"c{c}t{t}", "config": c, "seed": seed + 1000 * c + t, "alt": False,
                            "cand_first": t >= opts["trials"] - opts["candidate_first_trials"]})
@@ -244,12 +257,20 @@ def plan_trials(n_configs: int, opts: dict) -> list[dict]:
             # finite on them (a log of negated inputs) skips the trial.
             trials.append({"id": f"c{c}{name}", "config": c, "seed": seed + 1000 * c + 600 + k, "alt": True,
                            "dist": name, "cand_first": False})
+        if n_layouts:
+            for k, t in enumerate(trials[first:]):
+                t["layout"] = k % n_layouts
     return trials
 
 
 def timing_inputs_trial(opts: dict) -> dict:
-    """The inputs of the last timed call: known to both children by seed."""
-    return {"id": "last", "config": 0, "seed": opts["seed"] + 777_777, "alt": False, "cand_first": False}
+    """The inputs of the last timed call: known to both children by seed.
+    With input_layouts, in layout 0: the timed calls' buffers are made from
+    the first trial's inputs (layout 0) and refilled in place."""
+    t = {"id": "last", "config": 0, "seed": opts["seed"] + 777_777, "alt": False, "cand_first": False}
+    if opts.get("input_layouts"):
+        t["layout"] = 0
+    return t
 
 
 # ---------------------------------------------------------------------------

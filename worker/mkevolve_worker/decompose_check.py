@@ -8,8 +8,15 @@ problem (``Model`` plus ``get_inputs``/``get_init_inputs``, or
 ``verify_decomposition`` loads everything in this process and checks:
 
 1. every file loads and defines what the layout requires;
-2. ``ModelNew`` is numerically identical to the original ``Model`` under the
-   same seeding (exact equality unless ``atol``/``rtol`` are given); on a
+2. ``ModelNew`` computes what the original ``Model`` computes under the same
+   seeding, within a bound well inside the evaluator's own tolerance: each
+   output within ``decompose_tol_fraction`` (0.1) times the tolerance a
+   kernel's output of that dtype is judged by (``correctness.tolerance_for``:
+   the ``atol``/``rtol`` options when given, else the problem's
+   ``MKEVOLVE_TOLERANCE``, else the dtype's). Honest re-expressions (linear as
+   matmul + bias, GELU written with erf, a softmax or a reduction written out)
+   differ from the original by rounding only and pass; a changed formula or an
+   approximation does not. A fraction of 0 demands exact equality. On a
    mismatch it says whether the parameters already differ (RNG order);
 3. the top level constructs only subproblem Models and does no tensor math
    (AST rules plus a runtime tracer on ``ModelNew.forward``);
@@ -55,7 +62,8 @@ import threading
 import traceback
 import types
 
-from . import toplevel
+from . import correctness as C
+from . import layouts, toplevel
 
 DECOMPOSED_NAME = "decomposed_problem.py"
 DEFAULT_PACKAGE = "subkernel_problems"
@@ -94,6 +102,20 @@ _TRIVIAL_METHODS = {
 }
 
 _NAN_MISMATCH_ERR = 3.4028234663852886e38  # float32 max: "one side is NaN/inf"
+
+# Distinct input layouts kept per subproblem (input_layouts_seen): enough for
+# every way a top level calls one subproblem, bounded for a loop that slices
+# differently on each call.
+_MAX_LAYOUTS_SEEN = 16
+
+# How close a decomposition must come to the original, as a fraction of the
+# tolerance the evaluator judges a kernel's output by. A tenth: re-expressing
+# an operation (matmul + bias for F.linear, GELU with erf, a softmax written
+# out, a split reduction) moves an fp32 output by ulps (1e-8 to 1e-6 here),
+# far inside it, while a formula change (GELU as x * sigmoid(1.702 x), the
+# tanh GELU) moves it by 1e-5 to 1e-3; and the subkernels written later need
+# the rest of the problem's tolerance for themselves.
+DEFAULT_TOL_FRACTION = 0.1
 
 
 class _BadInput(Exception):
@@ -569,6 +591,7 @@ class _Recorder:
     def __init__(self):
         self.inits = []          # [(cls, instance, init_sig_tuple)]
         self.calls = {}          # id(instance) -> [input_sig_tuple]
+        self.layouts = {}        # id(instance) -> [distinct per-call layouts: one dict or None per argument]
         self.depth = 0           # >0 while a subproblem forward runs
         self.init_stack = []     # subproblem classes whose __init__ is running
         self.nested = []         # [(inner cls, outer cls)]: built inside another subproblem
@@ -622,11 +645,19 @@ class _Recorder:
             original = inst.forward
             signature = _signature(original)
             calls = self.calls.setdefault(id(inst), [])
+            seen = self.layouts.setdefault(id(inst), [])
 
-            def make(original=original, signature=signature, calls=calls, cls=cls):
+            def make(original=original, signature=signature, calls=calls, cls=cls, seen=seen):
                 def forward(*args, **kwargs):
                     values = _bind(signature, args, kwargs, drop_first=False)
                     calls.append(tuple(_sig(v) for v in values))
+                    # The strides each tensor argument arrives with (a transposed or
+                    # sliced view from the top level): the subkernel's evaluation
+                    # reproduces them (eval option input_layouts, layouts.py).
+                    call = [layouts.describe(v) if isinstance(v, torch.Tensor) else None
+                            for v in values]
+                    if call not in seen and len(seen) < _MAX_LAYOUTS_SEEN:
+                        seen.append(call)
                     if any(isinstance(v, torch.nn.Module) for v in values):
                         self.module_args.append((cls, "forward"))
                     self.depth += 1
@@ -737,8 +768,14 @@ class _Verifier:
         self.package = os.path.basename(self.subdir.rstrip(os.sep))
         self.seed = int(options.get("seed", 42))
         self.trials = max(1, int(options.get("trials", 2)))
-        self.atol = float(options.get("atol", 0.0))
-        self.rtol = float(options.get("rtol", 0.0))
+        # None: the tolerance by the output's dtype or the problem's declaration;
+        # a number (the run's --atol/--rtol) stands for the problem's tolerance.
+        # Checked in check_inputs (tolerance_option_error).
+        self.atol = options.get("atol")
+        self.rtol = options.get("rtol")
+        self.fraction = options.get("decompose_tol_fraction", DEFAULT_TOL_FRACTION)
+        self.problem_tol = None  # the problem's MKEVOLVE_TOLERANCE, once loaded
+        self.tolerances = {}     # output path -> the bound and the errors measured (result "tolerance")
         self.timeout_s = options.get("timeout_s")
         self.device = options.get("device")
         self.failures = []
@@ -755,7 +792,7 @@ class _Verifier:
     # -- reporting --------------------------------------------------------
 
     def fail(self, line: str) -> None:
-        line = _one_line(line, 600)
+        line = _one_line(line, 700)
         if line not in self.failures:
             self.failures.append(line)
 
@@ -763,7 +800,7 @@ class _Verifier:
         subs = {}
         for name, sp in sorted(self.subproblems.items()):
             instances = [r for r in self.recorder.inits if sp.cls is not None and r[0] is sp.cls]
-            init_seen, inputs_seen = [], []
+            init_seen, inputs_seen, layouts_seen = [], [], []
             for _, inst, init_sig in instances:
                 js = [_sig_json(s) for s in init_sig]
                 if js not in init_seen:
@@ -772,15 +809,29 @@ class _Verifier:
                     cj = [_sig_json(s) for s in call]
                     if cj not in inputs_seen:
                         inputs_seen.append(cj)
+                for call in self.recorder.layouts.get(id(inst), []):
+                    if call not in layouts_seen and len(layouts_seen) < _MAX_LAYOUTS_SEEN:
+                        layouts_seen.append(call)
             subs[name] = {
                 "instances": len(instances),
                 "init_args_seen": init_seen,
                 "input_shapes_seen": inputs_seen,
+                # Per distinct call, per argument: {"shape", "stride", "offset", "dtype",
+                # "contiguous"} or None (not a tensor); what eval's input_layouts takes.
+                "input_layouts_seen": layouts_seen,
                 "covered": bool(sp.covered and not sp.failed and instances),
             }
         return {"ok": not self.failures, "failures": list(self.failures), "subproblems": subs,
                 "max_abs_err": (-1.0 if self.max_abs_err is None or self.incomparable
-                                else float(self.max_abs_err))}
+                                else float(self.max_abs_err)),
+                "tolerance": {"fraction": self.fraction_value(),
+                              "outputs": list(self.tolerances.values())}}
+
+    def fraction_value(self) -> float:
+        """The fraction for the result (strict JSON): the default while the option is bad."""
+        if tolerance_option_error({"decompose_tol_fraction": self.fraction}):
+            return DEFAULT_TOL_FRACTION
+        return float(self.fraction)
 
     # -- driver -----------------------------------------------------------
 
@@ -806,6 +857,11 @@ class _Verifier:
         return self.result()
 
     def check_inputs(self):
+        bad = tolerance_option_error({"atol": self.atol, "rtol": self.rtol,
+                                      "decompose_tol_fraction": self.fraction})
+        if bad:
+            raise _BadInput(bad)
+        self.fraction = float(self.fraction)
         if not self.problem or not os.path.isfile(self.problem):
             raise _BadInput(f"problem file not found: {self.problem or '(none given)'}")
         if not self.decomposed or not os.path.isfile(self.decomposed):
@@ -830,6 +886,11 @@ class _Verifier:
         if missing:
             raise _BadInput(f"{self.problem_label}: missing {', '.join(missing)}; a KernelBench "
                             "problem defines Model, get_inputs and get_init_inputs")
+        try:
+            # Its own tolerance, where it declares one: the bound is a fraction of it.
+            self.problem_tol = C.problem_tolerance(mod)
+        except ValueError as exc:
+            raise _BadInput(f"{self.problem_label}: {exc}") from None
         return mod
 
     def verify(self, problem_mod):
@@ -1119,9 +1180,13 @@ class _Verifier:
                 if param_line:
                     self.fail(param_line)
                 elif "differs from Model's" in problem:
+                    # Within the bound, a different order of operations would have passed.
+                    why = ("operation order, formula or approximation" if "exact equality" in problem
+                           else "a changed formula, an approximation, or an operation missing or "
+                           "added")
                     self.failures[-1] = _one_line(
                         problem + "; the parameters are identical, so ModelNew.forward computes "
-                        "something different (operation order, formula or approximation)", 600)
+                        f"something different ({why})", 700)
                 break
         self.report_toplevel_ops()
         for cls, where in self.recorder.module_args:
@@ -1208,6 +1273,49 @@ class _Verifier:
     def by_class(self, cls):
         return next((sp for sp in self.subproblems.values() if sp.cls is cls), None)
 
+    def bound_for(self, dtype) -> dict:
+        """The decomposition's bound for an output of this dtype: the fraction of
+        the tolerance the evaluator would judge a kernel's output by (the options'
+        atol/rtol, else the problem's declaration, else the dtype's default).
+        Integer and bool outputs, which the evaluator compares exactly, stay exact."""
+        torch = _torch()
+        name = C.dtype_name(dtype)
+        if not (dtype.is_floating_point or dtype.is_complex) or dtype == torch.bool:
+            return {"dtype": name, "atol": 0.0, "rtol": 0.0, "problem_atol": 0.0,
+                    "problem_rtol": 0.0, "source": {"atol": "exact", "rtol": "exact"}}
+        tol = C.tolerance_for(dtype, {"atol": self.atol, "rtol": self.rtol,
+                                      "problem_tolerance": self.problem_tol})
+        return {"dtype": name, "atol": tol["atol"] * self.fraction,
+                "rtol": tol["rtol"] * self.fraction, "problem_atol": tol["atol"],
+                "problem_rtol": tol["rtol"],
+                "source": {k: tol["source"][k] for k in ("atol", "rtol")}}
+
+    def bound_text(self, bound: dict) -> str:
+        """'atol 1e-05 + rtol 1e-05 x |ref| (a tenth of the evaluator's float32
+        tolerance, atol 0.0001 rtol 0.0001)': what the failure line states."""
+        if bound["atol"] == 0 and bound["rtol"] == 0:
+            return "exact equality is required under the same seeding" + (
+                " (decompose_tol_fraction is 0)" if self.fraction == 0 else "")
+        whose = {"flag": "the tolerance the run was given (--atol/--rtol)",
+                 "problem": "the problem's MKEVOLVE_TOLERANCE"}.get(
+            bound["source"].get("atol"), f"the evaluator's {bound['dtype']} tolerance")
+        share = "a tenth of" if self.fraction == 0.1 else f"{self.fraction:g} x"
+        return (f"the decomposition bound atol {bound['atol']:.3g} + rtol {bound['rtol']:.3g} x "
+                f"|ref| ({share} {whose}, atol {bound['problem_atol']:g} rtol "
+                f"{bound['problem_rtol']:g})")
+
+    def record_error(self, path, bound, abs_err, rel_err) -> None:
+        """Keeps the largest errors of one output over the trials (result "tolerance")."""
+        entry = self.tolerances.get(path)
+        if entry is None:
+            entry = {"output": f"output{path}", "dtype": bound["dtype"], "atol": bound["atol"],
+                     "rtol": bound["rtol"], "problem_atol": bound["problem_atol"],
+                     "problem_rtol": bound["problem_rtol"], "source": bound["source"],
+                     "max_abs_err": 0.0, "max_rel_err": 0.0}
+            self.tolerances[path] = entry
+        entry["max_abs_err"] = max(entry["max_abs_err"], abs_err)
+        entry["max_rel_err"] = max(entry["max_rel_err"], rel_err)
+
     def compare(self, expected, got, trial):
         torch = _torch()
         label = self.decomposed_label
@@ -1218,7 +1326,7 @@ class _Verifier:
             self.incomparable = True
             return (f"{label}: ModelNew returns {len(got_list)} output value(s), Model returns "
                     f"{len(exp_list)}")
-        for i, (e, g) in enumerate(zip(exp_list, got_list)):
+        for i, ((path, e), (_, g)) in enumerate(zip(exp_list, got_list)):
             which = f"output #{i}" if len(exp_list) > 1 else "the output"
             if isinstance(e, torch.Tensor) != isinstance(g, torch.Tensor):
                 self.incomparable = True
@@ -1237,7 +1345,9 @@ class _Verifier:
                 return (f"{label}: {which} of ModelNew has dtype {g.dtype}, Model's has "
                         f"{e.dtype}")
             g = g.to(e.device)
+            bound = self.bound_for(e.dtype)
             if e.numel() == 0 or torch.equal(e, g):
+                self.record_error(path, bound, 0.0, 0.0)
                 continue
             ef = e.double() if (e.is_floating_point() or not e.is_complex()) else e
             gf = g.double() if (g.is_floating_point() or not g.is_complex()) else g
@@ -1246,22 +1356,31 @@ class _Verifier:
             if both_nan is not None:
                 diff = torch.where(both_nan, torch.zeros_like(diff), diff)
             diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
-            bad = diff > (self.atol + self.rtol * ef.abs())
+            ref_abs = ef.abs()
+            bad = diff > (bound["atol"] + bound["rtol"] * ref_abs)
             if both_nan is not None:
                 bad = bad & ~both_nan
             worst = float(diff.max())
             worst = worst if math.isfinite(worst) else _NAN_MISMATCH_ERR
+            # Relative to the reference where it is not zero (NaN/inf pairs count as 0 above).
+            nonzero = ref_abs > 0
+            rel = float((diff[nonzero] / ref_abs[nonzero]).max()) if bool(nonzero.any()) else 0.0
+            rel = rel if math.isfinite(rel) else _NAN_MISMATCH_ERR
             self.max_abs_err = max(self.max_abs_err, worst)
+            self.record_error(path, bound, worst, rel)
             if bool(bad.any()):
                 count = int(bad.sum())
                 index = tuple(int(v) for v in torch.nonzero(bad)[0].tolist())
-                rule = ("exact equality is required under the same seeding"
-                        if self.atol == 0 and self.rtol == 0
-                        else f"atol={self.atol}, rtol={self.rtol}")
+                first = (f"first at index {index}: ModelNew {float(gf[index]):.6g}, Model "
+                         f"{float(ef[index]):.6g}")
+                if bound["atol"] == 0 and bound["rtol"] == 0:
+                    return (f"{label}: {which} of ModelNew differs from Model's on trial {trial} "
+                            f"at {count} of {e.numel()} elements (max abs err {worst:.3g}, {first}; "
+                            f"{self.bound_text(bound)})")
                 return (f"{label}: {which} of ModelNew differs from Model's on trial {trial} at "
-                        f"{count} of {e.numel()} elements (max abs err {worst:.3g}, first at index "
-                        f"{index}: ModelNew {float(gf[index]):.6g}, Model {float(ef[index]):.6g}; "
-                        f"{rule})")
+                        f"{count} of {e.numel()} elements: max abs err {worst:.2e} exceeds "
+                        f"{self.bound_text(bound)}; {first}; re-express operations only in ways "
+                        "exact up to rounding, never approximate them")
         return None
 
     def compare_parameters(self, ref, new):
@@ -1376,18 +1495,20 @@ class _Verifier:
                               "the file")
 
 
-def _flat_outputs(obj):
+def _flat_outputs(obj, path: str = ""):
+    """(path, value) of every leaf of an output, paths as the evaluator names
+    them ("" for a lone tensor, "[0]", "[1]['k']")."""
     torch = _torch()
     if isinstance(obj, torch.Tensor):
-        yield obj
+        yield path, obj
     elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            yield from _flat_outputs(o)
+        for i, o in enumerate(obj):
+            yield from _flat_outputs(o, f"{path}[{i}]")
     elif isinstance(obj, dict):
         for k in sorted(obj, key=str):
-            yield from _flat_outputs(obj[k])
+            yield from _flat_outputs(obj[k], f"{path}[{k!r}]")
     else:
-        yield obj
+        yield path, obj
 
 
 def _equal(a, b) -> bool:
@@ -1415,14 +1536,35 @@ def _verify(problem, decomposed, subproblems_dir, options):
         return result, True
 
 
+def tolerance_option_error(options: dict) -> str | None:
+    """What is wrong with the tolerance options (atol, rtol: None or a
+    non-negative number; decompose_tol_fraction: a non-negative number), or None."""
+    for key in ("atol", "rtol", "decompose_tol_fraction"):
+        value = options.get(key)
+        if value is None and key != "decompose_tol_fraction":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(value) or value < 0:
+            return f"options.{key} must be a non-negative number, not {value!r}"
+    return None
+
+
 def verify_decomposition(problem: str, decomposed: str, subproblems_dir: str,
                          options: dict) -> dict:
     """Checks an LLMDecompose output against the original problem.
 
+    options: seed (42), trials (2), atol/rtol (None: the problem's own tolerance
+    or the dtype's, as the evaluator judges kernels), decompose_tol_fraction (0.1:
+    the share of that tolerance a decomposition may use; 0: exact equality),
+    timeout_s, device.
+
     Returns {"ok", "failures" (one actionable line each), "subproblems"
-    {name: {"instances", "init_args_seen", "input_shapes_seen", "covered"}},
-    "max_abs_err" (-1.0 when the outputs were never compared or differ in structure, shape
-    or dtype; 3.4e38 when one side has NaN/inf where the other has not)}.
+    {name: {"instances", "init_args_seen", "input_shapes_seen", "input_layouts_seen",
+    "covered"}}, "max_abs_err" (-1.0 when the outputs were never compared or differ in
+    structure, shape or dtype; 3.4e38 when one side has NaN/inf where the other has not),
+    "tolerance" {"fraction", "outputs": [{"output", "dtype", "atol", "rtol" (the bound),
+    "problem_atol", "problem_rtol" (the tolerance it is a fraction of), "source",
+    "max_abs_err", "max_rel_err"}]}}.
     """
     return _verify(problem, decomposed, subproblems_dir, options)[0]
 
@@ -1440,14 +1582,20 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--trials", type=int, default=2)
-    parser.add_argument("--atol", type=float, default=0.0)
-    parser.add_argument("--rtol", type=float, default=0.0)
+    parser.add_argument("--atol", type=float, default=None,
+                        help="the problem's tolerance (default: its MKEVOLVE_TOLERANCE, or the "
+                        "output dtype's, as the evaluator judges kernels)")
+    parser.add_argument("--rtol", type=float, default=None, help="as --atol")
+    parser.add_argument("--tol-fraction", type=float, default=DEFAULT_TOL_FRACTION,
+                        help="the share of that tolerance the decomposition may use "
+                        f"(default {DEFAULT_TOL_FRACTION}; 0: exact equality)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 2 if exc.code else 0
-    options = {"seed": args.seed, "trials": args.trials, "atol": args.atol, "rtol": args.rtol}
+    options = {"seed": args.seed, "trials": args.trials, "atol": args.atol, "rtol": args.rtol,
+               "decompose_tol_fraction": args.tol_fraction}
     if args.device:
         options["device"] = args.device
     if args.timeout:

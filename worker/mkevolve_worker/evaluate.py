@@ -35,7 +35,7 @@ import random
 import signal
 import time
 
-from . import children, errors, footprint, gpuclock, gpulock, isolation, loader, spares, tensorio, timing
+from . import children, errors, footprint, gpuclock, gpulock, isolation, layouts, loader, spares, tensorio, timing
 from . import correctness as C
 
 
@@ -400,7 +400,8 @@ class Evaluator:
         state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "ref_last": False,
                  "alt_skipped": {}, "trials_run": 0, "worst": {"max_abs_err": 0.0, "rel_err": 0.0},
                  "constant": [], "files": [], "held": [], "pool_fds": [],
-                 "last_fd": None, "device_peaks": {}, "ref_s": 0.0, "input_bytes": 0, "output_bytes": 0}
+                 "last_fd": None, "device_peaks": {}, "ref_s": 0.0, "input_bytes": 0, "output_bytes": 0,
+                 "layouts": {}, "failed_trial": None}
         phase_s: list = []  # [phase, seconds since the candidate got its job]; for diagnosing slow evals
 
         def mark(name: str) -> None:  # a milestone of the server's, reached now
@@ -562,6 +563,7 @@ class Evaluator:
                     self.progress("reference")
                     mark("output of the first trial received")
                 rev = self._ref_step(ref2, f"on trial {t['id']}", ref_timeout, keep_pids)
+                _keep_layout(state, t["id"], rev)
                 if i == 0:
                     mark("reference ran the first trial")
                 if isinstance(rev.get("ref_s"), (int, float)):
@@ -587,6 +589,8 @@ class Evaluator:
                     if r.get("constant") is not None:
                         state["constant"].append(r["constant"])
                     if not r["ok"]:
+                        # On a layout trial, the message says which view of which input it was given.
+                        r["message"] = _with_note(r.get("message", ""), _layout_note(opts, t, state))
                         state["verdict"] = r
                         return kill_candidate()
                     C._merge_worst(state["worst"], r)
@@ -605,7 +609,7 @@ class Evaluator:
                 # last) go to the candidate; the reference keeps its expected
                 # output for the check after the timed calls.
                 if next_fd is not None:
-                    self._ref_step(ref2, "on the timing trial", ref_timeout, keep_pids)
+                    _keep_layout(state, "last", self._ref_step(ref2, "on the timing trial", ref_timeout, keep_pids))
                     state["ref_last"] = True
                     state["held"].remove(next_fd)
                     state["last_fd"] = next_fd
@@ -621,7 +625,9 @@ class Evaluator:
                 if prof is not None and state["last_fd"] is not None:
                     # The profiling process gets the timed calls' inputs now.
                     n_pool = len(state["pool_fds"])
-                    isolation.send_msg(prof, {"op": "pool", "n_more": state["profiled_calls"] - n_pool},
+                    isolation.send_msg(prof, {"op": "pool", "n_more": state["profiled_calls"] - n_pool,
+                                              # each set's layout (input_layouts), as its trial's
+                                              "layouts": [t.get("layout") for t in plan if t["id"] in keep]},
                                        state["pool_fds"] + [state["last_fd"]])
                 for fd in state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] is not None else []):
                     os.close(fd)
@@ -727,7 +733,10 @@ class Evaluator:
                 # Its failure is its own only if the reference gets through
                 # the same trial (a broken problem is never charged to it).
                 keep_pids = frozenset({cand.pid})
-                self._ref_step(ref2, f"on trial {plan[trial_no['i']]['id']}", ref_timeout, keep_pids)
+                failed = plan[trial_no["i"]]
+                _keep_layout(state, failed["id"], self._ref_step(ref2, f"on trial {failed['id']}", ref_timeout,
+                                                                 keep_pids))
+                state["failed_trial"] = failed
             res.checks["correctness"] = {
                 "configs": n_configs, "trials_per_config": opts["trials"],
                 "candidate_first_trials": opts["candidate_first_trials"], "alt_dist_trials": opts["alt_dist_trials"],
@@ -741,6 +750,8 @@ class Evaluator:
                 "order": "trials streamed one at a time; each trial's expected output comes out of its own "
                          "process only after the candidate handed over its output for that trial",
             }
+            if opts.get("input_layouts"):
+                res.checks["layouts"] = _layouts_record(state, opts, perf)
             return self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2)
         finally:
             work.release()
@@ -826,6 +837,10 @@ class Evaluator:
                                 f"keep host-side allocations small (the work belongs on the GPU)", t_start)
         if verdict is None:
             kind, message = _failure_of(cand, state["phase"], opts["timeout_s"])
+            failed = state.get("failed_trial")
+            if failed is not None and state["phase"].startswith("running forward"):
+                # It raised (x.view(-1) on a transposed input, say) or hung in a layout trial's forward.
+                message = _with_note(message, _layout_note(opts, failed, state))
             return res.fail(kind, message, t_start, stderr=cand.tail())
         res.max_abs_err = verdict.get("max_abs_err")
         res.checks["correctness"].update({k: verdict[k] for k in ("max_abs_err", "rel_err", "warnings")
@@ -1227,9 +1242,13 @@ class Evaluator:
         if not isinstance(subproblems_dir, str) or not os.path.isdir(subproblems_dir):
             raise RequestError(f"subproblems_dir {subproblems_dir}: no such directory")
         try:
-            from . import decompose_check  # noqa: F401
+            from . import decompose_check
         except ImportError as e:
             raise RequestError(f"decomposition checks unavailable (mkevolve_worker.decompose_check: {e})") from None
+        bad = decompose_check.tolerance_option_error(
+            {"decompose_tol_fraction": decompose_check.DEFAULT_TOL_FRACTION, **options})
+        if bad:
+            raise RequestError(bad)
         if options.pop("test_cpu", False):
             options["device"] = "cpu"
         elif options.get("device") == "cpu" and not self.test_mode:
@@ -1357,6 +1376,55 @@ def wrong_device(t: dict, cmeta: dict, device: str) -> dict | None:
                 "message": "the output is not a CUDA tensor; compute it on the GPU with your Triton kernels"
                            + _trial_context(t), "max_abs_err": None}
     return None
+
+
+def _keep_layout(state: dict, tid: str, rev: dict) -> None:
+    """Keeps what the reference says it applied of trial tid's layout (its
+    "expected" event's "layout": {"index", "applied", "skipped"}), checked."""
+    rec = rev.get("layout") if isinstance(rev, dict) else None
+    if not isinstance(rec, dict) or isinstance(rec.get("index"), bool) or not isinstance(rec.get("index"), int):
+        return
+    applied = [i for i in rec.get("applied") or [] if isinstance(i, int) and not isinstance(i, bool)]
+    skipped = [{"input": s["input"], "why": str(s.get("why", ""))[:200]} for s in rec.get("skipped") or []
+               if isinstance(s, dict) and isinstance(s.get("input"), int)]
+    state["layouts"][tid] = {"index": rec["index"], "applied": applied, "skipped": skipped}
+
+
+def _layout_note(opts: dict, t: dict, state: dict) -> str:
+    """'on trial c0t1, input 0 was a non-contiguous view: shape [..], stride
+    [..], ...' for a failure on a trial whose inputs took a layout, else ''."""
+    rec = state["layouts"].get(t["id"])
+    layout = layouts.for_trial(opts, t)
+    if not rec or layout is None or not rec["applied"]:
+        return ""
+    return layouts.note(layout, rec["applied"], t["id"])
+
+
+def _with_note(message: str, note: str) -> str:
+    """The note at the end of the message's first line (the line a summary shows)."""
+    if not note:
+        return message
+    head, sep, rest = message.partition("\n")
+    return f"{head}; {note}{sep}{rest}"
+
+
+def _layouts_record(state: dict, opts: dict, perf: bool) -> dict:
+    """checks.layouts: which layouts the trials' inputs took, and which could
+    not be applied and why (grouped, with the trials)."""
+    applied: dict = {}
+    skipped: dict = {}
+    for tid, rec in state["layouts"].items():
+        if rec["applied"]:
+            applied.setdefault((rec["index"], tuple(rec["applied"])), []).append(tid)
+        for s in rec["skipped"]:
+            skipped.setdefault((rec["index"], s["input"], s["why"]), []).append(tid)
+    return {"given": len(opts["input_layouts"]),
+            "applied": [{"layout": k, "inputs": list(ins), "trials": ts} for (k, ins), ts in applied.items()],
+            "skipped": [{"layout": k, "input": i, "why": why, "trials": ts} for (k, i, why), ts in skipped.items()],
+            "timed": 0 if perf else None,
+            "how": "each trial's inputs in layout k mod the number given (k: the trial's place in its "
+                   "configuration), made by the reference and by the candidate from their own copies; the timed "
+                   "calls' buffers in layout 0, refilled in place"}
 
 
 def _tolerance_record(worst: dict, opts: dict) -> dict:

@@ -75,12 +75,13 @@ def make_refill(buffers: list, pool: list[list], last: list, seed_last=None):
     is compared on the same draw. Outside the timed region: refill runs before
     each call's start event."""
     import torch
+    from .layouts import copy_into
 
     def refill(i: int, is_last: bool) -> None:
         src = last if is_last else pool[i % len(pool)]
         for b, s in zip(buffers, src):
             if isinstance(b, torch.Tensor) and isinstance(s, torch.Tensor):
-                b.copy_(s)
+                copy_into(b, s)  # in place: the buffers keep their layout (strides, broadcast dims)
         if is_last and seed_last is not None:
             seed_last()
     return refill

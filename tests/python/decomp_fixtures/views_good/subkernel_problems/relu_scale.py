@@ -1,0 +1,19 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return torch.relu(x) * self.scale
+
+
+def get_inputs():
+    return [torch.randn(16, 4, 8)]
+
+
+def get_init_inputs():
+    return [2.0]
