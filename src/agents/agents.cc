@@ -222,21 +222,62 @@ Result<Conversation> decompose_prompt(const Prompts& p, const problem::Problem& 
   return render(p, "decompose", {{"problem_source", problem.source}, {"previous", previous}});
 }
 
-Result<Conversation> generate_prompt(const KernelContext& k, const std::string& problem_source) {
-  return render(*k.prompts, "generate", {{"problem_source", problem_source}, {"hardware", k.hardware}});
+std::string inputs_text(const nlohmann::json& input_layouts) {
+  if (!input_layouts.is_array() || input_layouts.empty()) return "";
+  auto dims = [](const nlohmann::json& v) {
+    std::string out = "[";
+    if (v.is_array())
+      for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i].dump();
+    return out + "]";
+  };
+  std::string out =
+      "In the composed solution the top level passes some of this module's inputs as views that are not "
+      "contiguous, and your kernel is checked with exactly these layouts (strides in elements; trial k uses "
+      "call k mod " + std::to_string(input_layouts.size()) + "):\n";
+  for (size_t c = 0; c < input_layouts.size(); ++c) {
+    const auto& call = input_layouts[c];
+    if (!call.is_array()) continue;
+    out += fmt::format("- call {}:", c + 1);
+    for (size_t i = 0; i < call.size(); ++i) {
+      const auto& in = call[i];
+      if (!in.is_object()) continue;
+      bool contiguous = in.value("contiguous", false);
+      bool broadcast = false;
+      if (in.contains("stride") && in["stride"].is_array())
+        for (const auto& st : in["stride"]) broadcast |= st.is_number() && st.get<double>() == 0;
+      out += fmt::format(" input {}: shape {}, stride {}{}{};", i, dims(in.value("shape", nlohmann::json())),
+                         dims(in.value("stride", nlohmann::json())),
+                         in.value("offset", 0) ? fmt::format(", storage offset {}", in.value("offset", 0)) : "",
+                         contiguous ? " (contiguous)" : broadcast ? " (a broadcast view: stride 0 repeats values)"
+                                                                  : " (not contiguous)");
+    }
+    out += "\n";
+  }
+  out += "Index every input through its strides (pass x.stride(d) to the kernel and use it in the pointer "
+         "arithmetic), or call .contiguous() on it first (that costs a copy). Never assume a flat, contiguous "
+         "layout, and never call .view() where the layout may not allow it.";
+  return out;
+}
+
+Result<Conversation> generate_prompt(const KernelContext& k, const std::string& problem_source,
+                                     const std::string& inputs) {
+  return render(*k.prompts, "generate",
+                {{"problem_source", problem_source}, {"hardware", k.hardware}, {"inputs", inputs}});
 }
 
 Result<Conversation> debug_prompt(const KernelContext& k, const std::string& problem_source, const std::string& kernel,
-                                  const eval::Verdict& result) {
+                                  const eval::Verdict& result, const std::string& inputs) {
   return render(*k.prompts, "debug",
                 {{"problem_source", problem_source},
                  {"hardware", k.hardware},
                  {"kernel", kernel},
-                 {"feedback", eval_feedback(result)}});
+                 {"feedback", eval_feedback(result)},
+                 {"inputs", inputs}});
 }
 
 Result<Conversation> optimize_prompt(const KernelContext& k, const std::string& problem_source,
-                                     const std::string& kernel, const eval::Verdict& result) {
+                                     const std::string& kernel, const eval::Verdict& result,
+                                     const std::string& inputs) {
   // Where its time goes against the roofline (issue 15); empty on the CPU,
   // without a work record, or without a timed run.
   std::string profile = k.gpu_name.empty() ? std::string() : eval::roofline::prompt_block(result, k.gpu_name);
@@ -245,7 +286,8 @@ Result<Conversation> optimize_prompt(const KernelContext& k, const std::string& 
                  {"hardware", k.hardware},
                  {"kernel", kernel},
                  {"feedback", eval_feedback(result)},
-                 {"profile", profile}});
+                 {"profile", profile},
+                 {"inputs", inputs}});
 }
 
 Result<Conversation> split_prompt(const Prompts& p, const problem::Problem& problem, const problem::Topology& topo,

@@ -92,11 +92,19 @@ struct KernelContext {
 /// (mkevolve adapt), in the prompt's file format; empty for a plain decompose.
 Result<Conversation> decompose_prompt(const Prompts& p, const problem::Problem& problem,
                                       const std::string& previous = {});
-Result<Conversation> generate_prompt(const KernelContext& k, const std::string& problem_source);
+/// The kernel prompts' `inputs` block: how the kernel's inputs arrive and are
+/// checked, from the layouts the top level passes them in
+/// (eval::EvalOptions::input_layouts; null: contiguous, and "" is returned).
+std::string inputs_text(const nlohmann::json& input_layouts);
+/// inputs: inputs_text(...) of the task ("" : nothing to say).
+Result<Conversation> generate_prompt(const KernelContext& k, const std::string& problem_source,
+                                     const std::string& inputs = "");
 Result<Conversation> debug_prompt(const KernelContext& k, const std::string& problem_source,
-                                  const std::string& kernel, const eval::Verdict& result);
+                                  const std::string& kernel, const eval::Verdict& result,
+                                  const std::string& inputs = "");
 Result<Conversation> optimize_prompt(const KernelContext& k, const std::string& problem_source,
-                                     const std::string& kernel, const eval::Verdict& result);
+                                     const std::string& kernel, const eval::Verdict& result,
+                                     const std::string& inputs = "");
 /// failing: subproblem name -> what went wrong with its best kernel.
 Result<Conversation> split_prompt(const Prompts& p, const problem::Problem& problem, const problem::Topology& topo,
                                   const std::map<std::string, std::string>& failing);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <future>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +70,12 @@ struct EvalOptions {
   /// Set by the pool on the baseline request it sends for that second
   /// baseline: the worker times it with TF32 on.
   bool tf32 = false;
+  /// The layouts the composition passes this subproblem's inputs in (the
+  /// decomposition check's input_layouts_seen; null: fresh contiguous
+  /// inputs). Trial k uses layout k mod N, so a kernel that assumes
+  /// contiguous inputs fails locally, where the debug prompt names the
+  /// layout, and not only once composed (docs/EVAL.md, Input layouts).
+  nlohmann::json input_layouts;
 };
 
 struct EvalRequest {
@@ -91,12 +98,29 @@ struct DecompositionRequest {
   std::filesystem::path subproblems_dir;  ///< subkernel_problems/
   bool test_cpu = false;
   double timeout_s = 300;
+  /// The run's own tolerances (--atol/--rtol), when set: the problem's
+  /// tolerance the bound is a fraction of; unset, each output dtype's.
+  std::optional<double> atol, rtol;
+  /// The decomposition must agree with the original within this fraction of
+  /// the problem's tolerance, per output (0: exactly), so that it never eats
+  /// the kernels' error budget while re-expressed ops (erf GELU, a written-out
+  /// softmax, a matmul plus bias) still pass.
+  double tol_fraction = 0.1;
 };
 
 struct DecompositionResult {
   bool ok = false;
   std::vector<std::string> failures;  ///< one line each, actionable
   std::string feedback;               ///< concise text for the LLM
+  /// The largest difference from the original the check measured (unset:
+  /// the outputs were never compared), and the bound per output
+  /// ({"fraction", "outputs": [{output, dtype, atol, rtol, max_abs_err, ...}]}).
+  std::optional<double> max_abs_err;
+  nlohmann::json tolerance;
+  /// Per subproblem name, the layouts the top level passed its inputs in
+  /// (EvalOptions::input_layouts' form), only where some input was not
+  /// contiguous.
+  std::map<std::string, nlohmann::json> input_layouts;
   nlohmann::json raw;
 };
 

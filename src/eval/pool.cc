@@ -1230,6 +1230,27 @@ void WorkerPool::add_tf32_baseline(Slot& slot, const EvalRequest& req, const std
   if (timed_without_lock(b->raw)) r.raw["baseline_timed_without_lock"] = true;
 }
 
+namespace {
+/// A verify_decomposition answer's input_layouts_seen, per subproblem, where
+/// the top level passed some input as a non-contiguous view (the form
+/// EvalOptions::input_layouts takes).
+std::map<std::string, json> strided_layouts(const json& body) {
+  std::map<std::string, json> out;
+  auto subs = body.find("subproblems");
+  if (subs == body.end() || !subs->is_object()) return out;
+  for (const auto& [name, sp] : subs->items()) {
+    if (!sp.is_object() || !sp.contains("input_layouts_seen") || !sp["input_layouts_seen"].is_array()) continue;
+    const json& calls = sp["input_layouts_seen"];
+    bool strided = false;
+    for (const auto& call : calls)
+      if (call.is_array())
+        for (const auto& in : call) strided |= in.is_object() && in.value("contiguous", true) == false;
+    if (strided) out[name] = calls;
+  }
+  return out;
+}
+}  // namespace
+
 std::future<DecompositionResult> WorkerPool::verify_decomposition(DecompositionRequest req) {
   auto promise = std::make_shared<std::promise<DecompositionResult>>();
   auto fut = promise->get_future();
@@ -1257,7 +1278,12 @@ std::future<DecompositionResult> WorkerPool::verify_decomposition(DecompositionR
              {"problem", req.problem.string()},
              {"decomposed", req.decomposed.string()},
              {"subproblems_dir", req.subproblems_dir.string()},
-             {"options", {{"test_cpu", req.test_cpu}, {"timeout_s", req.timeout_s}}}};
+             {"options",
+              {{"test_cpu", req.test_cpu},
+               {"timeout_s", req.timeout_s},
+               {"atol", req.atol ? json(*req.atol) : json(nullptr)},
+               {"rtol", req.rtol ? json(*req.rtol) : json(nullptr)},
+               {"decompose_tol_fraction", req.tol_fraction}}}};
     double deadline = opts_.deadline_factor * req.timeout_s + opts_.grace_s;
     auto rep = call(slot, std::move(msg), deadline);
     if (rep.outcome == Server::Outcome::kTimeout)
@@ -1280,6 +1306,10 @@ std::future<DecompositionResult> WorkerPool::verify_decomposition(DecompositionR
     if (d.feedback.empty())
       for (const auto& f : d.failures) d.feedback += (d.feedback.empty() ? "" : "\n") + f;
     if (!d.ok && d.failures.empty()) d.failures.push_back(d.feedback.empty() ? "the decomposition check failed" : d.feedback);
+    if (auto e = body.find("max_abs_err"); e != body.end() && e->is_number() && e->get<double>() >= 0)
+      d.max_abs_err = e->get<double>();
+    if (auto t = body.find("tolerance"); t != body.end() && t->is_object()) d.tolerance = *t;
+    d.input_layouts = strided_layouts(body);
     d.raw = body;
     promise->set_value(std::move(d));
   };

@@ -25,7 +25,8 @@ json options_to_json(const EvalOptions& o) {
               {"profile_ncu", o.profile == "ncu"},
               {"baselines", false},
               {"calibrated", o.calibrated},
-              {"tf32", o.tf32}};
+              {"tf32", o.tf32},
+              {"input_layouts", o.input_layouts}};
 }
 
 namespace {

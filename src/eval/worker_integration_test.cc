@@ -158,6 +158,33 @@ TEST_F(RealWorkerTest, DecompositionCheckThroughThePool) {
   EXPECT_FALSE(bad.failures.empty());
   EXPECT_FALSE(bad.feedback.empty());
   for (const auto& f : bad.failures) EXPECT_EQ(f.find("{"), std::string::npos) << "not a readable line: " << f;
+
+  // An honest re-expression (erf GELU, a written-out softmax) differs by ulps
+  // and passes within a tenth of the fp32 tolerance; the result says by how much.
+  d.problem = fx / "problems/gelu_softmax.py";
+  d.decomposed = fx / "gsm_good/decomposed_problem.py";
+  d.subproblems_dir = fx / "gsm_good/subkernel_problems";
+  DecompositionResult close = pool->verify_decomposition(d).get();
+  EXPECT_TRUE(close.ok) << close.feedback;
+  ASSERT_TRUE(close.max_abs_err);
+  EXPECT_GT(*close.max_abs_err, 0.0);
+  EXPECT_DOUBLE_EQ(close.tolerance.value("fraction", 0.0), 0.1) << close.tolerance.dump();
+  // An approximated GELU is a formula change: rejected, naming error and bound.
+  d.decomposed = fx / "gsm_bad_sigmoid_gelu/decomposed_problem.py";
+  d.subproblems_dir = fx / "gsm_bad_sigmoid_gelu/subkernel_problems";
+  DecompositionResult approx = pool->verify_decomposition(d).get();
+  EXPECT_FALSE(approx.ok);
+  ASSERT_FALSE(approx.failures.empty());
+  EXPECT_NE(approx.failures[0].find("exceeds the decomposition bound"), std::string::npos) << approx.failures[0];
+  // The views the top level passes are the layouts each subproblem's trials use.
+  d.problem = fx / "problems/views.py";
+  d.decomposed = fx / "views_good/decomposed_problem.py";
+  d.subproblems_dir = fx / "views_good/subkernel_problems";
+  DecompositionResult views = pool->verify_decomposition(d).get();
+  EXPECT_TRUE(views.ok) << views.feedback;
+  ASSERT_TRUE(views.input_layouts.count("tanh")) << views.raw.dump();
+  const auto& call = views.input_layouts.at("tanh").at(0).at(0);
+  EXPECT_FALSE(call.value("contiguous", true)) << call.dump();
 }
 
 // Live processes whose command line contains text.

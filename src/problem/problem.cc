@@ -132,8 +132,10 @@ Status Topology::write_to(const fs::path& dir, bool durable) const {
 
 nlohmann::json Topology::to_json() const {
   nlohmann::json subs = nlohmann::json::array();
-  for (const auto& s : subproblems)
+  for (const auto& s : subproblems) {
     subs.push_back({{"name", s.name}, {"hash", s.hash}, {"multi_config", s.multi_config}, {"source", s.source}});
+    if (!s.input_layouts.is_null()) subs.back()["input_layouts"] = s.input_layouts;
+  }
   return {{"top_level", top_level}, {"monolithic", monolithic}, {"origin", origin}, {"subproblems", subs}};
 }
 
@@ -143,8 +145,10 @@ Result<Topology> Topology::from_json(const nlohmann::json& j) {
     t.top_level = j.at("top_level").get<std::string>();
     t.monolithic = j.value("monolithic", false);
     t.origin = j.value("origin", "");
-    for (const auto& s : j.at("subproblems"))
+    for (const auto& s : j.at("subproblems")) {
       t.subproblems.push_back(Subproblem::make(s.at("name").get<std::string>(), s.at("source").get<std::string>()));
+      if (s.contains("input_layouts")) t.subproblems.back().input_layouts = s["input_layouts"];
+    }
     return t;
   } catch (const std::exception& e) {
     return Error{std::string("topology snapshot: ") + e.what()};

@@ -34,6 +34,10 @@ struct Subproblem {
   std::string hash;     ///< sha256 of source: kernels survive a topology change only if it is unchanged
   /// Instantiated more than once (the file defines get_input_configs()).
   bool multi_config = false;
+  /// The layouts the top level passes its inputs in, as its decomposition
+  /// check saw them (eval::EvalOptions::input_layouts' form), when some input
+  /// is a non-contiguous view; null: contiguous, as get_inputs() makes them.
+  nlohmann::json input_layouts;
 
   static Subproblem make(std::string name, std::string source);
   std::string file() const { return "subkernel_problems/" + name + ".py"; }

@@ -241,6 +241,39 @@ std::string best_source_text(const ReportData& s) {
   return it + "; as the search measured it" +
          (s.final_check.result.empty() ? ", no final check" : ", not re-measured by the final check");
 }
+/// The decomposition checks in one line: how many passed and failed, and for
+/// those that passed the largest difference from the original and the bound
+/// it was held to ("" : none logged).
+std::string verification_text(const ReportData& s) {
+  if (s.verifications.empty()) return "";
+  int passed = 0, failed = 0;
+  std::optional<double> worst;
+  const nlohmann::json* bound = nullptr;
+  for (const auto& v : s.verifications) {
+    (v.ok ? passed : failed) += 1;
+    if (!v.ok || !v.max_abs_err) continue;
+    if (!worst || *v.max_abs_err >= *worst) {
+      worst = v.max_abs_err;
+      if (v.tolerance.is_object() && v.tolerance.contains("outputs") && v.tolerance["outputs"].is_array() &&
+          !v.tolerance["outputs"].empty())
+        bound = &v.tolerance["outputs"][0];
+    }
+  }
+  char buf[64];
+  std::string out = std::to_string(passed) + " passed, " + std::to_string(failed) + " failed";
+  if (worst) {
+    std::snprintf(buf, sizeof buf, "%.2g", *worst);
+    out += std::string("; the largest difference from the original among those that passed: ") + buf;
+    if (bound && (*bound).contains("atol") && (*bound)["atol"].is_number()) {
+      std::snprintf(buf, sizeof buf, "atol %.2g + rtol %.2g", (*bound)["atol"].get<double>(),
+                    (*bound).value("rtol", 0.0));
+      out += std::string(" (allowed per element: ") + buf + " \u00d7 the original's magnitude, " +
+             (*bound).value("dtype", std::string("its dtype")) + ", a fraction of the problem's tolerance)";
+    }
+  }
+  return out;
+}
+
 /// What the cheat judge did, or plainly that none ran.
 std::string judge_text(const ReportData& s) {
   const auto& e = s.judged_on_entry;
@@ -361,6 +394,8 @@ std::string render_markdown(const ReportData& s) {
     }
     if (header) md += "\n";
   }
+  if (std::string v = verification_text(s); !v.empty())
+    md += "Decomposition checks (the outputs against the original's, under the same seed): " + md_cell(v) + ".\n\n";
   if (!s.composition_failures.empty()) {
     md += "Compositions that failed while every subkernel passed its own checks:\n\n";
     for (const auto& f : s.composition_failures) md += "- " + md_cell(composition_failure_text(f)) + "\n";
@@ -739,6 +774,8 @@ std::string render_html(const ReportData& s) {
                    escape(col.detail) + "</li>";
     if (!changes.empty()) h += "<ul class=\"changes\">" + changes + "</ul>";
   }
+  if (std::string v = verification_text(s); !v.empty())
+    h += "<p>Decomposition checks (the outputs against the original's, under the same seed): " + escape(v) + ".</p>";
   if (!s.composition_failures.empty()) {
     h += "<p>Compositions that failed while every subkernel passed its own checks:</p><ul class=\"changes\">";
     for (const auto& f : s.composition_failures) h += "<li>" + escape(composition_failure_text(f)) + "</li>";

@@ -233,6 +233,8 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
       s.swaps.push_back(std::move(*sw));
     } else if (auto pf = rundir::events::Postfuse::from_json(ev)) {
       s.postfuse.push_back(std::move(*pf));
+    } else if (auto vd = rundir::events::VerifyDecomposition::from_json(ev)) {
+      s.verifications.push_back(std::move(*vd));
     } else if (auto cf = rundir::events::CompositionFailure::from_json(ev)) {
       s.composition_failures.push_back(std::move(*cf));
     } else if (auto fc = rundir::events::FinalCheck::from_json(ev)) {

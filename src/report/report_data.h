@@ -111,6 +111,8 @@ struct ReportData {
   std::vector<SubkernelRow> final_subkernels;
   std::vector<rundir::events::Swap> swaps;
   std::vector<rundir::events::Postfuse> postfuse;
+  /// The decomposition, split and fusion checks (verify_decomposition events).
+  std::vector<rundir::events::VerifyDecomposition> verifications;
   /// Compositions that failed while every subkernel passed, and where each went.
   std::vector<rundir::events::CompositionFailure> composition_failures;
 

@@ -266,6 +266,29 @@ TEST(Report, SaysPlainlyWhetherACheatJudgeRan) {
   EXPECT_NE(render_html(s).find("Cheat judge"), std::string::npos);
 }
 
+TEST(Report, TheDecompositionChecksSayHowCloseTheyCameAndTheBound) {
+  using namespace rundir::events;
+  std::vector<json> ev;
+  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
+  VerifyDecomposition bad{"p", "decompose", 0, 0, false, {"outputs differ"}, 0.5};
+  bad.max_abs_err = 1.7e-4;
+  VerifyDecomposition good{"p", "decompose", 0, 1, true, {}, 0.5};
+  good.max_abs_err = 3.7e-8;
+  good.tolerance = {{"fraction", 0.1},
+                    {"outputs", json::array({{{"output", "output"}, {"dtype", "float32"}, {"atol", 1e-5},
+                                              {"rtol", 1e-5}, {"max_abs_err", 3.7e-8}}})}};
+  ev.push_back(bad.to_json());
+  ev.push_back(good.to_json());
+  ReportData s = summarize(ev, json::object(), json::object());
+  ASSERT_EQ(s.verifications.size(), 2u);
+  EXPECT_DOUBLE_EQ(*s.verifications[1].max_abs_err, 3.7e-8);
+  std::string md = render_markdown(s);
+  EXPECT_NE(md.find("1 passed, 1 failed; the largest difference from the original among those that passed: 3.7e-08 "
+                    "(allowed per element: atol 1e-05 + rtol 1e-05 \u00d7 the original's magnitude, float32"),
+            std::string::npos)
+      << md;
+}
+
 TEST(Report, ACompositionThatFailedInPlaceSaysWhereItWent) {
   using namespace rundir::events;
   std::vector<json> ev;

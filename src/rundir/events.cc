@@ -391,6 +391,8 @@ nlohmann::json VerifyDecomposition::to_json() const {
   nlohmann::json j = {{"type", kType}, {"task", task}, {"agent", agent},       {"iteration", iteration},
                       {"sample", sample}, {"ok", ok},    {"failures", failures}};
   if (seconds) j["seconds"] = *seconds;
+  if (max_abs_err) j["max_abs_err"] = *max_abs_err;
+  if (!tolerance.is_null()) j["tolerance"] = tolerance;
   put_meta(j, meta);
   return j;
 }
@@ -400,6 +402,8 @@ std::optional<VerifyDecomposition> VerifyDecomposition::from_json(const nlohmann
   VerifyDecomposition v{str(j, "task"),         str(j, "agent"),           integer(j, "iteration"),
                         integer(j, "sample"),      fields::boolean(j, "ok"), fields::strings(j, "failures"),
                         optnum(j, "seconds")};
+  v.max_abs_err = optnum(j, "max_abs_err");
+  if (j.contains("tolerance") && j["tolerance"].is_object()) v.tolerance = j["tolerance"];
   v.meta = get_meta(j, v.to_json());
   return v;
 }

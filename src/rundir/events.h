@@ -405,6 +405,11 @@ struct VerifyDecomposition {
   bool ok = false;
   std::vector<std::string> failures{};
   std::optional<double> seconds{};  ///< how long the check took (absent: not measured)
+  /// How far the decomposition's outputs were from the original's (absent:
+  /// never compared), and the bound each output was held to: the worker's
+  /// {"fraction", "outputs": [{output, dtype, atol, rtol, max_abs_err, max_rel_err, ...}]}.
+  std::optional<double> max_abs_err{};
+  nlohmann::json tolerance{};
   Meta meta{};
   nlohmann::json to_json() const;
   static std::optional<VerifyDecomposition> from_json(const nlohmann::json& j);

@@ -352,6 +352,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
     req.kernel = file;
     req.options = ctx.opts.eval;
     req.options.allow_pytorch = task.allow_pytorch;
+    req.options.input_layouts = task.input_layouts;
     req.task = task.task;
     req.priority = priority;
     c.result = detail::evaluate(ctx, req);
@@ -498,8 +499,10 @@ Job next_job(SearchContext& ctx, const KernelTask& task, const Candidate& m, int
     return j;
   }
   auto k = ctx.kernel_context();
-  Result<agents::Conversation> conv = m.correct() ? agents::optimize_prompt(k, task.problem_source, m.source, m.result)
-                                                  : agents::debug_prompt(k, task.problem_source, m.source, m.result);
+  const std::string inputs = agents::inputs_text(task.input_layouts);
+  Result<agents::Conversation> conv = m.correct()
+                                          ? agents::optimize_prompt(k, task.problem_source, m.source, m.result, inputs)
+                                          : agents::debug_prompt(k, task.problem_source, m.source, m.result, inputs);
   j.agent = m.correct() ? "optimize" : "debug";
   if (!conv) {
     ctx.set_fatal(conv.error());
@@ -526,7 +529,8 @@ BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState be
       if (task.initial) {
         conv = *task.initial;
       } else {
-        auto g = agents::generate_prompt(ctx.kernel_context(), task.problem_source);
+        auto g = agents::generate_prompt(ctx.kernel_context(), task.problem_source,
+                                         agents::inputs_text(task.input_layouts));
         if (!g) {
           ctx.set_fatal(g.error());
           break;
@@ -612,7 +616,7 @@ void BeamState::apply_rejected() {
 
 std::vector<Candidate> parallel_sampling(SearchContext& ctx, const KernelTask& task, int budget, int iteration,
                                          EventSink* sink) {
-  auto g = agents::generate_prompt(ctx.kernel_context(), task.problem_source);
+  auto g = agents::generate_prompt(ctx.kernel_context(), task.problem_source, agents::inputs_text(task.input_layouts));
   if (!g) {
     ctx.set_fatal(g.error());
     return {};

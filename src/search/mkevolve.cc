@@ -17,6 +17,7 @@
 #include "search/internal.h"
 #include "search/search.h"
 #include "util/fs.h"
+#include "util/hash.h"
 
 namespace mk::search {
 
@@ -50,7 +51,13 @@ using problem::Topology;
 
 /// A subproblem's beam: by name and source, so that two subproblems with the
 /// same code get a beam each, and a changed subproblem starts afresh.
-std::string beam_key(const Subproblem& sp) { return sp.name + "#" + sp.hash; }
+/// A beam belongs to a subproblem's name, source and the layouts the top level
+/// passes its inputs in: kernels verified for other layouts start over.
+std::string beam_key(const Subproblem& sp) {
+  std::string key = sp.name + "#" + sp.hash;
+  if (!sp.input_layouts.is_null()) key += "#" + sha256_hex(sp.input_layouts.dump()).substr(0, 12);
+  return key;
+}
 
 /// A file with trailing spaces and trailing blank lines dropped: how a reply's
 /// files come back may differ from the earlier run's in nothing else.
@@ -81,6 +88,14 @@ std::string without_sizes(const std::string& src) {
 
 fs::path subproblem_file(const SearchContext& ctx, const Subproblem& sp) {
   return ctx.workspace / "subproblems" / fmt::format("{}-{}.py", sp.name, sp.hash.substr(0, 12));
+}
+
+/// LLMEvolveKernel's task for a subproblem: its file, its source, and the
+/// layouts the top level passes its inputs in.
+KernelTask subproblem_task(const SearchContext& ctx, const Subproblem& sp) {
+  KernelTask task{sp.name, subproblem_file(ctx, sp), sp.source, std::nullopt, "generate", false};
+  task.input_layouts = sp.input_layouts;
+  return task;
 }
 
 /// What the last end-to-end Evaluate found (Algorithm 2's local/global check
@@ -379,7 +394,7 @@ void seed_reused(SearchContext& ctx, const Reuse& r, const Topology& topo, std::
   std::vector<std::future<void>> futs;
   for (auto& s : seeds)
     futs.push_back(std::async(std::launch::async, [&ctx, &r, &s] {
-      KernelTask task{s.sp->name, subproblem_file(ctx, *s.sp), s.sp->source, std::nullopt, "generate", false};
+      KernelTask task = subproblem_task(ctx, *s.sp);
       detail::evaluate_source(ctx, task, s.c, s.rec, s.events, 0, !r.judged, 0);
     }));
   for (auto& f : futs) f.get();
@@ -575,7 +590,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       for (size_t i = 0; i < topo.subproblems.size(); ++i) {
         const Subproblem& sp = topo.subproblems[i];
         bufs.push_back(std::make_unique<BufferedSink>(ctx.sink));
-        KernelTask task{sp.name, subproblem_file(ctx, sp), sp.source, std::nullopt, "generate", false};
+        KernelTask task = subproblem_task(ctx, sp);
         BeamState start = beams[beam_key(sp)];
         BufferedSink* buf = bufs.back().get();
         int b = budget[i];

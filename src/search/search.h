@@ -200,6 +200,9 @@ struct KernelTask {
   std::optional<agents::Conversation> initial;
   std::string initial_agent = "generate";
   bool allow_pytorch = false;
+  /// A subproblem's inputs as the top level passes them (Subproblem::input_layouts):
+  /// its trials use them and its prompts state them; null: contiguous.
+  nlohmann::json input_layouts;
 };
 
 struct BeamState {

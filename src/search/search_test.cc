@@ -563,6 +563,54 @@ TEST(Decompose, WorkersRetryOnTheirOwnFeedbackAndTheFirstVerifiedWins) {
   EXPECT_EQ(h.sink.of_type("topology")[0]["worker"], 2);
 }
 
+TEST(Decompose, TheCheckRecordsItsErrorAndBoundAndTheLayoutsReachTheTrialsAndThePrompts) {
+  // The decomposition check measured 1.5e-8 against a bound of 1e-5 and saw
+  // the top level pass alpha a transposed view: the verify event records the
+  // error and the bound, alpha's evaluations carry the layout, and its kernel
+  // prompts say how its inputs arrive. beta's inputs are contiguous: nothing.
+  Harness h;
+  h.ctx.opts.iterations = 1;
+  h.ctx.opts.calls_per_iter = 4;
+  h.llm.on("decompose", files_reply({{"decomposed_problem.py", top_source({"alpha", "beta"})},
+                                     {"subkernel_problems/alpha.py", sub_source("alpha", "# FAKE: strided-input")},
+                                     {"subkernel_problems/beta.py", sub_source("beta")}}));
+  h.llm.on("*", kernel_reply("correct speedup=1.5"));
+  auto res = run_method(h.ctx, h.problem);
+  ASSERT_EQ(res.status, "ok") << res.error;
+  auto vd = h.sink.of_type("verify_decomposition");
+  ASSERT_FALSE(vd.empty());
+  EXPECT_DOUBLE_EQ(vd[0]["max_abs_err"].get<double>(), 1.5e-8);
+  EXPECT_DOUBLE_EQ(vd[0]["tolerance"]["outputs"][0]["atol"].get<double>(), 1e-5);
+  EXPECT_DOUBLE_EQ(h.ev.decomposition_requests()[0].tol_fraction, 0.1);
+  int alpha_evals = 0, beta_evals = 0;
+  for (const auto& r : h.ev.requests()) {
+    if (r.task == "alpha") {
+      ++alpha_evals;
+      ASSERT_TRUE(r.options.input_layouts.is_array()) << r.kernel;
+      EXPECT_EQ(r.options.input_layouts[0][0]["stride"], nlohmann::json({1, 4}));
+    } else if (r.task == "beta") {
+      ++beta_evals;
+      EXPECT_TRUE(r.options.input_layouts.is_null());
+    }
+  }
+  EXPECT_GT(alpha_evals, 0);
+  EXPECT_GT(beta_evals, 0);
+  bool alpha_told = false, beta_told = false;
+  for (const auto& r : h.llm.requests()) {
+    if (r.agent != "generate" && r.agent != "debug" && r.agent != "optimize") continue;
+    bool told = r.messages.front().content.find("## How your inputs arrive") != std::string::npos;
+    if (r.task == "alpha") alpha_told |= told && r.messages.front().content.find("stride [1, 4]") != std::string::npos;
+    if (r.task == "beta") beta_told |= told;
+  }
+  EXPECT_TRUE(alpha_told);
+  EXPECT_FALSE(beta_told);
+  // The topology snapshot keeps the layouts (a resume reads them back).
+  ASSERT_FALSE(h.sink.topologies.empty());
+  auto back = problem::Topology::from_json(h.sink.topologies.back().second.to_json());
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->find("alpha")->input_layouts.is_null());
+}
+
 TEST(Decompose, MalformedReplyIsReasked) {
   Harness h;
   h.ctx.opts.decompose_workers = 1;

@@ -97,6 +97,8 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
   req.subproblems_dir = dir / "subkernel_problems";
   req.test_cpu = ctx.opts.eval.test_cpu;
   req.timeout_s = ctx.opts.eval.timeout_s;
+  req.atol = ctx.opts.eval.atol;
+  req.rtol = ctx.opts.eval.rtol;
   eval::DecompositionResult vr;
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -106,9 +108,17 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
     vr.failures = {std::string("the verifier failed: ") + e.what()};
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  a.events.push_back(rundir::events::verify_decomposition(
-      {problem.name, agent, iteration, sample, vr.ok, vr.failures, std::round(secs * 1000) / 1000}));
+  rundir::events::VerifyDecomposition ve{problem.name, agent,       iteration, sample,
+                                         vr.ok,        vr.failures, std::round(secs * 1000) / 1000};
+  ve.max_abs_err = vr.max_abs_err;
+  ve.tolerance = vr.tolerance;
+  a.events.push_back(ve.to_json());
   if (vr.ok) {
+    // Each subproblem's trials from now on use the layouts its calls had here.
+    for (auto& sp : topo->subproblems) {
+      auto it = vr.input_layouts.find(sp.name);
+      sp.input_layouts = it == vr.input_layouts.end() ? nlohmann::json() : it->second;
+    }
     a.topology = std::move(*topo);
     return a;
   }

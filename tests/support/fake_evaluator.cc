@@ -314,7 +314,16 @@ std::future<eval::DecompositionResult> FakeEvaluator::verify_decomposition(eval:
       r.ok = false;
       r.failures.push_back(f.filename().string() + ": fake verification failure (outputs differ)");
     }
+    // The top level passes this subproblem a transposed view of a 4x8 input.
+    if (src && src->find("# FAKE: strided-input") != std::string::npos)
+      r.input_layouts[f.stem().string()] = nlohmann::json::array({nlohmann::json::array(
+          {{{"shape", {4, 8}}, {"stride", {1, 4}}, {"offset", 0}, {"dtype", "float32"}, {"contiguous", false}}})});
   }
+  // An honest re-expression: equal up to rounding, well inside the bound.
+  r.max_abs_err = r.ok ? 1.5e-8 : 0.25;
+  r.tolerance = {{"fraction", req.tol_fraction},
+                 {"outputs", nlohmann::json::array({{{"output", "output"}, {"dtype", "float32"}, {"atol", 1e-5},
+                                                     {"rtol", 1e-5}, {"max_abs_err", *r.max_abs_err}}})}};
   r.feedback = r.ok ? "" : "fake: the decomposed module's output differs from the original";
   return ready(std::move(r));
 }

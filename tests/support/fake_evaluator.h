@@ -12,6 +12,7 @@
 //   # FAKE-E2E: seed42_only                  anywhere in a package: incorrect unless the seed is 42
 //   # FAKE-E2E: slower_after_seed42=F        anywhere in a package: F times slower unless the seed is 42
 //   # FAKE: invalid-decomposition            in a decomposition: verification fails
+//   # FAKE: strided-input                    in a subproblem file: the top level passes it a transposed view
 //
 // A package (kernel = .../solution/decomposed_solution.py) is judged from its
 // subkernel_implementations/*.py: correct when every subkernel is, with
