@@ -171,6 +171,28 @@ def test_another_rule_beside_pytorch_compute_is_cheating_without_running(triton_
     assert "coverage" not in r["checks"]["static"] and "correctness" not in r["checks"], r["checks"]
 
 
+@pytest.mark.parametrize("reach, rule", [
+    ("import mkevolve_worker.coverage as collector", "reference-import"),
+    ("import os\ncollector = os.sys.modules['mkevolve_worker.coverage']", "dynamic-code"),
+    ("import sys\ncollector = sys.meta_path[0].collector", "dynamic-code"),
+])
+def test_a_candidate_that_reaches_for_the_collector_is_cheating_before_it_runs(triton_server, tmp_path, reach, rule):
+    """Forging "never ran" takes the collector, which only code the static
+    check rejects can reach: the candidate is never run."""
+    src = pathlib.Path(kernel("fallback_always_runs")).read_text()
+    src = src.replace("import math\n", "import math\n" + reach + "\n")
+    src = src.replace("        return scale_shift_relu(x, None, self.bias, init_scale=1.0)\n",
+                      "        out = scale_shift_relu(x, None, self.bias, init_scale=1.0)\n"
+                      "        collector.ran.clear()\n"
+                      "        return out\n")
+    k = tmp_path / "forge.py"
+    k.write_text(src)
+    r = run(triton_server, str(k))
+    assert r["status"] == "cheating" and r["kind"] == "static_violation", r
+    assert rule in {v["rule"] for v in r["checks"]["static"]["violations"]}, r["checks"]["static"]
+    assert "correctness" not in r["checks"], r["checks"]
+
+
 def test_without_the_static_layer_nothing_changes(triton_server):
     """Test mode without test_static: the layer is not enforced, every finding
     stays in checks.static.violations, and no line is watched."""
@@ -264,6 +286,19 @@ def test_unknown_coverage_counts_as_ran():
     assert [j["ran"] for j in u.judge()] == [None, False] and "not loaded" in u.judge()[0]["why"]
 
 
+def test_a_line_reported_the_moment_it_ran_stays_ran():
+    """The event a process sends when a flagged line first runs is kept,
+    whatever a later report of the same process says."""
+    t = _tracker()
+    t.given("candidate", required=True)
+    t.ran_now("candidate", 1, "the timed calls")
+    t.reported("candidate", _rep(), "the timed calls")
+    assert [j["ran"] for j in t.judge()] == [False, True]
+    for bad in (-1, 2, True, "1", None):
+        t.ran_now("candidate", bad, "the timed calls")
+    assert [j["ran"] for j in t.judge()] == [False, True]
+
+
 def test_the_profiling_process_counts_once_it_gets_the_inputs():
     """Before it is sent the timed calls' inputs the profiling process only
     imported the candidate (as the candidate process did): it need not
@@ -306,12 +341,15 @@ helper = os.path.join(root, "helper.py")
 lonely = os.path.join(root, "lonely.py")
 targets = [[main, 3], [main, 7], [main, 9], [main, 12], [main, 15], [main, 18], [helper, 2], [helper, 4],
            [lonely, 1], [main, 99]]
-coverage.start({"targets": targets})
+first = []
+coverage.start({"targets": targets}, first.append)
 mod = loader.import_file(main, "cand")
 m = mod.M()
 for i in range(1000):
     m.forward(i)
-print(json.dumps(coverage.report()))
+rep = coverage.report()
+rep["first"] = first
+print(json.dumps(rep))
 '''
 
 CAND = '''import helper
@@ -379,6 +417,8 @@ def test_the_collector_sees_exactly_the_lines_that_ran(tmp_path, python):
     # (a sibling imported by name: through the finder). Never: lines 9 and 18, line 12 (`if False:`
     # leaves no instruction), helper.py's blank line 4 and line 99 (past the end).
     assert rep["ran"] == [0, 1, 4, 6], rep
+    # Each told the moment it first ran, once: import (3, then helper's def), class body (7), forward.
+    assert rep["first"] == [0, 1, 6, 4], rep
     # lonely.py is never imported: its line is unknown, not "never ran".
     assert rep["unknown"] == [8], rep
 

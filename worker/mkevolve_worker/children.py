@@ -63,6 +63,11 @@ def _coverage(key: str = "cov") -> dict:
     return {key: rep} if rep is not None else {}
 
 
+def _ran_event(ctx):
+    """Tells the server the moment a flagged line first runs (coverage.py)."""
+    return lambda i: ctx.send({"ev": "ran", "i": i})
+
+
 def _fail(ctx, exc: BaseException, where: str, files: list[str], default_kind: str | None = None) -> int:
     kind = errors.classify_exception(exc)
     if isinstance(exc, SystemExit):
@@ -533,7 +538,7 @@ def candidate_body(ctx, job: dict) -> int:
     ctx.send({"ev": "isolation", "network": ctx.network})
     _limit_device_memory(job)
     # Before any candidate code runs: which of its flagged lines run (coverage.py).
-    coverage.start(job.get("coverage"))
+    coverage.start(job.get("coverage"), _ran_event(ctx))
     ctx.send({"ev": "phase", "phase": "importing the candidate"})
     try:
         mod = loader.import_candidate(kernel)
@@ -733,7 +738,7 @@ def profile_body(ctx, job: dict) -> int:
     kernel = job["kernel"]
     files = loader.candidate_files(kernel)
     _limit_device_memory(job)
-    coverage.start(job.get("coverage"))  # before any candidate code runs (coverage.py)
+    coverage.start(job.get("coverage"), _ran_event(ctx))  # before any candidate code runs (coverage.py)
     where = "importing the candidate"
     ctx.send({"ev": "phase", "phase": where})
     try:

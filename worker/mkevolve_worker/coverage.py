@@ -95,15 +95,17 @@ def targets_of(conditional: list) -> list[list]:
 _active: "Collector | None" = None
 
 
-def start(spec) -> "Collector | None":
+def start(spec, notify=None) -> "Collector | None":
     """Starts this process's collector for job["coverage"] ({"targets":
     [[path, line], ...]}), before the candidate is imported; None without
-    targets (then nothing changes). A collector that cannot start reports
-    that, and the server counts every target as ran."""
+    targets (then nothing changes). notify(i) is called the first time
+    target i runs (the child sends the server an event at once, so nothing
+    the process does later can take it back). A collector that cannot start
+    reports that, and the server counts every target as ran."""
     global _active
     if not isinstance(spec, dict) or not spec.get("targets"):
         return None
-    _active = Collector(spec["targets"])
+    _active = Collector(spec["targets"], notify)
     try:
         _active.start()
     except Exception as e:  # noqa: BLE001 - reported: every target then counts as ran
@@ -164,8 +166,9 @@ class _Finder:
 
 
 class Collector:
-    def __init__(self, targets):
+    def __init__(self, targets, notify=None):
         self.n = 0
+        self.notify = notify
         self.by_file: dict[str, dict[int, int]] = {}  # real path -> {line: target index}
         self.error: str | None = None
         self.ran: set[int] = set()
@@ -226,13 +229,23 @@ class Collector:
             stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
         self.loaded.update(lines.values())
 
+    def _hit(self, i: int) -> None:
+        if i in self.ran:
+            return
+        self.ran.add(i)
+        if self.notify is not None:
+            try:
+                self.notify(i)
+            except Exception:  # noqa: BLE001 - never the candidate's exception; the reports still say it
+                pass
+
     # sys.monitoring: one call per line start of a watched code object, once.
     def _on_line(self, code, line):
         m = self._lines.get(id(code))
         if m is not None:
             i = m.get(line)
             if i is not None:
-                self.ran.add(i)
+                self._hit(i)
         return sys.monitoring.DISABLE
 
     # sys.settrace: a line tracer only for frames of watched code objects.
@@ -246,7 +259,7 @@ class Collector:
         if event == "line":
             i = self._lines.get(id(frame.f_code), {}).get(frame.f_lineno)
             if i is not None:
-                self.ran.add(i)
+                self._hit(i)
         return self._on_line_traced
 
     def _intact(self) -> str | None:
@@ -255,6 +268,9 @@ class Collector:
             mon = sys.monitoring
             if mon.get_tool(self._tool) != TOOL_NAME:
                 return "its sys.monitoring tool id was taken away"
+            # The only way to read the callback is to set it: set it again, and see what was there.
+            if mon.register_callback(self._tool, mon.events.LINE, self._on_line) != self._on_line:
+                return "its line callback was replaced"
             for code in self._codes:
                 if not mon.get_local_events(self._tool, code) & mon.events.LINE:
                     return f"the line events of {code.co_name} were switched off"
@@ -304,6 +320,12 @@ class Tracker:
         p["started"] = True
         p["given"] += 1
         p["required"] = p["required"] or required
+
+    def ran_now(self, role: str, i, where: str) -> None:
+        """The process's event sent the moment target i first ran: kept
+        whatever its later reports say."""
+        if self.active and isinstance(i, int) and not isinstance(i, bool) and 0 <= i < self.n:
+            self.procs[role]["first"].setdefault(i, where)
 
     def reported(self, role: str, rep, where: str) -> None:
         """A report from the process (an event's or a file's "coverage"), where

@@ -688,6 +688,10 @@ class Evaluator:
                 if ev.get("ev") in ("output", "correctness_ready") and cov.active:
                     cov.reported("candidate", ev.get("cov"), f"trial {str(ev.get('id'))[:40]}"
                                  if ev["ev"] == "output" else "the correctness trials")
+                elif ev.get("ev") == "ran" and cov.active:  # a flagged line ran just now
+                    i = trial_no["i"]
+                    cov.ran_now("candidate", ev.get("i"), "the timed calls" if state.get("gate") == "timing" else
+                                f"trial {plan[i]['id']}" if i < len(plan) else "the correctness trials")
                 if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str):
                     state["phase"] = ev["phase"][:200]
                     if len(phase_s) < 64:
@@ -1384,6 +1388,13 @@ def _final_coverage(cov: coverage.Tracker, cand, prof) -> None:
             rec = _read_json(child.path(name))
             if isinstance(rec, dict) and "coverage" in rec:
                 cov.reported(role, rec["coverage"], where)
+    if prof is not None:  # the moments its flagged lines first ran (the candidate's came as they happened)
+        where = "the profiling process's set-up"
+        for ev in prof.events:
+            if ev.get("ev") == "profile_ready":
+                where = "the profiled calls"
+            elif ev.get("ev") == "ran":
+                cov.ran_now("profiling", ev.get("i"), where)
 
 
 def _coverage_lines(conditional: list, cov: coverage.Tracker) -> list[tuple[dict, dict]]:
