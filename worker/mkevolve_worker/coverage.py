@@ -43,12 +43,15 @@ How lines are seen, in the candidate's processes only:
 
 Trust: the collector lives in the candidate's own process, so a candidate
 could forge "never ran" only with code the static check already forbids
-(the findings here are the candidate's only ones): sys.monitoring or
-sys.settrace (patching), frame or gc walks (frame-inspection), sys.modules,
-globals(), importlib or exec (dynamic-code) to reach this module, file
-writes to forge a report (file-io), threads or processes to compute where no
-report looks (threads, process). Dying or hanging before a report leaves the
-lines unknown, which counts as ran.
+(the findings here are the candidate's only ones): sys.monitoring,
+sys.settrace or sys.gettrace (patching), frame or gc walks
+(frame-inspection), `import mkevolve_worker` (reference-import),
+sys.modules (also as os.sys.modules), sys.meta_path, globals(), importlib
+or exec (dynamic-code) to reach this module, file writes to forge a report
+(file-io), threads or processes to compute where no report looks (threads,
+process). Emptying the collector after a flagged line ran is too late: the
+process sent the server a "ran" event the moment it first ran. Dying or
+hanging before a report leaves the lines unknown, which counts as ran.
 
 Pure standard library: the server imports it before forking and uses only
 split, targets_of and Tracker; start, report and loader_for run in the

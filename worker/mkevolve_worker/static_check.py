@@ -37,6 +37,8 @@ Known limits (the runtime profile layer covers what this one cannot see):
   * Compute done in Python on host lists (`x.tolist()` ... `torch.tensor(...)`)
     is not flagged here; the runtime layer sees the host-to-device copy.
   * A kernel launch that is reachable but never executed (dead branch) counts.
+    So does PyTorch compute in a branch that never runs; `eval` then runs
+    the candidate and counts it only if its line ran (coverage.py).
   * Returning a tensor kept from an earlier call is flagged; keeping state on
     self (running statistics, RNN hidden state) is not.
   * `getattr(self, <computed name>)` is allowed; it is treated as reaching
