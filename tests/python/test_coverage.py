@@ -112,20 +112,22 @@ def test_a_pytorch_path_that_runs_and_is_right_is_cheating(triton_server):
     assert [w["line"] for w in r["checks"]["static"]["warnings"]] == [35]
 
 
-def test_a_switch_to_pytorch_after_the_trials_is_caught_in_the_timed_calls(triton_server):
+@pytest.mark.parametrize("name, line", [("switch_after_trials", 58), ("switch_on_global_flag", 66)])
+def test_a_switch_to_pytorch_after_the_trials_is_caught_in_the_timed_calls(triton_server, name, line):
     """(c) Triton for the first nine calls (the correctness trials), PyTorch
-    after that: every trial passes, the timed calls and the profiled calls run
-    the PyTorch line, so it is cheating, and the verdict says where it ran."""
-    r = run(triton_server, kernel("switch_after_trials"))
+    after that (a counter on the module, or a module-level flag): every trial
+    passes, the timed calls and the profiled calls run the PyTorch line, so
+    it is cheating, and the verdict says where it ran."""
+    r = run(triton_server, kernel(name))
     assert r["checks"]["correctness"]["trials_run"] == 9  # the switch comes right after the trials
     assert r["status"] == "cheating" and r["kind"] == "static_violation", r
     assert r["checks"]["static"]["coverage"]["otherwise"] == {"status": "correct", "kind": "ok"}
-    line = lines_of(r)[("switch_after_trials.py", 58)]
-    assert line["ran"] is True and line["where"] == "the timed calls", line
-    assert line["ran_in"] == {"candidate": "the timed calls", "profiling": "the profiled calls"}, line
-    assert "switch_after_trials.py:58: torch-compute: uses torch.relu" in r["reasons"][0]
+    ran = lines_of(r)[(name + ".py", line)]
+    assert ran["ran"] is True and ran["where"] == "the timed calls", ran
+    assert ran["ran_in"] == {"candidate": "the timed calls", "profiling": "the profiled calls"}, ran
+    assert f"{name}.py:{line}: torch-compute: uses torch.relu" in r["reasons"][0]
     assert "this line ran in the timed calls" in r["reasons"][0]
-    assert lines_of(r)[("switch_after_trials.py", 32)]["ran"] is False
+    assert lines_of(r)[(name + ".py", 32)]["ran"] is False
 
 
 def test_the_timed_process_alone_catches_the_switch(triton_server):
@@ -144,6 +146,23 @@ def test_without_timing_the_switch_never_runs(triton_server):
     assert r["status"] == "correct", r
     assert [w["line"] for w in r["checks"]["static"]["warnings"]] == [32, 58]
     assert list(r["checks"]["static"]["coverage"]["processes"]) == ["candidate"]
+
+
+@pytest.mark.parametrize("old, new, status, kind", [
+    ("    y = tl.maximum(x * w + b, 0.0)\n", "    y = tl.maximum(x * w - b, 0.0)\n", "incorrect", "mismatch"),
+    ("    assert x.dtype == torch.float32", "    assert x.dtype == torch.float16", "runtime_error", "runtime_error"),
+])
+def test_a_failing_kernel_with_a_fallback_that_never_ran_keeps_its_own_verdict(triton_server, tmp_path, old, new,
+                                                                                status, kind):
+    """Killed after its first wrong output, or failed with an exception: its
+    report is complete (the last output event; error.json), so the fallback
+    is a warning beside the failure the LLM has to fix."""
+    k = tmp_path / "failing.py"
+    k.write_text(pathlib.Path(kernel("fallback_never_runs")).read_text().replace(old, new))
+    r = run(triton_server, str(k))
+    assert (r["status"], r["kind"]) == (status, kind), r
+    assert r["reasons"][-1].startswith("failing.py:32: torch-compute (warning)"), r["reasons"]
+    assert r["checks"]["static"]["coverage"]["processes"]["candidate"]["complete"] is True
 
 
 def test_a_process_that_ends_before_it_reports_leaves_its_lines_unknown_which_is_cheating(triton_server):
