@@ -83,6 +83,9 @@ def test_check_op(worker_server):
     assert msg["clean"] is False and msg["violations"]
     v = msg["violations"][0]
     assert {"file", "line", "rule", "message"} <= set(v)
+    # A check runs nothing: it reports PyTorch compute like any finding, and
+    # says which rules an eval counts only where their line runs.
+    assert msg["conditional_rules"] == ["torch-compute"], msg
 
 
 def test_baseline_in_test_mode(worker_server):
@@ -151,6 +154,9 @@ def test_test_cpu_is_refused_without_test_mode(production_server):
     assert msg["type"] == "error" and "--test-mode" in msg["message"]
     msg, _ = production_server.request("baseline", problem=problem("add"), options={"test_cpu": True})
     assert msg["type"] == "error" and "--test-mode" in msg["message"]
+    msg, _ = production_server.request("eval", problem=problem("add"), kernel=cand("add_ok"),
+                                       options={"test_static": True})
+    assert msg["type"] == "error" and "test_static" in msg["message"] and "--test-mode" in msg["message"], msg
     msg, _ = production_server.request("eval", problem=problem("add"), kernel=cand("add_ok"),
                                        options={"static_check": False})
     assert msg["type"] == "error" and "--test-mode" in msg["message"]

@@ -22,6 +22,7 @@ import time
 
 from . import correctness as C
 from . import errors, layouts, loader, tensorio, workmodel
+from . import coverage
 
 # Set by the server before it limits its own thread count (children restore it).
 ORIG_THREADS: int | None = None
@@ -50,8 +51,21 @@ def write_json(path: str, obj) -> None:
 
 
 def write_error(ctx, kind: str, message: str, phase: str) -> int:
-    write_json(os.path.join(ctx.dir, "error.json"), {"kind": kind, "message": message, "phase": phase})
+    write_json(os.path.join(ctx.dir, "error.json"), {"kind": kind, "message": message, "phase": phase,
+                                                     **_coverage("coverage")})
     return 0
+
+
+def _coverage(key: str = "cov") -> dict:
+    """{key: which flagged lines ran so far} in a candidate's process whose
+    static findings are judged by what runs (coverage.py), else {}."""
+    rep = coverage.report()
+    return {key: rep} if rep is not None else {}
+
+
+def _ran_event(ctx):
+    """Tells the server the moment a flagged line first runs (coverage.py)."""
+    return lambda i: ctx.send({"ev": "ran", "i": i})
 
 
 def _fail(ctx, exc: BaseException, where: str, files: list[str], default_kind: str | None = None) -> int:
@@ -541,6 +555,8 @@ def candidate_body(ctx, job: dict) -> int:
     files = loader.candidate_files(kernel)
     ctx.send({"ev": "isolation", "network": ctx.network})
     _limit_device_memory(job)
+    # Before any candidate code runs: which of its flagged lines run (coverage.py).
+    coverage.start(job.get("coverage"), _ran_event(ctx))
     ctx.send({"ev": "phase", "phase": "importing the candidate"})
     try:
         mod = loader.import_candidate(kernel)
@@ -649,8 +665,8 @@ def candidate_body(ctx, job: dict) -> int:
                 pool_layout = layouts.for_trial(opts, t)  # the timed calls' buffers take the first set's layout
         del orig, pristine, kept
         obj = None
-        ctx.send({"ev": "output", "id": t["id"]})
-    ctx.send({"ev": "correctness_ready", "device_peak": device_peak(device)})
+        ctx.send({"ev": "output", "id": t["id"], **_coverage()})
+    ctx.send({"ev": "correctness_ready", "device_peak": device_peak(device), **_coverage()})
     if not job["perf"] or not ctx.wait_go():
         return 0
     if not pool or last is None or 0 not in models:
@@ -725,7 +741,7 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
             timed_last = C.to_cpu_tree(out)
             wall_last = None
         tensorio.save(os.path.join(ctx.dir, "timed.mkt"), {"timed_last": timed_last, "wall_last": wall_last})
-        write_json(os.path.join(ctx.dir, "timing.json"), {"times_ms": times, **extra})
+        write_json(os.path.join(ctx.dir, "timing.json"), {"times_ms": times, **extra, **_coverage("coverage")})
     except BaseException as e:  # noqa: BLE001
         return _fail(ctx, e, where, files)
     ctx.send({"ev": "done"})
@@ -755,6 +771,7 @@ def profile_body(ctx, job: dict) -> int:
     kernel = job["kernel"]
     files = loader.candidate_files(kernel)
     _limit_device_memory(job)
+    coverage.start(job.get("coverage"), _ran_event(ctx))  # before any candidate code runs (coverage.py)
     where = "importing the candidate"
     ctx.send({"ev": "phase", "phase": where})
     try:
@@ -794,7 +811,7 @@ def profile_body(ctx, job: dict) -> int:
             timer = None
         # The burst of calls waits for the server: it runs only when no
         # candidate on this GPU is being timed (gpulock.py, shared).
-        ctx.send({"ev": "profile_ready"})
+        ctx.send({"ev": "profile_ready", **_coverage()})
         if not ctx.wait_go():
             return 0
 
@@ -817,7 +834,8 @@ def profile_body(ctx, job: dict) -> int:
             acts = []
     except BaseException as e:  # noqa: BLE001
         return _fail(ctx, e, where, loader.loaded_own_files(kernel) or files)
-    record = {"activities": acts, "output_nbytes": out_nbytes[0], "device_peak": device_peak(device)}
+    record = {"activities": acts, "output_nbytes": out_nbytes[0], "device_peak": device_peak(device),
+              **_coverage("coverage")}
     if timer is not None:
         record["modules"] = timer.result()
     if device == "cuda":

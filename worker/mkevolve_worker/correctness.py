@@ -49,6 +49,8 @@ DEFAULTS = {
     "profile_ncu": False,   # a correct, timed candidate is also profiled by Nsight Compute (ncu.py):
                             # measured DRAM bytes, SM and memory throughput, achieved occupancy per kernel
     "static_check": True,   # false is honoured only in --test-mode (to exercise the runtime layers alone)
+    "test_static": False,   # --test-mode only: enforce the static layer in test_cpu too (candidates written
+                            # in Triton, run on the CPU through a stand-in Triton on the server's path)
     "host_mem_limit_bytes": 0,    # a candidate process over this much private host memory is killed (oom); 0: none
     "device_mem_limit_bytes": 0,  # a candidate process may reserve at most this much on the GPU; 0: none
     "reference_timeout_s": 0.0,   # each step of the reference's own deadline; 0: max(timeout_s, 600)

@@ -36,6 +36,7 @@ import signal
 import time
 
 from . import children, errors, footprint, gpuclock, gpulock, isolation, layouts, loader, spares, tensorio, timing
+from . import coverage
 from . import correctness as C
 
 
@@ -147,7 +148,11 @@ class Evaluator:
         res = self.static_check(os.path.abspath(kernel), allow_pytorch)
         if not res["available"]:
             raise RequestError(res["error"])
-        return {"clean": not res["violations"], "violations": res["violations"]}
+        # A check runs nothing, so it cannot know which lines run: findings of
+        # these rules are reported like any other, but an eval counts them
+        # only if their line runs (coverage.py).
+        return {"clean": not res["violations"], "violations": res["violations"],
+                "conditional_rules": sorted(coverage.CONDITIONAL_RULES)}
 
     # -- helpers --
 
@@ -162,6 +167,8 @@ class Evaluator:
             raise RequestError("option test_cpu is honoured only by a worker started with --test-mode")
         if not opts["static_check"] and not self.test_mode:
             raise RequestError("option static_check=false is honoured only by a worker started with --test-mode")
+        if opts["test_static"] and not self.test_mode:
+            raise RequestError("option test_static is honoured only by a worker started with --test-mode")
         return opts
 
     def _device(self, opts: dict) -> str:
@@ -221,7 +228,7 @@ class Evaluator:
             return res.fail("syntax_error", "syntax error: " + errors.trimmed_traceback(err), t_start)
 
         static = self.static_check(kernel, opts["allow_pytorch"])
-        if opts["test_cpu"] or not opts["static_check"]:
+        if (opts["test_cpu"] and not opts["test_static"]) or not opts["static_check"]:
             # Test mode only: torch-only CPU candidates necessarily break the rules,
             # and GPU tests switch the layer off to exercise the runtime layers alone.
             static["enforced"] = False
@@ -230,9 +237,15 @@ class Evaluator:
         else:
             static["enforced"] = True
         res.checks["static"] = static
-        if static.get("enforced") and static.get("violations"):
+        hard, conditional = coverage.split(static.get("violations") or [])
+        if static.get("enforced") and hard:
             reasons = [_violation_line(v) for v in static["violations"]]
             return res.fail("static_violation", "static check: " + "; ".join(reasons[:5]), t_start, reasons)
+        if static.get("enforced") and conditional:
+            # PyTorch compute the static check found, and nothing else: it is
+            # cheating only if it runs. The candidate's processes report
+            # which of these lines ran (coverage.py); _judge_coverage decides.
+            res.coverage = coverage.Tracker(coverage.targets_of(conditional))
 
         perf = bool(opts["perf"]) and opts["perf_trials"] > 0
         sampler = footprint.Sampler()
@@ -243,11 +256,46 @@ class Evaluator:
             # The reference side failed, not the candidate: no verdict (the
             # pool retries it, and a search never charges it to the candidate).
             out = res.no_verdict("reference_failed", str(e), t_start)
+        if res.coverage is not None and out["status"] != "no_verdict":
+            out = self._judge_coverage(res, out, conditional, t_start)
         fp = res.checks.setdefault("footprint", {})
         fp.update(host_peak_bytes=sampler.peak_bytes, host_samples=sampler.samples,
                   host_peak_by_process=sampler.peak_by_role(),
                   host_source="/proc Pss_Anon+Pss_Shmem of the server's process tree, sampled every 100 ms, "
                               "plus sealed files it held (footprint.py)")
+        return out
+
+    @staticmethod
+    def _judge_coverage(res, out: dict, conditional: list, t_start: float) -> dict:
+        """The verdict once the candidate has run, for a candidate whose only
+        static findings are PyTorch compute (coverage.py): a finding whose
+        line ran, or whose running is unknown, makes it cheating, as the
+        finding alone did before; one whose line never ran in any of its
+        processes is a warning beside the verdict it earned."""
+        cov = res.coverage
+        lines = _coverage_lines(conditional, cov)
+        static = res.checks["static"]
+        static["coverage"] = {
+            "rules": sorted(coverage.CONDITIONAL_RULES),
+            "lines": [{"file": v.get("file"), "line": v.get("line"), "rule": v.get("rule"), **j} for v, j in lines],
+            "processes": cov.record(),
+            "otherwise": {"status": out.get("status"), "kind": out.get("kind")},
+        }
+        counted = [(v, j) for v, j in lines if j["ran"] is not False]
+        static["violations"] = [dict(v, ran=j["ran"]) for v, j in counted]
+        static["warnings"] = [dict(v, ran=False) for v, j in lines if j["ran"] is False]
+        warnings = [_warning_line(v) for v in static["warnings"]]
+        if counted:
+            reasons = [_ran_line(v, j) for v, j in counted]
+            if out.get("status") != errors.CORRECT:  # what else went wrong, for the LLM to fix too
+                warnings.append(f"otherwise: {out.get('status')} ({out.get('kind')}): "
+                                f"{_first_line(str(out.get('message', '')))}")
+            return res.fail("static_violation", "static check: " + "; ".join(reasons[:5]), t_start,
+                            reasons + warnings)
+        out["reasons"] = list(out.get("reasons") or []) + warnings
+        where = ", ".join(f"{os.path.basename(str(v.get('file')))}:{v.get('line')}" for v in static["warnings"][:5])
+        out["message"] = (f"{out.get('message', '')}; warning: PyTorch compute on lines that never ran ({where}); "
+                          f"it was not counted as cheating, but remove it")
         return out
 
     def ncu_profile(self, problem: str, kernel: str, opts: dict) -> dict:
@@ -437,6 +485,7 @@ class Evaluator:
             raise
         ref2.job_problem = problem
         cand = prof = None
+        cov = res.coverage or coverage.Tracker([])
         lock = gpulock.TimingLock(priority=self.timing_priority)
         try:
             if not isolation.wait_event(ref2, "loaded", ref_timeout):
@@ -464,15 +513,19 @@ class Evaluator:
             keep = set(normal0[:k])
             job = {"kernel": kernel, "opts": opts, "device": device, "perf": perf,
                    "extra_warmup": _RNG.randint(0, 15)}
+            if cov.active:
+                job["coverage"] = {"targets": cov.targets}  # the lines whose running decides (coverage.py)
             state["extra_warmup"] = job["extra_warmup"]
             state["profiled_calls"] = children.profiled_calls(job, k)
             self.progress("candidate")
             cand = self.launcher.start("cand", "candidate", job, cpu_seconds=opts["timeout_s"])
+            cov.given("candidate", required=True)  # it imports the candidate at once
             sampler.watch(cand.pid, int(opts.get("host_mem_limit_bytes") or 0))
             # The runtime profile runs in a second process of the same candidate,
             # beside this one (children.profile_body).
             if perf and opts["profile"]:
                 prof = self.launcher.start("prof", "profile", job, cpu_seconds=opts["timeout_s"])
+                cov.given("profiling")
                 sampler.watch(prof.pid, int(opts.get("host_mem_limit_bytes") or 0))
             state["prof"] = prof
             sampler.roles.update({ref2.pid: "reference", cand.pid: "candidate",
@@ -502,6 +555,7 @@ class Evaluator:
 
             def send_trial(i: int, fd: int) -> None:
                 t = plan[i]
+                cov.given("candidate")
                 isolation.send_msg(cand, {"op": "trial", "trial": t, "keep": t["id"] in keep}, [fd])
                 if t["id"] in keep:
                     state["pool_fds"].append(fd)
@@ -625,6 +679,7 @@ class Evaluator:
                 if prof is not None and state["last_fd"] is not None:
                     # The profiling process gets the timed calls' inputs now.
                     n_pool = len(state["pool_fds"])
+                    cov.given("profiling", required=True)  # from now on it runs the candidate on inputs
                     isolation.send_msg(prof, {"op": "pool", "n_more": state["profiled_calls"] - n_pool,
                                               # each set's layout (input_layouts), as its trial's
                                               "layouts": [t.get("layout") for t in plan if t["id"] in keep]},
@@ -636,6 +691,13 @@ class Evaluator:
                 mark("compared")
 
             def on_event(child, ev):
+                if ev.get("ev") in ("output", "correctness_ready") and cov.active:
+                    cov.reported("candidate", ev.get("cov"), f"trial {str(ev.get('id'))[:40]}"
+                                 if ev["ev"] == "output" else "the correctness trials")
+                elif ev.get("ev") == "ran" and cov.active:  # a flagged line ran just now
+                    i = trial_no["i"]
+                    cov.ran_now("candidate", ev.get("i"), "the timed calls" if state.get("gate") == "timing" else
+                                f"trial {plan[i]['id']}" if i < len(plan) else "the correctness trials")
                 if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str):
                     state["phase"] = ev["phase"][:200]
                     if len(phase_s) < 64:
@@ -661,6 +723,7 @@ class Evaluator:
                     if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
                         state["phase"] = "waiting for its profile"
                         state["gate"] = "profiling"
+                        cov.given("candidate")
                         child.go()
                     elif not (state["verdict"] is not None and state["verdict"]["ok"] and not perf):
                         kill_candidate()
@@ -675,6 +738,7 @@ class Evaluator:
                     answer = rounds.answer(child.events, ev)
                     if answer == "go":
                         time.sleep(0.05 * rounds.rounds)  # let a burst of other work pass; the deadline is paused
+                        cov.given("candidate")
                         child.go()
                     elif answer == "stop":
                         child.stop()
@@ -685,6 +749,10 @@ class Evaluator:
                         self.progress("profiling")
                         state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid, ref2.pid}),
                                                                 state["defer"])
+                        ready = [e for e in prof.events if e.get("ev") == "profile_ready"]
+                        if ready and cov.active:  # it reported, then was let go for its burst
+                            cov.reported("profiling", ready[-1].get("cov"), "the profiling process's set-up")
+                            cov.given("profiling")
                         res.checks["profile_lock"] = state["runtime"].pop("lock", None)
                         go_t = (res.checks["profile_lock"] or {}).pop("go_t", None)
                         if go_t is not None:
@@ -704,6 +772,7 @@ class Evaluator:
                     self.progress("timing")
                     state["phase"] = "timing"
                     state["gate"] = "timing"
+                    cov.given("candidate")
                     child.go()
 
             send_trial(0, first_fd)
@@ -768,6 +837,8 @@ class Evaluator:
                     if other.exit_status is None:
                         isolation.finish(other)
             self._record_footprint(res, state, ref2, prof)
+            if cov.active:
+                _final_coverage(cov, cand, prof)
             for other in (ref2, prof, cand):
                 if other is not None:
                     isolation.cleanup_dir(other.dir)
@@ -1322,6 +1393,53 @@ def _violation_line(v) -> str:
     return str(v)
 
 
+def _final_coverage(cov: coverage.Tracker, cand, prof) -> None:
+    """The last reports of the candidate's processes, from the files they
+    write when they are done or failed (children.write_error, _perf,
+    profile_body): written after the last call, so they cover everything."""
+    for child, role, files in ((cand, "candidate", (("error.json", "the call that failed"),
+                                                    ("timing.json", "the timed calls"))),
+                               (prof, "profiling", (("error.json", "the call that failed"),
+                                                    ("runtime.json", "the profiled calls")))):
+        if child is None:
+            continue
+        for name, where in files:
+            rec = _read_json(child.path(name))
+            if isinstance(rec, dict) and "coverage" in rec:
+                cov.reported(role, rec["coverage"], where)
+    if prof is not None:  # the moments its flagged lines first ran (the candidate's came as they happened)
+        where = "the profiling process's set-up"
+        for ev in prof.events:
+            if ev.get("ev") == "profile_ready":
+                where = "the profiled calls"
+            elif ev.get("ev") == "ran":
+                cov.ran_now("profiling", ev.get("i"), where)
+
+
+def _coverage_lines(conditional: list, cov: coverage.Tracker) -> list[tuple[dict, dict]]:
+    """Each conditional finding with what its line did: (violation, judged)."""
+    judged = cov.judge()
+    index = {tuple(t): i for i, t in enumerate(cov.targets)}
+    out = []
+    for v in conditional:
+        i = index.get((os.path.abspath(str(v.get("file", ""))), int(v.get("line") or 0)))
+        out.append((v, judged[i] if i is not None else {"ran": None, "why": "its line was not watched"}))
+    return out
+
+
+def _ran_line(v: dict, j: dict) -> str:
+    if j["ran"]:
+        return f"{_violation_line(v)}; this line ran in {j['where']}"
+    return f"{_violation_line(v)}; whether this line ran is unknown ({j['why']}), which counts as ran"
+
+
+def _warning_line(v: dict) -> str:
+    f = os.path.basename(str(v.get("file", "")))
+    return (f"{f}:{v.get('line')}: {v.get('rule')} (warning): {v.get('message', '')}; this line never ran in any "
+            f"correctness trial or timed call, so it was not counted as cheating, but remove it: PyTorch compute "
+            f"that runs is cheating")
+
+
 def _own_files(kernel: str, reported) -> list[str]:
     files = set(loader.candidate_files(kernel))
     home = os.path.dirname(os.path.abspath(kernel)) + os.sep
@@ -1470,6 +1588,7 @@ class _Result:
         self.runtime_ms = None
         self.uses_pytorch = False
         self.subkernel_runtime_ms: dict | None = None
+        self.coverage: coverage.Tracker | None = None  # static findings judged by what ran (coverage.py)
 
     def _base(self, t_start: float) -> dict:
         out = {"max_abs_err": self.max_abs_err, "runtime_ms": self.runtime_ms, "uses_pytorch": self.uses_pytorch,

@@ -27,12 +27,20 @@ def _unique(prefix: str) -> str:
     return f"_mk_{prefix}_{os.getpid()}_{next(_counter)}"
 
 
+def _loader(name: str, path: str):
+    """None (the default loader), or, in a candidate's process whose static
+    findings are judged by what runs, one that shows the file's code to the
+    line collector before it runs (coverage.py)."""
+    from . import coverage
+    return coverage.loader_for(name, path)
+
+
 def import_file(path: str, prefix: str = "mod"):
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise LoadError(f"{path}: no such file")
     name = _unique(prefix)
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=_loader(name, path))
     if spec is None or spec.loader is None:
         raise LoadError(f"{path}: cannot be imported as a Python module")
     mod = importlib.util.module_from_spec(spec)
@@ -64,7 +72,8 @@ def import_candidate(path: str):
         return import_file(path, "cand")
     # Register the package under a unique name, then import the file as its submodule.
     pkg = _unique("pkg")
-    spec = importlib.util.spec_from_file_location(pkg, os.path.join(root, "__init__.py"),
+    init = os.path.join(root, "__init__.py")
+    spec = importlib.util.spec_from_file_location(pkg, init, loader=_loader(pkg, init),
                                                   submodule_search_locations=[root])
     mod = importlib.util.module_from_spec(spec)
     sys.modules[pkg] = mod

@@ -70,6 +70,7 @@ def _import_before_forking(triton_ok: bool) -> None:
     import fcntl, hashlib, mmap, random, resource, traceback  # noqa: F401,E401
     from . import (children, correctness, decompose_check, errors, evaluate, gpulock, loader,  # noqa: F401
                    runtime_check, spares, static_check, tensorio, timing)
+    from . import coverage  # noqa: F401  (the candidate processes' line collector)
     if triton_ok:
         try:
             from . import warm_kernel  # noqa: F401

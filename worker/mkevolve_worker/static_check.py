@@ -37,6 +37,8 @@ Known limits (the runtime profile layer covers what this one cannot see):
   * Compute done in Python on host lists (`x.tolist()` ... `torch.tensor(...)`)
     is not flagged here; the runtime layer sees the host-to-device copy.
   * A kernel launch that is reachable but never executed (dead branch) counts.
+    So does PyTorch compute in a branch that never runs; `eval` then runs
+    the candidate and counts it only if its line ran (coverage.py).
   * Returning a tensor kept from an earlier call is flagged; keeping state on
     self (running statistics, RNN hidden state) is not.
   * `getattr(self, <computed name>)` is allowed; it is treated as reaching
@@ -77,7 +79,7 @@ RULES = {
     "exit": "exits the interpreter",
     "dynamic-code": "exec/eval/compile/__import__, dynamic getattr or imports, pickle",
     "file-io": "reads or writes files",
-    "reference-import": "imports the reference Model, the problem module or __main__",
+    "reference-import": "imports the reference Model, the problem module, __main__ or the evaluation harness",
     "output-cache": "keeps outputs or inputs across calls",
     "foreign-library": "uses another library's kernels instead of its own Triton",
 }
@@ -284,6 +286,9 @@ IMPORT_RULES = [
     ("torchvision.ops", "foreign-library", "uses torchvision's operators"),
     ("kornia", "foreign-library", "computes with kornia"),
     ("einops", None, ""),  # handled per function below
+    # The worker itself: its modules hold what the evaluation trusts in the
+    # candidate's own process (the line collector of coverage.py, above all).
+    ("mkevolve_worker", "reference-import", "the evaluation harness is off limits"),
 ]
 REFERENCE_NAMES = {"Model", "get_inputs", "get_init_inputs", "get_input_configs"}
 REFERENCE_MODULE_RE = re.compile(
@@ -2583,10 +2588,22 @@ class _ModuleScope(Scope):
 # Classification of qualified names
 # --------------------------------------------------------------------------
 
+# Modules that other modules re-export as attributes (os.sys, torch.sys,
+# triton.os): reached that way they are judged as themselves.
+ALIASED_MODULES = {"sys", "gc", "inspect", "importlib", "builtins", "os", "ctypes", "subprocess"}
+
+
+def _under(q, names):
+    return any(q == n or q.startswith(n + ".") for n in names)
+
+
 def classify(q):
     """(kind, message) for a use of the fully qualified name q."""
     parts = q.split(".")
     root = parts[0]
+    for k in range(1, len(parts)):
+        if parts[k] in ALIASED_MODULES:
+            return classify(".".join(parts[k:]))
     if root == "builtins":
         name = parts[1] if len(parts) > 1 else ""
         if name in ("exec", "eval", "compile", "__import__", "globals", "locals", "vars",
@@ -2636,13 +2653,16 @@ def classify(q):
     if root == "sys":
         if q == "sys.exit":
             return "exit", "calls sys.exit()"
-        if q in ("sys._getframe", "sys._current_frames", "sys.exc_info", "sys.last_traceback"):
+        if _under(q, ("sys._getframe", "sys._current_frames", "sys.exc_info", "sys.last_traceback",
+                      "sys.exception", "sys.last_exc")):
             return "frame-inspection", f"uses {q}"
-        if q in ("sys.settrace", "sys.setprofile", "sys.addaudithook", "sys.setswitchinterval",
-                 "sys.monitoring"):
+        if _under(q, ("sys.settrace", "sys.setprofile", "sys.addaudithook", "sys.setswitchinterval",
+                      "sys.monitoring", "sys.gettrace", "sys.getprofile")):
             return "patching", f"uses {q}"
         if q == "sys.modules" or q.startswith("sys.modules."):
             return "dynamic-code", "reads sys.modules (looks modules up dynamically)"
+        if _under(q, ("sys.meta_path", "sys.path_hooks", "sys.path_importer_cache")):
+            return "dynamic-code", f"uses {q} (the import system's hooks)"
         return "ok", ""
     if root == "gc":
         if q in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):

@@ -17,6 +17,8 @@ def launch_copy(x):
     return y
 
 import importlib
+import os
+import sys
 import pickle  # expect: dynamic-code
 import marshal  # expect: dynamic-code
 
@@ -33,4 +35,6 @@ class ModelNew(nn.Module):
         fn = importlib.import_module("torch.nn.functional").relu  # expect: torch-compute
         g = globals()["launch_copy"]  # expect: dynamic-code
         v = vars(self)  # expect: dynamic-code
+        finders = sys.meta_path  # expect: dynamic-code
+        mods = os.sys.modules  # expect: dynamic-code
         return launch_copy(x)

@@ -35,6 +35,8 @@ F.__dict__["relu"] = None  # expect: patching
 os.environ["TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"] = "1"  # expect: patching
 sys.settrace(None)  # expect: patching
 gc.disable()  # expect: patching
+sys.monitoring.free_tool_id(1)  # expect: patching
+_hook = sys.gettrace()  # expect: patching
 
 
 class ModelNew(nn.Module):
