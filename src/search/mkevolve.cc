@@ -49,10 +49,9 @@ namespace {
 using problem::Subproblem;
 using problem::Topology;
 
-/// A subproblem's beam: by name and source, so that two subproblems with the
-/// same code get a beam each, and a changed subproblem starts afresh.
-/// A beam belongs to a subproblem's name, source and the layouts the top level
-/// passes its inputs in: kernels verified for other layouts start over.
+/// A subproblem's beam: by name, source and the layouts the top level passes
+/// its inputs in, so that two subproblems with the same code get a beam each,
+/// and a changed subproblem (or one called with other layouts) starts afresh.
 std::string beam_key(const Subproblem& sp) {
   std::string key = sp.name + "#" + sp.hash;
   if (!sp.input_layouts.is_null()) key += "#" + sha256_hex(sp.input_layouts.dump()).substr(0, 12);
@@ -120,12 +119,27 @@ bool composition_failed(const eval::Verdict& r) {
   return !r.correct() && r.status != eval::Status::kNoVerdict;
 }
 
-/// The subproblem a failed composition's error points into: a traceback frame
-/// (or a rule's finding) in its subkernel_implementations/<name>.py file. The
-/// innermost frame decides (Python prints it last), looked for in the
-/// verdict's message, then its reasons, then the process's stderr tail.
-/// nullopt when none names a subkernel file.
+/// The subproblem a failed composition's error points into. The innermost
+/// frame of a traceback decides (Python prints it last): one in a subkernel's
+/// own file (`subkernel_implementations/<name>.py:LINE in F`, as the worker
+/// names a package's frames, or Python's `File ".../subkernel_implementations/<name>.py", line N`),
+/// or one in the top level whose line calls exactly one subproblem, by its
+/// import alias or the attribute that holds it (say, a constructor called with
+/// arguments the kernel's ModelNew does not take). Looked for in the verdict's
+/// message, then its reasons, then the process's stderr tail. nullopt when no
+/// frame points into one subproblem.
 std::optional<std::string> blamed_subkernel(const eval::Verdict& r, const Topology& topo) {
+  // Aliases and the attributes that hold each subproblem, from the top level.
+  std::map<std::string, std::string> callee;  // alias or "self.<attr>" -> subproblem
+  if (auto imports = problem::parse_top_imports(topo.top_level)) {
+    for (const auto& im : *imports) callee[im.alias] = im.module;
+    static const std::regex held(R"(self\.(\w+)\s*=\s*(\w+)\s*\()");
+    for (auto it = std::sregex_iterator(topo.top_level.begin(), topo.top_level.end(), held);
+         it != std::sregex_iterator(); ++it)
+      if (callee.count((*it)[2].str())) callee["self." + (*it)[1].str()] = callee[(*it)[2].str()];
+  }
+  static const std::regex frame(
+      R"((subkernel_implementations/(\w+)\.py|decomposed_solution\.py)(?::\d+ in \w+|", line \d+, in \w+)[^\n]*\n?([^\n]*))");
   std::vector<std::string> texts = {r.feedback};
   std::string reasons;
   for (const auto& x : r.reasons) reasons += x + "\n";
@@ -133,16 +147,29 @@ std::optional<std::string> blamed_subkernel(const eval::Verdict& r, const Topolo
   if (r.raw.is_object() && r.raw.contains("stderr_tail") && r.raw["stderr_tail"].is_string())
     texts.push_back(r.raw["stderr_tail"].get<std::string>());
   for (const auto& text : texts) {
-    size_t at = std::string::npos;
-    std::string who;
-    for (const auto& sp : topo.subproblems) {
-      size_t p = text.rfind("subkernel_implementations/" + sp.name + ".py");
-      if (p != std::string::npos && (at == std::string::npos || p > at)) {
-        at = p;
-        who = sp.name;
+    std::smatch last;
+    bool any = false;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), frame); it != std::sregex_iterator(); ++it) {
+      last = *it;
+      any = true;
+    }
+    if (!any) continue;
+    if (last[2].matched) {
+      if (topo.find(last[2].str())) return last[2].str();
+      continue;
+    }
+    // A top-level frame: the subproblem its line calls, if exactly one.
+    const std::string code = last[3].str();
+    std::set<std::string> called;
+    for (const auto& [name, sp] : callee) {
+      for (size_t at = code.find(name); at != std::string::npos; at = code.find(name, at + name.size())) {
+        auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+        size_t p = at + name.size();
+        while (p < code.size() && code[p] == ' ') ++p;
+        if ((at == 0 || !word(code[at - 1])) && p < code.size() && code[p] == '(') called.insert(sp);
       }
     }
-    if (!who.empty()) return who;
+    if (called.size() == 1) return *called.begin();
   }
   return std::nullopt;
 }

@@ -1175,6 +1175,24 @@ TEST(MKEvolve, ACompositionThatRaisesPointingNowhereTriggersTotalFuse) {
   EXPECT_TRUE(res.best.topology.monolithic);
 }
 
+TEST(MKEvolve, ACompositionThatFailsWhereTheTopLevelBuildsOneSubkernelSendsThatOneBack) {
+  // The innermost frame is the top level's line `self.beta = M_beta(n)`: the
+  // constructor it calls is beta's, whatever the message says.
+  Harness h;
+  h.llm.on("decompose", decomposition({"alpha", "beta"}));
+  h.llm.on_contains("debug", "inside the composed solution", kernel_reply("correct speedup=1.4"));
+  h.llm.on("*", "alpha", kernel_reply("correct speedup=1.5"));
+  h.llm.on("*", "beta", kernel_reply("correct speedup=1.5", "# FAKE-E2E: raises_at_call"));
+  h.ctx.opts.iterations = 2;
+  auto res = run_method(h.ctx, h.problem);
+  auto cf = h.sink.of_type("composition_failure");
+  ASSERT_GE(cf.size(), 1u);
+  EXPECT_EQ(cf[0]["action"], "back_to_beam");
+  EXPECT_EQ(cf[0]["task"], "beta");
+  EXPECT_TRUE(res.best.correct);
+  EXPECT_FALSE(res.best.topology.monolithic);
+}
+
 TEST(MKEvolve, ACompositionThatFailsInsideOneSubkernelSendsItBackToItsBeam) {
   // alpha's kernels pass their own (contiguous) trials but raise inside the
   // composition, in alpha's file. Nothing fails locally, so before this only

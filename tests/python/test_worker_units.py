@@ -335,6 +335,27 @@ def test_cuda_error_cause_comes_first():
     assert "TORCH_USE_CUDA_DSA" not in msg and "CUDA_LAUNCH_BLOCKING" not in msg
 
 
+def test_a_packages_frames_name_their_subkernel_file(tmp_path):
+    # A composed package's frames say which subkernel failed (the search sends
+    # that one back to its beam): relative to the package, not bare base names.
+    pkg = tmp_path / "solution"
+    (pkg / "subkernel_implementations").mkdir(parents=True)
+    sub = pkg / "subkernel_implementations" / "linear.py"
+    sub.write_text("def forward(x):\n    assert x == 0, 'expects a contiguous input'\n")
+    top = pkg / "decomposed_solution.py"
+    top.write_text("def run(f, x):\n    return f(x)\n")
+    ns_sub, ns_top = {}, {}
+    exec(compile(sub.read_text(), str(sub), "exec"), ns_sub)
+    exec(compile(top.read_text(), str(top), "exec"), ns_top)
+    try:
+        ns_top["run"](ns_sub["forward"], 1)
+    except AssertionError as e:
+        msg = errors.trimmed_traceback(e, [str(top), str(sub)])
+    assert "  decomposed_solution.py:2 in run" in msg, msg
+    assert "  subkernel_implementations/linear.py:2 in forward" in msg, msg
+    assert msg.index("decomposed_solution.py") < msg.index("subkernel_implementations/linear.py")
+
+
 def test_cuda_hints_do_not_decide_the_kind():
     # torch 2.x appends "... to enable device-side assertions" to every CUDA error.
     exc = RuntimeError("CUDA error: operation not supported on global/shared address space\n"

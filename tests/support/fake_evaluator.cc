@@ -205,7 +205,7 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       if (e.path().extension() == ".py" && e.path().filename() != "__init__.py") files.push_back(e.path());
     std::sort(files.begin(), files.end());
     double base = 0, kernel = 0, slowdown = 1;
-    std::string crash_in;
+    std::string crash_in, call_fails;
     bool ok = !files.empty(), e2e_fail = false, e2e_no_verdict = false, e2e_crash = false, pytorch = false;
     nlohmann::json per = nlohmann::json::object();
     std::string why;
@@ -218,6 +218,9 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       // The composition raises inside this subkernel's own file (a stride
       // assertion that its contiguous local inputs never tripped).
       if (s.find("# FAKE-E2E: raises_here") != std::string::npos) crash_in = f.filename().string();
+      // The composition fails where the top level calls this subkernel
+      // (its ModelNew takes other arguments than the top level passes).
+      if (s.find("# FAKE-E2E: raises_at_call") != std::string::npos) call_fails = f.stem().string();
       // Right on the search's inputs (seed 42), wrong on any other seed.
       if (s.find("# FAKE-E2E: seed42_only") != std::string::npos && req.options.seed != 42) e2e_fail = true;
       // The harness fails on any seed but the search's: the final check gets no verdict.
@@ -257,6 +260,13 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
                    (dir / crash_in).string() +
                    "\", line 30, in forward\n    assert x.is_contiguous(), \"expects a contiguous input\"\n"
                    "AssertionError: expects a contiguous input";
+    } else if (ok && !call_fails.empty()) {
+      // As the worker words it: frames relative to the package, code lines below.
+      r.status = eval::Status::kRuntimeError;
+      r.kind = "construct_error";
+      r.feedback = "ModelNew(...) raised while constructing ModelNew: TypeError: ModelNew.__init__() got an "
+                   "unexpected keyword argument 'n'\nTraceback (most recent call last, worker frames removed):\n"
+                   "  decomposed_solution.py:9 in __init__\n    self." + call_fails + " = M_" + call_fails + "(n)";
     } else if (ok && e2e_crash) {
       r.status = eval::Status::kRuntimeError;
       r.kind = "runtime_error";

@@ -9,6 +9,7 @@
 //   # FAKE-E2E: no_verdict                   anywhere in a package: the composition gets no verdict
 //   # FAKE-E2E: runtime_error                anywhere in a package: the composition raises
 //   # FAKE-E2E: raises_here                  in a subkernel: the composition raises, its traceback inside this file
+//   # FAKE-E2E: raises_at_call               in a subkernel: the composition raises at the top level's line that builds it
 //   # FAKE-E2E: seed42_only                  anywhere in a package: incorrect unless the seed is 42
 //   # FAKE-E2E: slower_after_seed42=F        anywhere in a package: F times slower unless the seed is 42
 //   # FAKE: invalid-decomposition            in a decomposition: verification fails

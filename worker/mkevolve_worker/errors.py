@@ -146,6 +146,17 @@ def trimmed_traceback(exc: BaseException, focus_files: list[str] | None = None, 
     kept (up to two) because they often name the failing call.
     """
     focus = {os.path.abspath(f) for f in (focus_files or [])}
+    # The candidate's own frames are named relative to its files' common folder
+    # (a composed package: "subkernel_implementations/alpha.py"), so that a
+    # failure inside one subkernel says which; other frames by their base name.
+    root = os.path.commonpath([os.path.dirname(f) for f in focus]) if focus else None
+
+    def shown(filename: str) -> str:
+        full = os.path.abspath(filename)
+        if root and full in focus:
+            return os.path.relpath(full, root)
+        return os.path.basename(filename)
+
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _frame_is_ours(f.filename)]
     if focus:
         idx = [i for i, f in enumerate(frames) if os.path.abspath(f.filename) in focus]
@@ -166,7 +177,7 @@ def trimmed_traceback(exc: BaseException, focus_files: list[str] | None = None, 
     if frames:
         lines.append("Traceback (most recent call last, worker frames removed):")
         for f in frames:
-            lines.append(f"  {os.path.basename(f.filename)}:{f.lineno} in {f.name}")
+            lines.append(f"  {shown(f.filename)}:{f.lineno} in {f.name}")
             if f.line:
                 lines.append(f"    {f.line.strip()}")
     return shorten("\n".join(lines))
