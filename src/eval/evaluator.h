@@ -55,6 +55,10 @@ struct EvalOptions {
   /// short device-side spin); "synced": each call launched onto an idle GPU,
   /// host latency included (KernelBench's way). Both are recorded.
   std::string timing = "device";
+  /// The candidate's processes run without the harness's environment
+  /// (TRITON_F32_DEFAULT=ieee), as in a user's own process: the final check
+  /// of a package whose dots name their precision (Evaluator::pin_precision).
+  bool plain_env = false;
   /// The torch.compile baseline's compile step; past it the baseline keeps its
   /// eager figure and has no torch.compile one. 0: the worker's default,
   /// 2 x max(timeout_s, 60).
@@ -124,6 +128,13 @@ struct DecompositionResult {
   nlohmann::json raw;
 };
 
+/// Sources whose Triton dots name their precision, and the worker's account:
+/// {"pinned": [{file, line, what}], "left": [{file, line, why}], "precision"}.
+struct PinnedSources {
+  std::map<std::string, std::string> files;
+  nlohmann::json report;
+};
+
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
@@ -146,6 +157,13 @@ class Evaluator {
   virtual void prefetch_baselines(const std::filesystem::path& problem, const EvalOptions& options) {
     (void)problem;
     (void)options;
+  }
+  /// What was verified is what ships: the files (relative path -> source)
+  /// with every Triton dot that names no precision pinned to the IEEE fp32
+  /// that every candidate process computes it in (the worker's precision.py).
+  /// The default (evaluators without a worker) returns them unchanged.
+  virtual Result<PinnedSources> pin_precision(const std::map<std::string, std::string>& files) {
+    return PinnedSources{files, nlohmann::json::object()};
   }
   Verdict evaluate(EvalRequest req) { return submit(std::move(req)).get(); }
 };

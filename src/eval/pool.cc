@@ -1366,6 +1366,34 @@ mk::Status WorkerPool::probe() {
   return fut.get();
 }
 
+Result<PinnedSources> WorkerPool::pin_precision(const std::map<std::string, std::string>& files) {
+  auto promise = std::make_shared<std::promise<Result<PinnedSources>>>();
+  auto fut = promise->get_future();
+  Job job;
+  job.run = [this, promise, files](Slot& slot) {
+    if (auto st = ensure_server(slot); !st) return promise->set_value(Error{st.error()});
+    auto rep = call(slot, json{{"op", "pin_precision"}, {"files", files}}, opts_.info_timeout_s);
+    if (rep.outcome != Server::Outcome::kAnswered)
+      return promise->set_value(Error{"pinning the dots' precision failed: " + clip_tail(rep.detail, 500)});
+    const json& m = rep.message;
+    const json& body = m.contains("result") && m["result"].is_object() ? m["result"] : m;
+    if (m["type"] == "error" || !body.contains("files") || !body["files"].is_object())
+      return promise->set_value(Error{"pinning the dots' precision failed: " + m.value("message", m.dump())});
+    PinnedSources out;
+    for (const auto& [name, src] : body["files"].items())
+      if (src.is_string()) out.files[name] = src.get<std::string>();
+    if (out.files.size() != files.size())
+      return promise->set_value(Error{"pinning the dots' precision failed: the worker returned other files"});
+    out.report = {{"pinned", body.value("pinned", json::array())},
+                  {"left", body.value("left", json::array())},
+                  {"precision", body.value("precision", std::string())}};
+    promise->set_value(std::move(out));
+  };
+  job.cancel = [promise](const std::string& why) { promise->set_value(Error{why}); };
+  enqueue(std::move(job));
+  return fut.get();
+}
+
 Result<json> WorkerPool::check(const fs::path& kernel) {
   auto promise = std::make_shared<std::promise<Result<json>>>();
   auto fut = promise->get_future();

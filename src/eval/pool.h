@@ -126,6 +126,7 @@ class WorkerPool final : public Evaluator {
   mk::Status probe();
   /// The worker's `check` op (static checks; no GPU needed): the answer object.
   Result<nlohmann::json> check(const std::filesystem::path& kernel);
+  Result<PinnedSources> pin_precision(const std::map<std::string, std::string>& files) override;
 
   const std::vector<Gpu>& gpus() const { return gpus_; }
   size_t slot_count() const { return slots_.size(); }

@@ -21,6 +21,7 @@ json options_to_json(const EvalOptions& o) {
               {"allow_pytorch", o.allow_pytorch},
               {"test_cpu", o.test_cpu},
               {"timing", o.timing},
+              {"plain_env", o.plain_env},
               {"compile_timeout_s", o.compile_timeout_s},
               {"profile_ncu", o.profile == "ncu"},
               {"baselines", false},

@@ -187,6 +187,19 @@ TEST_F(RealWorkerTest, DecompositionCheckThroughThePool) {
   EXPECT_FALSE(call.value("contiguous", true)) << call.dump();
 }
 
+TEST_F(RealWorkerTest, PinningTheDotsPrecisionThroughThePool) {
+  auto pool = make();
+  const std::string k =
+      "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(a, b):\n    return tl.dot(a, b)\n";
+  auto pinned = pool->pin_precision({{"subkernel_implementations/mm.py", k}, {"decomposed_solution.py", "import torch\n"}});
+  ASSERT_TRUE(pinned.ok()) << pinned.error();
+  EXPECT_NE(pinned->files.at("subkernel_implementations/mm.py").find("tl.dot(a, b, input_precision=\"ieee\")"),
+            std::string::npos);
+  EXPECT_EQ(pinned->files.at("decomposed_solution.py"), "import torch\n");
+  ASSERT_EQ(pinned->report["pinned"].size(), 1u);
+  EXPECT_EQ(pinned->report["pinned"][0]["line"], 7);
+}
+
 // Live processes whose command line contains text.
 std::vector<pid_t> with_cmdline(const std::string& text) {
   std::vector<pid_t> out;

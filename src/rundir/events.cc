@@ -719,6 +719,7 @@ nlohmann::json FinalCheck::to_json() const {
   if (speedup_eager) j["speedup_eager"] = *speedup_eager;
   if (runtime_ms) j["runtime_ms"] = *runtime_ms;
   if (search_speedup_compile) j["search_speedup_compile"] = *search_speedup_compile;
+  if (!precision.is_null()) j["precision"] = precision;
   put_meta(j, meta);
   return j;
 }
@@ -735,6 +736,7 @@ std::optional<FinalCheck> FinalCheck::from_json(const nlohmann::json& j) {
   f.speedup_eager = optnum(j, "speedup_eager");
   f.runtime_ms = optnum(j, "runtime_ms");
   f.search_speedup_compile = optnum(j, "search_speedup_compile");
+  if (j.contains("precision") && j["precision"].is_object()) f.precision = j["precision"];
   f.message = str(j, "message");
   f.iteration = integer(j, "iteration");
   f.fallback = integer(j, "fallback");

@@ -347,6 +347,10 @@ struct FinalCheck {
   /// Passed: its own timing (the figure the run reports for the solution it
   /// returns), and the speedup the search measured for the same solution.
   std::optional<double> speedup_eager{}, runtime_ms{}, search_speedup_compile{};
+  /// The package was checked in a plain process, each Triton dot naming the
+  /// precision it was searched in: {"pinned": [{file, line, what}], "left":
+  /// [{file, line, why}], "precision"} (null: not pinned, older logs).
+  nlohmann::json precision{};
   std::string message{};
   int iteration = 0;  ///< of the solution checked
   int fallback = 0;   ///< 0: the best; k: the k-th next-best verified solution (an earlier best, a runner-up)

@@ -28,6 +28,10 @@ namespace detail {
 struct Composed {
   eval::Verdict r;
   std::optional<rundir::events::Eval> event;
+  /// The kernels as evaluated: with options.plain_env, pinned (each Triton
+  /// dot naming its precision), which are the ones to ship once it passes.
+  std::map<std::string, std::string> kernels;
+  nlohmann::json precision;  ///< the pinning's account (Evaluator::pin_precision); null when not pinned
 };
 
 }  // namespace detail
@@ -246,6 +250,8 @@ eval::EvalOptions final_check_options(const SearchContext& ctx) {
   eval::EvalOptions o = ctx.opts.eval;
   const eval::EvalOptions defaults;
   o.seed += 1;
+  // In a plain process, its dots pinned (compose_and_evaluate): what passes is what ships.
+  o.plain_env = true;
   o.trials_dist = defaults.trials_dist;
   o.trials = std::max(o.trials, defaults.trials);
   // Runs of the candidate: its trials, one per scaled trial, and the timed phase.
@@ -975,20 +981,41 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
   problem::SolutionManifest man;
   man.extra = {{"problem", problem.name}, {"problem_hash", problem.hash}};
   eval::Verdict r;
-  Status st = problem::check_composable(topo, kernels);
+  Composed out;
+  out.kernels = kernels;
+  int iteration = 0;
+  if (label.size() > 1 && label[0] == 't') iteration = std::atoi(label.c_str() + 1);
+  if (options.plain_env && ctx.evaluator) {
+    // Evaluated as it will run in a user's process: its dots name the
+    // precision every search-time process computed them in.
+    std::map<std::string, std::string> files;
+    for (const auto& [name, src] : kernels) files["subkernel_implementations/" + name + ".py"] = src;
+    auto pinned = ctx.evaluator->pin_precision(files);
+    if (!pinned) {
+      // The harness's failure, never the solution's: no verdict.
+      out.r.status = eval::Status::kNoVerdict;
+      out.r.kind = "pin_failed";
+      out.r.feedback = pinned.error();
+      out.event = detail::eval_event(problem.name, label, iteration, out.r, 0, "e2e");
+      return out;
+    }
+    for (auto& [name, src] : out.kernels) src = pinned->files.at("subkernel_implementations/" + name + ".py");
+    out.precision = pinned->report;
+  }
+  Status st = problem::check_composable(topo, out.kernels);
   if (!st) {
     r.status = eval::Status::kCrashed;
     r.kind = "compose_error";
     r.feedback = "cannot compose " + (dir / "solution").string() + ": " + st.error();
-  } else if (st = problem::write_solution_package(dir / "solution", topo, kernels, man, /*durable=*/false); !st) {
+  } else if (st = problem::write_solution_package(dir / "solution", topo, out.kernels, man, /*durable=*/false); !st) {
     // This machine's failure (a full disk, say), never the solution's: no
     // verdict, nothing logged as evaluated, and the run stops so that it can
     // be resumed once there is room (its LLM replies are cached).
     ctx.set_fatal(st.error() + "; free space (or fix the directory), then resume");
-    r.status = eval::Status::kNoVerdict;
-    r.kind = "io_error";
-    r.feedback = st.error();
-    return {r, std::nullopt};
+    out.r.status = eval::Status::kNoVerdict;
+    out.r.kind = "io_error";
+    out.r.feedback = st.error();
+    return out;
   } else {
     eval::EvalRequest req;
     req.problem = problem.path;
@@ -1001,9 +1028,9 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
     if (ctx.sink && r.status != eval::Status::kNoVerdict)
       ctx.sink->store_e2e(dir.filename().string(), detail::timed_result_json(r));
   }
-  int iteration = 0;
-  if (label.size() > 1 && label[0] == 't') iteration = std::atoi(label.c_str() + 1);
-  return {r, detail::eval_event(problem.name, label, iteration, r, r.correct() ? r.speedup_compile : 0, "e2e")};
+  out.r = r;
+  out.event = detail::eval_event(problem.name, label, iteration, r, r.correct() ? r.speedup_compile : 0, "e2e");
+  return out;
 }
 
 }  // namespace
@@ -1233,11 +1260,14 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
       }
       e.iteration = cand.iteration;
       e.fallback = static_cast<int>(k);  // 0: the best itself; k: the k-th next-best verified solution
+      e.precision = c.precision;
       // --baseline-tf32: the same solution against torch.compile with TF32 on, beside the reward's TF32-off figure.
       if (passed && fc.speedup_compile_tf32 > 0) e.speedup_compile_tf32 = fc.speedup_compile_tf32;
       emit(ctx, e.to_json());
       if (passed || fc.status == eval::Status::kNoVerdict) {
         if (k > 0) best = cand;  // the next-best verified solution, checked
+        // What ships is what this check evaluated: its dots name their precision.
+        if (!c.precision.is_null()) best.kernels = c.kernels;
         if (passed) {
           // The figure reported for the returned solution is the final
           // check's own measurement (fresh inputs, every check on), not the

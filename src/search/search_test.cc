@@ -743,6 +743,35 @@ TEST(MKEvolve, TheReportedSpeedupIsTheFinalChecksOwnMeasurement) {
   EXPECT_NE(outcome.text().find("the search measured 1.50x"), std::string::npos) << outcome.text();
 }
 
+TEST(MKEvolve, WhatTheFinalCheckPassesIsWhatShipsPinnedAndInAPlainProcess) {
+  // The search evaluates kernels as written, under the harness's IEEE default;
+  // the final check evaluates them with each dot's precision written in, in a
+  // plain process, and the solution returned carries exactly those sources.
+  Harness h;
+  script_two(h, "correct speedup=2.0", "correct speedup=1.0");
+  auto res = run_method(h.ctx, h.problem);
+  ASSERT_TRUE(res.best.correct);
+  EXPECT_GE(h.ev.pin_calls(), 1);
+  for (const auto& [name, src] : res.best.kernels)
+    EXPECT_NE(src.find("# PINNED by the fake"), std::string::npos) << name;
+  int finals = 0;
+  for (const auto& r : h.ev.requests()) {
+    bool final = r.kernel.string().find("/final") != std::string::npos;
+    EXPECT_EQ(r.options.plain_env, final) << r.kernel;
+    if (final) {
+      ++finals;
+      auto sub = read_file(r.kernel.parent_path() / "subkernel_implementations" / "alpha.py");
+      ASSERT_TRUE(sub.ok());
+      EXPECT_NE(sub->find("# PINNED by the fake"), std::string::npos);
+    }
+  }
+  EXPECT_GE(finals, 1);
+  auto fc = h.sink.of_type("final_check");
+  ASSERT_EQ(fc.size(), 1u);
+  EXPECT_EQ(fc[0]["precision"]["precision"], "ieee") << fc[0].dump();
+  EXPECT_EQ(fc[0]["precision"]["pinned"].size(), 2u);
+}
+
 TEST(MKEvolve, TheFinalCheckTurnsEveryCheckOnWhateverTheSearchUsed) {
   // The search ran with one trial and no scaled trials; its final check runs
   // the default trials and all of the scaled ones, on a fresh seed.

@@ -338,6 +338,26 @@ std::future<eval::DecompositionResult> FakeEvaluator::verify_decomposition(eval:
   return ready(std::move(r));
 }
 
+Result<eval::PinnedSources> FakeEvaluator::pin_precision(const std::map<std::string, std::string>& files) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    ++pins_;
+  }
+  eval::PinnedSources out;
+  nlohmann::json pinned = nlohmann::json::array();
+  for (const auto& [name, src] : files) {
+    out.files[name] = src + "# PINNED by the fake pin_precision\n";
+    pinned.push_back({{"file", name}, {"line", 1}, {"what", "dot"}});
+  }
+  out.report = {{"pinned", pinned}, {"left", nlohmann::json::array()}, {"precision", "ieee"}};
+  return out;
+}
+
+int FakeEvaluator::pin_calls() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return pins_;
+}
+
 nlohmann::json FakeEvaluator::hardware_info() {
   return {{"gpus", {{{"name", "Fake GPU"}, {"capability", {9, 0}}, {"sm_count", 132}, {"memory_bytes", 1LL << 37}}}}};
 }

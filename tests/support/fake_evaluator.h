@@ -47,6 +47,10 @@ class FakeEvaluator : public eval::Evaluator {
   void prefetch_baselines(const std::filesystem::path& problem, const eval::EvalOptions& options) override;
   std::future<eval::DecompositionResult> verify_decomposition(eval::DecompositionRequest req) override;
   nlohmann::json hardware_info() override;
+  /// Appends "# PINNED by the fake pin_precision" to every file (as the worker writes each dot's
+  /// precision in), and counts the calls.
+  Result<eval::PinnedSources> pin_precision(const std::map<std::string, std::string>& files) override;
+  int pin_calls() const;
 
   /// Verdict for one source (single file), from its marker.
   static eval::Verdict judge_source(const std::string& source, bool allow_pytorch);
@@ -86,6 +90,7 @@ class FakeEvaluator : public eval::Evaluator {
   std::vector<eval::EvalRequest> requests_;
   std::vector<eval::DecompositionRequest> decomp_;
   std::map<std::string, int> seen_;  ///< evaluations per kernel path
+  int pins_ = 0;
 
   eval::Verdict judge(const eval::EvalRequest& req);
   bool timed() const { return eval_delay_s > 0 || baseline_delay_s > 0 || slots > 0; }

@@ -63,6 +63,14 @@ def _coverage(key: str = "cov") -> dict:
     return {key: rep} if rep is not None else {}
 
 
+def _plain_env(opts: dict) -> None:
+    """With the plain_env option, the candidate compiles as in a user's own
+    process: Triton's fp32 dot default is its own, not the harness's IEEE
+    (spares.TRITON_F32_DEFAULT), before any of its code is imported."""
+    if opts.get("plain_env"):
+        os.environ.pop("TRITON_F32_DEFAULT", None)
+
+
 def _ran_event(ctx):
     """Tells the server the moment a flagged line first runs (coverage.py)."""
     return lambda i: ctx.send({"ev": "ran", "i": i})
@@ -553,6 +561,7 @@ def candidate_body(ctx, job: dict) -> int:
     opts = job["opts"]
     kernel = job["kernel"]
     files = loader.candidate_files(kernel)
+    _plain_env(opts)
     ctx.send({"ev": "isolation", "network": ctx.network})
     _limit_device_memory(job)
     # Before any candidate code runs: which of its flagged lines run (coverage.py).
@@ -770,6 +779,7 @@ def profile_body(ctx, job: dict) -> int:
     opts = job["opts"]
     kernel = job["kernel"]
     files = loader.candidate_files(kernel)
+    _plain_env(opts)
     _limit_device_memory(job)
     coverage.start(job.get("coverage"), _ran_event(ctx))  # before any candidate code runs (coverage.py)
     where = "importing the candidate"

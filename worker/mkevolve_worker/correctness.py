@@ -62,6 +62,9 @@ DEFAULTS = {
     "test_slow_compile_s": 0.0,   # CPU test mode only: the compile step sleeps this long first
     "tf32": False,          # the baseline op only: time eager and torch.compile with TF32 on (--baseline-tf32,
                             # a second baseline beside the TF32-off one); an evaluation refuses it
+    "plain_env": False,     # the candidate's processes run without the harness's TRITON_F32_DEFAULT=ieee, as
+                            # in the user's own process (the final check of a package whose dots name their
+                            # precision: precision.py)
     "timing": "device",     # "device": GPU time (the host's launch hidden behind a short device-side spin);
                             # "synced": each call launched onto an idle GPU, host latency included
                             # (KernelBench's way). Both are recorded; this one is the speed.

@@ -537,7 +537,10 @@ class Evaluator:
             if self.refill_at_start:
                 self.launcher.refill()
             res.checks["isolation"] = {"pid": cand.pid, "network": "unknown", "cwd": "private temp dir",
-                                       "env": "scrubbed", "prestarted": cand.prestarted}
+                                       "env": "scrubbed", "prestarted": cand.prestarted,
+                                       # what an fp32 tl.dot naming no precision computed in
+                                       "triton_f32_default": ("triton's own (plain_env)" if opts.get("plain_env")
+                                                              else spares.TRITON_F32_DEFAULT)}
             res.checks["phases_s"] = phase_s
             if res.checks["trials_lock"].get("deferred_s", 0) > 0:
                 # Before the candidate's start: shows the wait as the step into the reference's first milestone.

@@ -167,9 +167,17 @@ class Server:
             if not isinstance(kernel, str):
                 raise RequestError("check needs a kernel path")
             return Evaluator(self.test_mode).check(kernel, bool(req.get("allow_pytorch", False)))
+        if op == "pin_precision":
+            # Source text in, source text out: nothing runs (precision.py).
+            from . import precision
+            files = req.get("files")
+            if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                      for k, v in files.items()):
+                raise RequestError("pin_precision needs files: {relative path: source}")
+            return precision.pin_files(files)
         if op not in ("eval", "baseline", "gpu_info", "verify_decomposition", "footprint", "problem_check",
                       "calibrate", "refill"):
-            raise RequestError(f"unknown op {op!r} (known: ping, gpu_info, check, eval, baseline, "
+            raise RequestError(f"unknown op {op!r} (known: ping, gpu_info, check, pin_precision, eval, baseline, "
                                f"verify_decomposition, footprint, problem_check, calibrate, refill, shutdown)")
         if self.evaluator is None:
             raise RequestError(self.info["error"])
