@@ -237,7 +237,9 @@ std::string best_source_text(const ReportData& s) {
   const std::string it = "iteration " + std::to_string(s.best_t);
   if (s.best_from_final_check)
     return it + "; measured by the final check, fresh seed " + std::to_string(s.final_check.seed) +
-           (s.best_search_speedup_compile ? "; the search measured " + speedup(s.best_search_speedup_compile) : "");
+           (s.best_search_speedup_compile && *s.best_search_speedup_compile > 0
+                ? "; the search measured " + speedup(s.best_search_speedup_compile)
+                : "");
   return it + "; as the search measured it" +
          (s.final_check.result.empty() ? ", no final check" : ", not re-measured by the final check");
 }

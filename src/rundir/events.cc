@@ -780,10 +780,15 @@ std::string FinalCheckOutcome::text() const {
       failed_before == 1 ? "1 better solution failed it" : std::to_string(failed_before) + " better solutions failed it";
   if (result == "passed") {
     // The figure the run reports is this check's own timing; the search's is beside it.
+    // Without a torch.compile baseline (a torch without it, or a compile past
+    // its deadline) the figure is against eager: never a 0.00x.
     std::string figure;
-    if (speedup_compile) {
+    if (speedup_compile && *speedup_compile > 0) {
       figure = ": " + fmt_x(*speedup_compile) + " vs torch.compile";
-      if (search_speedup_compile) figure += " (the search measured " + fmt_x(*search_speedup_compile) + ")";
+      if (search_speedup_compile && *search_speedup_compile > 0)
+        figure += " (the search measured " + fmt_x(*search_speedup_compile) + ")";
+    } else if (speedup_eager && *speedup_eager > 0) {
+      figure = ": " + fmt_x(*speedup_eager) + " vs eager (no torch.compile baseline)";
     }
     if (failed_before == 0) return "passed (" + how + ")" + figure;
     return "passed by the solution of iteration " + std::to_string(iteration) + " (" + how + "), after " + before +

@@ -137,8 +137,8 @@ fc = [e for e in ev if e["type"] == "final_check"]
 sys.exit(0 if len(fc) == 1 and fc[0]["passed"] and types[-2] == "final_check" and types[-1] == "run_end" else 1)'
 then pass "a passed final_check (fresh seed) comes just before run_end"; else fail "no final_check before run_end"; fi
 # Its outcome, stated where people look: the run's output, summary.json, report.md.
-if grep -q '^final check: passed (fresh seed 43, every check on)$' "$T/run1.out" &&
-   "$PY" -c 'import json, sys; s = json.load(open("r1/summary.json")); sys.exit(0 if s["final_check"]["result"] == "passed" else 1)' &&
+if grep -qE '^final check: passed \(fresh seed 43, every check on\): [0-9.]+x vs (torch.compile|eager)' "$T/run1.out" &&
+   "$PY" -c 'import json, sys; s = json.load(open("r1/summary.json")); sys.exit(0 if s["final_check"]["result"] == "passed" and s["speedup"]["measured_by"] == "final_check" else 1)' &&
    grep -q '^- Final check: passed' r1/report.md
 then pass "the final check's outcome is printed, in summary.json and in report.md"
 else fail "the final check's outcome is not stated"; grep -i 'final check' "$T/run1.out" r1/report.md | head -5; fi
