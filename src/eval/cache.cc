@@ -1,7 +1,15 @@
 #include "eval/cache.h"
 
-#include <cstdlib>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include <fmt/format.h>
 
 #include "eval/protocol.h"
 #include "util/fs.h"
@@ -65,11 +73,75 @@ std::string baseline_key(const std::string& problem_hash, const EvalIdentity& id
 
 fs::path ResultCache::file(const std::string& key) const { return dir_ / key.substr(0, 2) / (key + ".json"); }
 
+fs::path CacheSeal::default_path() {
+  if (const char* f = std::getenv("MKEVOLVE_CACHE_KEY"); f && *f) return fs::path(f);
+  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return fs::path(x) / "mkevolve" / "cache-key";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".config" / "mkevolve" / "cache-key";
+  return fs::temp_directory_path() / ("mkevolve-cache-key-" + std::to_string(::geteuid()));
+}
+
+Result<std::shared_ptr<const CacheSeal>> CacheSeal::load() {
+  static std::mutex mu;
+  static std::shared_ptr<const CacheSeal> loaded;
+  std::lock_guard lock(mu);
+  if (loaded) return loaded;
+  auto seal = open_or_make(default_path());
+  if (seal) loaded = *seal;
+  return seal;
+}
+
+Result<std::shared_ptr<const CacheSeal>> CacheSeal::open_or_make(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  // Made once, by whoever comes first: O_EXCL, readable by this user only.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    unsigned char raw[32];
+    std::string hex;
+    if (RAND_bytes(raw, sizeof raw) != 1) {
+      ::close(fd);
+      ::unlink(path.c_str());
+      return Error{"cannot draw a random cache key (OpenSSL RAND_bytes failed)", ErrorKind::kMissing};
+    }
+    for (unsigned char c : raw) hex += fmt::format("{:02x}", c);
+    hex += "\n";
+    bool ok = ::write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size()) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) {
+      ::unlink(path.c_str());
+      return Error{path.string() + ": cannot write the cache key", ErrorKind::kMissing};
+    }
+  }
+  auto text = read_file(path);
+  if (!text) return Error{path.string() + ": cannot read the cache key: " + text.error(), ErrorKind::kMissing};
+  std::string secret = *text;
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == ' ')) secret.pop_back();
+  if (secret.size() < 32)
+    return Error{path.string() + ": the cache key is too short (delete the file: a new one is made)",
+                 ErrorKind::kBadInput};
+  return std::make_shared<const CacheSeal>(std::move(secret));
+}
+
+std::string CacheSeal::mac(const std::string& key, const json& content) const {
+  return hmac_sha256_hex(secret_, key + "\n" + content.dump());
+}
+
+bool CacheSeal::verify(const std::string& key, const json& content, const json& mac_field) const {
+  if (!mac_field.is_string()) return false;
+  const std::string want = mac(key, content), got = mac_field.get<std::string>();
+  // Constant time: a candidate must not learn the MAC byte by byte.
+  return want.size() == got.size() && CRYPTO_memcmp(want.data(), got.data(), want.size()) == 0;
+}
+
 std::optional<Verdict> ResultCache::get(const std::string& key) const {
   auto text = read_file(file(key));
   if (!text) return std::nullopt;
   json j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("result")) return std::nullopt;
+  if (seal_ && !seal_->verify(key, j["result"], j.value("mac", json()))) {
+    ++discarded_;  // not written by this user's mkevolve: never trusted
+    return std::nullopt;
+  }
   auto r = Verdict::from_json(j["result"]);
   if (!r) return std::nullopt;  // unreadable: evaluated again, and the entry rewritten
   r->cached = true;
@@ -82,6 +154,7 @@ mk::Status ResultCache::put(const std::string& key, const Verdict& r, const json
   stored.cached = false;
   stored.queued_s = stored.eval_s = stored.baseline_s = 0;
   json j{{"key", key}, {"about", about}, {"result", stored.to_json()}};
+  if (seal_) j["mac"] = seal_->mac(key, j["result"]);
   return write_file_atomic(file(key), j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
@@ -107,6 +180,7 @@ std::optional<Baseline> BaselineCache::get(const std::string& key) const {
   if (!text) return std::nullopt;
   json j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("baseline")) return std::nullopt;
+  if (seal_ && !seal_->verify(key, j["baseline"], j.value("mac", json()))) return std::nullopt;
   auto b = parse_baseline(j["baseline"]);
   if (!b) return std::nullopt;
   return *b;
@@ -114,6 +188,7 @@ std::optional<Baseline> BaselineCache::get(const std::string& key) const {
 
 mk::Status BaselineCache::put(const std::string& key, const Baseline& b, const json& about) const {
   json j{{"key", key}, {"about", about}, {"baseline", b.raw}};
+  if (seal_) j["mac"] = seal_->mac(key, j["baseline"]);
   return write_file_atomic(dir_ / (key + ".json"), j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 

@@ -196,9 +196,18 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
       break;
   }
   pool->worker_hash_ = hash_worker(pool->worker_dir_, pool->command_);
-  if (!o.cache_dir.empty()) pool->results_.emplace(absolute_path(o.cache_dir));
+  // Verdicts and baselines are sealed with this user's secret: an entry a
+  // candidate forged is discarded (CacheSeal).
+  std::shared_ptr<const CacheSeal> seal;
+  if (!o.cache_dir.empty() || o.cache_baselines) {
+    auto loaded = CacheSeal::load();
+    if (!loaded) return Error{loaded.error(), loaded.error_kind()};
+    seal = *loaded;
+  }
+  if (!o.cache_dir.empty()) pool->results_.emplace(absolute_path(o.cache_dir), seal);
   if (o.cache_baselines)
-    pool->baselines_.emplace(o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir));
+    pool->baselines_.emplace(o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir),
+                             seal);
   // Footprints live beside the baselines (kept per problem and machine).
   pool->footprints_.emplace((o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir)) /
                             "footprints");

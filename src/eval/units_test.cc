@@ -14,6 +14,7 @@
 #include "eval/protocol.h"
 #include "eval/sources.h"
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/subprocess.h"
 #include "support/testing.h"
 
@@ -484,6 +485,74 @@ TEST(Cache, StoresAndReadsBack) {
   EXPECT_FALSE(bb->compiled.valid);
   EXPECT_FALSE(parse_baseline(json::parse(R"({"type":"result","compile":{"median_ms":1}})")).ok());
   EXPECT_FALSE(parse_baseline(json::parse(R"({"type":"error","message":"x"})")).ok());
+}
+
+TEST(Cache, AnEntryNotSealedByThisUsersSecretIsDiscarded) {
+  // A candidate that reached the cache folder rewrote a wrong kernel's verdict
+  // as correct at 999x: without the secret it cannot seal it, so the entry is
+  // discarded and the kernel evaluated again, never trusted.
+  TempDir dir("mk-seal");
+  auto seal = std::make_shared<const CacheSeal>(std::string(64, 'a'));
+  ResultCache rc(dir.path() / "results", seal);
+  Verdict wrong;
+  wrong.status = Status::kIncorrect;
+  wrong.kind = "mismatch";
+  ASSERT_TRUE(rc.put("ab12", wrong, json::object()).ok());
+  ASSERT_TRUE(rc.get("ab12").has_value());
+  const fs::path f = dir.path() / "results" / "ab" / "ab12.json";
+  json entry = json::parse(*read_file(f));
+  entry["result"]["status"] = "correct";
+  entry["result"]["speedup"] = {{"compile", 999.0}, {"eager", 999.0}};
+  ASSERT_TRUE(write_file_atomic(f, entry.dump()).ok());
+  EXPECT_FALSE(rc.get("ab12").has_value());
+  EXPECT_EQ(rc.discarded(), 1);
+  // Its MAC recomputed without the secret, or dropped: discarded alike.
+  entry["mac"] = hmac_sha256_hex("guessed", "ab12\n" + entry["result"].dump());
+  ASSERT_TRUE(write_file_atomic(f, entry.dump()).ok());
+  EXPECT_FALSE(rc.get("ab12").has_value());
+  entry.erase("mac");
+  ASSERT_TRUE(write_file_atomic(f, entry.dump()).ok());
+  EXPECT_FALSE(rc.get("ab12").has_value());
+  // Moved under another key (a correct kernel's entry copied to a wrong one's): discarded.
+  Verdict right;
+  right.status = Status::kCorrect;
+  ASSERT_TRUE(rc.put("cd34", right, json::object()).ok());
+  ASSERT_TRUE(write_file_atomic(f, *read_file(dir.path() / "results" / "cd" / "cd34.json")).ok());
+  EXPECT_FALSE(rc.get("ab12").has_value());
+  // Another user's secret does not verify this user's entries either.
+  ResultCache other(dir.path() / "results", std::make_shared<const CacheSeal>(std::string(64, 'b')));
+  EXPECT_FALSE(other.get("cd34").has_value());
+  EXPECT_TRUE(rc.get("cd34").has_value());
+  // Baselines too: a forged eager time would forge every speedup against it.
+  BaselineCache bc(dir.path() / "baselines", seal);
+  auto b = parse_baseline(json::parse(R"({"eager":{"median_ms":4,"mean_ms":4.5},"compile":null})"));
+  ASSERT_TRUE(bc.put("k1", *b, json::object()).ok());
+  ASSERT_TRUE(bc.get("k1").has_value());
+  json be = json::parse(*read_file(dir.path() / "baselines" / "k1.json"));
+  be["baseline"]["eager"]["median_ms"] = 4000;
+  ASSERT_TRUE(write_file_atomic(dir.path() / "baselines" / "k1.json", be.dump()).ok());
+  EXPECT_FALSE(bc.get("k1").has_value());
+}
+
+TEST(Cache, TheSealsSecretIsMadeOnceOutsideTheCachesReadableByItsUserAlone) {
+  TempDir dir("mk-seal-key");
+  ::setenv("MKEVOLVE_CACHE_KEY", (dir.path() / "cfg" / "cache-key").c_str(), 1);
+  EXPECT_EQ(CacheSeal::default_path(), dir.path() / "cfg" / "cache-key");
+  ::unsetenv("MKEVOLVE_CACHE_KEY");
+  ::setenv("XDG_CONFIG_HOME", (dir.path() / "xdg").c_str(), 1);
+  EXPECT_EQ(CacheSeal::default_path(), dir.path() / "xdg" / "mkevolve" / "cache-key");
+  ::unsetenv("XDG_CONFIG_HOME");
+  const fs::path key = dir.path() / "cfg" / "cache-key";
+  auto a = CacheSeal::open_or_make(key);
+  ASSERT_TRUE(a.ok()) << a.error();
+  EXPECT_EQ(fs::status(key).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  auto b = CacheSeal::open_or_make(key);  // the same secret on the next start
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*a)->mac("k", json{{"x", 1}}), (*b)->mac("k", json{{"x", 1}}));
+  ASSERT_TRUE(write_file_atomic(key, "short\n").ok());
+  auto bad = CacheSeal::open_or_make(key);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("too short"), std::string::npos);
 }
 
 TEST(Proc, KillsASetsidGrandchildFoundByToken) {

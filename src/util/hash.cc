@@ -1,6 +1,7 @@
 #include "util/hash.h"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <cstdint>
 #include <stdexcept>
@@ -23,6 +24,15 @@ std::string sha256_hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned n = 0;
   EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
+  return to_hex(md, n);
+}
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
+            data.size(), md, &n))
+    throw std::runtime_error("OpenSSL HMAC-SHA256 failed");
   return to_hex(md, n);
 }
 

@@ -9,6 +9,9 @@ namespace mk {
 /// Lower-case hex SHA-256 of data.
 std::string sha256_hex(std::string_view data);
 
+/// Lower-case hex HMAC-SHA256 of data under key.
+std::string hmac_sha256_hex(std::string_view key, std::string_view data);
+
 /// Incremental SHA-256: feed parts with update(); parts are length-prefixed so
 /// ("ab","c") and ("a","bc") hash differently.
 class Hasher {
