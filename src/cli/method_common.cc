@@ -16,6 +16,7 @@
 #include "rundir/critical_path.h"
 #include "rundir/events.h"
 #include "rundir/interrupt.h"
+#include "util/env.h"
 #include "util/fs.h"
 
 namespace mk::cli::method {
@@ -371,10 +372,32 @@ int run_in_directory(RunRequest req) {
                    Same{"--base-url", &req.env.base_url, r->base_url},
                    Same{"--config", &req.env.config_path, r->config_path}}) {
       if (s.now->empty()) {
+        // The run kept a credential of this flag by fingerprint alone: the
+        // resume reads it again from the environment (the variable that holds
+        // the same value, fingerprint for fingerprint) or asks for the flag.
+        if (s.then.find("[REDACTED sha256:") != std::string::npos) {
+          std::string found;
+          for (const char* var : std::string(s.flag) == "--base-url"
+                                     ? std::vector<const char*>{"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+                                                                "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"}
+                                     : std::vector<const char*>{"MKEVOLVE_LLM"})
+            if (const char* v = std::getenv(var); v && *v && redact_credentials(v) == s.then) found = v;
+          if (found.empty()) {
+            say(fmt::format("{}: the run was started with a credential inside {} ('{}'), which a run directory "
+                            "never keeps: pass {} again with the same credential, or put it in {}",
+                            req.out.string(), s.flag, s.then, s.flag,
+                            std::string(s.flag) == "--base-url" ? "OPENAI_BASE_URL (or ANTHROPIC_BASE_URL)"
+                                                                : "$MKEVOLVE_LLM"));
+            return kExitUsage;
+          }
+          *s.now = found;
+          continue;
+        }
         *s.now = s.then;
         continue;
       }
-      std::string now = *s.now;
+      // Compared as recorded: a credential by its fingerprint.
+      std::string now = redact_credentials(*s.now);
       if (std::string(s.flag) == "--config") now = fs::absolute(now).string();
       if (now != s.then && !req.env.allow_llm_change) {
         say(fmt::format("{}: the run was started with {} {}; this resume asks for {} {}. Leave {} out to continue "
@@ -452,9 +475,11 @@ int run_in_directory(RunRequest req) {
     run::NewRun n;
     n.cmd = cmd;
     n.problem_file = req.problem_file;
-    n.llm = req.env.llm.empty() ? env->llm->spec() : req.env.llm;
-    n.judge = req.env.judge;
-    n.base_url = req.env.base_url;
+    // Credentials inside a flag are recorded by fingerprint, never by value:
+    // a resume reads them again from the flag, the environment or the config.
+    n.llm = redact_credentials(req.env.llm.empty() ? env->llm->spec() : req.env.llm);
+    n.judge = redact_credentials(req.env.judge);
+    n.base_url = redact_credentials(req.env.base_url);
     if (!env->config->path().empty()) n.config_path = fs::absolute(env->config->path()).string();
     n.test_cpu = req.env.test_cpu;
     rundir::Versions v;

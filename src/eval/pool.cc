@@ -1302,16 +1302,16 @@ std::future<DecompositionResult> WorkerPool::verify_decomposition(DecompositionR
                                        clip_tail(rep.detail, 500)));
     const json& m = rep.message;
     if (m["type"] == "error")
-      return promise->set_value(failed("the worker reported an error: " +
-                                       (m.contains("message") && m["message"].is_string() ? m["message"].get<std::string>()
-                                                                                          : m.dump())));
+      return promise->set_value(failed(redact_secrets(
+          "the worker reported an error: " +
+          (m.contains("message") && m["message"].is_string() ? m["message"].get<std::string>() : m.dump()))));
     const json& body = (m.contains("result") && m["result"].is_object()) ? m["result"] : m;
     DecompositionResult d;
     d.ok = body.contains("ok") && body["ok"].is_boolean() && body["ok"].get<bool>();
     if (auto it = body.find("failures"); it != body.end() && it->is_array())
-      for (const auto& f : *it) d.failures.push_back(reason_line(f));
+      for (const auto& f : *it) d.failures.push_back(redact_secrets(reason_line(f)));  // LLM-written code ran
     for (const char* k : {"feedback", "message"})
-      if (d.feedback.empty() && body.contains(k) && body[k].is_string()) d.feedback = body[k].get<std::string>();
+      if (d.feedback.empty() && body.contains(k) && body[k].is_string()) d.feedback = redact_secrets(body[k].get<std::string>());
     if (d.feedback.empty())
       for (const auto& f : d.failures) d.feedback += (d.feedback.empty() ? "" : "\n") + f;
     if (!d.ok && d.failures.empty()) d.failures.push_back(d.feedback.empty() ? "the decomposition check failed" : d.feedback);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "util/env.h"
+
 namespace mk::eval {
 
 using nlohmann::json;
@@ -58,7 +60,28 @@ Verdict pool_failure(Status status, std::string kind, std::string message) {
   return r;
 }
 
-Verdict parse_eval_result(const json& msg) {
+namespace {
+/// Every string in j with the known secrets hidden (util/env.h).
+void redact_strings(json& j) {
+  if (j.is_string()) {
+    j = redact_secrets(j.get<std::string>());
+  } else if (j.is_object() || j.is_array()) {
+    for (auto& v : j) redact_strings(v);
+  }
+}
+}  // namespace
+
+Verdict redacted(Verdict v) {
+  v.feedback = redact_secrets(std::move(v.feedback));
+  v.kind = redact_secrets(std::move(v.kind));
+  for (auto& r : v.reasons) r = redact_secrets(std::move(r));
+  redact_strings(v.raw);
+  return v;
+}
+
+Verdict parse_eval_result(const json& msg) { return redacted(parse_eval_answer(msg)); }
+
+Verdict parse_eval_answer(const json& msg) {
   if (!msg.is_object()) return pool_failure(Status::kCrashed, "protocol_error", "the worker's answer is not a JSON object");
   std::string type = string_or(msg, "type");
   if (type == "error") {

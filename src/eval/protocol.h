@@ -20,7 +20,14 @@ nlohmann::json options_to_json(const EvalOptions& o);
 
 /// Converts a worker's final message (type "result" or "error") for an eval
 /// request. Unknown statuses or missing fields give kCrashed with a message.
+/// Every text in it is scrubbed of the known secrets (redacted()): it holds
+/// what a candidate printed or raised, on its way to verdicts, prompts, logs
+/// and caches.
 Verdict parse_eval_result(const nlohmann::json& msg);
+/// parse_eval_result without the scrubbing.
+Verdict parse_eval_answer(const nlohmann::json& msg);
+/// v with redact_secrets applied to its message, kind, reasons and every string of raw.
+Verdict redacted(Verdict v);
 
 /// A crashed result made by the pool itself (the worker gave no verdict).
 Verdict pool_failure(Status status, std::string kind, std::string message);

@@ -13,6 +13,7 @@
 #include "eval/proc.h"
 #include "eval/protocol.h"
 #include "eval/sources.h"
+#include "util/env.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/subprocess.h"
@@ -49,6 +50,27 @@ TEST(Protocol, ParsesAFullResult) {
   EXPECT_TRUE(r.eager.valid);
   EXPECT_FALSE(r.compiled.valid);
   EXPECT_TRUE(r.uses_pytorch);
+}
+
+TEST(Protocol, ACandidatesTextIsScrubbedOfEveryKnownSecret) {
+  // A candidate read a credential (a config file's key, a password in the
+  // --base-url) and raised or printed it: the verdict that carries its text to
+  // prompts, logs and caches holds none of it.
+  register_secret("cfg-key-0123456789abcdef");
+  register_credentials("https://bob:url-pass-9876543210@llm.internal/v1");
+  json msg = {{"id", 1},
+              {"type", "result"},
+              {"status", "runtime_error"},
+              {"kind", "runtime_error"},
+              {"message", "RuntimeError: cfg-key-0123456789abcdef"},
+              {"reasons", json::array({"leaked url-pass-9876543210"})},
+              {"stderr_tail", "print: cfg-key-0123456789abcdef and url-pass-9876543210"},
+              {"checks", {{"deep", {{"list", json::array({"cfg-key-0123456789abcdef"})}}}}}};
+  Verdict r = parse_eval_result(msg);
+  std::string all = r.to_json().dump();
+  EXPECT_EQ(all.find("cfg-key-0123456789abcdef"), std::string::npos) << all;
+  EXPECT_EQ(all.find("url-pass-9876543210"), std::string::npos) << all;
+  EXPECT_NE(r.feedback.find("[REDACTED]"), std::string::npos);
 }
 
 TEST(Protocol, MalformedAnswersBecomeCrashed) {

@@ -36,7 +36,8 @@ std::string trim(const std::string& s) {
 class ExecBackend : public Provider {
  public:
   explicit ExecBackend(ExecOptions o) : o_(std::move(o)) {}
-  std::string spec() const override { return "exec:" + o_.command; }
+  /// Credentials on the command line are recorded by fingerprint, never by value.
+  std::string spec() const override { return "exec:" + redact_credentials(o_.command); }
 
   Reply complete(const Request& req) override {
     nlohmann::json in = openai_chat_body(req, "exec");

@@ -186,6 +186,7 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
       }
     }
     while (!url.empty() && url.back() == '/') url.pop_back();
+    register_credentials(url);  // a password in the URL's userinfo is hidden wherever text travels
     Status st = check_url(url, from);
     if (!st.ok()) return Error{st.error(), ErrorKind::kBadInput};  // the user's --base-url or config value
     if (from != "the default") cache_endpoint = url;
@@ -260,6 +261,7 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
   } else if (parts.kind == "exec") {
     ExecOptions e;
     e.command = parts.rest;
+    register_credentials(e.command);  // keys on the command line never reach a log, a prompt or a run directory
     e.timeout_s = total_s;
     e.env = env;  // a command the user wrote is trusted like the user
     e.cancelled = opts.cancelled;

@@ -9,64 +9,14 @@ namespace mk::rundir {
 
 namespace {
 
-// "awsSecretAccessKey" / "aws-secret_access.key" -> {"aws","secret","access","key"}.
-std::vector<std::string> words(std::string_view key) {
-  std::vector<std::string> out;
-  std::string cur;
-  auto flush = [&] {
-    if (!cur.empty()) out.push_back(cur), cur.clear();
-  };
-  for (size_t i = 0; i < key.size(); ++i) {
-    unsigned char c = key[i];
-    if (!std::isalnum(c)) {
-      flush();
-      continue;
-    }
-    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(key[i - 1]))) flush();
-    cur.push_back(static_cast<char>(std::tolower(c)));
-  }
-  flush();
-  return out;
-}
-
 bool has_prefix(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 }  // namespace
 
-bool is_secret_key(std::string_view key) {
-  std::vector<std::string> w = words(key);
-  if (w.empty()) return false;
-  static const char* kReferenceWords[] = {"env", "var", "variable", "file", "path", "name", "command", "cmd", "helper"};
-  for (const char* r : kReferenceWords)
-    if (w.back() == r) return false;
-  static const char* kAlways[] = {"secret", "secrets", "password", "passwd", "passphrase", "apikey", "credential",
-                                  "credentials", "authorization", "bearer", "cookie", "cookies"};
-  for (const auto& x : w)
-    for (const char* s : kAlways)
-      if (x == s) return true;
-  // "key" alone, or a key qualified as api/access/private/secret/session/signing key.
-  if (w.size() == 1 && w[0] == "key") return true;
-  for (size_t i = 0; i + 1 < w.size(); ++i) {
-    if (w[i + 1] != "key" && w[i + 1] != "keys") continue;
-    static const char* kQualifiers[] = {"api", "access", "private", "session", "signing", "auth", "x"};
-    for (const char* q : kQualifiers)
-      if (w[i] == q) return true;
-  }
-  // A singular "token" at the end: auth_token, session_token, hf_token, token.
-  // "max_tokens", "token_budget" and "tokens" are settings, not secrets.
-  return w.back() == "token";
-}
-
 bool is_secret_value(std::string_view v) {
-  static const char* kPrefixes[] = {"sk-", "sk_live_", "sk-ant-", "AKIA", "ASIA", "ghp_", "gho_", "github_pat_",
-                                    "xoxb-", "xoxp-", "hf_", "AIza", "Bearer ", "bearer "};
-  for (const char* p : kPrefixes) {
-    // Short values ("sk-" as a prefix setting) are not keys.
-    if (has_prefix(v, p) && v.size() >= std::string_view(p).size() + 12) {
-      bool spaceless = v.find(' ', std::string_view(p).size()) == std::string_view::npos;
-      if (spaceless) return true;
-    }
-  }
+  if (looks_like_key(v)) return true;
+  for (std::string_view p : {"Bearer ", "bearer "})
+    if (has_prefix(v, p) && v.size() >= p.size() + 12 && v.find(' ', p.size()) == std::string_view::npos) return true;
   std::string s(v);
   return redact_secrets(s) != s;
 }

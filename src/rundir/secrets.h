@@ -8,13 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/env.h"
+
 namespace mk::rundir {
 
-/// True for a config key that names a credential: api_key, secret, password,
-/// auth_token, aws_secret_access_key, authorization, ... but not max_tokens,
-/// token_budget or api_key_env (a key whose last word is env/var/file/path
-/// names where a secret lives, not the secret).
-bool is_secret_key(std::string_view key);
+/// util/env.h's rule for keys that name a credential.
+using mk::is_secret_key;
 
 /// True for a string value that looks like a credential itself (sk-..., AKIA...,
 /// ghp_..., a "Bearer ..." header) or contains a registered secret (util/env.h).

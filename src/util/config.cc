@@ -8,6 +8,7 @@
 
 #include <toml++/toml.h>
 
+#include "util/env.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -61,6 +62,23 @@ std::vector<std::string> Config::split_key(std::string_view key) {
   return parts;
 }
 
+namespace {
+/// Every credential a config file holds (an api_key, a password in a URL's
+/// userinfo), registered as a secret as soon as the file is read: text a
+/// candidate makes come back (after reading the file) is scrubbed of them
+/// wherever it goes, whether or not this run uses that key.
+void register_secrets_in(const toml::node& node, std::string_view key) {
+  if (const auto* t = node.as_table()) {
+    for (auto&& [k, v] : *t) register_secrets_in(v, k.str());
+  } else if (const auto* a = node.as_array()) {
+    for (auto&& v : *a) register_secrets_in(v, key);
+  } else if (const auto* str = node.as_string()) {
+    if (is_secret_key(key)) register_secret(str->get());
+    register_credentials(str->get());
+  }
+}
+}  // namespace
+
 Result<Config> Config::parse(std::string_view text, std::string source) {
   Config c;
   c.source_ = source;
@@ -72,6 +90,7 @@ Result<Config> Config::parse(std::string_view text, std::string source) {
     os << source << ":" << e.source().begin.line << ": invalid TOML: " << e.description();
     return Error{os.str()};
   }
+  register_secrets_in(impl->root, "");
   c.impl_ = std::move(impl);
   return c;
 }

@@ -226,6 +226,32 @@ TEST(Env, RedactsRegisteredSecrets) {
   EXPECT_EQ(redact_secrets("auth: config-file-key-xyz!"), "auth: [REDACTED]!");
 }
 
+TEST(Env, FindsTheCredentialsInsideFlags) {
+  auto redacted = [](const std::string& s) { return redact_credentials(s); };
+  const std::string pass_hash = sha256_hex("s3cr3t-pass").substr(0, 8);
+  // A URL's userinfo: the password, or a token standing as the user.
+  EXPECT_EQ(redacted("https://alice:s3cr3t-pass@llm.example.com/v1"),
+            "https://alice:[REDACTED sha256:" + pass_hash + "]@llm.example.com/v1");
+  EXPECT_NE(redacted("http://tok_abcdef123456@localhost:8000/v1").find("[REDACTED sha256:"), std::string::npos);
+  EXPECT_EQ(redacted("http://localhost:8000/v1"), "http://localhost:8000/v1");
+  // An exec: command line: options, assignments, headers and key-shaped tokens.
+  std::string cmd = "python3 llm.py --api-key abc123def456 --token=zzz999yyy888 --max-tokens 4096 "
+                    "OPENAI_API_KEY=sk-proj-aaaaaaaaaaaaaaaa -H \"Authorization: Bearer eyJhbGciOi.payload\" "
+                    "--model qwen sk-ant-bbbbbbbbbbbbbbbbbbbb";
+  std::string r = redacted(cmd);
+  for (const char* secret : {"abc123def456", "zzz999yyy888", "sk-proj-aaaaaaaaaaaaaaaa", "eyJhbGciOi.payload",
+                             "sk-ant-bbbbbbbbbbbbbbbbbbbb"})
+    EXPECT_EQ(r.find(secret), std::string::npos) << secret << " in " << r;
+  for (const char* kept : {"python3 llm.py", "--max-tokens 4096", "--model qwen", "Authorization: Bearer [REDACTED"})
+    EXPECT_NE(r.find(kept), std::string::npos) << kept << " not in " << r;
+  // The same credential gives the same record (a resume can tell it again).
+  EXPECT_EQ(redacted(cmd), redacted(cmd));
+  EXPECT_NE(redacted("x --api-key one111111111"), redacted("x --api-key two222222222"));
+  // Registered, they are hidden wherever text travels.
+  register_credentials("https://bob:hunter2-long-pw@h/v1");
+  EXPECT_EQ(redact_secrets("the candidate printed hunter2-long-pw"), "the candidate printed [REDACTED]");
+}
+
 TEST(Strings, EditDistance) {
   EXPECT_EQ(edit_distance("eval", "eval"), 0u);
   EXPECT_EQ(edit_distance("evl", "eval"), 1u);
