@@ -711,24 +711,34 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
                                  bool exclusive) {
   if (auto st = ensure_server(slot); !st) return pool_failure(Status::kCrashed, "environment", st.error());
   json options = options_to_json(req.options);
+  json limits = json::object();  // the candidate's memory limits, for checks.admission
   double host = fp ? fp->host_bytes * (fp->measured ? 1.15 : 1.0) : 0;
   double dev = fp ? fp->device_bytes * (fp->measured ? 1.15 : 1.0) : 0;
   if (fp) {
     // A candidate may hold what its whole evaluation was admitted with, and no
     // less than 8 GiB; past that its own allocation fails, not a neighbour.
     // An estimate knows nothing of forward's intermediates, so then the GPU
-    // limit is at least half the GPU. Alone (a retry), the limits are the
-    // machine's: nothing beside it needs protecting, and an honest kernel that
-    // outgrew a footprint is not failed by it.
+    // limit is at least half the GPU.
     double host_limit = std::max(host, 8 * kGiB), dev_limit = dev > 0 ? std::max(dev, 8 * kGiB) : 0;
     auto dcap = admission_->device_capacity(slot.gpu);
     if (!fp->measured && dev_limit > 0 && dcap) dev_limit = std::max(dev_limit, 0.5 * *dcap);
     if (exclusive) {
-      host_limit = std::max(host_limit, admission_->host_capacity());
-      dev_limit = 0;
+      // Alone (a retry after an oom or a killed process): nothing beside it
+      // needs its share, so an honest kernel that outgrew a footprint is not
+      // failed by it. But the machine still does: the limits are what is
+      // free now less a reserve (the reference's and the server's half of
+      // the footprint, and max(2 GiB, 10%) for everything else), never
+      // unlimited. Past them the candidate is oom, its own failure.
+      const double free_now =
+          opts_.host_capacity_bytes > 0 ? admission_->host_capacity() : host_memory_available();
+      const double reserve = std::max(2 * kGiB, 0.1 * free_now) + 0.5 * host;
+      if (free_now > 0) host_limit = std::max(std::min(host_limit, free_now - kGiB), free_now - reserve);
+      if (dcap) dev_limit = std::max(dev_limit, *dcap - 0.5 * dev - 0.6 * kGiB);
     }
     options["host_mem_limit_bytes"] = static_cast<long long>(host_limit);
     if (dev_limit > 0) options["device_mem_limit_bytes"] = static_cast<long long>(dev_limit);
+    limits = {{"host_limit_bytes", static_cast<long long>(host_limit)},
+              {"device_limit_bytes", dev_limit > 0 ? json(static_cast<long long>(dev_limit)) : json(nullptr)}};
     if (fp->reference_s > 0)
       options["reference_timeout_s"] = std::max(req.options.timeout_s, 10 * fp->reference_s + 60);
   }
@@ -779,6 +789,7 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
     if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
     json adm = ticket->to_json();
     adm["footprint"] = fp ? (fp->measured ? "measured" : "estimated") : "unknown: run alone";
+    adm.update(limits);
     r.raw["checks"]["admission"] = adm;
   }
   return r;

@@ -269,7 +269,7 @@ TEST_F(PoolTest, ACalibrationIsAdmittedByMemoryLikeAnEvaluation) {
   EXPECT_EQ(most, 1) << "a 7 GiB calibration and a 7 GiB evaluation do not fit together in 10 GiB";
 }
 
-TEST_F(PoolTest, AnOutOfMemoryVerdictUnderAFootprintLimitIsRetriedAloneWithTheMachinesMemory) {
+TEST_F(PoolTest, AnOutOfMemoryVerdictUnderAFootprintLimitIsRetriedAloneWithTheMachinesFreeMemory) {
   auto o = options();
   o.cache_dir.clear();
   o.host_capacity_bytes = 100.0 * (1 << 30);
@@ -286,6 +286,14 @@ TEST_F(PoolTest, AnOutOfMemoryVerdictUnderAFootprintLimitIsRetriedAloneWithTheMa
   EXPECT_EQ(big.kind, "oom");
   EXPECT_EQ(big.raw.value("harness_retries", 0), 1);
   EXPECT_EQ(logged("eval"), 4);
+  // Alone, never unlimited: the machine's free memory less a reserve (10 GiB
+  // of 100, and half the 11 GiB footprint for the reference and the server).
+  const auto& adm = big.raw["checks"]["admission"];
+  ASSERT_TRUE(adm.contains("host_limit_bytes")) << big.raw.dump();
+  const double limit = adm["host_limit_bytes"].get<double>();
+  EXPECT_GT(limit, 20.0 * (1 << 30));
+  EXPECT_LT(limit, 100.0 * (1 << 30));
+  EXPECT_NEAR(limit, (100.0 - 10.0 - 5.5) * (1 << 30), 1 << 20);
 }
 
 TEST_F(PoolTest, AProblemTooLargeForTheMachineFailsBeforeAnyEvaluation) {
