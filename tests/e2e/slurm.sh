@@ -30,7 +30,15 @@ cleanup() {
     for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$p" 2>/dev/null
   done
-  if [[ -n $MUNGED_STARTED && -f $T/munged.pid ]]; then kill "$(cat "$T/munged.pid")" 2>/dev/null; fi
+  if [[ -n $MUNGED_STARTED ]]; then
+    # Found by its command line, which names this run's folder: the daemon runs
+    # as user munge, which cannot write its pid file into $T (root's, 755).
+    for p in $(pgrep -f -- "munged --pid-file=$T/munged.pid"); do
+      kill "$p" 2>/dev/null
+      for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$p" 2>/dev/null
+    done
+  fi
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -135,6 +143,19 @@ for n in 1 2; do
 done
 s=$(find "$W/out" -name summary.json | wc -l)
 [[ $s -eq 2 ]] && pass "one summary.json per problem" || fail "summaries: $s"
+
+# Nothing is left running once this script ends (the cleanup on exit stops
+# the daemons): checked here by stopping them and looking.
+cleanup_daemons_now() {
+  trap - EXIT
+  cleanup
+  mkdir -p "$T"  # cleanup removed it; nothing else needs it
+  local left
+  left=$(pgrep -f -- "$T" || true)
+  if [[ -n $left ]]; then fail "processes left running: $(ps -o pid=,args= -p $left | head -3)"; else pass "no daemon left running"; fi
+  rm -rf "$T"
+}
+cleanup_daemons_now
 
 [[ $fails -eq 0 ]] || { echo "$fails slurm e2e check(s) failed"; exit 1; }
 echo "all slurm e2e checks passed"
