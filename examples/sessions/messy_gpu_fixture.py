@@ -591,7 +591,8 @@ class ModelNew(nn.Module):
         out = torch.empty((B, T, H * D), device=q.device, dtype=q.dtype)
         DP = max(16, triton.next_power_of_2(D))
         grid = (triton.cdiv(T, @BM@), B * H)
-        _causal_flash[grid](q, k, v, out, H, T, D, 1.0 / math.sqrt(D), DP=DP, BM=@BM@, BN=@BN@, num_warps=@WARPS@)
+        _causal_flash[grid](q, k, v, out, H, T, D, 1.0 / math.sqrt(D), DP=DP, BM=@BM@, BN=@BN@, num_warps=@WARPS@,
+                            num_stages=2)
         return out
 '''
 
@@ -667,7 +668,7 @@ class ModelNew(nn.Module):
         DP = max(16, triton.next_power_of_2(D))
         grid = (triton.cdiv(T, @BM@), B * H)
         _causal_flash[grid](q, k, v, out, H, T, D, 1.0 / math.sqrt(D), *q.stride(), *k.stride(), *v.stride(),
-                            DP=DP, BM=@BM@, BN=@BN@, num_warps=@WARPS@)
+                            DP=DP, BM=@BM@, BN=@BN@, num_warps=@WARPS@, num_stages=2)
         return out
 '''
 
@@ -915,7 +916,7 @@ def _self_attention(x, num_heads, in_w=None, in_b=None, out_w=None, out_b=None):
     ctx = torch.empty((L, NB, E), device=x.device, dtype=x.dtype)
     DP = max(16, triton.next_power_of_2(D))
     _flash[(triton.cdiv(L, @BM@), NB * H)](qkv[0], qkv[1], qkv[2], ctx, L, NB, 1.0 / math.sqrt(D), H=H, D=D, DP=DP,
-                                           BM=@BM@, BN=@BN@, num_warps=@WARPS@)
+                                           BM=@BM@, BN=@BN@, num_warps=@WARPS@, num_stages=2)
     out = torch.empty((L, NB, E), device=x.device, dtype=x.dtype)
     grid = (triton.cdiv(M, @GBM@), triton.cdiv(E, @GBN@))
     _out_proj[grid](ctx, out_w, out_b, out, M, E, E, E, 1, out_w.stride(0), out_w.stride(1), E,
@@ -939,7 +940,8 @@ class ModelNew(nn.Module):
 # How the in-projection reads x: through its strides, or as if it were a contiguous (L, NB, E) tensor.
 LOAD_X_STRIDED = '''        a = tl.load(x_ptr + l[:, None] * sxl + n[:, None] * sxn + kk[None, :] * sxe,
                     mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)'''
-LOAD_X_CONTIGUOUS = '''        a = tl.load(x_ptr + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)'''
+LOAD_X_CONTIGUOUS = '''        a = tl.load(x_ptr + rm[:, None] * K + kk[None, :],
+                    mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)'''
 
 ADD_LAYERNORM_KERNEL = '''import torch
 import torch.nn as nn
