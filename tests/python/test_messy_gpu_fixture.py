@@ -17,13 +17,12 @@ checked on the CPU before it first runs on a GPU:
 - the composed models (top level + kernels) match the original in the emulator.
 
 The problems are KernelBench's own files with their size constants made small
-when a KernelBench checkout is found ($MKEVOLVE_KB, .kb/ or a fetched mirror),
-else stand-ins written here that compute what those files compute (and a test
-checks the two agree when both are at hand). No KernelBench file is committed.
+when a KernelBench checkout is found, else stand-ins that compute what those
+files compute (fixtures/messy_problems.py; a test checks the two agree when both
+are at hand). No KernelBench file is committed.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -45,19 +44,8 @@ sys.path.insert(0, str(REPO / "worker"))
 from mkevolve_worker import decompose_check as dc  # noqa: E402
 from mkevolve_worker import static_check  # noqa: E402
 
-PROBLEMS = ["99_Matmul_GELU_Softmax", "43_MinGPTCausalAttention", "31_VisionAttention"]
-LEVEL = {"99_Matmul_GELU_Softmax": "level2", "43_MinGPTCausalAttention": "level3", "31_VisionAttention": "level3"}
-# KernelBench's module-level size constants, set to the small sizes.
-def _kb_constants(problem):
-    s = SMALL[problem]
-    return {"99_Matmul_GELU_Softmax": {"batch_size": s.get("batch"), "in_features": s.get("in_features"),
-                                       "out_features": s.get("out_features")},
-            "43_MinGPTCausalAttention": {"batch_size": s.get("batch"), "max_seqlen": s.get("max_seqlen"),
-                                         "seq_len": s.get("seq"), "n_embd": s.get("embd"), "n_head": s.get("heads")},
-            "31_VisionAttention": {"embed_dim": s.get("embed"), "num_heads": s.get("heads"),
-                                   "batch_size": s.get("batch"), "image_height": s.get("height"),
-                                   "image_width": s.get("width")}}[problem]
-
+from messy_problems import (PROBLEMS, SMALL, kb_constants, load_fixture,  # noqa: E402
+                            kernelbench_source, problem_source, shrink, standin_source)
 
 LAYOUT_TASK = {"99_Matmul_GELU_Softmax": "softmax_cols", "43_MinGPTCausalAttention": "causal_attention",
                "31_VisionAttention": "self_attention"}
@@ -67,19 +55,9 @@ FALLBACK_TASKS = {"softmax_cols", "causal_attention", "self_attention"}
 TILES = range(4)
 
 
-def _load_fixture():
-    spec = importlib.util.spec_from_file_location("messy_gpu_fixture", SESSIONS / "messy_gpu_fixture.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-SMALL = _load_fixture().SMALL_SIZES
-
-
 @pytest.fixture(scope="module")
 def fx():
-    return _load_fixture()
+    return load_fixture()
 
 
 @pytest.fixture
@@ -260,142 +238,6 @@ def test_every_dot_pins_ieee_precision(fx):
 
 # -- the decompositions: the worker's decompose_check at small sizes ----------------------
 
-def find_kernelbench() -> tuple[str, str] | None:
-    """("dir", path) for an unpacked KernelBench checkout, ("git", path) for a fetched mirror, or None."""
-    for d in (os.environ.get("MKEVOLVE_KB"), str(REPO / ".kb")):
-        if d and (pathlib.Path(d) / "KernelBench" / "level1").is_dir():
-            return "dir", d
-    mirror = pathlib.Path("/work/.mirror/ScalingIntelligence+KernelBench/repo")
-    if mirror.is_dir():
-        try:
-            subprocess.run(["git", "-C", str(mirror), "rev-parse", "HEAD"], check=True, capture_output=True)
-            return "git", str(mirror)
-        except (OSError, subprocess.CalledProcessError):
-            return None
-    return None
-
-
-def kernelbench_source(problem: str) -> str | None:
-    kb = find_kernelbench()
-    if kb is None:
-        return None
-    rel = f"KernelBench/{LEVEL[problem]}/{problem}.py"
-    if kb[0] == "dir":
-        return (pathlib.Path(kb[1]) / rel).read_text()
-    return subprocess.run(["git", "-C", kb[1], "show", f"HEAD:{rel}"], check=True, capture_output=True,
-                          text=True).stdout
-
-
-def shrink(src: str, constants: dict) -> str:
-    """src with each module-level `NAME = value` line of constants set to the small value."""
-    for name, value in constants.items():
-        src, count = re.subn(rf"(?m)^{name} = .*$", f"{name} = {value}", src)
-        assert count == 1, f"no single '{name} = ...' line"
-    return src
-
-
-# Stand-ins for CI machines without KernelBench: what its three files compute, written here.
-STANDINS = {
-    "99_Matmul_GELU_Softmax": '''import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.linear = nn.Linear(in_features, out_features)
-
-    def forward(self, x):
-        return F.softmax(F.gelu(self.linear(x)), dim=1)
-
-
-def get_inputs():
-    return [torch.rand(@batch@, @in_features@)]
-
-
-def get_init_inputs():
-    return [@in_features@, @out_features@]
-''',
-    "43_MinGPTCausalAttention": '''import math
-
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self, n_embd, n_head, attn_pdrop, resid_pdrop, max_seqlen):
-        super().__init__()
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.attn_dropout = nn.Dropout(attn_pdrop)
-        self.resid_dropout = nn.Dropout(resid_pdrop)
-        mask = torch.tril(torch.ones(max_seqlen, max_seqlen)).view(1, 1, max_seqlen, max_seqlen)
-        self.register_buffer("bias", mask)
-        self.n_head, self.n_embd = n_head, n_embd
-
-    def forward(self, x):
-        B, T, C = x.size()
-        heads = [t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-                 for t in self.c_attn(x).split(self.n_embd, dim=2)]
-        q, k, v = heads
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = self.attn_dropout(F.softmax(att, dim=-1))
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.c_proj(y))
-
-
-def get_inputs():
-    return [torch.rand(@batch@, @seq@, @embd@)]
-
-
-def get_init_inputs():
-    return [@embd@, @heads@, 0.0, 0.0, @max_seqlen@]
-''',
-    "31_VisionAttention": '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self, embed_dim, num_heads):
-        super().__init__()
-        self.attn = nn.MultiheadAttention(embed_dim, num_heads)
-        self.norm = nn.LayerNorm(embed_dim)
-
-    def forward(self, x):
-        B, C, H, W = x.shape
-        s = x.view(B, C, H * W).permute(2, 0, 1)
-        out, _ = self.attn(s, s, s)
-        return self.norm(out + s).permute(1, 2, 0).view(B, C, H, W)
-
-
-def get_inputs():
-    return [torch.rand(@batch@, @embed@, @height@, @width@)]
-
-
-def get_init_inputs():
-    return [@embed@, @heads@]
-''',
-}
-
-
-def standin_source(problem: str) -> str:
-    src = STANDINS[problem]
-    for k, v in SMALL[problem].items():
-        src = src.replace(f"@{k}@", str(v))
-    return src
-
-
-def problem_source(problem: str) -> tuple[str, str]:
-    """(source at the small sizes, where from)."""
-    kb = kernelbench_source(problem)
-    if kb is not None:
-        return shrink(kb, _kb_constants(problem)), "KernelBench"
-    return standin_source(problem), "stand-in"
-
-
 def write_decomposition(fx, problem: str, root: pathlib.Path) -> pathlib.Path:
     """The fixture's decompose reply at the small sizes, unpacked as the binary unpacks it."""
     text = fx.DECOMPOSITIONS[problem][0](SMALL[problem])
@@ -428,8 +270,8 @@ def test_decomposition_is_accepted_within_a_tenth_of_the_tolerance(fx, problem, 
 def test_standins_compute_what_kernelbench_computes(problem):
     kb = kernelbench_source(problem)
     if kb is None:
-        pytest.skip("no KernelBench checkout here ($MKEVOLVE_KB, .kb/ or a fetched mirror)")
-    a = load_source("kb", shrink(kb, _kb_constants(problem)))
+        pytest.skip("no KernelBench checkout here ($MKEVOLVE_KB, .kb/ or $MKEVOLVE_KB_GIT)")
+    a = load_source("kb", shrink(kb, kb_constants(problem)))
     b = load_source("standin", standin_source(problem))
     torch.manual_seed(0)
     ma = a.Model(*a.get_init_inputs())
