@@ -11,8 +11,8 @@ and prints one line per check and a summary line:
   3. a composition failed, was blamed on the names task and sent back to its
      beam (no TotalFuse), and a later composition was correct;
   4. a correct candidate of each fallback task carries static warnings (PyTorch
-     compute on lines that never ran), not a cheating verdict (skipped in the
-     worker's CPU test mode, whose static checks are off: --test-mode);
+     compute on lines that never ran), not a cheating verdict (skipped for a run
+     in the worker's CPU test mode, whose static checks are off);
   5. the final check passed and the run's speedup is the final check's.
 
   scripts/messy_check.py runs/m43 --layout-task causal_attention --names-task out_proj \\
@@ -167,7 +167,8 @@ def main(argv=None) -> int:
     ap.add_argument("--layout-task")
     ap.add_argument("--names-task")
     ap.add_argument("--fallback-task", action="append")
-    ap.add_argument("--test-mode", action="store_true", help="the run was in the worker's CPU test mode")
+    ap.add_argument("--test-mode", action="store_true",
+                    help="the run was in the worker's CPU test mode (also read from the run's manifest and versions)")
     ap.add_argument("--json-out", help="write the result as JSON here")
     args = ap.parse_args(argv)
     problem = (load_json(os.path.join(args.run, "summary.json")) or {}).get("problem_name")
@@ -181,7 +182,10 @@ def main(argv=None) -> int:
     fallbacks = args.fallback_task or d[2]
     if not layout or not names:
         ap.error(f"no defaults for problem {problem!r}: give --layout-task and --names-task")
-    res = check(args.run, layout, names, fallbacks, args.test_mode)
+    manifest = load_json(os.path.join(args.run, "solution", "manifest.json")) or {}
+    test_mode = args.test_mode or manifest.get("test_mode") is True or "test mode" in str(
+        (load_json(os.path.join(args.run, "versions.json")) or {}).get("gpu", ""))
+    res = check(args.run, layout, names, fallbacks, test_mode)
     for c in res["checks"]:
         print(f"  {'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}")
     dec = res["facts"].get("decomposition") or {}
