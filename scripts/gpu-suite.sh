@@ -68,7 +68,7 @@
 #             and src/ under $MKEVOLVE_KB (.kb/). Into $OUT as they come, five files: messy.log,
 #             messy-events.jsonl (the runs' key events, each with its "run"), messy-kb.jsonl,
 #             messy-peer.jsonl, messy-runs.tgz (summaries, reports, solutions, candidates, logs).
-#             At most GPU_SUITE_MESSY_LIMIT (500) s; GPU_SUITE_MESSY_SLOTS (4) slots per run.
+#             At most GPU_SUITE_MESSY_LIMIT (500) s; GPU_SUITE_MESSY_SLOTS (3) slots per run.
 #             GPU_SUITE_MESSY_ARGS, GPU_SUITE_MESSY_FIXTURE_ARGS and GPU_SUITE_MESSY_EVAL_ARGS add
 #             arguments to the runs, the fixture and the peer eval: with "--test-cpu-unsafe",
 #             "--small", "--test-cpu-unsafe", small copies of the problems under $MKEVOLVE_KB and
@@ -536,7 +536,7 @@ messy_left() { echo $((M_END - SECONDS)); }
 messy_stage() {
   local spec name path calls cap pids=() rc=0 r left
   M_ARGS=(--iterations 3 --refine-every 4 --decompose-workers 1 --trials 2 --perf-trials 20 --warmup 3
-          --timeout 180 --compile-timeout 120 --slots-per-gpu "${GPU_SUITE_MESSY_SLOTS:-4}")
+          --timeout 180 --compile-timeout 90 --slots-per-gpu "${GPU_SUITE_MESSY_SLOTS:-3}")
   # shellcheck disable=SC2206
   M_ARGS+=(${GPU_SUITE_MESSY_ARGS:-})
   # 1. The runs: PROBLEM (under KernelBench/) and --calls-per-iter (one call per subproblem and iteration).
@@ -553,7 +553,8 @@ messy_stage() {
       note "messy: run $name not started, the stage's time is spent"; rc=1; continue
     fi
     echo "== messy: mkevolve run $name (limit $cap s)" | tee -a "$M_LOG"
-    stage_timeout "$cap" "$BIN" run "$KB/KernelBench/$path.py" --out "$M_DIR/$name" --calls-per-iter "$calls" \
+    XDG_CACHE_HOME=$CACHES/messy-$name stage_timeout "$cap" "$BIN" run "$KB/KernelBench/$path.py" \
+      --out "$M_DIR/$name" --calls-per-iter "$calls" \
       --llm "exec:$PY $ROOT/examples/sessions/messy_gpu_fixture.py --state $M_DIR/state-$name ${GPU_SUITE_MESSY_FIXTURE_ARGS:-}" \
       "${M_ARGS[@]}" \
       >"$M_DIR/$name.log" 2>&1 </dev/null &
@@ -615,7 +616,7 @@ PYEOF
   if [ "$cap" -le 20 ]; then note "messy: peer batch not run, the stage's time is spent"; return 1; fi
   echo "== messy: eval --batch of the peer's kernels (limit $cap s)" | tee -a "$M_LOG"
   stage_timeout "$cap" "$BIN" eval --batch "$M_DIR/peer/pairs.txt" --json --stream --no-cache --trials 5 \
-    --perf-trials 20 --warmup 3 --slots-per-gpu "${GPU_SUITE_MESSY_SLOTS:-4}" ${GPU_SUITE_MESSY_EVAL_ARGS:-} \
+    --perf-trials 20 --warmup 3 --compile-timeout 90 --slots-per-gpu 4 ${GPU_SUITE_MESSY_EVAL_ARGS:-} \
     >"$M_OUT/messy-peer.jsonl" 2>"$M_DIR/peer.log" </dev/null
   echo "== messy: eval --batch exit $?" | tee -a "$M_LOG"
   "$PY" - "$M_OUT/messy-peer.jsonl" <<'PYEOF' 2>&1 | tee -a "$M_LOG" | grep '^messy:' >>"$SUMMARY"
