@@ -264,6 +264,7 @@ def child_main(args) -> int:
 # -- the parent -------------------------------------------------------------------
 
 def run_pair(args, problem: str, candidate: str) -> dict:
+    problem, candidate = os.path.abspath(problem), os.path.abspath(candidate)  # the child runs elsewhere
     line = {"problem": problem, "candidate": candidate}
     try:
         line["kind"] = candidate_kind(candidate)
@@ -272,8 +273,8 @@ def run_pair(args, problem: str, candidate: str) -> dict:
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="kb-harness-") as tmp:
         result = os.path.join(tmp, "result.json")
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--kb", args.kb, "--problem", problem,
-               "--candidate", candidate, "--result", result, "--trials", str(args.trials),
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--kb", os.path.abspath(args.kb),
+               "--problem", problem, "--candidate", candidate, "--result", result, "--trials", str(args.trials),
                "--perf-trials", str(args.perf_trials), "--seed", str(args.seed)]
         if args.tf32_off:
             cmd.append("--tf32-off")

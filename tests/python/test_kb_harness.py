@@ -126,9 +126,9 @@ def kb(tmp_path):
     return root
 
 
-def harness(*args, timeout=120):
+def harness(*args, timeout=120, cwd=None):
     return subprocess.run([sys.executable, str(HARNESS), *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, cwd=cwd)
 
 
 def test_a_file_a_package_a_wrong_one_and_a_crash(kb, tmp_path):
@@ -147,9 +147,9 @@ def test_a_file_a_package_a_wrong_one_and_a_crash(kb, tmp_path):
         "        self.lin = Lin(n)\n\n    def forward(self, x):\n        return self.lin(x)\n")
     (tmp_path / "pairs.txt").write_text("# a comment\np.py run/solution\n\np.py wrong.py\n")
     out = tmp_path / "kb.jsonl"
-    r = harness("--kb", kb, "--problem", tmp_path / "p.py", "--candidate", tmp_path / "good.py",
+    r = harness("--kb", "kb", "--problem", "p.py", "--candidate", "good.py",  # relative to the working directory
                 "--candidate", tmp_path / "crash.py", "--pairs", tmp_path / "pairs.txt", "--out", out,
-                "--trials", 3, "--perf-trials", 7)
+                "--trials", 3, "--perf-trials", 7, cwd=tmp_path)
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     assert [json.loads(x) for x in out.read_text().splitlines()] == lines
     assert r.returncode == 1, r.stderr  # not every candidate correct
@@ -213,8 +213,9 @@ def test_loads_kernelbench_eval_from_a_real_checkout():
     kb = os.environ.get("MKEVOLVE_KB") or str(REPO / ".kb")
     if not (pathlib.Path(kb) / "src" / "kernelbench" / "eval.py").is_file():
         pytest.skip("no KernelBench checkout ($MKEVOLVE_KB or .kb/ with src/kernelbench)")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import kb_harness as k; ev = k.load_kernelbench(sys.argv[2]); "
-            "import inspect; p = inspect.signature(ev.eval_kernel_against_ref).parameters; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import kb_harness as k; "
+            "ev = k.load_kernelbench(sys.argv[2]); import inspect; "
+            "p = inspect.signature(ev.eval_kernel_against_ref).parameters; "
             "print(all(n in p for n in ('backend', 'precision', 'num_perf_trials', 'timing_method')))")
     r = subprocess.run([sys.executable, "-c", code, str(HARNESS.parent), kb], capture_output=True, text=True)
     assert r.stdout.strip().endswith("True"), r.stdout + r.stderr
