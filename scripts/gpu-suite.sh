@@ -51,6 +51,28 @@
 #             roofline eval --json reports, compile metadata; GPU_SUITE_ROOFLINE_ARGS="--overhead 3"
 #             adds profiling's cost, measured side by side; GPU_SUITE_ROOFLINE_NO_KB=1 skips the
 #             6.4 GB KernelBench problems
+#   messy     issue 33 on the GPU: the HAND-WRITTEN FIXTURE LLM examples/sessions/messy_gpu_fixture.py
+#             (not an LLM) drives `mkevolve run` on KernelBench's level2/99_Matmul_GELU_Softmax,
+#             level3/43_MinGPTCausalAttention and level3/31_VisionAttention at their real sizes:
+#             3 iterations, one kernel call per subproblem and iteration, --trials 2
+#             --perf-trials 20 --warmup 3, the three side by side (GPU_SUITE_MESSY_JOBS=1: one
+#             after the other), each under its own limit (GPU_SUITE_MESSY_RUN_LIMIT, 270 s).
+#             scripts/messy_check.py checks each run: decomposition accepted with its measured
+#             error, the contiguous-only kernel's layout failure named and mended, the crashing
+#             composition sent back to its beam and repaired, unreached fallbacks as warnings
+#             (not cheating), final check passed. scripts/kb_harness.py then runs KernelBench's
+#             own eval_kernel_against_ref (5 trials, 100 timed calls, its timer) on each returned
+#             solution/, one at a time; last, scripts/peer_kernels.py adapts a peer's published
+#             kernels (from $MKEVOLVE_PEER, default .peer/) for one `mkevolve eval --batch`,
+#             whose L3/31 VisionAttention must not be cheating. Needs KernelBench's KernelBench/
+#             and src/ under $MKEVOLVE_KB (.kb/). Into $OUT as they come, five files: messy.log,
+#             messy-events.jsonl (the runs' key events, each with its "run"), messy-kb.jsonl,
+#             messy-peer.jsonl, messy-runs.tgz (summaries, reports, solutions, candidates, logs).
+#             At most GPU_SUITE_MESSY_LIMIT (500) s; GPU_SUITE_MESSY_SLOTS (3) slots per run.
+#             GPU_SUITE_MESSY_ARGS, GPU_SUITE_MESSY_FIXTURE_ARGS and GPU_SUITE_MESSY_EVAL_ARGS add
+#             arguments to the runs, the fixture and the peer eval: with "--test-cpu-unsafe",
+#             "--small", "--test-cpu-unsafe", small copies of the problems under $MKEVOLVE_KB and
+#             a Triton emulator as `triton` (MKEVOLVE_PYTHON), the stage's plumbing runs on a CPU
 #   concurrency  issue 12's target: a default 160-call `mkevolve run` of
 #             07_attention_block (3 subproblems) with the fixture LLM answering
 #             after 20 s; its wall time against its LLM critical path (at most
@@ -99,6 +121,11 @@
 #   GPU_SUITE_STAGES="build concurrency-collect" scripts/gpu-suite.sh   (a later call: up to 9 minutes)
 #   GPU_SUITE_STAGES="build adapt" scripts/gpu-suite.sh
 #   GPU_SUITE_STAGES="build precision" scripts/gpu-suite.sh                (about 4 minutes at most)
+#   GPU_SUITE_STAGES="build messy" scripts/gpu-suite.sh      (estimated 6-7 minutes, at most about 8.5;
+#       not yet run on a GPU) with carry [".kb", ".peer", "build/mkevolve"]: KernelBench unpacked by
+#       `mkdir -p .kb && git -C MIRROR archive HEAD KernelBench src | tar -x -C .kb`, the peer's
+#       kernels by `mkdir -p .peer && git -C PEER_MIRROR archive HEAD L1 L2 L3 | tar -x -C .peer`
+#       (both fetched mirrors, never committed), and build/mkevolve stripped
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -168,7 +195,7 @@ BIN=${MKEVOLVE_BIN:-}
 if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency ||
   want concurrency-start || want concurrency-ab ||
   want kbsweep || want kbtiming || want kblarge || want neighbours || want adapt || want roofline || want ncu ||
-  want precision; then
+  want precision || want messy; then
   t0=$SECONDS
   rc=0
   if [ -z "$BIN" ]; then
@@ -475,6 +502,170 @@ open(sys.argv[1], "w").write("".join(n + "\n" for n in ok))
     tail -n 1 "$A_OUT/adapt.txt" >>"$SUMMARY"
   fi
   stage_result adapt $rc $((SECONDS - t0))
+fi
+
+# --- messy: issue 33's messy sessions on three real KernelBench problems ---------------
+# The HAND-WRITTEN FIXTURE LLM examples/sessions/messy_gpu_fixture.py (not an LLM)
+# drives `mkevolve run` on KernelBench's level2/99_Matmul_GELU_Softmax,
+# level3/43_MinGPTCausalAttention and level3/31_VisionAttention at their real sizes
+# (side by side, GPU_SUITE_MESSY_JOBS=1 for one after the other), each under its
+# own time limit; scripts/messy_check.py then checks each run (decomposition
+# accepted with its error, layout failure named and mended, composition failure
+# sent back and repaired, fallbacks as warnings, final check); KernelBench's own
+# harness (scripts/kb_harness.py) judges each returned solution/; last, a peer's
+# published kernels (scripts/peer_kernels.py, from $MKEVOLVE_PEER, default .peer/)
+# go through `mkevolve eval --batch`, and its L3/31 VisionAttention must not be
+# cheating. Everything lands in $OUT as it comes, in five files: messy.log,
+# messy-events.jsonl (the runs' key events, each with its "run"), messy-kb.jsonl,
+# messy-peer.jsonl and messy-runs.tgz (each run's summary.json, report.md,
+# solution/ and logs).
+messy_refresh() {  # the runs' key events and results into $M_OUT
+  local name out=$M_OUT/messy-events.jsonl
+  : >"$out.tmp"
+  for name in "${M_NAMES[@]}"; do
+    [ -f "$M_DIR/$name/events.jsonl" ] || continue
+    grep -E '"type":"(verify_decomposition|topology|budget|eval|composition_failure|final_check|run_end)"' \
+      "$M_DIR/$name/events.jsonl" | sed "s/^{/{\"run\":\"$name\",/" >>"$out.tmp"
+  done
+  mv "$out.tmp" "$out"
+  (cd "$M_DIR" && tar -czf "$M_OUT/messy-runs.tgz.tmp" --exclude="__pycache__" \
+    ./*.log ./*.txt ./*/summary.json ./*/report.md ./*/solution ./*/candidates \
+    ./*/e2e ./peer 2>/dev/null; mv "$M_OUT/messy-runs.tgz.tmp" "$M_OUT/messy-runs.tgz")
+}
+messy_left() { echo $((M_END - SECONDS)); }
+messy_stage() {
+  local spec name path calls cap pids=() rc=0 r left
+  M_ARGS=(--iterations 3 --refine-every 4 --decompose-workers 1 --trials 2 --perf-trials 20 --warmup 3
+          --timeout 180 --compile-timeout 90 --slots-per-gpu "${GPU_SUITE_MESSY_SLOTS:-3}")
+  # shellcheck disable=SC2206
+  M_ARGS+=(${GPU_SUITE_MESSY_ARGS:-})
+  # 1. The runs: PROBLEM (under KernelBench/) and --calls-per-iter (one call per subproblem and iteration).
+  rm -f "$M_DIR/.stop"
+  ( n=0; while [ ! -e "$M_DIR/.stop" ]; do sleep 1; n=$((n + 1)); [ $((n % 10)) -eq 0 ] && messy_refresh; done ) &
+  local refresher=$!
+  for spec in "level2/99_Matmul_GELU_Softmax 2" "level3/43_MinGPTCausalAttention 3" "level3/31_VisionAttention 2"; do
+    read -r path calls <<<"$spec"
+    name=${path##*/}
+    left=$(( $(messy_left) - M_RESERVE ))
+    cap=${GPU_SUITE_MESSY_RUN_LIMIT:-270}
+    [ "$left" -lt "$cap" ] && cap=$left
+    if [ "$cap" -le 30 ]; then
+      note "messy: run $name not started, the stage's time is spent"; rc=1; continue
+    fi
+    echo "== messy: mkevolve run $name (limit $cap s)" | tee -a "$M_LOG"
+    XDG_CACHE_HOME=$CACHES/messy-$name stage_timeout "$cap" "$BIN" run "$KB/KernelBench/$path.py" \
+      --out "$M_DIR/$name" --calls-per-iter "$calls" \
+      --llm "exec:$PY $ROOT/examples/sessions/messy_gpu_fixture.py --state $M_DIR/state-$name ${GPU_SUITE_MESSY_FIXTURE_ARGS:-}" \
+      "${M_ARGS[@]}" \
+      >"$M_DIR/$name.log" 2>&1 </dev/null &
+    pids+=($!)
+    if [ "${GPU_SUITE_MESSY_JOBS:-3}" -le 1 ]; then wait "${pids[-1]}"; echo "== messy: $name exit $?" | tee -a "$M_LOG"; fi
+  done
+  for r in "${pids[@]}"; do wait "$r"; done
+  touch "$M_DIR/.stop"
+  wait "$refresher" 2>/dev/null
+  messy_refresh
+  # 2. What issue 33 asks of each run.
+  for name in "${M_NAMES[@]}"; do
+    { echo "== messy: $name: last lines of its log"; tail -n 6 "$M_DIR/$name.log" 2>/dev/null; } >>"$M_LOG"
+    "$PY" scripts/messy_check.py "$M_DIR/$name" >"$M_DIR/check-$name.txt" 2>&1 || rc=1
+    tee -a "$M_LOG" <"$M_DIR/check-$name.txt"
+    tail -n 1 "$M_DIR/check-$name.txt" >>"$SUMMARY"
+  done
+  # 3. KernelBench's own harness on each returned solution (one at a time: its timer is its own).
+  for spec in "level2/99_Matmul_GELU_Softmax" "level3/43_MinGPTCausalAttention" "level3/31_VisionAttention"; do
+    name=${spec##*/}
+    if [ ! -f "$M_DIR/$name/solution/decomposed_solution.py" ]; then
+      note "messy: kb_harness $name: no solution/ to judge"; rc=1; continue
+    fi
+    left=$(( $(messy_left) - M_PEER_RESERVE ))
+    cap=120; [ "$left" -lt "$cap" ] && cap=$left
+    if [ "$cap" -le 20 ]; then note "messy: kb_harness $name not run, the stage's time is spent"; rc=1; continue; fi
+    echo "== messy: kb_harness $name (limit $cap s)" | tee -a "$M_LOG"
+    stage_timeout "$cap" "$PY" scripts/kb_harness.py --kb "$KB" --problem "$KB/KernelBench/$spec.py" \
+      --candidate "$M_DIR/$name/solution" --out "$M_OUT/messy-kb.jsonl" --timeout $((cap - 10)) \
+      2>>"$M_DIR/kb-$name.log" >>"$M_LOG"
+    "$PY" - "$M_OUT/messy-kb.jsonl" "$M_DIR/$name/solution" <<'PYEOF' | tee -a "$M_LOG" "$SUMMARY"
+import json, os, sys
+line = None
+for text in open(sys.argv[1]):
+    try:
+        o = json.loads(text)
+    except ValueError:
+        continue
+    if os.path.abspath(o.get("candidate", "")) == os.path.abspath(sys.argv[2]):
+        line = o
+if line is None:
+    print(f"messy: KernelBench harness on {sys.argv[2]}: no result")
+    sys.exit(1)
+o = line
+err = f"; {o['error']}"[:300] if o.get("error") else ""
+print(f"messy: KernelBench harness {os.path.basename(os.path.dirname(sys.argv[2]))}: compiled {o.get('compiled')}, "
+      f"correct {o.get('correctness')} (trials {o.get('correctness_trials')}), runtime {o.get('runtime_ms')} ms, "
+      f"eager {o.get('ref_runtime_ms')} ms, speedup {o.get('speedup')}{err}")
+sys.exit(0 if o.get("correctness") else 1)
+PYEOF
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  done
+  # 4. The peer's kernels (L3/31 VisionAttention: not cheating for a fallback that never runs).
+  if ! "$PY" scripts/peer_kernels.py --peer "$M_PEER" --kb "$KB" --out "$M_DIR/peer" >>"$M_LOG" 2>&1; then
+    note "messy: no peer kernels from $M_PEER (fetch Laurawly/kernelagent-artifacts and unpack L1 L2 L3 there)"
+    return 1
+  fi
+  cap=$(messy_left); [ "$cap" -gt 240 ] && cap=240
+  if [ "$cap" -le 20 ]; then note "messy: peer batch not run, the stage's time is spent"; return 1; fi
+  echo "== messy: eval --batch of the peer's kernels (limit $cap s)" | tee -a "$M_LOG"
+  stage_timeout "$cap" "$BIN" eval --batch "$M_DIR/peer/pairs.txt" --json --stream --no-cache --trials 5 \
+    --perf-trials 20 --warmup 3 --compile-timeout 90 --slots-per-gpu 4 ${GPU_SUITE_MESSY_EVAL_ARGS:-} \
+    >"$M_OUT/messy-peer.jsonl" 2>"$M_DIR/peer.log" </dev/null
+  echo "== messy: eval --batch exit $?" | tee -a "$M_LOG"
+  "$PY" - "$M_OUT/messy-peer.jsonl" <<'PYEOF' 2>&1 | tee -a "$M_LOG" | grep '^messy:' >>"$SUMMARY"
+import json, os, sys
+seen, vision = 0, None
+for line in open(sys.argv[1]):
+    try:
+        o = json.loads(line)
+    except ValueError:
+        continue
+    seen += 1
+    name = os.path.basename(o.get("kernel", "?"))[:-3]
+    static = (o.get("checks") or {}).get("static") or {}
+    sp = o.get("speedup") or {}
+    print(f"  peer {name}: {o.get('status')} ({o.get('kind') or ''}), vs compile {sp.get('compile')}, "
+          f"vs eager {sp.get('eager')}, "
+          f"{len(static.get('warnings') or [])} static warning(s): {(o.get('message') or '')[:240]}")
+    if name.startswith("L3_31_VisionAttention"):
+        vision = o
+ok = vision is not None and vision.get("status") not in ("cheating", None)
+w = len((((vision or {}).get("checks") or {}).get("static") or {}).get("warnings") or [])
+print(f"messy: peer kernels {seen} verdicts; L3/31 VisionAttention "
+      f"{(vision or {}).get('status', 'no verdict')} ({(vision or {}).get('kind') or ''}), {w} static warning(s): "
+      f"{'not cheating' if ok else 'FAIL'}")
+sys.exit(0 if ok else 1)
+PYEOF
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  return $rc
+}
+if want messy && have_bin messy; then
+  t0=$SECONDS
+  export XDG_CACHE_HOME=$CACHES/messy
+  M_OUT=${OUT:-$OUTDIR}   # streamed straight into $OUT: a call stopped at its limit keeps what ran
+  M_DIR=$WORK/messy
+  M_LOG=$M_OUT/messy.log
+  M_PEER=${MKEVOLVE_PEER:-$ROOT/.peer}
+  M_END=$((SECONDS + ${GPU_SUITE_MESSY_LIMIT:-500}))
+  M_RESERVE=${GPU_SUITE_MESSY_RESERVE:-200}     # kept for the harness and the peer batch
+  M_PEER_RESERVE=90
+  M_NAMES=(99_Matmul_GELU_Softmax 43_MinGPTCausalAttention 31_VisionAttention)
+  mkdir -p "$M_DIR" "$M_OUT"
+  : >"$M_LOG"
+  if [ ! -f "$KB/KernelBench/level3/31_VisionAttention.py" ] || [ ! -f "$KB/src/kernelbench/eval.py" ]; then
+    note "messy: no KernelBench at $KB (unpack its KernelBench/ and src/ there)"
+    stage_result messy 1 0
+  else
+    messy_stage
+    stage_result messy $? $((SECONDS - t0))
+  fi
 fi
 
 # --- concurrency: wall time against the LLM critical path (issue 12) -------------------
