@@ -128,18 +128,22 @@ def check(run: str, layout_task: str, names_task: str, fallback_tasks: list[str]
     if test_mode:
         add("fallbacks are warnings", True, "skipped: the worker's CPU test mode runs no static checks")
     else:
+        # A stored verdict (candidates/*/result.json, the manifest's e2e) keeps
+        # the reasons, not the worker's checks: a finding on a line that never
+        # ran is a reason marked "(warning)".
+        def warnings_in(r):
+            return [x for x in (r.get("reasons") or []) if "torch-compute (warning)" in x]
+
         parts, ok = [], True
         for task in fallback_tasks:
             res = candidate_results(run, task)
-            warned = sorted(c for c, r in res.items() if r.get("status") == "correct"
-                            and ((r.get("checks") or {}).get("static") or {}).get("warnings"))
+            warned = sorted(c for c, r in res.items() if r.get("status") == "correct" and warnings_in(r))
             cheating = sorted(c for c, r in res.items() if r.get("status") == "cheating")
             ok &= bool(warned) and not cheating
             parts.append(f"{task}: correct with warnings {', '.join(warned) or 'none'}; cheating "
                          f"{', '.join(cheating) or 'none'}")
         manifest = load_json(os.path.join(run, "solution", "manifest.json")) or {}
-        e2e_static = (((manifest.get("e2e") or {}).get("checks") or {}).get("static") or {})
-        facts["solution_static_warnings"] = len(e2e_static.get("warnings") or [])
+        facts["solution_static_warnings"] = len(warnings_in(manifest.get("e2e") or {}))
         parts.append(f"the solution's end-to-end verdict: {(manifest.get('e2e') or {}).get('status')}, "
                      f"{facts['solution_static_warnings']} static warning(s)")
         add("fallbacks are warnings", ok, "; ".join(parts))
