@@ -241,12 +241,15 @@ class Plan:
     cuda_ipc: bool = True      # False: the self-test found CUDA IPC broken inside the sandbox
     triton_lower: str | None = None
     share: str | None = None   # test mode only: a directory bound read-write at its own path
+    libseccomp: bool = True    # False: the hand-built filter (test mode: MKEVOLVE_TEST_SANDBOX_WITHOUT)
+    broken: str | None = None  # require, and the self-test found no sandbox that runs CUDA
     notes: list = field(default_factory=list)
 
     def describe(self) -> dict:
         return {"mode": self.mode, "user": self.user, "pid_namespace": self.pidns,
                 "mount_namespace": self.mountns, "seccomp": self.seccomp, "cuda_ipc": self.cuda_ipc,
-                **({"notes": list(self.notes)} if self.notes else {})}
+                **({"notes": list(self.notes)} if self.notes else {}),
+                **({"broken": self.broken} if self.broken else {})}
 
 
 PLAN: Plan | None = None
@@ -294,6 +297,20 @@ def make_plan(mode: str, test_mode: bool = False, triton_lower: str | None = Non
         share = os.environ.get("MKEVOLVE_TEST_SANDBOX_SHARE")
         if share and os.path.isdir(share):
             p.share = os.path.realpath(share)
+        # Each fallback, forced, so that CI exercises it (test mode only).
+        without = {w.strip() for w in os.environ.get("MKEVOLVE_TEST_SANDBOX_WITHOUT", "").split(",") if w.strip()}
+        if "pidns" in without:
+            p.pidns = False
+        if "mountns" in without:
+            p.mountns = False
+        if "seccomp" in without:
+            p.seccomp = False
+        if "libseccomp" in without:
+            p.libseccomp = False
+        if "own-uid" in without and p.user == "own":
+            p.user = "root-nocaps"
+        if without:
+            p.notes.append("test mode: without " + ", ".join(sorted(without)))
     return p
 
 
@@ -622,6 +639,7 @@ def enter(box: Box, extra_env: dict | None) -> dict:
     the helper processes (B, C1) never return from here."""
     plan = box.plan
     rec: dict = {"mode": plan.mode, "failed": []}
+    rec["exec_environment"] = "wiped" if _wipe_exec_environment() else "not wiped"
     userns = False
     if plan.user == "userns":
         userns = _enter_userns(rec)
@@ -656,9 +674,28 @@ def enter(box: Box, extra_env: dict | None) -> dict:
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the uid change cleared it
     if _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
         rec["failed"].append(_err("PR_SET_NO_NEW_PRIVS"))
-    rec["seccomp"] = install_seccomp(rec) if plan.seccomp else "off"
+    rec["seccomp"] = install_seccomp(rec, plan.libseccomp) if plan.seccomp else "off"
     _measure(rec)
     return rec
+
+
+def _wipe_exec_environment() -> bool:
+    """Zeroes the environment block the server was started with. Every
+    forked process carries it in its memory, and /proc/<pid>/environ shows
+    that block, not os.environ: /proc/self/environ of a candidate (and of its
+    namespace's pid 1) gave the server's HOME and every variable the pool
+    passed. Python's os.environ keeps its own copies (the candidate's are
+    rebuilt from an allow-list below)."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])
+    except (OSError, ValueError, IndexError):
+        return False
+    if not 0 < start < end or end - start > (1 << 24):
+        return False
+    ctypes.memset(start, 0, end - start)
+    return True
 
 
 def _enter_userns(rec: dict) -> bool:
@@ -1205,17 +1242,17 @@ def load_libseccomp():
     return lib
 
 
-def install_seccomp(rec: dict) -> str:
+def install_seccomp(rec: dict, use_libseccomp: bool = True) -> str:
     """Loads the deny-list filter into the calling (single-threaded) process:
     libseccomp, else the hand-built BPF (x86_64), else none. Returns how."""
-    lib = load_libseccomp()
+    lib = load_libseccomp() if use_libseccomp else None
     if lib is not None:
         try:
             n = _libseccomp_filter(lib)
             return f"libseccomp ({n} system calls denied, clone with namespace flags refused)"
         except OSError as e:
             rec["failed"].append(f"libseccomp: {e}")
-    else:
+    elif use_libseccomp:
         rec["failed"].append("libseccomp.so.2 could not be loaded")
     if platform.machine() == "x86_64":
         try:
@@ -1371,5 +1408,231 @@ def isolation_fields(cand, prof=None) -> dict:
     return out
 
 
-def self_test(plan: Plan, triton_lower: str | None) -> dict:
-    return {}
+# --------------------------------------------------------------------------
+# The GPU self-test (server start) and the Triton cache's seed
+# --------------------------------------------------------------------------
+
+# Plans to try, strongest first, where CUDA or its IPC hand-over fails in the
+# sandbox: whether a driver resolves an IPC handle across PID namespaces and
+# uids is the driver's business (a handle may name the exporting process).
+FALLBACKS = (
+    ("own uid, own PID namespace", {}),
+    ("own uid, host PID namespace", {"pidns": False}),
+    ("uid 0 without capabilities, own PID namespace", {"user": "root-nocaps"}),
+    ("uid 0 without capabilities, host PID namespace", {"user": "root-nocaps", "pidns": False}),
+)
+
+
+def _selftest_reference(ctx, job: dict) -> int:
+    """The trusted side (a reference's privileges): compiles and launches the
+    worker's own Triton kernel into the server's cache (its seed), then
+    shares a CUDA tensor by IPC as a reference shares its inputs, and checks
+    what the sandboxed side hands back."""
+    out: dict = {}
+    try:
+        import torch
+        from . import children, tensorio
+        torch.zeros(1, device="cuda")
+        try:
+            from . import warm_kernel
+            t0 = time.monotonic()
+            warm_kernel.run()
+            out["seed_s"] = round(time.monotonic() - t0, 3)
+        except Exception as e:  # noqa: BLE001 - no Triton: the candidate side says so too
+            out["seed_error"] = f"{type(e).__name__}: {e}"[:300]
+        ctx.send({"ev": "seeded", **out})
+        if not job.get("ipc"):
+            return 0
+        pool = children._share_pool()
+        with torch.cuda.use_mem_pool(pool):
+            x = torch.arange(4096, dtype=torch.float32, device="cuda")
+        fd = tensorio.save_sealed({"x": x}, ipc=True)
+        try:
+            ctx.send_fd(fd)
+        finally:
+            os.close(fd)
+        msg, fds = ctx.recv_msg()
+        if not fds:
+            ctx.send({"ev": "back", "ok": False, "error": "nothing came back"})
+            return 0
+        try:
+            got = tensorio.load_fd(fds[0], ipc="open")[0]["y"]
+            ok = bool(torch.equal(got, x * 2))
+            ctx.send({"ev": "back", "ok": ok, **({} if ok else {"error": "wrong values"})})
+        except Exception as e:  # noqa: BLE001
+            ctx.send({"ev": "back", "ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
+        finally:
+            for fd in fds:
+                os.close(fd)
+        ctx.recv_msg()  # keep x alive until the server is done
+    except Exception as e:  # noqa: BLE001
+        ctx.send({"ev": "seeded", "error": f"{type(e).__name__}: {e}"[:300]})
+    return 0
+
+
+def _selftest_candidate(ctx, job: dict) -> int:
+    """The sandboxed side: CUDA, a Triton compile and launch in the box's
+    cache, the reference's IPC handle opened, one of its own handed back."""
+    res: dict = {}
+    try:
+        import torch
+        from . import tensorio
+        t0 = time.monotonic()
+        torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+        res["cuda"] = True
+        res["cuda_s"] = round(time.monotonic() - t0, 3)
+    except Exception as e:  # noqa: BLE001
+        res["cuda"] = f"{type(e).__name__}: {e}"[:300]
+        ctx.send({"ev": "selftest", **res})
+        return 0
+    try:
+        from . import warm_kernel
+        t0 = time.monotonic()
+        warm_kernel.run()
+        res["triton"] = True
+        res["triton_s"] = round(time.monotonic() - t0, 3)
+    except Exception as e:  # noqa: BLE001
+        res["triton"] = f"{type(e).__name__}: {e}"[:300]
+    y = None
+    if job.get("ipc"):
+        msg, fds = ctx.recv_msg()
+        try:
+            x = tensorio.load_fd(fds[0], ipc="open")[0]["x"]
+            if not torch.equal(x, torch.arange(4096, dtype=torch.float32, device="cuda")):
+                raise ValueError("wrong values")
+            y = x * 2
+            fd = tensorio.save_sealed({"y": y}, ipc=True)
+            try:
+                ctx.send_fd(fd)
+            finally:
+                os.close(fd)
+            res["ipc_in"] = True
+        except Exception as e:  # noqa: BLE001
+            res["ipc_in"] = f"{type(e).__name__}: {e}"[:300]
+        finally:
+            for fd in fds:
+                os.close(fd)
+    ctx.send({"ev": "selftest", **res})
+    if y is not None:
+        ctx.recv_msg()  # keep y alive until the reference has checked it
+    return 0
+
+
+def _last(child, name: str) -> dict:
+    evs = [e for e in child.events if e.get("ev") == name]
+    return evs[-1] if evs else {}
+
+
+def try_plan(plan: Plan, ipc: bool, timeout_s: float = 120.0, extra_env: dict | None = None) -> dict:
+    """One self-test run of `plan`: a trusted process (which also seeds the
+    server's Triton cache, plan.triton_lower) and a sandboxed one. Returns
+    {"ok", "record", "cuda", "triton", "ipc_in", "ipc_out", "seconds", ...}."""
+    from . import isolation
+    t0 = time.monotonic()
+    out: dict = {}
+    env = {"TRITON_CACHE_DIR": plan.triton_lower} if plan.triton_lower else {}
+    ref = isolation.prespawn("sbxref", lambda ctx: {}, {"ref": _selftest_reference}, cut_network=True,
+                             extra_env={**env, **(extra_env or {})})
+    cand = None
+    try:
+        isolation.hand_over(ref, "ref", {"ipc": ipc}, new_dir=False)
+        if not isolation.wait_event(ref, "seeded", timeout_s):
+            out["error"] = "the trusted side did not start CUDA in time"
+            return out
+        seeded = _last(ref, "seeded")
+        out.update({k: v for k, v in seeded.items() if k in ("seed_s", "seed_error", "error")})
+        if seeded.get("error"):
+            return out
+        if plan.triton_lower and os.path.isdir(plan.triton_lower) and \
+                os.path.dirname(plan.triton_lower) == isolation.base_tmp():
+            out["sealed_files"] = seal_triton_cache(plan.triton_lower)  # our own: nobody writes it again
+        box = make_box(isolation.base_tmp(), plan)
+        cand = isolation.prespawn("sbxcand", lambda ctx: {}, {"cand": _selftest_candidate}, box=box,
+                                  extra_env=extra_env)
+        box.used_by = -1
+        isolation.hand_over(cand, "cand", {"ipc": ipc}, new_dir=False)
+        if ipc:
+            fd = isolation.receive_fd(ref, timeout_s)
+            if fd is None:
+                out["error"] = "the trusted side shared nothing"
+                return out
+            try:
+                isolation.send_msg(cand, {"op": "x"}, [fd])
+            finally:
+                os.close(fd)
+            fd2 = isolation.receive_fd(cand, timeout_s)
+            if fd2 is not None:
+                try:
+                    isolation.send_msg(ref, {"op": "y"}, [fd2])
+                finally:
+                    os.close(fd2)
+                isolation.wait_event(ref, "back", timeout_s)
+                back = _last(ref, "back")
+                out["ipc_out"] = True if back.get("ok") else back.get("error", "no answer")
+        isolation.wait_event(cand, "selftest", timeout_s)
+        res = _last(cand, "selftest")
+        out.update({k: v for k, v in res.items() if k not in ("ev", "_t")})
+        out["record"] = record_of(cand)
+        if not res:
+            out["error"] = "the sandboxed side died: " + (cand.tail()[-300:] or "no output")
+    finally:
+        for ch in (cand, ref):
+            if ch is not None:
+                isolation.send_msg(ch, {"op": "done"})
+                isolation.supervise(ch, 10)
+                isolation.cleanup_dir(ch.dir)
+        out["seconds"] = round(time.monotonic() - t0, 3)
+    ipc_ok = not ipc or (out.get("ipc_in") is True and out.get("ipc_out") is True)
+    out["ok"] = out.get("cuda") is True and out.get("triton") in (True, None) and ipc_ok
+    return out
+
+
+def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 120.0) -> dict:
+    """Once, at a GPU server's start: does a sandboxed process get CUDA,
+    compile and launch a Triton kernel, and exchange CUDA IPC handles with a
+    trusted one (the reference's hand-over)? The first plan of FALLBACKS that
+    does is kept (plan is changed in place); where CUDA works but no plan
+    passes IPC, the strongest one that gets CUDA is kept with CUDA IPC off
+    (inputs and outputs then cross as host files); where no sandboxed
+    process gets CUDA at all, best-effort runs candidates unsandboxed and
+    says so, and require refuses every evaluation. Returns the report."""
+    from . import children
+    plan.triton_lower = triton_lower
+    ipc = children.cuda_ipc_possible()
+    report: dict = {"ipc_possible": ipc, "attempts": []}
+    first_cuda = None
+    base_user, base_pidns = plan.user, plan.pidns
+    for label, over in FALLBACKS:
+        if plan.user != "own" and over.get("user") is None and base_user != "own":
+            continue
+        trial = Plan(**{**plan.__dict__, "user": over.get("user", base_user),
+                        "pidns": over.get("pidns", base_pidns), "notes": list(plan.notes)})
+        if trial.user == "root-nocaps" and base_user not in ("own", "root-nocaps"):
+            continue
+        res = try_plan(trial, ipc, timeout_s)
+        report["attempts"].append({"plan": label, **{k: v for k, v in res.items() if k != "record"}})
+        if res.get("record") is not None:
+            report.setdefault("record", res["record"])
+        if res.get("cuda") is True and first_cuda is None:
+            first_cuda = (label, trial)
+        if res.get("ok"):
+            plan.user, plan.pidns = trial.user, trial.pidns
+            report["chosen"] = label
+            report["record"] = res.get("record")
+            return report
+    if first_cuda is not None:
+        label, trial = first_cuda
+        plan.user, plan.pidns, plan.cuda_ipc = trial.user, trial.pidns, False
+        plan.notes.append(f"CUDA IPC failed in every sandboxed plan: inputs and outputs cross as host files ({label})")
+        report["chosen"] = label + ", CUDA IPC off"
+        return report
+    if plan.mode == "require":
+        plan.broken = "no sandboxed process could start CUDA (the self-test's attempts say why)"
+        report["chosen"] = "none: every evaluation is refused (MKEVOLVE_SANDBOX=require)"
+    else:
+        plan.user, plan.pidns, plan.mountns, plan.seccomp = "none", False, False, False
+        plan.mode = "off"
+        plan.notes.append("no sandboxed process could start CUDA: candidates run unsandboxed (best-effort)")
+        report["chosen"] = "none: candidates run unsandboxed"
+    return report

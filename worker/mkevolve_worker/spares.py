@@ -140,6 +140,9 @@ class Launcher:
     def _require(self, child: isolation.Child) -> None:
         """MKEVOLVE_SANDBOX=require: the child's own record must show every
         protection in force before any candidate code reaches it."""
+        if sandbox.PLAN.broken:
+            self._discard(child)
+            raise sandbox.SandboxError(f"MKEVOLVE_SANDBOX=require: {sandbox.PLAN.broken}")
         isolation.wait_event(child, "sandbox", 60)
         rec = sandbox.record_of(child)
         missing = sandbox.complete(rec) if rec is not None else ["a sandbox record"]
