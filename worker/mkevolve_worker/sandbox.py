@@ -364,7 +364,7 @@ class Box:
       tmp/          spare /tmp where no tmpfs can be mounted
       shm/          spare /dev/shm where no tmpfs can be mounted
       triton/       its TRITON_CACHE_DIR: hard links to the server's sealed cache
-      <role>-N/     each process's private directories (uid-owned, 0700)
+      <role>-N/     each process's private directories (uid- and gid-owned, 0770)
       kernel-N/     the kernel's files, copied at hand-over, root-owned, group-readable
     """
     path: str
@@ -377,7 +377,9 @@ class Box:
     triton: str = "private, empty"
     kernel_map: list = field(default_factory=list)  # (copy root, original root)
 
-    def _own(self, p: str, mode: int = 0o700) -> str:
+    def _own(self, p: str, mode: int = 0o770) -> str:
+        # Group too: a process that fell back to uid 0 without capabilities
+        # keeps the box's gid, and no longer owns these.
         os.makedirs(p, exist_ok=True)
         os.chmod(p, mode)
         if self.uid is not None:
@@ -440,6 +442,10 @@ def make_box(base: str, plan: Plan) -> Box:
         uid = gid = _alloc_uid()
     box = Box(path=path, uid=uid, gid=gid, plan=plan)
     os.chmod(path, 0o711)
+    if uid is not None:
+        # Traversable (not listable) by others: a uid of its own must reach
+        # its box where no filesystem view could be made.
+        os.chmod(base, os.stat(base).st_mode & 0o777 | 0o711)
     os.makedirs(os.path.join(path, "root"), mode=0o755)
     for d in ("tmp", "shm", "triton"):
         box._own(os.path.join(path, d))
@@ -476,14 +482,32 @@ def release_dir(path: str) -> bool:
     return True
 
 
+def _mount_points() -> set:
+    """Every mount point this process's namespace has (/proc/self/mountinfo)."""
+    out = set()
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                mp = line.split()[4]
+                for esc, ch in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
+                    mp = mp.replace(esc, ch)
+                out.add(mp)
+    except (OSError, IndexError):
+        pass
+    return out
+
+
 def _rmtree_one_fs(top: str) -> None:
-    """rmtree that never crosses into another mounted file system. The
-    children's mounts are private to their namespaces and never show here;
-    were one ever to, a plain rmtree would empty a bound /usr."""
+    """rmtree that never descends into a mount. The children's mounts are
+    private to their namespaces and never show here; were one ever to, a
+    plain rmtree would empty a bound /usr. A bind mount from the same file
+    system has the same st_dev, and os.path.ismount cannot tell it: the
+    mount table says."""
     try:
         dev = os.lstat(top).st_dev
     except OSError:
         return
+    mounts = _mount_points()
 
     def rm(d: str) -> None:
         try:
@@ -496,7 +520,7 @@ def _rmtree_one_fs(top: str) -> None:
             except OSError:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                if st.st_dev != dev or os.path.ismount(e.path):
+                if st.st_dev != dev or e.path in mounts or os.path.ismount(e.path):
                     continue
                 rm(e.path)
                 try:
@@ -508,6 +532,8 @@ def _rmtree_one_fs(top: str) -> None:
                     os.unlink(e.path)
                 except OSError:
                     pass
+    if top in mounts:
+        return
     rm(top)
     try:
         os.rmdir(top)
@@ -705,6 +731,9 @@ def _enter_userns(rec: dict) -> bool:
     if not _unshare(CLONE_NEWUSER):
         rec["failed"].append(_err("unshare(CLONE_NEWUSER)"))
         return False
+    # Non-dumpable (inherited from the server), /proc/self's files belong to
+    # root and the maps cannot be written: dumpable for as long as that takes.
+    _prctl(PR_SET_DUMPABLE, 1)
     try:
         with open("/proc/self/setgroups", "w") as f:
             f.write("deny")
@@ -714,6 +743,8 @@ def _enter_userns(rec: dict) -> bool:
             f.write(f"0 {gid} 1")
     except OSError as e:
         rec["failed"].append(f"user namespace maps: {e}")
+    finally:
+        _prctl(PR_SET_DUMPABLE, 0)
     return True
 
 
@@ -808,9 +839,10 @@ def _namespaces_and_root(box: Box, rec: dict, own_pidns: bool) -> None:
         rec["dev_shm"] = "shared"
 
 
-def _bind(src: str, dst: str, rec: dict, ro: bool = True, dev: bool = False) -> bool:
+def _bind(src: str, dst: str, rec: dict, ro: bool = True, dev: bool = False, recursive: bool = False) -> bool:
     """A bind mount of src at dst (made to exist), read-only unless ro=False,
-    nosuid, and nodev unless dev. Checks that a read-only one is read-only."""
+    nosuid, and nodev unless dev. Checks that a read-only one is read-only
+    (with recursive, its submounts keep their own flags)."""
     try:
         if os.path.isdir(src):
             os.makedirs(dst, exist_ok=True)
@@ -818,7 +850,7 @@ def _bind(src: str, dst: str, rec: dict, ro: bool = True, dev: bool = False) -> 
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             if not os.path.exists(dst):
                 os.close(os.open(dst, os.O_WRONLY | os.O_CREAT, 0o644))
-        _mount(src, dst, None, MS_BIND)
+        _mount(src, dst, None, MS_BIND | (MS_REC if recursive else 0))
         flags = MS_BIND | MS_REMOUNT | MS_NOSUID | (0 if dev else MS_NODEV) | (MS_RDONLY if ro else 0)
         _mount(None, dst, None, flags)
         if ro and not (os.statvfs(dst).f_flag & ST_RDONLY):
@@ -928,8 +960,11 @@ def _build_root(box: Box, rec: dict, own_pidns: bool) -> None:
         if os.path.exists(p):
             _bind(p, at(p), rec)
     _write_passwd(new, box)
-    if os.path.isdir("/sys"):
-        _bind("/sys", at("/sys"), rec)
+    n_failed = len(rec["failed"])
+    if os.path.isdir("/sys") and not _bind("/sys", at("/sys"), rec):
+        # In a user namespace a mount with locked submounts binds only whole.
+        if _bind("/sys", at("/sys"), rec, recursive=True):
+            del rec["failed"][n_failed:]
     # /tmp before the box: the box usually lives below it.
     os.makedirs(at("/tmp"), exist_ok=True)
     try:
@@ -948,7 +983,9 @@ def _build_root(box: Box, rec: dict, own_pidns: bool) -> None:
             rec["test_share"] = plan.share
             writable.append(plan.share)
     _make_dev(new, box, rec)
-    os.makedirs(at("/proc"), exist_ok=True)
+    # /proc before pivoting: in a user namespace proc may be mounted only
+    # while a fully visible one is still in the mount namespace.
+    _mount_proc(at("/proc"), rec, own_pidns, box)
     # Everything is in place: the view's own directories become read-only.
     try:
         _mount(None, new, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=16m,mode=755")
@@ -961,7 +998,6 @@ def _build_root(box: Box, rec: dict, own_pidns: bool) -> None:
     rec["filesystem"] = how
     rec["tmp"] = tmp
     rec["writable"] = writable
-    _mount_proc(rec, own_pidns, box)
     try:
         os.chdir(cwd)
     except OSError as e:
@@ -1037,13 +1073,18 @@ def _pivot(new: str, rec: dict) -> str:
         return "shared"
 
 
-def _mount_proc(rec: dict, own_pidns: bool, box: Box) -> None:
+def _mount_proc(target: str, rec: dict, own_pidns: bool, box: Box) -> None:
+    """A proc of its own at target: of its own PID namespace, else one that
+    hides other users' processes (only per mount on Linux >= 5.8, and only
+    useful with a uid of its own), else one that shows them all. Parts of it
+    that change the machine are bound read-only or masked."""
+    os.makedirs(target, exist_ok=True)
     opts = None
     if not own_pidns:
         if box.uid is not None and kernel_at_least(5, 8):
             opts = "hidepid=invisible"
     try:
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)
+        _mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)
         rec["proc"] = ("own PID namespace" if own_pidns else
                        "hidepid=invisible (other users' processes hidden)" if opts else
                        "every process visible; other users' memory, environment and descriptors unreadable")
@@ -1052,11 +1093,11 @@ def _mount_proc(rec: dict, own_pidns: bool, box: Box) -> None:
         rec["proc"] = "none"
         return
     for n in READONLY_PROC:
-        p = os.path.join("/proc", n)
+        p = os.path.join(target, n)
         if os.path.isdir(p):
             _bind(p, p, rec)
     for n in MASKED_PROC:
-        p = os.path.join("/proc", n)
+        p = os.path.join(target, n)
         if os.path.exists(p):
             try:
                 _mount("/dev/null", p, None, MS_BIND)
@@ -1122,7 +1163,10 @@ def _drop_privileges(box: Box, rec: dict, userns: bool) -> None:
     if plan.user == "none" and not userns:
         return
     last = _cap_last()
-    if box.uid is not None and not userns:
+    if box.uid is not None and not userns and rec.get("filesystem") == "shared" and not _reachable(box.path):
+        rec["failed"].append(f"without a filesystem view the box is out of reach of another uid "
+                             f"({os.path.dirname(box.path)} or above is not traversable)")
+    elif box.uid is not None and not userns:
         try:
             for cap in range(last + 1):
                 _prctl(PR_CAPBSET_DROP, cap)
@@ -1138,8 +1182,12 @@ def _drop_privileges(box: Box, rec: dict, userns: bool) -> None:
             return
         except OSError as e:
             rec["failed"].append(f"uid {box.uid}: {e}")
-    # uid 0 (of the host, or of a user namespace) without capabilities.
+    # uid 0 (of the host, or of a user namespace) without capabilities; with
+    # the box's gid where it has one (its directories are the group's).
     try:
+        if box.gid is not None and not userns:
+            os.setgroups([box.gid])
+            os.setresgid(box.gid, box.gid, box.gid)
         if _prctl(PR_SET_SECUREBITS, SECUREBITS_LOCKED_NOROOT) != 0:
             rec["failed"].append(_err("securebits"))
         for cap in range(last + 1):
@@ -1150,6 +1198,20 @@ def _drop_privileges(box: Box, rec: dict, userns: bool) -> None:
                        "uid 0 without capabilities")
     except OSError as e:
         rec["failed"].append(f"dropping capabilities: {e}")
+
+
+def _reachable(path: str) -> bool:
+    """Whether every directory from / down to path lets others through."""
+    p = os.path.abspath(path)
+    while True:
+        try:
+            if not os.stat(p).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+        if p == "/":
+            return True
+        p = os.path.dirname(p)
 
 
 def _cap_last() -> int:
@@ -1175,13 +1237,35 @@ def _capset_empty() -> None:
         raise OSError(ctypes.get_errno(), _err("capset"))
 
 
+PR_CAPBSET_READ = 23
+PR_GET_SECCOMP = 21
+PR_GET_NO_NEW_PRIVS = 39
+PR_CAP_AMBIENT_IS_SET = 1
+
+
 def _measure(rec: dict) -> None:
-    """What /proc/self/status says is in force (not what was asked for)."""
-    st = _status_fields()
-    caps = {k: st.get(k, "?") for k in ("CapEff", "CapPrm", "CapInh", "CapBnd", "CapAmb")}
-    rec["capabilities"] = "none" if all(set(v) <= {"0"} for v in caps.values()) else caps
-    rec["no_new_privs"] = st.get("NoNewPrivs") == "1"
-    rec["seccomp_mode"] = {"0": "none", "1": "strict", "2": "filter"}.get(st.get("Seccomp", ""), "unknown")
+    """What the kernel says is in force (not what was asked for): capget,
+    the bounding and ambient sets, PR_GET_NO_NEW_PRIVS, PR_GET_SECCOMP."""
+    hdr = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
+    caps: dict = {}
+    if libc().capget(ctypes.byref(hdr), data) == 0:
+        for name in ("effective", "permitted", "inheritable"):
+            v = getattr(data[0], name) | (getattr(data[1], name) << 32)
+            if v:
+                caps[name] = f"{v:#x}"
+    else:
+        caps["capget"] = _err("capget")
+    last = _cap_last()
+    bnd = [c for c in range(last + 1) if _prctl(PR_CAPBSET_READ, c) == 1]
+    amb = [c for c in range(last + 1) if _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c) == 1]
+    if bnd:
+        caps["bounding"] = len(bnd)
+    if amb:
+        caps["ambient"] = len(amb)
+    rec["capabilities"] = "none" if not caps else caps
+    rec["no_new_privs"] = _prctl(PR_GET_NO_NEW_PRIVS) == 1
+    rec["seccomp_mode"] = {0: "none", 1: "strict", 2: "filter"}.get(_prctl(PR_GET_SECCOMP), "unknown")
     rec["uid"] = os.getuid()
     if not rec["failed"]:
         rec.pop("failed")
@@ -1412,15 +1496,20 @@ def isolation_fields(cand, prof=None) -> dict:
 # The GPU self-test (server start) and the Triton cache's seed
 # --------------------------------------------------------------------------
 
-# Plans to try, strongest first, where CUDA or its IPC hand-over fails in the
-# sandbox: whether a driver resolves an IPC handle across PID namespaces and
-# uids is the driver's business (a handle may name the exporting process).
-FALLBACKS = (
-    ("own uid, own PID namespace", {}),
-    ("own uid, host PID namespace", {"pidns": False}),
-    ("uid 0 without capabilities, own PID namespace", {"user": "root-nocaps"}),
-    ("uid 0 without capabilities, host PID namespace", {"user": "root-nocaps", "pidns": False}),
-)
+def fallbacks(plan: Plan) -> list[tuple[str, str, bool]]:
+    """(label, user, pidns) to try, strongest first, where CUDA or its IPC
+    hand-over fails in the sandbox: whether a driver resolves an IPC handle
+    across PID namespaces and uids is the driver's business (a handle may
+    name the exporting process by its pid)."""
+    users = {"own": ["own", "root-nocaps"], "root-nocaps": ["root-nocaps"], "userns": ["userns"]}.get(plan.user,
+                                                                                                     [plan.user])
+    names = {"own": "own uid", "root-nocaps": "uid 0 without capabilities",
+             "userns": "uid 0 of a user namespace without capabilities", "none": "the server's uid"}
+    out = []
+    for u in users:
+        for pid in ([True, False] if plan.pidns else [False]):
+            out.append((f"{names[u]}, {'own' if pid else 'host'} PID namespace", u, pid))
+    return out
 
 
 def _selftest_reference(ctx, job: dict) -> int:
@@ -1591,7 +1680,7 @@ def try_plan(plan: Plan, ipc: bool, timeout_s: float = 120.0, extra_env: dict | 
 def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 120.0) -> dict:
     """Once, at a GPU server's start: does a sandboxed process get CUDA,
     compile and launch a Triton kernel, and exchange CUDA IPC handles with a
-    trusted one (the reference's hand-over)? The first plan of FALLBACKS that
+    trusted one (the reference's hand-over)? The first plan of fallbacks() that
     does is kept (plan is changed in place); where CUDA works but no plan
     passes IPC, the strongest one that gets CUDA is kept with CUDA IPC off
     (inputs and outputs then cross as host files); where no sandboxed
@@ -1602,27 +1691,23 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 120.0) ->
     ipc = children.cuda_ipc_possible()
     report: dict = {"ipc_possible": ipc, "attempts": []}
     first_cuda = None
-    base_user, base_pidns = plan.user, plan.pidns
-    for label, over in FALLBACKS:
-        if plan.user != "own" and over.get("user") is None and base_user != "own":
-            continue
-        trial = Plan(**{**plan.__dict__, "user": over.get("user", base_user),
-                        "pidns": over.get("pidns", base_pidns), "notes": list(plan.notes)})
-        if trial.user == "root-nocaps" and base_user not in ("own", "root-nocaps"):
-            continue
+    for label, user, pidns in fallbacks(plan):
+        trial = Plan(**{**plan.__dict__, "user": user, "pidns": pidns, "notes": list(plan.notes)})
         res = try_plan(trial, ipc, timeout_s)
         report["attempts"].append({"plan": label, **{k: v for k, v in res.items() if k != "record"}})
-        if res.get("record") is not None:
-            report.setdefault("record", res["record"])
         if res.get("cuda") is True and first_cuda is None:
-            first_cuda = (label, trial)
+            first_cuda = (label, trial, res.get("record"))
         if res.get("ok"):
             plan.user, plan.pidns = trial.user, trial.pidns
             report["chosen"] = label
             report["record"] = res.get("record")
             return report
+    if not any("cuda" in a for a in report["attempts"]):
+        # The trusted side failed every time: not the sandbox's doing.
+        report["chosen"] = "unchanged: the trusted side of the test failed, not the sandboxed one"
+        return report
     if first_cuda is not None:
-        label, trial = first_cuda
+        label, trial, report["record"] = first_cuda
         plan.user, plan.pidns, plan.cuda_ipc = trial.user, trial.pidns, False
         plan.notes.append(f"CUDA IPC failed in every sandboxed plan: inputs and outputs cross as host files ({label})")
         report["chosen"] = label + ", CUDA IPC off"
