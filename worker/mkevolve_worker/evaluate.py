@@ -1012,7 +1012,8 @@ class Evaluator:
             # How a GPU evaluation's inputs and outputs cross between its
             # processes: by CUDA IPC ("device": none of them through the
             # host but the timed calls' outputs) or as host files.
-            out["handover"] = "device" if self.cuda_available() and children.cuda_ipc_possible() else "host"
+            out["handover"] = "device" if self.cuda_available() and children.cuda_ipc_possible() and (
+                sandbox.PLAN is None or sandbox.PLAN.cuda_ipc) else "host"
             return out
         finally:
             isolation.cleanup_dir(child.dir)

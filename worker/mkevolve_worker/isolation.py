@@ -596,6 +596,10 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
     deadline = time.monotonic() + timeout_s
     deadline += _take_events(child, on_event)  # lines wait_event() read but left
     ev_open = True
+    # After the pipe's end, polls for the exit 1 ms apart at first, doubling up
+    # to 50 ms: a sandboxed child's relay process ends a few ms after the
+    # candidate closed the pipe (sandbox.py), and a flat 50 ms cost every one.
+    eof_sleep = 0.001
     while True:
         now = time.monotonic()
         if now >= deadline:
@@ -621,7 +625,8 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
                     deadline += _take_events(child, on_event)
                     continue
         else:
-            time.sleep(wait)
+            time.sleep(min(wait, eof_sleep))
+            eof_sleep = min(eof_sleep * 2, 0.05)
         if _exited(child):
             break
     finish(child, protect)
