@@ -8,8 +8,8 @@ they are forked, before they know which kernel they will run (spares.py forks
 them ahead of time), by the steps below. Each step that the OS refuses falls
 back to the next-strongest, and the child itself reports, before any
 candidate code runs, what was really in force (its "sandbox" event, read
-from /proc/self/status and from the calls' results, never assumed):
-checks.isolation.
+back from the kernel and from the calls' results, never assumed):
+checks.isolation.sandbox. docs/EVAL.md has the threat model.
 
 Processes (with a PID namespace):
 
@@ -31,11 +31,12 @@ Without a PID namespace, B does C1's and C2's steps itself.
 
 Steps, strongest first, and their fallbacks:
 
-  user     a uid of its own from a high range (per process; files it may
-           write are chowned to it), no capabilities, PR_SET_NO_NEW_PRIVS;
-           else uid 0 with every capability dropped (bounding set, ambient,
-           securebits locked so that exec cannot regain them); as a non-root
-           server, uid 0 of a user namespace without capabilities.
+  user     a uid of its own from a random block above 1.5e9 (per candidate:
+           its two processes share it; its directories are chowned to it),
+           no capabilities, PR_SET_NO_NEW_PRIVS; else uid 0 with every
+           capability dropped (bounding set, ambient, securebits locked so
+           that exec cannot regain them); as a non-root server, uid 0 of a
+           user namespace without capabilities.
   pid      a new PID namespace with its own /proc; else /proc with
            hidepid=invisible (Linux >= 5.8, where each proc mount has its own
            options; only with a uid of its own); else the host's /proc,
@@ -46,24 +47,34 @@ Steps, strongest first, and their fallbacks:
            system libraries and /etc's loader files, the GPU device nodes) and
            the box: a directory of its own, the only writable place, bound at
            the same path as outside, so that every path the server hands over
-           means the same on both sides. pivot_root, else chroot. /tmp is the
-           box's, /dev/shm a private tmpfs. The worker's own package is bound
-           read-only (lazy imports); the repository, caches, run directories,
-           HOME and the mkevolve binary are not there at all.
+           means the same on both sides. pivot_root, else chroot. /tmp and
+           /dev/shm are private tmpfs instances. The worker's own package is
+           bound read-only (lazy imports); the repository, caches, run
+           directories, HOME and the mkevolve binary are not there at all.
+           The server's exec-time environment block, which every forked
+           process carries and /proc/<pid>/environ shows, is wiped.
   network  a new network namespace (loopback down); also IPC and UTS
            namespaces.
   seccomp  a deny-list loaded with libseccomp (ctypes, libseccomp.so.2); else
            a hand-assembled BPF filter (x86_64 only); else none.
-  triton   TRITON_CACHE_DIR is the box's own: an overlay whose read-only lower
-           layer is the server's cache (written only by trusted processes),
-           else hard links into it, else an empty directory. One candidate can
-           no longer plant compiled kernels or launchers for another.
+  triton   TRITON_CACHE_DIR is the box's own, shared by the candidate's two
+           processes only: hard links to the files of the server's cache,
+           which only trusted processes write and which is sealed (owned by
+           nobody, 0444: no candidate's uid can change them), else copies,
+           else empty. One candidate can no longer plant compiled kernels or
+           launchers for another. (Not an overlay: two processes' overlays
+           cannot share one upper layer, and gVisor's support is unknown.)
 
 MKEVOLVE_SANDBOX (or `serve --sandbox`): "best-effort" (default: use what
-works, say what was in force), "require" (an evaluation whose candidate could
-not get every protection above but the PID namespace is a protocol error
-naming what is missing), "off" (the old behaviour: same user, no filesystem
-view, no filter).
+works, say what was in force), "require" (an evaluation whose candidate lacks
+any of: no capabilities, no_new_privs, a seccomp filter, the filesystem view,
+a /proc of its own or with hidepid, the network cut, a private /dev/shm, is a
+protocol error naming what is missing: complete()), "off" (the old
+behaviour: same user, no filesystem view, no filter).
+
+On a GPU the server tests its plan once at start (self_test): whether CUDA,
+Triton and the CUDA IPC hand-over work inside the sandbox is the driver's
+business, and the plan steps down where they do not.
 """
 
 from __future__ import annotations
@@ -1677,7 +1688,7 @@ def try_plan(plan: Plan, ipc: bool, timeout_s: float = 120.0, extra_env: dict | 
     return out
 
 
-def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 120.0) -> dict:
+def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, budget_s: float = 110.0) -> dict:
     """Once, at a GPU server's start: does a sandboxed process get CUDA,
     compile and launch a Triton kernel, and exchange CUDA IPC handles with a
     trusted one (the reference's hand-over)? The first plan of fallbacks() that
@@ -1685,13 +1696,19 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 120.0) ->
     passes IPC, the strongest one that gets CUDA is kept with CUDA IPC off
     (inputs and outputs then cross as host files); where no sandboxed
     process gets CUDA at all, best-effort runs candidates unsandboxed and
-    says so, and require refuses every evaluation. Returns the report."""
+    says so, and require refuses every evaluation. It runs inside the
+    server's hello, which the pool waits for 180 s at most: no attempt starts
+    after budget_s, and what was not tried counts as failed. Returns the report."""
     from . import children
     plan.triton_lower = triton_lower
     ipc = children.cuda_ipc_possible()
     report: dict = {"ipc_possible": ipc, "attempts": []}
     first_cuda = None
+    t0 = time.monotonic()
     for label, user, pidns in fallbacks(plan):
+        if time.monotonic() - t0 > budget_s:
+            report["attempts"].append({"plan": label, "error": f"not tried: the self-test's {budget_s:g} s were spent"})
+            continue
         trial = Plan(**{**plan.__dict__, "user": user, "pidns": pidns, "notes": list(plan.notes)})
         res = try_plan(trial, ipc, timeout_s)
         report["attempts"].append({"plan": label, **{k: v for k, v in res.items() if k != "record"}})
