@@ -596,10 +596,12 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
     deadline = time.monotonic() + timeout_s
     deadline += _take_events(child, on_event)  # lines wait_event() read but left
     ev_open = True
-    # After the pipe's end, polls for the exit 1 ms apart at first, doubling up
+    # After the pipe's end, waits for the exit on a pidfd where the OS has
+    # one (it wakes at the exit), else polls 1 ms apart at first, doubling up
     # to 50 ms: a sandboxed child's relay process ends a few ms after the
     # candidate closed the pipe (sandbox.py), and a flat 50 ms cost every one.
     eof_sleep = 0.001
+    pidfd = None
     while True:
         now = time.monotonic()
         if now >= deadline:
@@ -625,12 +627,31 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
                     deadline += _take_events(child, on_event)
                     continue
         else:
-            time.sleep(min(wait, eof_sleep))
-            eof_sleep = min(eof_sleep * 2, 0.05)
+            if pidfd is None:
+                pidfd = _pidfd(child.pid)
+            if pidfd >= 0:
+                try:
+                    select.select([pidfd], [], [], wait)
+                except InterruptedError:
+                    pass
+            else:
+                time.sleep(min(wait, eof_sleep))
+                eof_sleep = min(eof_sleep * 2, 0.05)
         if _exited(child):
             break
+    if pidfd is not None and pidfd >= 0:
+        os.close(pidfd)
     finish(child, protect)
     return child
+
+
+def _pidfd(pid: int) -> int:
+    """A descriptor that becomes readable when pid exits, or -1 where the
+    OS has none (Linux < 5.3, Python < 3.9, a sandbox that refuses it)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return -1
 
 
 def _take_events(child: Child, on_event=None, stop_at: str | None = None) -> float:
