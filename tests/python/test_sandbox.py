@@ -338,3 +338,18 @@ def test_removing_a_box_never_crosses_into_a_mounted_file_system(tmp_path):
     p = subprocess.run(["unshare", "-m", sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["True", "False"], p.stdout
+
+
+def test_a_sandboxed_candidates_memory_is_counted_as_the_candidates():
+    """The evaluation knows the candidate by its relay process (B); its memory
+    is in B's descendants (C1, C2), which peak_by_role counts for its role,
+    never for the server's, which every process descends from."""
+    from mkevolve_worker import footprint
+    me = os.getpid()
+    s = footprint.Sampler()
+    s.roles.update({100: "candidate", 200: "reference"})
+    s.peak_by_pid = {me: 1, 100: 2, 101: 4, 102: 8, 200: 16, 300: 32, 301: 64}
+    s.peak_parents = {100: me, 101: 100, 102: 101, 200: me, 300: me, 301: 300}
+    by = s.peak_by_role()
+    assert by["candidate"] == 14 and by["reference"] == 16 and by["server"] == 1, by
+    assert by["idle spares and other processes"] == 96, by
