@@ -18,6 +18,9 @@ Checks, each alone where it can be:
   bpf               the same with the hand-built BPF filter (x86_64)
   cuda_seccomp      CUDA init and a kernel in a child under the worker's filter
   setuid_cuda       CUDA init in a child that dropped to a uid of its own (dumpable 1, and 0)
+  cupti             a CUPTI session (the profiling process's) around a kernel: plainly, under the
+                    filter, with perf_event_open let through, as a uid of its own, as uid 0
+                    without capabilities
   ipc_plain         CUDA IPC from a root reference to a child (no sandbox): the baseline
   ipc_uid           ... to a child that dropped to a uid of its own, and back
   ipc_pidns         ... to a child in a PID namespace of its own, and back
@@ -31,7 +34,7 @@ Checks, each alone where it can be:
   triton_cold       Triton compile + launch of the worker's warm kernel in an empty cache,
                     then in the warm one, unsandboxed (the cost a private cache adds)
   plan              sandbox.try_plan of the strongest plan: set-up, CUDA, Triton in the
-                    box's cache, IPC both ways; the record a verdict would carry
+                    box's cache, a CUPTI profile, IPC both ways; the record a verdict would carry
   self_test         sandbox.self_test as a server runs it at start: the plan it keeps
   eval_cost         a worker server evaluating examples/kernels/01_relu__triton.py
                     --evals times with the sandbox and with MKEVOLVE_SANDBOX=off:
@@ -56,7 +59,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "worker"))
 
 CHECKS = {  # name -> its time limit (s)
-    "env": 60, "libseccomp": 60, "bpf": 60, "cuda_seccomp": 120, "setuid_cuda": 120, "ipc_plain": 120,
+    "env": 60, "libseccomp": 60, "bpf": 60, "cuda_seccomp": 120, "setuid_cuda": 120, "cupti": 240, "ipc_plain": 120,
     "ipc_uid": 120, "ipc_pidns": 120, "ipc_nocaps": 120, "ipc_seccomp": 120, "proc": 60, "view": 180,
     "overlay": 60, "links": 60, "triton_cold": 300, "plan": 300, "self_test": 600, "eval_cost": 900,
 }
@@ -67,8 +70,8 @@ UID = 1_999_000_123
 # helpers (inside a check's process)
 # --------------------------------------------------------------------------
 
-def _fork_run(fn, timeout_s: float = 90.0) -> dict:
-    """fn() in a forked child; its dict result comes back over a pipe."""
+def _fork_start(fn) -> tuple[int, int]:
+    """fn() in a forked child; (pid, read end) for _fork_collect."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -80,6 +83,15 @@ def _fork_run(fn, timeout_s: float = 90.0) -> dict:
         os.write(w, json.dumps(out, default=str).encode())
         os._exit(0)
     os.close(w)
+    return pid, r
+
+
+def _fork_run(fn, timeout_s: float = 90.0) -> dict:
+    """fn() in a forked child; its dict result comes back over a pipe."""
+    return _fork_collect(*_fork_start(fn), timeout_s)
+
+
+def _fork_collect(pid: int, r: int, timeout_s: float = 90.0) -> dict:
     data = b""
     deadline = time.monotonic() + timeout_s
     import select
@@ -196,14 +208,11 @@ def _ipc_pair(setup, pidns: bool = False) -> dict:
         return _fork_run(cand)
 
     t0 = time.monotonic()
-    import threading
-    res = {}
-    th = threading.Thread(target=lambda: res.update(cand=_fork_run(cand_in_pidns if pidns else cand)))
-    th.start()
-    res["ref"] = _fork_run(ref)
-    th.join()
-    out = {"ref": res["ref"], "cand": res.get("cand"), "seconds": round(time.monotonic() - t0, 3)}
-    out["ok"] = (res.get("cand") or {}).get("in") is True and res["ref"].get("back") is True
+    started = _fork_start(cand_in_pidns if pidns else cand)  # both run at once: no threads here
+    ref_res = _fork_run(ref)
+    cand_res = _fork_collect(*started)
+    out = {"ref": ref_res, "cand": cand_res, "seconds": round(time.monotonic() - t0, 3)}
+    out["ok"] = cand_res.get("in") is True and ref_res.get("back") is True
     return out
 
 
@@ -278,6 +287,36 @@ def check_cuda_seccomp() -> dict:
         ok = float((x * 2).sum()) == 2 * (1 << 20)
         return {"seccomp": how, "ok": ok, "cuda_s": round(time.monotonic() - t0, 3), **rec}
     return _fork_run(child)
+
+
+def _cupti() -> dict:
+    """A CUPTI session (the profiling process's, runtime_check.profile_calls)
+    around one kernel: does it record the kernel?"""
+    import torch
+    from mkevolve_worker import runtime_check
+    t0 = time.monotonic()
+    acts = runtime_check.profile_calls(lambda: torch.ones(1 << 16, device="cuda").mul_(2),
+                                       os.path.join(tempfile.mkdtemp(), "trace.json"))
+    return {"ok": bool(acts), "kernels": len(acts), "seconds": round(time.monotonic() - t0, 3)}
+
+
+def check_cupti() -> dict:
+    """CUPTI plainly, under the worker's filter, as a uid of its own, as uid 0
+    without capabilities, and under the filter with perf_event_open let through."""
+    import torch  # noqa: F401
+    from mkevolve_worker import sandbox as sbx
+    out = {"plain": _fork_run(_cupti)}
+
+    def filtered(allow_perf=False):
+        rec = {"failed": []}
+        how = sbx.install_seccomp(rec, True, allow_perf)
+        return {"seccomp": how, **_cupti()}
+    out["seccomp"] = _fork_run(filtered)
+    out["seccomp_perf_allowed"] = _fork_run(lambda: filtered(True))
+    out["own_uid"] = _fork_run(lambda: (_drop_uid(sbx, 1), _cupti())[1])
+    out["uid0_nocaps"] = _fork_run(lambda: (_drop_caps(sbx), _cupti())[1])
+    out["ok"] = all(v.get("ok") for v in out.values() if isinstance(v, dict))
+    return out
 
 
 def check_setuid_cuda() -> dict:
@@ -467,7 +506,7 @@ def check_self_test() -> dict:
     finally:
         isolation.kill_descendants(spares_too=True)
         isolation.cleanup_dir(isolation.base_tmp())
-    return {"ok": "chosen" in rep and not str(rep.get("chosen", "")).startswith("none"), "plan": plan.describe(),
+    return {"ok": not str(rep.get("chosen", "none")).startswith(("none", "unchanged")), "plan": plan.describe(),
             **rep}
 
 
@@ -527,6 +566,7 @@ def main() -> int:
         except BaseException as e:  # noqa: BLE001
             res = {"ok": False, "error": f"{type(e).__name__}: {e}"[:1000]}
         res.setdefault("seconds", round(time.monotonic() - t0, 3))
+        res.setdefault("ok", False if "error" in res else None)
         sys.stdout.write("\nRESULT " + json.dumps(res, default=str) + "\n")
         sys.stdout.flush()
         return 0

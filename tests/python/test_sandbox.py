@@ -229,16 +229,22 @@ def test_a_server_that_is_not_root_boxes_its_candidates_in_a_user_namespace(tmp_
 # --------------------------------------------------------------------------
 
 def _decide(monkeypatch, outcome, mode="best-effort"):
-    """self_test with try_plan answering outcome(user, pidns) -> its result."""
+    """self_test with try_plan answering outcome(user, pidns[, allow_perf]) -> its result."""
+    import inspect
     from mkevolve_worker import children
     monkeypatch.setattr(children, "cuda_ipc_possible", lambda: True)
-    monkeypatch.setattr(sandbox, "try_plan", lambda plan, ipc, timeout_s=120: outcome(plan.user, plan.pidns))
+    three = len(inspect.signature(outcome).parameters) == 3
+    monkeypatch.setattr(sandbox, "try_plan", lambda plan, ipc, timeout_s=120: (
+        outcome(plan.user, plan.pidns, plan.allow_perf) if three else outcome(plan.user, plan.pidns)))
     plan = sandbox.Plan(mode=mode, user="own", pidns=True)
     return plan, sandbox.self_test(plan, None)
 
 
-OK = {"cuda": True, "triton": True, "ipc_in": True, "ipc_out": True, "ok": True}
-NO_IPC = {"cuda": True, "triton": True, "ipc_in": "RuntimeError: invalid resource handle", "ok": False}
+OK = {"cuda": True, "triton": True, "profiler": True, "ipc_in": True, "ipc_out": True, "ok": True}
+NO_IPC = {"cuda": True, "triton": True, "profiler": True, "ipc_in": "RuntimeError: invalid resource handle",
+          "ok": False}
+NO_PROFILER = {"cuda": True, "triton": True, "profiler": "RuntimeError: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
+               "ipc_in": True, "ipc_out": True, "ok": False}
 NO_CUDA = {"cuda": "RuntimeError: no CUDA-capable device", "ok": False}
 
 
@@ -253,6 +259,12 @@ def test_the_self_test_keeps_the_strongest_plan_that_works(monkeypatch):
     assert (plan.user, plan.pidns) == ("root-nocaps", True), rep
     assert [a["plan"] for a in rep["attempts"]] == ["own uid, own PID namespace", "own uid, host PID namespace",
                                                     "uid 0 without capabilities, own PID namespace"]
+
+
+def test_where_only_cupti_fails_the_self_test_lets_perf_event_open_through(monkeypatch):
+    plan, rep = _decide(monkeypatch, lambda user, pidns, perf: OK if perf else NO_PROFILER)
+    assert (plan.user, plan.pidns, plan.allow_perf, plan.cuda_ipc) == ("own", True, True, True), rep
+    assert rep["chosen"].endswith("perf_event_open allowed") and len(rep["attempts"]) == 2, rep
 
 
 def test_the_self_test_turns_ipc_off_before_it_gives_up_the_sandbox(monkeypatch):

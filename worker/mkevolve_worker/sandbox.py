@@ -254,11 +254,13 @@ class Plan:
     share: str | None = None   # test mode only: a directory bound read-write at its own path
     libseccomp: bool = True    # False: the hand-built filter (test mode: MKEVOLVE_TEST_SANDBOX_WITHOUT)
     broken: str | None = None  # require, and the self-test found no sandbox that runs CUDA
+    allow_perf: bool = False   # perf_event_open let through (the self-test: CUPTI needed it here)
     notes: list = field(default_factory=list)
 
     def describe(self) -> dict:
         return {"mode": self.mode, "user": self.user, "pid_namespace": self.pidns,
                 "mount_namespace": self.mountns, "seccomp": self.seccomp, "cuda_ipc": self.cuda_ipc,
+                **({"perf_event_open": "allowed"} if self.allow_perf else {}),
                 **({"notes": list(self.notes)} if self.notes else {}),
                 **({"broken": self.broken} if self.broken else {})}
 
@@ -711,7 +713,7 @@ def enter(box: Box, extra_env: dict | None) -> dict:
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the uid change cleared it
     if _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
         rec["failed"].append(_err("PR_SET_NO_NEW_PRIVS"))
-    rec["seccomp"] = install_seccomp(rec, plan.libseccomp) if plan.seccomp else "off"
+    rec["seccomp"] = install_seccomp(rec, plan.libseccomp, plan.allow_perf) if plan.seccomp else "off"
     _measure(rec)
     return rec
 
@@ -1337,13 +1339,15 @@ def load_libseccomp():
     return lib
 
 
-def install_seccomp(rec: dict, use_libseccomp: bool = True) -> str:
+def install_seccomp(rec: dict, use_libseccomp: bool = True, allow_perf: bool = False) -> str:
     """Loads the deny-list filter into the calling (single-threaded) process:
-    libseccomp, else the hand-built BPF (x86_64), else none. Returns how."""
+    libseccomp, else the hand-built BPF (x86_64), else none. Returns how.
+    allow_perf: perf_event_open is let through (a machine whose CUPTI needs it)."""
+    denied = tuple(n for n in DENIED_SYSCALLS if not (allow_perf and n == "perf_event_open"))
     lib = load_libseccomp() if use_libseccomp else None
     if lib is not None:
         try:
-            n = _libseccomp_filter(lib)
+            n = _libseccomp_filter(lib, denied)
             return f"libseccomp ({n} system calls denied, clone with namespace flags refused)"
         except OSError as e:
             rec["failed"].append(f"libseccomp: {e}")
@@ -1351,8 +1355,8 @@ def install_seccomp(rec: dict, use_libseccomp: bool = True) -> str:
         rec["failed"].append("libseccomp.so.2 could not be loaded")
     if platform.machine() == "x86_64":
         try:
-            _bpf_filter()
-            return (f"hand-built BPF, x86_64 ({len(DENIED_SYSCALLS)} system calls denied, clone with namespace "
+            _bpf_filter(denied)
+            return (f"hand-built BPF, x86_64 ({len(denied)} system calls denied, clone with namespace "
                     f"flags refused)")
         except OSError as e:
             rec["failed"].append(f"BPF filter: {e}")
@@ -1361,13 +1365,13 @@ def install_seccomp(rec: dict, use_libseccomp: bool = True) -> str:
     return "none"
 
 
-def _libseccomp_filter(lib) -> int:
+def _libseccomp_filter(lib, denied: tuple = DENIED_SYSCALLS) -> int:
     ctx = lib.seccomp_init(SCMP_ACT_ALLOW)
     if not ctx:
         raise OSError(errno.ENOMEM, "seccomp_init failed")
     try:
         n = 0
-        for name in DENIED_SYSCALLS:
+        for name in denied:
             nr = lib.seccomp_syscall_resolve_name(name.encode())
             if nr < 0:
                 continue  # not a system call on this architecture
@@ -1409,7 +1413,7 @@ _LD_ABS_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _RET_ALLOW, _RET_KILL_PROCESS = 0x7FFF0000, 0x80000000
 
 
-def bpf_program() -> list[tuple[int, int, int, int]]:
+def bpf_program(denied: tuple = DENIED_SYSCALLS) -> list[tuple[int, int, int, int]]:
     """The x86_64 filter as (code, jt, jf, k): other architectures' calls
     (int 0x80) and x32 calls kill the process; the deny-list returns EPERM,
     clone3 ENOSYS, clone with a CLONE_NEW* flag EPERM."""
@@ -1422,7 +1426,7 @@ def bpf_program() -> list[tuple[int, int, int, int]]:
                  ("jeq", None, "kill", AUDIT_ARCH_X86_64),
                  ("ld", None, None, 0),                                 # nr
                  ("jge", "kill", None, 0x40000000)]                     # x32 ABI
-    ins += [("jeq", "eperm", None, X86_64_NR[n]) for n in DENIED_SYSCALLS]
+    ins += [("jeq", "eperm", None, X86_64_NR[n]) for n in denied]
     ins += [("jeq", "enosys", None, X86_64_NR["clone3"]),
             ("jeq", "clone", None, X86_64_NR["clone"]),
             ("ret", None, None, _RET_ALLOW),
@@ -1457,8 +1461,8 @@ def bpf_program() -> list[tuple[int, int, int, int]]:
     return out
 
 
-def _bpf_filter() -> None:
-    prog = bpf_program()
+def _bpf_filter(denied: tuple = DENIED_SYSCALLS) -> None:
+    prog = bpf_program(denied)
     arr = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
     fprog = _SockFprog(len(prog), arr)
     if _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
@@ -1594,6 +1598,16 @@ def _selftest_candidate(ctx, job: dict) -> int:
         res["triton_s"] = round(time.monotonic() - t0, 3)
     except Exception as e:  # noqa: BLE001
         res["triton"] = f"{type(e).__name__}: {e}"[:300]
+    try:
+        # The profiling process's CUPTI session (runtime_check), in the box.
+        from . import runtime_check
+        t0 = time.monotonic()
+        acts = runtime_check.profile_calls(lambda: torch.ones(1024, device="cuda").mul_(2),
+                                           os.path.join(ctx.dir, "trace.json"))
+        res["profiler"] = True if acts else "the profile recorded no kernel"
+        res["profiler_s"] = round(time.monotonic() - t0, 3)
+    except Exception as e:  # noqa: BLE001
+        res["profiler"] = f"{type(e).__name__}: {e}"[:300]
     y = None
     if job.get("ipc"):
         msg, fds = ctx.recv_msg()
@@ -1683,15 +1697,18 @@ def try_plan(plan: Plan, ipc: bool, timeout_s: float = 120.0, extra_env: dict | 
                 isolation.supervise(ch, 10)
                 isolation.cleanup_dir(ch.dir)
         out["seconds"] = round(time.monotonic() - t0, 3)
-    ipc_ok = not ipc or (out.get("ipc_in") is True and out.get("ipc_out") is True)
-    out["ok"] = out.get("cuda") is True and out.get("triton") in (True, None) and ipc_ok
+        ipc_ok = not ipc or (out.get("ipc_in") is True and out.get("ipc_out") is True)
+        out["ok"] = (out.get("cuda") is True and out.get("triton") is True and out.get("profiler") is True
+                     and ipc_ok)
     return out
 
 
 def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, budget_s: float = 110.0) -> dict:
     """Once, at a GPU server's start: does a sandboxed process get CUDA,
-    compile and launch a Triton kernel, and exchange CUDA IPC handles with a
-    trusted one (the reference's hand-over)? The first plan of fallbacks() that
+    compile and launch a Triton kernel, profile a launch with CUPTI (the
+    profiling process's session) and exchange CUDA IPC handles with a
+    trusted one (the reference's hand-over)? Where only the profiler fails,
+    the same plan is tried again with perf_event_open let through. The first plan of fallbacks() that
     does is kept (plan is changed in place); where CUDA works but no plan
     passes IPC, the strongest one that gets CUDA is kept with CUDA IPC off
     (inputs and outputs then cross as host files); where no sandboxed
@@ -1705,36 +1722,45 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
     report: dict = {"ipc_possible": ipc, "attempts": []}
     first_cuda = None
     t0 = time.monotonic()
-    for label, user, pidns in fallbacks(plan):
+    tries = [(label, user, pidns, False) for label, user, pidns in fallbacks(plan)]
+    i = 0
+    while i < len(tries):
+        label, user, pidns, allow_perf = tries[i]
+        i += 1
         if time.monotonic() - t0 > budget_s:
             report["attempts"].append({"plan": label, "error": f"not tried: the self-test's {budget_s:g} s were spent"})
             continue
-        trial = Plan(**{**plan.__dict__, "user": user, "pidns": pidns, "notes": list(plan.notes)})
+        trial = Plan(**{**plan.__dict__, "user": user, "pidns": pidns, "allow_perf": allow_perf,
+                        "notes": list(plan.notes)})
         res = try_plan(trial, ipc, timeout_s)
         report["attempts"].append({"plan": label, **{k: v for k, v in res.items() if k != "record"}})
-        if res.get("cuda") is True and first_cuda is None:
+        if res.get("cuda") is True and res.get("profiler") is True and first_cuda is None:
             first_cuda = (label, trial, res.get("record"))
         if res.get("ok"):
-            plan.user, plan.pidns = trial.user, trial.pidns
+            plan.user, plan.pidns, plan.allow_perf = trial.user, trial.pidns, trial.allow_perf
             report["chosen"] = label
             report["record"] = res.get("record")
             return report
+        if res.get("cuda") is True and res.get("profiler") is not True and not allow_perf and plan.seccomp:
+            # Only the profiler failed: once more with perf_event_open let through.
+            tries.insert(i, (label + ", perf_event_open allowed", user, pidns, True))
     if not any("cuda" in a for a in report["attempts"]):
         # The trusted side failed every time: not the sandbox's doing.
         report["chosen"] = "unchanged: the trusted side of the test failed, not the sandboxed one"
         return report
     if first_cuda is not None:
         label, trial, report["record"] = first_cuda
-        plan.user, plan.pidns, plan.cuda_ipc = trial.user, trial.pidns, False
+        plan.user, plan.pidns, plan.allow_perf, plan.cuda_ipc = trial.user, trial.pidns, trial.allow_perf, False
         plan.notes.append(f"CUDA IPC failed in every sandboxed plan: inputs and outputs cross as host files ({label})")
         report["chosen"] = label + ", CUDA IPC off"
         return report
     if plan.mode == "require":
-        plan.broken = "no sandboxed process could start CUDA (the self-test's attempts say why)"
+        plan.broken = "no sandboxed process could run CUDA and its profiler (the self-test's attempts say why)"
         report["chosen"] = "none: every evaluation is refused (MKEVOLVE_SANDBOX=require)"
     else:
         plan.user, plan.pidns, plan.mountns, plan.seccomp = "none", False, False, False
         plan.mode = "off"
-        plan.notes.append("no sandboxed process could start CUDA: candidates run unsandboxed (best-effort)")
+        plan.notes.append("no sandboxed process could run CUDA and its profiler: candidates run unsandboxed "
+                          "(best-effort)")
         report["chosen"] = "none: candidates run unsandboxed"
     return report
