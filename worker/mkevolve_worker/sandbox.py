@@ -81,7 +81,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import json
 import os
 import platform
 import random
@@ -1024,7 +1023,7 @@ def _write_passwd(new: str, box: Box) -> None:
     etc = os.path.join(new, "etc")
     os.makedirs(etc, exist_ok=True)
     uid = box.uid if box.uid is not None else 0
-    for name, text in (("passwd", f"root:x:0:0::/nonexistent:/usr/sbin/nologin\n"
+    for name, text in (("passwd", "root:x:0:0::/nonexistent:/usr/sbin/nologin\n"
                                   + (f"mkcand:x:{uid}:{uid}::/nonexistent:/usr/sbin/nologin\n" if uid else "")),
                        ("group", "root:x:0:\n" + (f"mkcand:x:{uid}:\n" if uid else ""))):
         with open(os.path.join(etc, name), "w") as f:
