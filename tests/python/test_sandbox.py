@@ -365,3 +365,10 @@ def test_a_sandboxed_candidates_memory_is_counted_as_the_candidates():
     by = s.peak_by_role()
     assert by["candidate"] == 14 and by["reference"] == 16 and by["server"] == 1, by
     assert by["idle spares and other processes"] == 96, by
+
+
+def test_candidate_uids_come_from_what_the_user_namespace_maps():
+    assert sandbox.uid_block(f"0 0 {2**32 - 1}") == (sandbox.UID_BASE, sandbox.UID_BASE + sandbox.UID_SPAN)
+    lo, hi = sandbox.uid_block("0 100000 65536")  # a container's map
+    assert 10000 <= lo < hi <= 65534 and hi - lo >= 64, (lo, hi)
+    assert sandbox.uid_block("0 1000 1") == (0, 0)  # rootless: nothing but itself

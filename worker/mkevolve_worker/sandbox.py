@@ -31,8 +31,9 @@ Without a PID namespace, B does C1's and C2's steps itself.
 
 Steps, strongest first, and their fallbacks:
 
-  user     a uid of its own from a random block above 1.5e9 (per candidate:
-           its two processes share it; its directories are chowned to it),
+  user     a uid of its own from a random block above 1.5e9, or within what
+           the user namespace maps (uid_block; per candidate: its two
+           processes share it; its directories are chowned to it),
            no capabilities, PR_SET_NO_NEW_PRIVS; else uid 0 with every
            capability dropped (bounding set, ambient, securebits locked so
            that exec cannot regain them); as a non-root server, uid 0 of a
@@ -348,14 +349,51 @@ def active() -> bool:
     return PLAN is not None and PLAN.mode != "off"
 
 
-def _alloc_uid() -> int:
-    global _uid_next
-    if _uid_next is None:
-        _uid_next = UID_BASE + random.SystemRandom().randrange(0, UID_SPAN // 65536) * 65536
+_uid_block: tuple[int, int] | None = None
+
+
+def uid_block(uid_map: str | None = None) -> tuple[int, int]:
+    """[lo, hi) of the uids candidates get: UID_BASE.. where this user
+    namespace maps it (a host's does), else the upper part of its largest
+    mapped range above 10000 (a container mapping 65536 uids), keeping clear
+    of 65534 (nobody)."""
+    if uid_map is None:
+        try:
+            with open("/proc/self/uid_map") as f:
+                uid_map = f.read()
+        except OSError:
+            uid_map = f"0 0 {2**32 - 1}"
+    ranges = []
+    for line in uid_map.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            lo, n = int(parts[0]), int(parts[2])
+            ranges.append((lo, lo + n))
+    for lo, hi in ranges:
+        if lo <= UID_BASE and UID_BASE + UID_SPAN <= hi:
+            return UID_BASE, UID_BASE + UID_SPAN
+    def clear(lo: int, hi: int) -> tuple[int, int]:
+        lo = max(lo, 10000)
+        return (lo, min(hi, 65534)) if lo < 65534 < hi + 1 else (lo, hi)
+    best = max((clear(lo, hi) for lo, hi in ranges), key=lambda r: r[1] - r[0], default=(0, 0))
+    lo, hi = best
+    if hi - lo < 64:
+        return 0, 0  # no room: no uid of its own
+    return lo + (hi - lo) // 2, hi
+
+
+def _alloc_uid() -> int | None:
+    global _uid_next, _uid_block
+    if _uid_block is None:
+        _uid_block = uid_block()
+    lo, hi = _uid_block
+    if hi <= lo:
+        return None
+    if _uid_next is None or not lo <= _uid_next < hi:
+        span = hi - lo
+        _uid_next = lo + (random.SystemRandom().randrange(0, span // 65536) * 65536 if span >= 2 * 65536 else 0)
     uid = _uid_next
-    _uid_next += 1
-    if _uid_next >= UID_BASE + UID_SPAN:
-        _uid_next = UID_BASE
+    _uid_next = _uid_next + 1 if _uid_next + 1 < hi else lo
     return uid
 
 
@@ -459,8 +497,21 @@ def make_box(base: str, plan: Plan) -> Box:
         # its box where no filesystem view could be made.
         os.chmod(base, os.stat(base).st_mode & 0o777 | 0o711)
     os.makedirs(os.path.join(path, "root"), mode=0o755)
-    for d in ("tmp", "shm", "triton"):
-        box._own(os.path.join(path, d))
+    try:
+        for d in ("tmp", "shm", "triton"):
+            box._own(os.path.join(path, d))
+    except OSError as e:
+        # A uid this namespace cannot hold (EINVAL): this plan's candidates
+        # run as uid 0 without capabilities instead, and say so.
+        box.uid = box.gid = None
+        if plan.user == "own":
+            plan.user = "root-nocaps"
+            plan.notes.append(f"no uid of its own: chown to uid {uid} failed ({e})")
+        for d in ("tmp", "shm", "triton"):
+            box._own(os.path.join(path, d))
+    if plan.user == "own" and box.uid is None:
+        plan.user = "root-nocaps"
+        plan.notes.append("no uid of its own: this user namespace maps no room for one")
     box.triton = _link_triton_cache(box)
     return box
 
