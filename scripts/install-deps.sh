@@ -13,6 +13,7 @@ PKGS=(
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libtomlplusplus-dev libgtest-dev libgmock-dev
   python3 python3-torch python3-numpy
+  libseccomp2
 )
 if [[ "${1:-}" == "--test" ]]; then
   PKGS+=(python3-pytest chromium slurm-wlm munge)

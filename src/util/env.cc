@@ -43,7 +43,7 @@ Env current_environment() {
 }
 
 Env scrubbed_environment() {
-  static const char* kExact[] = {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "HOME",
+  static const char* kExact[] = {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "HOME", "MKEVOLVE_SANDBOX",
                                  "USER", "LOGNAME", "SHELL", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX",
                                  "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"};
   static const char* kPrefixes[] = {"LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH", "PYTORCH_", "NCCL_", "MKEVOLVE_WORKER_"};

@@ -367,3 +367,20 @@ def test_a_kernel_whose_dot_names_no_precision_passes_fp32_tolerances(server, tm
     r = _eval(server, "tf32", os.path.join("examples", "problems", "03_linear_gelu.py"), str(k), timeout_s=120)
     assert r["type"] == "result", r
     assert (r["status"], r["kind"]) == ("correct", "ok"), {x: r.get(x) for x in ("status", "kind", "message")}
+
+
+def test_the_candidates_sandbox_on_the_gpu(server):
+    """The sandbox this GPU machine allows (worker/mkevolve_worker/sandbox.py;
+    scripts/probe_sandbox_gpu.py tests each mechanism alone): whatever plan the
+    server's start-up self-test kept, its candidates hold no capabilities and
+    cannot regain any, and its record says so. The hello's self-test and the
+    record go to the results file."""
+    _append({"label": "sandbox", "hello_sandbox": server.hello.get("sandbox"),
+             "selftest": server.hello.get("sandbox_selftest")})
+    r = _eval(server, "sandbox", "examples/problems/01_relu.py", "examples/kernels/01_relu__triton.py")
+    assert r["type"] == "result" and r["status"] == "correct", r
+    rec = r["checks"]["isolation"].get("sandbox") or {}
+    _append({"label": "sandbox_record", "record": rec})
+    if (server.hello.get("sandbox") or {}).get("mode", "off") == "off":
+        pytest.skip(f"the sandbox is off here: {server.hello.get('sandbox')}")
+    assert rec.get("capabilities") == "none" and rec.get("no_new_privs") is True, rec

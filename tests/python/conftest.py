@@ -8,6 +8,7 @@ the whole session (torch is imported once; every candidate is a fork).
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import pytest
@@ -23,12 +24,34 @@ if WORKER_DIR not in sys.path:
 
 
 @pytest.fixture(scope="session")
-def worker_server(tmp_path_factory):
+def sandbox_share(tmp_path_factory):
+    """A directory that the test servers' sandboxed candidates see read-write
+    at its own path ($MKEVOLVE_TEST_SANDBOX_SHARE, honoured only with
+    --test-mode): where a test's candidate writes what it saw, or a file the
+    test wants it to be able to change. Everything else outside its box is
+    out of its sight (worker/mkevolve_worker/sandbox.py)."""
+    d = tmp_path_factory.mktemp("share")
+    os.chmod(d, 0o777)
+    return d
+
+
+@pytest.fixture()
+def share_path(sandbox_share, request):
+    """This test's own folder in the shared directory, writable by any uid."""
+    d = sandbox_share / re.sub(r"\W+", "_", request.node.name)[:80]
+    d.mkdir()
+    os.chmod(d, 0o777)
+    return d
+
+
+@pytest.fixture(scope="session")
+def worker_server(tmp_path_factory, sandbox_share):
     """A test-mode server whose own environment holds a planted secret."""
     cwd = str(tmp_path_factory.mktemp("server-cwd"))
     lock = str(tmp_path_factory.mktemp("locks") / "timing.lock")
     client = WorkerClient(["--test-mode"], extra_env={"FOO_API_KEY": "sk-planted-secret-123456",
-                                                      "MKEVOLVE_TIMING_LOCK": lock}, cwd=cwd)
+                                                      "MKEVOLVE_TIMING_LOCK": lock,
+                                                      "MKEVOLVE_TEST_SANDBOX_SHARE": str(sandbox_share)}, cwd=cwd)
     client.cwd = cwd
     client.timing_lock = lock
     yield client

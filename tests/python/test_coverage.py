@@ -191,7 +191,7 @@ def test_another_rule_beside_pytorch_compute_is_cheating_without_running(triton_
 
 
 @pytest.mark.parametrize("reach, rule", [
-    ("import mkevolve_worker.coverage as collector", "reference-import"),
+    ("import mkevolve_worker.coverage as collector", "harness-import"),
     ("import os\ncollector = os.sys.modules['mkevolve_worker.coverage']", "dynamic-code"),
     ("import sys\ncollector = sys.meta_path[0].collector", "dynamic-code"),
 ])

@@ -123,10 +123,10 @@ def test_every_input_config_is_checked(worker_server):
     assert "config 1" in bad["message"]
 
 
-def test_expected_outputs_are_computed_after_the_candidate(worker_server, tmp_path):
+def test_expected_outputs_are_computed_after_the_candidate(worker_server, tmp_path, share_path):
     # The candidate looks for any expected output on disk or in its inherited
     # descriptors while it runs; there must be none to find.
-    probe = tmp_path / "found.txt"
+    probe = share_path / "found.txt"
     k = tmp_path / "snoop.py"
     k.write_text(f"""
 import os, glob
@@ -351,12 +351,16 @@ def test_candidates_do_not_see_the_lock_path(monkeypatch, tmp_path):
         os.environ.update(saved)
 
 
-def test_a_candidate_that_rewrites_the_problem_is_caught(worker_server, tmp_path):
+def test_a_candidate_that_rewrites_the_problem_is_caught(worker_server, tmp_path, share_path):
     """Reference child #2 loads the problem from disk after the candidate ran; a
-    candidate that rewrote it (to make the expected outputs its own) is cheating."""
+    candidate that rewrote it (to make the expected outputs its own) is cheating.
+    The problem lies in the test's shared folder, which the sandbox lets the
+    candidate write (test mode only): the check behind the sandbox still holds."""
+    import os
     import shutil
-    prob = tmp_path / "add.py"
+    prob = share_path / "add.py"
     shutil.copy(problem("add"), prob)
+    os.chmod(prob, 0o666)
     k = tmp_path / "rewrite.py"
     k.write_text(f"""
 import torch.nn as nn
@@ -373,14 +377,17 @@ class ModelNew(nn.Module):
     assert r["status"] == "cheating" and r["kind"] == "problem_tampered", r
 
 
-def test_reference_loads_the_problem_before_candidate_code_runs(worker_server, tmp_path):
+def test_reference_loads_the_problem_before_candidate_code_runs(worker_server, tmp_path, share_path):
     """Reference child #2 computes beside the candidate. A candidate that makes
     the problem compute what it computes, and puts the file back before handing
     over its outputs (so the files look untouched), must still be compared with
-    the original problem: the reference loaded it before any candidate code ran."""
+    the original problem: the reference loaded it before any candidate code ran.
+    (In the shared folder, as above: the candidate may write it.)"""
+    import os
     import shutil
-    prob = tmp_path / "add.py"
+    prob = share_path / "add.py"
     shutil.copy(problem("add"), prob)
+    os.chmod(prob, 0o666)
     original = prob.read_text()
     assert "a + b" in original
     k = tmp_path / "swap_and_restore.py"

@@ -80,40 +80,65 @@ def test_runtime_error_has_trimmed_traceback(worker_server):
     assert "mkevolve_worker" not in msg  # worker frames are trimmed
 
 
+def _token_alive(token: str) -> list[int]:
+    """Live processes (of any PID namespace: this test sees them all) whose
+    command line carries token."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if token.encode() in f.read() and _alive(int(name)):
+                    out.append(int(name))
+        except OSError:
+            pass
+    return out
+
+
 def test_setsid_grandchild_is_killed_after_the_candidate_ends(worker_server, tmp_path):
-    pidfile = tmp_path / "grandchild.pid"
+    # The grandchild is found by a token in its command line, not by a pid it
+    # reports: a sandboxed candidate's pids are those of its own namespace.
+    token = f"mk-grandchild-{os.getpid()}-{time.time_ns()}"
     k = _write(tmp_path / "grandchild.py", f"""
-        import os, time
+        import os, sys, time
         import torch
         import torch.nn as nn
+
+        def running():
+            for p in os.listdir("/proc"):
+                try:
+                    with open("/proc/" + p + "/cmdline", "rb") as f:
+                        if {token!r}.encode() in f.read():
+                            return True
+                except OSError:
+                    pass
+            return False
 
         class ModelNew(nn.Module):
             def forward(self, a, b):
                 if os.fork() == 0:
                     os.setsid()
                     if os.fork() == 0:
-                        with open({str(pidfile)!r}, "w") as f:
-                            f.write(str(os.getpid()))
-                        time.sleep(1000)
+                        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(1000)", {token!r}])
                     os._exit(0)
                 for _ in range(500):
-                    if os.path.exists({str(pidfile)!r}):
-                        break
+                    if running():
+                        return a + b
                     time.sleep(0.01)
-                return a + b
+                raise RuntimeError("the grandchild never ran")
         """)
     r = worker_server.eval(problem("add"), k, trials=1, alt_dist_trials=0, candidate_first_trials=0)
     assert r["status"] == "correct", r
-    pid = int(pidfile.read_text())
     for _ in range(100):
-        if not _alive(pid):
+        if not _token_alive(token):
             break
         time.sleep(0.05)
-    assert not _alive(pid), f"grandchild {pid} survived the candidate"
+    assert not _token_alive(token), "the grandchild survived the candidate"
 
 
-def test_candidate_sees_scrubbed_env_and_private_cwd(worker_server, tmp_path):
-    out = tmp_path / "seen.json"
+def test_candidate_sees_scrubbed_env_and_private_cwd(worker_server, tmp_path, share_path):
+    out = share_path / "seen.json"
     k = _write(tmp_path / "envprobe.py", f"""
         import json, os, socket
         import torch
@@ -218,7 +243,9 @@ def test_problem_without_model_is_named(worker_server):
 
 def test_candidate_that_kills_the_server_dies_with_it(tmp_path):
     """Surviving this is the pool's job (it restarts the server); the worker's
-    part is that the candidate does not outlive the server (PR_SET_PDEATHSIG)."""
+    part is that the candidate does not outlive the server (PR_SET_PDEATHSIG).
+    Without the sandbox: a sandboxed candidate cannot see or signal the
+    server at all (test_sandbox_adversarial.py)."""
     from conftest import WorkerClient
     pidfile = tmp_path / "cand.pid"
     k = _write(tmp_path / "parricide.py", f"""
@@ -233,7 +260,7 @@ def test_candidate_that_kills_the_server_dies_with_it(tmp_path):
                 os.kill(os.getppid(), signal.SIGKILL)
                 time.sleep(1000)
         """)
-    client = WorkerClient(["--test-mode"], cwd=str(tmp_path))
+    client = WorkerClient(["--test-mode"], extra_env={"MKEVOLVE_SANDBOX": "off"}, cwd=str(tmp_path))
     try:
         client.send_raw((json.dumps({"id": 1, "op": "eval", "problem": problem("add"), "kernel": k,
                                      "options": {"test_cpu": True, "perf": False}}) + "\n").encode())
@@ -310,15 +337,35 @@ def test_a_candidate_that_fails_before_a_slow_reference_is_its_own_failure(worke
     assert "block size must divide 32" in r["message"], r["message"]
 
 
-def test_a_server_whose_parent_dies_stops_its_evaluation_and_exits(tmp_path):
+def _descendants(root: int) -> list[int]:
+    kids: dict = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(name))
+        except (OSError, IndexError, ValueError):
+            pass
+    out, todo = [], [root]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def test_a_server_whose_parent_dies_stops_its_evaluation_and_exits(tmp_path, share_path, sandbox_share):
     """mkevolve killed mid-evaluation (`timeout`, a Slurm time limit): the
     server must not finish the evaluation for no one, with the GPU busy. It
-    notices that it was reparented, kills what it started and exits."""
+    notices that it was reparented, kills what it started and exits. Every
+    process it started goes with it (the sandboxed candidate's namespace's
+    included: the test sees them all from here)."""
     import signal
     import subprocess
     import sys
     from conftest import worker_env, worker_python
-    cand_pid = tmp_path / "cand.pid"
+    started = share_path / "started"
     server_pid = tmp_path / "server.pid"
     k = _write(tmp_path / "spin.py", f"""
         import os, time
@@ -326,8 +373,8 @@ def test_a_server_whose_parent_dies_stops_its_evaluation_and_exits(tmp_path):
 
         class ModelNew(nn.Module):
             def forward(self, a, b):
-                with open({str(cand_pid)!r}, "w") as f:
-                    f.write(str(os.getpid()))
+                with open({str(started)!r}, "w") as f:
+                    f.write("1")
                 while True:
                     time.sleep(0.01)
         """)
@@ -342,27 +389,30 @@ def test_a_server_whose_parent_dies_stops_its_evaluation_and_exits(tmp_path):
         p.stdin.write((json.dumps(req) + "\\n").encode()); p.stdin.flush()
         time.sleep(1000)
         """)
-    mid = subprocess.Popen([sys.executable, parent], env=worker_env(), cwd=str(tmp_path))
+    mid = subprocess.Popen([sys.executable, parent], env=worker_env({"MKEVOLVE_TEST_SANDBOX_SHARE": str(sandbox_share)}),
+                           cwd=str(tmp_path))
+    tree: list = []
     try:
         deadline = time.monotonic() + 120
-        while not cand_pid.exists() or not cand_pid.read_text():
+        while not started.exists() or not started.read_text():
             assert time.monotonic() < deadline, "the candidate never started"
             assert mid.poll() is None, "the parent exited early"
             time.sleep(0.05)
-        spid, cpid = int(server_pid.read_text()), int(cand_pid.read_text())
-        assert _alive(spid) and _alive(cpid)
+        spid = int(server_pid.read_text())
+        tree = _descendants(spid)
+        assert _alive(spid) and tree
         os.kill(mid.pid, signal.SIGKILL)
         mid.wait(timeout=10)
         t0 = time.monotonic()
-        while (_alive(spid) or _alive(cpid)) and time.monotonic() - t0 < 20:
+        while (_alive(spid) or any(_alive(p) for p in tree)) and time.monotonic() - t0 < 20:
             time.sleep(0.05)
-        assert not _alive(cpid), "the candidate outlived its server's parent"
+        assert not any(_alive(p) for p in tree), "the candidate outlived its server's parent"
         assert not _alive(spid), "the server went on after its parent died"
     finally:
         if mid.poll() is None:
             mid.kill()
-        for f in (server_pid, cand_pid):
+        for pid in tree + ([int(server_pid.read_text())] if server_pid.exists() else []):
             try:
-                os.kill(int(f.read_text()), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except (OSError, ValueError):
                 pass

@@ -51,17 +51,31 @@ def _wait_children(pid: int, n: int, timeout: float = 30) -> list[int]:
 
 
 @pytest.fixture()
-def fresh_server(tmp_path):
+def fresh_server(tmp_path, sandbox_share):
     servers = []
 
-    def start(*args):
+    def start(*args, sandbox: str | None = None):
         lock = str(tmp_path / "timing.lock")
-        s = WorkerClient(["--test-mode", *args], extra_env={"MKEVOLVE_TIMING_LOCK": lock}, cwd=str(tmp_path))
+        env = {"MKEVOLVE_TIMING_LOCK": lock, "MKEVOLVE_TEST_SANDBOX_SHARE": str(sandbox_share)}
+        if sandbox is not None:
+            env["MKEVOLVE_SANDBOX"] = sandbox
+        s = WorkerClient(["--test-mode", *args], extra_env=env, cwd=str(tmp_path))
         servers.append(s)
         return s
     yield start
     for s in servers:
         s.close()
+
+
+def _sandboxed(s) -> bool:
+    return (s.hello.get("sandbox") or {}).get("mode", "off") != "off"
+
+
+def _refilled_after_an_eval_without_timing(s) -> list[str]:
+    """The roles refill forks after an evaluation without timing: the ones it
+    used (reference, candidate), and, sandboxed, the profiling spare too: it
+    shares the candidate's box, which no second candidate may use (spares.py)."""
+    return ["cand", "prof", "ref"] if _sandboxed(s) else ["cand", "ref"]
 
 
 def test_candidates_run_in_prestarted_processes(fresh_server):
@@ -89,7 +103,7 @@ def test_spares_asked_for_later_are_forked_by_refill(fresh_server):
     # Without timing no profiling process ran: only its spare is left.
     assert len(_wait_children(s.proc.pid, 1)) == 1
     msg, _ = s.request("refill")
-    assert msg["type"] == "result" and sorted(msg["forked"]) == ["cand", "ref"], msg
+    assert msg["type"] == "result" and sorted(msg["forked"]) == _refilled_after_an_eval_without_timing(s), msg
     assert len(_wait_children(s.proc.pid, 3)) == 3
     msg, _ = s.request("refill")
     assert msg["forked"] == [], msg
@@ -259,7 +273,7 @@ def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_serve
     # (or second) eval's expected outputs were compared.
     assert ev(zeros)["status"] == "incorrect"
     if spares == "later":
-        assert sorted(s.request("refill")[0]["forked"]) == ["cand", "ref"]
+        assert sorted(s.request("refill")[0]["forked"]) == _refilled_after_an_eval_without_timing(s)
     r = ev(scan)
     assert r["status"] == "incorrect", ("a candidate read an earlier eval's expected output from the memory "
                                         f"it inherited: {r}")
@@ -317,11 +331,14 @@ def test_a_waiting_candidate_cannot_swap_the_expected_outputs(fresh_server, tmp_
         assert r["status"] == "incorrect" and r["kind"] == "mismatch", r
 
 
-def test_modules_planted_in_the_servers_directory_never_run(fresh_server, tmp_path):
+@pytest.mark.parametrize("sandbox", ["best-effort", "off"])
+def test_modules_planted_in_the_servers_directory_never_run(fresh_server, tmp_path, share_path, sandbox):
     """Children are forked from the server and import after forking what the
     server had not imported. A candidate plants modules with the names of
     such standard modules in the server's working directory (first on
-    sys.path under `python -m`); no later process may run them."""
+    sys.path under `python -m`); no later process may run them. Sandboxed,
+    the candidate cannot even see that directory (the planting fails); the
+    server's own defence is tested without the sandbox."""
     marker = tmp_path / "planted-ran.txt"
     (tmp_path / "k").mkdir()  # the candidate's own folder is on its sys.path, and only on its
     planter = _write(tmp_path / "k" / "planter.py", f"""
@@ -334,18 +351,21 @@ def test_modules_planted_in_the_servers_directory_never_run(fresh_server, tmp_pa
         CODE = "open({str(marker)!r}, 'a').write(__name__ + '\\\\n')\\n"
         for d in [{str(tmp_path)!r}] + [p for p in sys.path if p in ('', '.')]:
             for name in NAMES:
-                with open(os.path.join(d or '.', name + '.py'), 'w') as f:
-                    f.write(CODE)
-        with open({str(tmp_path / "seen-path.txt")!r}, 'w') as f:
+                try:
+                    with open(os.path.join(d or '.', name + '.py'), 'w') as f:
+                        f.write(CODE)
+                except OSError:
+                    pass  # sandboxed: not in its sight
+        with open({str(share_path / "seen-path.txt")!r}, 'w') as f:
             f.write('\\n'.join(sys.path))
 
         class ModelNew(nn.Module):
             def forward(self, a, b):
                 return a + b
         """)
-    s = fresh_server()  # its working directory is tmp_path
+    s = fresh_server(sandbox=sandbox)  # its working directory is tmp_path
     assert s.eval(problem("add"), planter)["status"] == "correct"
-    seen = (tmp_path / "seen-path.txt").read_text().splitlines()
+    seen = (share_path / "seen-path.txt").read_text().splitlines()
     assert str(tmp_path) not in seen and "" not in seen, seen
     for prob in ("add", "relu_rand", "softmax_wide"):  # new problems: reference #1 runs too
         r = s.eval(problem(prob), cand({"add": "add_ok", "relu_rand": "relu_ok", "softmax_wide": "softmax_ok"}[prob]))
@@ -353,9 +373,11 @@ def test_modules_planted_in_the_servers_directory_never_run(fresh_server, tmp_pa
     assert not marker.exists(), marker.read_text()
 
 
-def test_stopped_spares_are_continued_and_get_a_fresh_directory(fresh_server, tmp_path):
+@pytest.mark.parametrize("sandbox", ["best-effort", "off"])
+def test_stopped_spares_are_continued_and_get_a_fresh_directory(fresh_server, tmp_path, sandbox):
     """A candidate stops the idle spares (SIGSTOP) and litters their
-    directories; the next candidate still runs in one of them, correctly."""
+    directories; the next candidate still runs in one of them, correctly.
+    Sandboxed, it sees no spare at all (its own PID namespace) and stops none."""
     vandal = _write(tmp_path / "vandal.py", """
         import os
         import signal
@@ -389,11 +411,14 @@ def test_stopped_spares_are_continued_and_get_a_fresh_directory(fresh_server, tm
                 vandalize()
                 return a + b
         """)
-    s = fresh_server()
+    s = fresh_server(sandbox=sandbox)
     assert s.eval(problem("add"), cand("add_ok"))["status"] == "correct"
     assert s.eval(problem("add"), vandal)["status"] == "correct"
     stopped = [p for p in _children(s.proc.pid) if open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] == "T"]
-    assert stopped, "the vandal stopped no spare: the test proves nothing"
+    if _sandboxed(s):
+        assert not stopped, "a sandboxed candidate stopped a spare"
+    else:
+        assert stopped, "the vandal stopped no spare: the test proves nothing"
     for prob, k in (("add", "add_ok"), ("relu_rand", "relu_ok")):
         r = s.eval(problem(prob), cand(k), timeout_s=20)
         assert r["status"] == "correct" and r["checks"]["isolation"]["prestarted"] is True, r

@@ -26,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--test-mode", action="store_true", help="accept test-only options (test_cpu)")
     s.add_argument("--no-spares", action="store_true",
                    help="fork each candidate's processes on demand instead of keeping warm spares")
+    s.add_argument("--sandbox", choices=("best-effort", "require", "off"),
+                   help="the candidates' sandbox (default: $MKEVOLVE_SANDBOX, else best-effort; docs/EVAL.md)")
 
     e = sub.add_parser("eval", help="evaluate one candidate against a problem")
     e.add_argument("--problem", required=True)
@@ -45,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--allow-pytorch", action="store_true", help="Swap's policy: PyTorch kernels may pass")
     e.add_argument("--test-mode", action="store_true", help=argparse.SUPPRESS)
     e.add_argument("--test-cpu", action="store_true", help=argparse.SUPPRESS)
+    e.add_argument("--sandbox", choices=("best-effort", "require", "off"),
+                   help="the candidate's sandbox (default: $MKEVOLVE_SANDBOX, else best-effort)")
 
     c = sub.add_parser("check", help="static checks of a candidate file")
     c.add_argument("kernel")
@@ -63,7 +67,13 @@ def _eval(args) -> int:
         print(f"error: {info['error']}", file=sys.stderr)
         return EXIT_MISSING
     from .evaluate import Evaluator, ProblemError, RequestError
+    from . import sandbox, spares
     isolation.become_supervisor()
+    try:
+        sandbox.configure(args.sandbox, args.test_mode, spares.Launcher.triton_cache())
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     opts = {k: v for k, v in {
         "trials": args.trials, "candidate_first_trials": args.candidate_first_trials,
         "alt_dist_trials": args.alt_dist_trials, "atol": args.atol, "rtol": args.rtol, "seed": args.seed,
@@ -76,6 +86,9 @@ def _eval(args) -> int:
     except RequestError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_MISSING if "no CUDA GPU" in str(e) or "unavailable" in str(e) else EXIT_USAGE
+    except sandbox.SandboxError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_MISSING
     except ProblemError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -135,7 +148,7 @@ def main(argv=None) -> int:
     drop_cwd_from_path()
     if args.cmd == "serve":
         from .serve import main as serve_main
-        return serve_main(args.test_mode, spares=not args.no_spares)
+        return serve_main(args.test_mode, spares=not args.no_spares, sandbox_mode=args.sandbox)
     if args.cmd == "eval":
         if args.test_cpu and not args.test_mode:
             print("error: --test-cpu is honoured only with --test-mode", file=sys.stderr)

@@ -35,7 +35,7 @@ import random
 import signal
 import time
 
-from . import children, errors, footprint, gpuclock, gpulock, isolation, layouts, loader, spares, tensorio, timing
+from . import children, errors, footprint, gpuclock, gpulock, isolation, layouts, loader, sandbox, spares, tensorio, timing
 from . import coverage
 from . import correctness as C
 
@@ -163,6 +163,8 @@ class Evaluator:
             opts = C.normalize_options(options)
         except ValueError as e:
             raise RequestError(str(e)) from None
+        if sandbox.PLAN is not None and not sandbox.PLAN.cuda_ipc:
+            opts["cuda_ipc"] = False  # the server's self-test found CUDA IPC broken in the sandbox
         if opts["test_cpu"] and not self.test_mode:
             raise RequestError("option test_cpu is honoured only by a worker started with --test-mode")
         if not opts["static_check"] and not self.test_mode:
@@ -612,7 +614,9 @@ class Evaluator:
                     return kill_candidate()
                 del cand_obj
                 if isinstance(cmeta.get("files"), list):
-                    state["files"] = cmeta["files"]
+                    # A boxed candidate names the copies in its box: the originals were checked.
+                    state["files"] = [cand.box.original_path(f) for f in cmeta["files"]] \
+                        if cand.box is not None else cmeta["files"]
                 # Only now, with the candidate's output for this trial fixed,
                 # is it compared, in the reference's process.
                 keep_pids = frozenset({cand.pid} | ({prof.pid} if prof is not None else set()))
@@ -798,6 +802,7 @@ class Evaluator:
             # The reference's first-trial milestones, stamped by the reference itself.
             phase_s.extend(_child_milestones(ref2, "reference", cand.started, ev_name="ref_phase", clock="t"))
             res.checks["isolation"]["warm"] = _warm_record(cand)
+            res.checks["isolation"].update(sandbox.isolation_fields(cand, prof))  # what was in force (sandbox.py)
             if state["error"] is not None:
                 raise state["error"]
             if state["verdict"] is None and trial_no["i"] < len(plan) and not state["killed"]:
@@ -1096,7 +1101,8 @@ class Evaluator:
             # How a GPU evaluation's inputs and outputs cross between its
             # processes: by CUDA IPC ("device": none of them through the
             # host but the timed calls' outputs) or as host files.
-            out["handover"] = "device" if self.cuda_available() and children.cuda_ipc_possible() else "host"
+            out["handover"] = "device" if self.cuda_available() and children.cuda_ipc_possible() and (
+                sandbox.PLAN is None or sandbox.PLAN.cuda_ipc) else "host"
             return out
         finally:
             isolation.cleanup_dir(child.dir)

@@ -87,8 +87,8 @@ def _children_of() -> dict[int, list[int]]:
     return kids
 
 
-def tree_pids(root: int) -> list[int]:
-    kids = _children_of()
+def tree_pids(root: int, kids: dict | None = None) -> list[int]:
+    kids = _children_of() if kids is None else kids
     out, todo = [], [root]
     while todo:
         p = todo.pop()
@@ -104,6 +104,7 @@ class Sampler:
         self.interval_s = interval_s
         self.peak_bytes = 0
         self.peak_by_pid: dict[int, int] = {}   # each process's share at the peak
+        self.peak_parents: dict[int, int] = {}  # pid -> parent pid, at the peak
         self.roles: dict[int, str] = {os.getpid(): "server"}  # what peak_by_role calls each process
         self.samples = 0
         self.held_bytes = 0            # sealed files the server holds unmapped (set by the evaluation)
@@ -124,14 +125,25 @@ class Sampler:
         """The peak, split by the role of each process (roles; the rest are
         idle spares) and the sealed files held."""
         out = {"sealed files held by the server": self.peak_held}
+        me = os.getpid()
         for pid, n in self.peak_by_pid.items():
-            role = self.roles.get(pid, "idle spares and other processes")
+            # A role's process and its descendants (a sandboxed candidate runs
+            # two processes below the one the evaluation knows, sandbox.py);
+            # never the server's role, which every process descends from.
+            p, role = pid, self.roles.get(pid) if pid == me else None
+            for _ in range(16):
+                if p is None or p == me or role is not None:
+                    break
+                role = self.roles.get(p)
+                p = self.peak_parents.get(p)
+            role = role or "idle spares and other processes"
             out[role] = out.get(role, 0) + n
         return out
 
     def sample(self) -> int:
         total = 0
-        pids = tree_pids(os.getpid())
+        kids = _children_of()
+        pids = tree_pids(os.getpid(), kids)
         by_pid = {}
         for p in pids:
             by_pid[p] = process_bytes(p)
@@ -153,6 +165,7 @@ class Sampler:
         if total > self.peak_bytes:
             self.peak_bytes = total
             self.peak_by_pid = by_pid
+            self.peak_parents = {c: p for p, cs in kids.items() for c in cs if c in by_pid}
             self.peak_held = self.held_bytes
         return total
 

@@ -30,6 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from . import sandbox
 from .errors import looks_secret
 
 PR_SET_PDEATHSIG = 1
@@ -223,6 +224,7 @@ class Child:
     _buf: bytes = b""
     ctl_sock: object = None   # a spare's control socket (prespawn), owning ctl_fd
     prestarted: bool = False  # a spare that was forked and warmed before its work arrived
+    box: object = None        # sandbox.Box of a candidate's process (sandbox.py), else None
 
     @property
     def stdout_path(self) -> str:
@@ -291,12 +293,13 @@ def base_tmp() -> str:
 
 
 def spawn(name: str, body, *, cut_network: bool = True, cpu_seconds: float | None = None,
-          extra_env: dict | None = None) -> Child:
-    """Forks a child that runs body(ctx) -> exit code in a sandbox."""
+          extra_env: dict | None = None, box=None) -> Child:
+    """Forks a child that runs body(ctx) -> exit code in a sandbox (with box,
+    a sandbox.Box: the candidate's sandbox, sandbox.py)."""
     def run(ctx):
         _set_cpu_limit(cpu_seconds)
         return body(ctx)
-    return _fork(name, run, cut_network=cut_network, extra_env=extra_env, socket_ctl=False)
+    return _fork(name, run, cut_network=cut_network, extra_env=extra_env, socket_ctl=False, box=box)
 
 
 # Pids of idle spares (prespawn): kill_descendants() leaves them alone until
@@ -304,14 +307,17 @@ def spawn(name: str, body, *, cut_network: bool = True, cpu_seconds: float | Non
 _SPARES: set[int] = set()
 
 
-def prespawn(name: str, warm, bodies: dict, *, cut_network: bool = True, extra_env: dict | None = None) -> Child:
+def prespawn(name: str, warm, bodies: dict, *, cut_network: bool = True, extra_env: dict | None = None,
+             box=None) -> Child:
     """Forks a spare: a child sandboxed exactly like spawn()'s that runs
     warm(ctx) (start CUDA, the profiler: costs that do not depend on the
     work), reports {"ev": "warm"}, and then waits for hand_over() to name
     its body (one of `bodies`) and job. A spare runs one body and exits, like
-    any child: it is a fresh process prepared ahead of time, never reused."""
+    any child: it is a fresh process prepared ahead of time, never reused.
+    With box, it is boxed at fork time (sandbox.py): the work it is handed
+    later reaches it through the box."""
     child = _fork(name, lambda ctx: _spare_main(ctx, warm, bodies), cut_network=cut_network,
-                  extra_env=extra_env, socket_ctl=True)
+                  extra_env=extra_env, socket_ctl=True, box=box)
     _SPARES.add(child.pid)
     return child
 
@@ -365,8 +371,12 @@ def hand_over(child: Child, body: str, job: dict, payload_fd: int | None = None,
     if new_dir:
         _kill(child, signal.SIGCONT)
         # The child removes the old one once it has moved (it may not even
-        # have opened its output files there yet).
-        child.dir = tempfile.mkdtemp(prefix=f"{child.name}-", dir=base_tmp())
+        # have opened its output files there yet). A boxed child's new
+        # directory is in its box, the only place it can see.
+        if child.box is not None:
+            child.dir = child.box.rehome(child.dir, child.name)
+        else:
+            child.dir = tempfile.mkdtemp(prefix=f"{child.name}-", dir=base_tmp())
     msg = json.dumps({"body": body, "job": job, "cpu_seconds": cpu_seconds,
                       "dir": child.dir if new_dir else None}).encode()
     data = struct.pack("<Q", len(msg)) + msg
@@ -457,6 +467,7 @@ def _spare_main(ctx: "ChildContext", warm, bodies: dict) -> int:
         # printed and anything left there while we sat idle, goes.
         old, ctx.dir = ctx.dir, header["dir"]
         os.chdir(ctx.dir)
+        sandbox.point_home(ctx.dir, old)  # XDG_* too, where the sandbox set them
         os.environ["HOME"] = os.environ["TMPDIR"] = ctx.dir
         tempfile.tempdir = None
         _open_output_files(ctx.dir)
@@ -482,10 +493,17 @@ def _open_output_files(d: str) -> None:
         os.close(f)
 
 
-def _fork(name: str, run, *, cut_network: bool, extra_env: dict | None, socket_ctl: bool) -> Child:
+def _fork(name: str, run, *, cut_network: bool, extra_env: dict | None, socket_ctl: bool, box=None) -> Child:
     """Forks a sandboxed child that runs run(ctx) -> exit code. The control
-    channel is a pipe, or a socket pair when descriptors travel over it."""
-    d = tempfile.mkdtemp(prefix=f"{name}-", dir=base_tmp())
+    channel is a pipe, or a socket pair when descriptors travel over it.
+    With box (sandbox.Box), the child is a candidate's process: it enters
+    the sandbox (sandbox.enter) and reports what was in force as its first
+    event, "sandbox", before any work reaches it."""
+    if box is not None:
+        d = box.new_dir(name)
+        box.refs += 1
+    else:
+        d = tempfile.mkdtemp(prefix=f"{name}-", dir=base_tmp())
     ev_r, ev_w = os.pipe()
     if socket_ctl:
         srv_sock, kid_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -522,7 +540,6 @@ def _fork(name: str, run, *, cut_network: bool, extra_env: dict | None, socket_c
             if extra_env:
                 os.environ.update(extra_env)
             _set_rlimits()
-            net = unshare_network() if cut_network else "shared"
             # Default signal dispositions: the server may have changed some.
             for s in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
                 try:
@@ -531,7 +548,16 @@ def _fork(name: str, run, *, cut_network: bool, extra_env: dict | None, socket_c
                     pass
             _SPARES.clear()
             wipe_freed_memory(False)
+            rec = None
+            if box is not None:
+                sandbox.forget_boxes_in_child()
+                rec = sandbox.enter(box, extra_env)  # returns only in the candidate's own process
+                net = rec.get("network", "shared")
+            else:
+                net = unshare_network() if cut_network else "shared"
             ctx = ChildContext(dir=d, ev_fd=ev_w, ctl_fd=ctl_r, network=net)
+            if rec is not None:
+                ctx.send({"ev": "sandbox", **rec})
             code = run(ctx)
             code = int(code) if isinstance(code, int) else 0
         except SystemExit as e:
@@ -552,7 +578,7 @@ def _fork(name: str, run, *, cut_network: bool, extra_env: dict | None, socket_c
             os._exit(code)
     os.close(ev_w)
     os.close(ctl_r)
-    child = Child(pid=pid, dir=d, ev_fd=ev_r, ctl_fd=ctl_w, name=name)
+    child = Child(pid=pid, dir=d, ev_fd=ev_r, ctl_fd=ctl_w, name=name, box=box)
     if socket_ctl:
         child.ctl_sock = socket.socket(fileno=ctl_w)
     return child
@@ -570,6 +596,12 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
     deadline = time.monotonic() + timeout_s
     deadline += _take_events(child, on_event)  # lines wait_event() read but left
     ev_open = True
+    # After the pipe's end, waits for the exit on a pidfd where the OS has
+    # one (it wakes at the exit), else polls 1 ms apart at first, doubling up
+    # to 50 ms: a sandboxed child's relay process ends a few ms after the
+    # candidate closed the pipe (sandbox.py), and a flat 50 ms cost every one.
+    eof_sleep = 0.001
+    pidfd = None
     while True:
         now = time.monotonic()
         if now >= deadline:
@@ -595,11 +627,31 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
                     deadline += _take_events(child, on_event)
                     continue
         else:
-            time.sleep(wait)
+            if pidfd is None:
+                pidfd = _pidfd(child.pid)
+            if pidfd >= 0:
+                try:
+                    select.select([pidfd], [], [], wait)
+                except InterruptedError:
+                    pass
+            else:
+                time.sleep(min(wait, eof_sleep))
+                eof_sleep = min(eof_sleep * 2, 0.05)
         if _exited(child):
             break
+    if pidfd is not None and pidfd >= 0:
+        os.close(pidfd)
     finish(child, protect)
     return child
+
+
+def _pidfd(pid: int) -> int:
+    """A descriptor that becomes readable when pid exits, or -1 where the
+    OS has none (Linux < 5.3, Python < 3.9, a sandbox that refuses it)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return -1
 
 
 def _take_events(child: Child, on_event=None, stop_at: str | None = None) -> float:
@@ -779,4 +831,8 @@ def kill_descendants(protect: frozenset = frozenset(), rounds: int = 200,
 
 
 def cleanup_dir(path: str) -> None:
+    """Removes a child's directory; a boxed child's goes with its box once
+    the box's last process is done with it (sandbox.release_dir)."""
+    if sandbox.release_dir(path):
+        return
     shutil.rmtree(path, ignore_errors=True)

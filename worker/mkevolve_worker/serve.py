@@ -13,7 +13,8 @@ import platform
 import sys
 import traceback
 
-from . import children, errors, isolation, spares
+from . import children, errors, isolation, sandbox, spares
+from .spares import Launcher as SparesLauncher
 from .protocol import PROTOCOL_VERSION, Channel
 
 
@@ -69,7 +70,7 @@ def _import_before_forking(triton_ok: bool) -> None:
     candidate runs as the same user."""
     import fcntl, hashlib, mmap, random, resource, traceback  # noqa: F401,E401
     from . import (children, correctness, decompose_check, errors, evaluate, gpulock, loader,  # noqa: F401
-                   runtime_check, spares, static_check, tensorio, timing)
+                   runtime_check, sandbox, spares, static_check, tensorio, timing)
     from . import coverage  # noqa: F401  (the candidate processes' line collector)
     if triton_ok:
         try:
@@ -90,10 +91,17 @@ def drop_cwd_from_path() -> None:
 
 
 class Server:
-    def __init__(self, chan: Channel, test_mode: bool, spares: bool = True):
+    def __init__(self, chan: Channel, test_mode: bool, spares: bool = True, sandbox_mode: str | None = None):
         self.chan = chan
         self.test_mode = test_mode
         self.info = preimport()
+        self.sandbox_error = None
+        try:
+            # Every candidate process forked from now on is boxed (sandbox.py).
+            sandbox.configure(sandbox_mode, test_mode, SparesLauncher.triton_cache())
+        except ValueError as e:
+            self.sandbox_error = str(e)
+            sandbox.configure("best-effort", test_mode, SparesLauncher.triton_cache())
         self.evaluator = None
         if self.info["torch"]:
             from .evaluate import Evaluator
@@ -112,6 +120,14 @@ class Server:
             msg["gpus"] = len(gi.get("gpus") or [])
             if gi.get("error"):
                 msg["cuda_error"] = gi["error"]
+            if msg["cuda"] and sandbox.active():
+                # What the sandbox leaves of CUDA and its IPC hand-over on this
+                # machine, tried once here; the plan falls back where it must.
+                msg["sandbox_selftest"] = sandbox.self_test(sandbox.PLAN, SparesLauncher.triton_cache())
+        if sandbox.PLAN is not None:
+            msg["sandbox"] = sandbox.PLAN.describe()
+        if self.sandbox_error:
+            msg["sandbox_error"] = self.sandbox_error
         return msg
 
     def run(self) -> int:
@@ -142,7 +158,7 @@ class Server:
             except Exception as e:  # noqa: BLE001 - the server must survive anything
                 from .evaluate import HarnessError, ProblemError, RequestError
                 extra = {}
-                if isinstance(e, (ProblemError, RequestError)):
+                if isinstance(e, (ProblemError, RequestError, sandbox.SandboxError)):
                     msg = str(e)
                     if isinstance(e, ProblemError) and not isinstance(e, HarnessError):
                         extra["kind"] = "problem_error"  # the problem's own fault, named with its file
@@ -249,13 +265,13 @@ def watch_client(fd: int) -> None:
     threading.Thread(target=run, name="client-watch", daemon=True).start()
 
 
-def main(test_mode: bool, spares: bool = True) -> int:
+def main(test_mode: bool, spares: bool = True, sandbox_mode: str | None = None) -> int:
     chan = Channel.claim_stdio()
     isolation.become_supervisor()
     watch_client(chan.out_fd)
     server = None
     try:
-        server = Server(chan, test_mode, spares)
+        server = Server(chan, test_mode, spares, sandbox_mode)
         return server.run()
     except BrokenPipeError:
         return 0

@@ -29,6 +29,14 @@ candidate's output only to check its form and unmaps it, and it wipes what
 it frees (isolation.wipe_freed_memory), so a spare forked after an
 evaluation finds no more of it than one forked at the next one's start
 (test_worker_spares.py scans for it both ways).
+
+Sandboxed (sandbox.py), a spare is boxed when it is forked: the candidate's
+two processes of a pair (cand, prof) share one box, and so one uid and one
+Triton cache (the profiling process reuses what the candidate compiled);
+the kernel's files are copied into the box at hand-over. A box serves one
+candidate only: a spare whose box another evaluation's candidate ran in
+(the profiling spare of an evaluation without timing) is discarded, never
+handed to the next one.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import children, isolation
+from . import children, isolation, sandbox
 
 ROLES = ("ref", "cand", "prof")
 _WARM = {"ref": children.warm_reference, "cand": children.warm_candidate, "prof": children.warm_profiling}
@@ -54,11 +62,17 @@ class Launcher:
         self.keep_spares = keep_spares
         self.ready: dict[str, isolation.Child] = {}
         self.stats = {"prestarted": 0, "forked_on_demand": 0, "died_idle": 0}
+        self._eval = 0              # evaluations started (each "cand" start is one)
+        self._pair_box = None       # the box the next spare pair (cand, prof) shares
+        self._current_box = None    # the box of the evaluation in hand's candidate
 
     @staticmethod
     def triton_cache() -> str:
-        # Candidates share one Triton cache per server (compiling the launcher
-        # stubs per candidate would cost seconds); baselines use private ones.
+        # Without the sandbox, candidates share one Triton cache per server
+        # (compiling the launcher stubs per candidate would cost seconds).
+        # Sandboxed, each candidate writes to its box's own cache, and this
+        # one, written only by trusted processes, is linked into it read-only
+        # (sandbox.py). Baselines use private ones.
         return os.environ.get("TRITON_CACHE_DIR") or os.path.join(isolation.base_tmp(), "triton-cache")
 
     def _fork(self, role: str, ahead: bool) -> isolation.Child:
@@ -70,22 +84,77 @@ class Launcher:
         env = ({"TRITON_CACHE_DIR": self.triton_cache(), "TRITON_F32_DEFAULT": TRITON_F32_DEFAULT}
                if role in ("cand", "prof") else None)
         warm = _WARM[role] if ahead else _WARM_ON_DEMAND[role]
-        return isolation.prespawn(role, warm, children.BODIES, extra_env=env)
+        return isolation.prespawn(role, warm, children.BODIES, extra_env=env, box=self._box(role, ahead))
+
+    def _box(self, role: str, ahead: bool):
+        """The box a candidate's process is forked into (None: not boxed)."""
+        if not sandbox.active() or role not in ("cand", "prof"):
+            return None
+        if not ahead:
+            # On demand, for the evaluation in hand: the profiling process joins its candidate's box.
+            cur = self._current_box
+            if role == "prof" and cur is not None and cur.used_by == self._eval:
+                return cur
+            return sandbox.make_box(isolation.base_tmp(), sandbox.PLAN)
+        if self._pair_box is None or self._pair_box.used_by is not None:
+            self._pair_box = sandbox.make_box(isolation.base_tmp(), sandbox.PLAN)
+        return self._pair_box
+
+    def _tainted(self, child: isolation.Child | None, allowed: int | None = None) -> bool:
+        """Whether a spare's box has served another evaluation's candidate."""
+        return child is not None and child.box is not None and child.box.used_by not in (None, allowed)
+
+    def _discard(self, child: isolation.Child) -> None:
+        isolation.release_spare(child)
+        isolation.cleanup_dir(child.dir)
 
     def start(self, role: str, body: str, job: dict, payload_fd: int | None = None,
               cpu_seconds: float | None = None) -> isolation.Child:
         """A child of `role` running children.BODIES[body](job): the idle spare
         when there is a live one, else a process forked now. Its deadline
         starts here."""
+        if role == "cand":
+            self._eval += 1
         child = self._live(self.ready.pop(role, None))
+        if self._tainted(child, self._eval):
+            self._discard(child)
+            child = None
         if child is None:
             self.stats["forked_on_demand"] += 1
             child = self._fork(role, ahead=False)
         else:
             self.stats["prestarted"] += 1
             child.prestarted = True
+        if child.box is not None:
+            child.box.used_by = self._eval
+            if role == "cand":
+                self._current_box = child.box
+            if sandbox.PLAN is not None and sandbox.PLAN.mode == "require":
+                self._require(child)
+            if isinstance(job.get("kernel"), str):
+                # The only kernel files it can see: a copy in its box, same names and layout.
+                job = dict(job, kernel=child.box.copy_kernel(job["kernel"]))
+                if isinstance(job.get("coverage"), dict):
+                    # The lines whose running decides, in the copies the candidate imports (coverage.py).
+                    job["coverage"] = dict(job["coverage"], targets=[
+                        [child.box.copy_path(path), line] for path, line in job["coverage"].get("targets", [])])
         isolation.hand_over(child, body, job, payload_fd, cpu_seconds, new_dir=child.prestarted)
         return child
+
+    def _require(self, child: isolation.Child) -> None:
+        """MKEVOLVE_SANDBOX=require: the child's own record must show every
+        protection in force before any candidate code reaches it."""
+        if sandbox.PLAN.broken:
+            self._discard(child)
+            raise sandbox.SandboxError(f"MKEVOLVE_SANDBOX=require: {sandbox.PLAN.broken}")
+        isolation.wait_event(child, "sandbox", 60)
+        rec = sandbox.record_of(child)
+        missing = sandbox.complete(rec) if rec is not None else ["a sandbox record"]
+        if missing:
+            self._discard(child)
+            why = "; ".join((rec or {}).get("failed", [])[:6])
+            raise sandbox.SandboxError(f"MKEVOLVE_SANDBOX=require: the candidate's process could not get "
+                                       f"{', '.join(missing)}" + (f" ({why})" if why else ""))
 
     def _live(self, child: isolation.Child | None) -> isolation.Child | None:
         """child if it is a live spare; a dead one is reaped and forgotten."""
@@ -103,6 +172,8 @@ class Launcher:
         if not self.keep_spares:
             return forked
         for role in ROLES:
+            if self._tainted(self.ready.get(role)):
+                self._discard(self.ready.pop(role))
             if self._live(self.ready.get(role)) is None:
                 self.ready[role] = self._fork(role, ahead=True)
                 forked.append(role)

@@ -79,9 +79,12 @@ RULES = {
     "exit": "exits the interpreter",
     "dynamic-code": "exec/eval/compile/__import__, dynamic getattr or imports, pickle",
     "file-io": "reads or writes files",
-    "reference-import": "imports the reference Model, the problem module, __main__ or the evaluation harness",
+    "reference-import": "imports the reference Model, the problem module or __main__",
     "output-cache": "keeps outputs or inputs across calls",
     "foreign-library": "uses another library's kernels instead of its own Triton",
+    "harness-import": "imports the evaluation harness's own modules (mkevolve_worker)",
+    "privileges": "changes its process's identity, namespaces, privileges or resource limits "
+                  "(setuid, setns, unshare, chroot, prctl, setrlimit)",
 }
 
 # --------------------------------------------------------------------------
@@ -286,10 +289,28 @@ IMPORT_RULES = [
     ("torchvision.ops", "foreign-library", "uses torchvision's operators"),
     ("kornia", "foreign-library", "computes with kornia"),
     ("einops", None, ""),  # handled per function below
-    # The worker itself: its modules hold what the evaluation trusts in the
-    # candidate's own process (the line collector of coverage.py, above all).
-    ("mkevolve_worker", "reference-import", "the evaluation harness is off limits"),
+    # The harness itself (its file, process and namespace helpers): a kernel
+    # has no business with it. Checked for local modules too: a file of the
+    # candidate's named mkevolve_worker would import the harness at run
+    # time, which the server has already imported.
+    ("mkevolve_worker", "harness-import", "imports the evaluation harness's own modules"),
+    ("prctl", "privileges", "calls prctl"),
+    ("pyprctl", "privileges", "calls prctl"),
+    ("python_prctl", "privileges", "calls prctl"),
+    ("seccomp", "privileges", "changes the process's seccomp filter"),
+    ("pyseccomp", "privileges", "changes the process's seccomp filter"),
+    ("pyroute2", "privileges", "controls network namespaces"),
+    ("nsenter", "privileges", "enters namespaces"),
+    ("_posixsubprocess", "process", "starts processes"),
+    ("pkgutil", "dynamic-code", "loads modules by name"),
+    ("imp", "dynamic-code", "loads modules from files"),
+    ("zipimport", "dynamic-code", "loads modules from archives"),
 ]
+HARNESS_PACKAGE = "mkevolve_worker"
+# os (and posix, which os wraps) functions that change who the process is,
+# which namespaces it is in or what it may do.
+OS_PRIVILEGES = {"setns", "unshare", "chroot", "setuid", "seteuid", "setreuid", "setresuid", "setgid",
+                 "setegid", "setregid", "setresgid", "setgroups", "initgroups", "pidfd_open"}
 REFERENCE_NAMES = {"Model", "get_inputs", "get_init_inputs", "get_input_configs"}
 REFERENCE_MODULE_RE = re.compile(
     r"^(reference|references|ref|problem|problems|kernelbench|original|orig|baseline|"
@@ -2051,7 +2072,8 @@ class Walker:
             self.compute(node, msg, call=False)
         elif kind in ("aten", "torch-compile", "side-stream", "file-io", "dynamic-code",
                       "process", "exit", "native-code", "frame-inspection", "patching",
-                      "threads", "network", "foreign-library", "reference-import"):
+                      "threads", "network", "foreign-library", "reference-import", "privileges",
+                      "harness-import"):
             self.report(node, kind, msg)
         elif kind == "tf32":
             if not call:
@@ -2527,6 +2549,10 @@ class Walker:
     # -- imports ---------------------------------------------------------
 
     def check_import_name(self, name, node, local=False):
+        if name == HARNESS_PACKAGE or name.startswith(HARNESS_PACKAGE + "."):
+            self.report(node, "harness-import", f"imports {name}: the evaluation harness's own modules are "
+                                                "off limits to a kernel")
+            return
         if local:
             if any(REFERENCE_MODULE_RE.match(c) and not c[:1].isdigit()
                    for c in name.split(".")):
@@ -2630,8 +2656,14 @@ def classify(q):
                                           "finfo", "iinfo", "newaxis"):
             return "ok", ""
         return "numpy", ""
-    if root == "os":
+    if root == HARNESS_PACKAGE:
+        return "harness-import", f"uses {q}: the evaluation harness's own modules are off limits to a kernel"
+    if root == "resource" and len(parts) > 1 and parts[1] in ("setrlimit", "prlimit"):
+        return "privileges", f"uses {q} (changes the process's resource limits)"
+    if root in ("os", "posix"):
         last = parts[-1]
+        if len(parts) == 2 and last in OS_PRIVILEGES:
+            return "privileges", f"uses {q} (changes the process's identity, namespaces or privileges)"
         if len(parts) == 2:
             if last in ("system", "popen", "fork", "forkpty", "kill", "killpg", "setsid",
                         "setpgrp", "setpgid", "startfile", "posix_spawn", "posix_spawnp",

@@ -21,8 +21,8 @@ from __main__ import get_inputs  # expect: reference-import
 import kernelbench  # expect: reference-import
 from problem import get_init_inputs  # expect: reference-import
 from my_utils import Model as Ref  # expect: reference-import
-import mkevolve_worker.coverage  # expect: reference-import
-from mkevolve_worker import coverage as collector  # expect: reference-import
+import mkevolve_worker.coverage  # expect: harness-import
+from mkevolve_worker import coverage as collector  # expect: harness-import
 import sys
 
 

@@ -1,0 +1,374 @@
+"""The candidates' sandbox (worker/mkevolve_worker/sandbox.py): its seccomp
+filters, each fallback forced in turn (MKEVOLVE_TEST_SANDBOX_WITHOUT, test
+mode only) with what the verdict then says was in force, MKEVOLVE_SANDBOX's
+modes, a server that is not root (a user namespace), the GPU self-test's
+decisions, the kernel files copied into the box, and the boxes' clean-up.
+The attacks themselves are test_sandbox_adversarial.py's."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import WORKER_DIR, WorkerClient, cand, problem
+
+from mkevolve_worker import sandbox  # noqa: E402
+
+ROOT = os.geteuid() == 0
+
+
+def _write(path, text: str) -> str:
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def _in_child(fn) -> dict:
+    """fn() in a forked child (a filter cannot be taken off again)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            out = fn()
+        except BaseException as e:  # noqa: BLE001
+            out = {"error": f"{type(e).__name__}: {e}"}
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def _probe_filter() -> dict:
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def err(rc):
+        return "ok" if rc >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+    out = {"unshare": err(libc.unshare(0x40000000)), "setns": err(libc.setns(-1, 0)),
+           "ptrace": err(libc.ptrace(16, os.getppid(), None, None)),
+           "clone3": err(libc.syscall(ctypes.c_long(435), None, ctypes.c_long(0)))}
+    # clone(CLONE_NEWUSER | SIGCHLD): a namespace by way of clone's flags
+    rc = libc.syscall(ctypes.c_long(56), ctypes.c_ulong(0x10000000 | 17), None, None, None, None)
+    if rc == 0:
+        os._exit(0)  # a child made without the filter's consent: gone at once
+    if rc > 0:
+        os.waitpid(rc, 0)
+    out["clone_newuser"] = err(rc)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3)
+    _, st = os.waitpid(pid, 0)
+    out["fork"] = os.WEXITSTATUS(st) == 3
+    return out
+
+
+EXPECT_DENIED = {"unshare": "EPERM", "setns": "EPERM", "ptrace": "EPERM", "clone3": "ENOSYS",
+                 "clone_newuser": "EPERM", "fork": True}
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64" or sandbox.load_libseccomp() is None,
+                    reason="needs x86_64 and libseccomp")
+def test_the_hand_built_filters_numbers_are_libseccomps():
+    lib = sandbox.load_libseccomp()
+    for name, nr in sandbox.X86_64_NR.items():
+        assert lib.seccomp_syscall_resolve_name(name.encode()) == nr, name
+    assert set(sandbox.DENIED_SYSCALLS) <= set(sandbox.X86_64_NR)
+
+
+@pytest.mark.skipif(sandbox.load_libseccomp() is None, reason="needs libseccomp.so.2")
+def test_the_libseccomp_filter_refuses_the_deny_list_and_lets_fork_through():
+    def child():
+        rec = {"failed": []}
+        how = sandbox.install_seccomp(rec)
+        return {"how": how, **_probe_filter()}
+    out = _in_child(child)
+    assert out.pop("how").startswith("libseccomp"), out
+    assert out == EXPECT_DENIED
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the hand-built filter is x86_64's")
+def test_the_hand_built_filter_refuses_the_same():
+    def child():
+        rec = {"failed": []}
+        how = sandbox.install_seccomp(rec, use_libseccomp=False)
+        return {"how": how, **_probe_filter()}
+    out = _in_child(child)
+    assert out.pop("how").startswith("hand-built BPF"), out
+    assert out == EXPECT_DENIED
+
+
+def test_the_plan_follows_the_mode(monkeypatch):
+    monkeypatch.setenv("MKEVOLVE_SANDBOX", "off")
+    assert sandbox.make_plan(sandbox.mode_from_env()).user == "none"
+    assert sandbox.mode_from_env("require") == "require"
+    monkeypatch.setenv("MKEVOLVE_SANDBOX", "strict")
+    with pytest.raises(ValueError, match="best-effort, require or off"):
+        sandbox.mode_from_env()
+    monkeypatch.delenv("MKEVOLVE_SANDBOX")
+    assert sandbox.mode_from_env() == "best-effort"
+
+
+# --------------------------------------------------------------------------
+# Each fallback, forced, through a server
+# --------------------------------------------------------------------------
+
+@pytest.fixture()
+def server(tmp_path, sandbox_share):
+    started = []
+
+    def start(*args, **env):
+        e = {"MKEVOLVE_TIMING_LOCK": str(tmp_path / "timing.lock"),
+             "MKEVOLVE_TEST_SANDBOX_SHARE": str(sandbox_share), "TMPDIR": str(tmp_path)}
+        e.update(env)
+        s = WorkerClient(["--test-mode", *args], extra_env=e, cwd=str(tmp_path))
+        started.append(s)
+        return s
+    yield start
+    for s in started:
+        s.close()
+
+
+def _record(r) -> dict:
+    return r["checks"]["isolation"]["sandbox"]
+
+
+FALLBACKS = {
+    # what is forced off -> what the record must then say
+    "pidns": lambda s: s["pid_namespace"] is False and (
+        s["proc"].startswith("hidepid") if sandbox.kernel_at_least(5, 8) else s["proc"].startswith("every")),
+    "mountns": lambda s: s["filesystem"] == "shared" and s["dev_shm"] == "shared",
+    "libseccomp": lambda s: s["seccomp"].startswith("hand-built BPF") if platform.machine() == "x86_64"
+    else s["seccomp"] == "none",
+    "seccomp": lambda s: s["seccomp"] == "off" and s["seccomp_mode"] == "none",
+    "own-uid": lambda s: s["user"] == "uid 0 without capabilities" and s["capabilities"] == "none",
+    "pidns,mountns,seccomp,own-uid": lambda s: (s["pid_namespace"] is False and s["filesystem"] == "shared"
+                                                and s["seccomp"] == "off" and s["capabilities"] == "none"),
+}
+
+
+@pytest.mark.skipif(not ROOT, reason="the full sandbox, and so each of its fallbacks, needs root here")
+@pytest.mark.parametrize("without", sorted(FALLBACKS))
+@pytest.mark.parametrize("spares", [True, False], ids=["spares", "no-spares"])
+def test_each_fallback_still_evaluates_and_says_what_was_in_force(server, without, spares):
+    s = server(*([] if spares else ["--no-spares"]), MKEVOLVE_TEST_SANDBOX_WITHOUT=without)
+    assert "without" in " ".join(s.hello["sandbox"].get("notes", [])), s.hello
+    good = s.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1)
+    assert good["status"] == "correct", good
+    rec = _record(good)
+    assert FALLBACKS[without](rec), rec
+    assert rec["no_new_privs"] is True, rec
+    assert s.eval(problem("add"), cand("add_wrong"))["status"] == "incorrect"
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root")
+def test_require_evaluates_where_everything_is_in_force_and_refuses_where_not(server):
+    s = server(MKEVOLVE_SANDBOX="require")
+    assert s.hello["sandbox"]["mode"] == "require"
+    r = s.eval(problem("add"), cand("add_ok"))
+    assert r["status"] == "correct", r
+    weak = server(MKEVOLVE_SANDBOX="require", MKEVOLVE_TEST_SANDBOX_WITHOUT="mountns")
+    msg, _ = weak.request("eval", problem=problem("add"), kernel=cand("add_ok"),
+                          options={"test_cpu": True, "perf": False})
+    assert msg["type"] == "error", msg
+    assert "MKEVOLVE_SANDBOX=require" in msg["message"] and "filesystem view" in msg["message"], msg
+    assert weak.request("ping")[0]["ok"] is True
+
+
+def test_off_is_the_old_behaviour_and_says_so(server):
+    s = server(MKEVOLVE_SANDBOX="off")
+    assert s.hello["sandbox"]["mode"] == "off"
+    r = s.eval(problem("add"), cand("add_ok"))
+    assert r["status"] == "correct", r
+    assert _record(r)["mode"] == "off" and _record(r)["filesystem"] == "shared", _record(r)
+    bad = server(MKEVOLVE_SANDBOX="strict")
+    assert "best-effort, require or off" in bad.hello.get("sandbox_error", ""), bad.hello
+
+
+@pytest.mark.skipif(not ROOT or not shutil.which("setpriv"), reason="needs root (to become another user) and setpriv")
+def test_a_server_that_is_not_root_boxes_its_candidates_in_a_user_namespace(tmp_path, sandbox_share):
+    if subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "unshare", "--user", "true"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("unprivileged user namespaces are not allowed here")
+    home = tmp_path / "nobody"
+    home.mkdir()
+    os.chmod(home, 0o777)
+    s = WorkerClient(["--test-mode"], extra_env={"TMPDIR": str(home), "HOME": str(home)}, cwd=str(home),
+                     prefix=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+    try:
+        assert s.hello["sandbox"]["user"] == "userns", s.hello
+        r = s.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=3, warmup=1)
+        assert r["status"] == "correct", r
+        rec = _record(r)
+        assert rec["user"] == "uid 0 of a user namespace, no capabilities", rec
+        assert rec["capabilities"] == "none" and rec["seccomp_mode"] == "filter", rec
+        assert rec["filesystem"].startswith("pivot_root") and rec["proc"] == "own PID namespace", rec
+        assert s.eval(problem("add"), cand("add_wrong"))["status"] == "incorrect"
+    finally:
+        s.close()
+
+
+# --------------------------------------------------------------------------
+# The GPU self-test's decisions (try_plan stands in for the GPU)
+# --------------------------------------------------------------------------
+
+def _decide(monkeypatch, outcome, mode="best-effort"):
+    """self_test with try_plan answering outcome(user, pidns[, allow_perf]) -> its result."""
+    import inspect
+    from mkevolve_worker import children
+    monkeypatch.setattr(children, "cuda_ipc_possible", lambda: True)
+    three = len(inspect.signature(outcome).parameters) == 3
+    monkeypatch.setattr(sandbox, "try_plan", lambda plan, ipc, timeout_s=120: (
+        outcome(plan.user, plan.pidns, plan.allow_perf) if three else outcome(plan.user, plan.pidns)))
+    plan = sandbox.Plan(mode=mode, user="own", pidns=True)
+    return plan, sandbox.self_test(plan, None)
+
+
+OK = {"cuda": True, "triton": True, "profiler": True, "ipc_in": True, "ipc_out": True, "ok": True}
+NO_IPC = {"cuda": True, "triton": True, "profiler": True, "ipc_in": "RuntimeError: invalid resource handle",
+          "ok": False}
+NO_PROFILER = {"cuda": True, "triton": True, "profiler": "RuntimeError: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
+               "ipc_in": True, "ipc_out": True, "ok": False}
+NO_CUDA = {"cuda": "RuntimeError: no CUDA-capable device", "ok": False}
+
+
+def test_the_self_test_keeps_the_strongest_plan_that_works(monkeypatch):
+    plan, rep = _decide(monkeypatch, lambda user, pidns: OK)
+    assert (plan.user, plan.pidns, plan.cuda_ipc) == ("own", True, True) and len(rep["attempts"]) == 1
+    # IPC only without a PID namespace of its own
+    plan, rep = _decide(monkeypatch, lambda user, pidns: OK if not pidns else NO_IPC)
+    assert (plan.user, plan.pidns, plan.cuda_ipc) == ("own", False, True), rep
+    # IPC only as uid 0 without capabilities
+    plan, rep = _decide(monkeypatch, lambda user, pidns: OK if user == "root-nocaps" else NO_IPC)
+    assert (plan.user, plan.pidns) == ("root-nocaps", True), rep
+    assert [a["plan"] for a in rep["attempts"]] == ["own uid, own PID namespace", "own uid, host PID namespace",
+                                                    "uid 0 without capabilities, own PID namespace"]
+
+
+def test_where_only_cupti_fails_the_self_test_lets_perf_event_open_through(monkeypatch):
+    plan, rep = _decide(monkeypatch, lambda user, pidns, perf: OK if perf else NO_PROFILER)
+    assert (plan.user, plan.pidns, plan.allow_perf, plan.cuda_ipc) == ("own", True, True, True), rep
+    assert rep["chosen"].endswith("perf_event_open allowed") and len(rep["attempts"]) == 2, rep
+
+
+def test_the_self_test_turns_ipc_off_before_it_gives_up_the_sandbox(monkeypatch):
+    plan, rep = _decide(monkeypatch, lambda user, pidns: NO_IPC)
+    assert (plan.user, plan.pidns, plan.cuda_ipc, plan.mode) == ("own", True, False, "best-effort"), rep
+    assert "CUDA IPC off" in rep["chosen"]
+
+
+def test_without_cuda_in_any_sandbox_best_effort_runs_unsandboxed_and_require_refuses(monkeypatch):
+    plan, rep = _decide(monkeypatch, lambda user, pidns: NO_CUDA)
+    assert plan.mode == "off" and plan.user == "none" and "unsandboxed" in rep["chosen"], rep
+    plan, rep = _decide(monkeypatch, lambda user, pidns: NO_CUDA, mode="require")
+    assert plan.mode == "require" and plan.broken, rep
+    # A failure of the trusted side is not the sandbox's: nothing changes.
+    plan, rep = _decide(monkeypatch, lambda user, pidns: {"error": "the trusted side did not start CUDA", "ok": False})
+    assert (plan.mode, plan.user, plan.pidns, plan.cuda_ipc) == ("best-effort", "own", True, True), rep
+
+
+# --------------------------------------------------------------------------
+# The box
+# --------------------------------------------------------------------------
+
+def test_a_plain_kernel_brings_the_sibling_modules_it_imports(tmp_path):
+    (tmp_path / "helper.py").write_text("X = 1\n")
+    (tmp_path / "unrelated.py").write_text("Y = 2\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "inner.py").write_text("Z = 3\n")
+    k = tmp_path / "kernel.py"
+    k.write_text("import torch\nimport helper\nfrom lib import inner\n")
+    root, files = sandbox.kernel_files(str(k))
+    assert root == str(tmp_path)
+    assert sorted(os.path.relpath(f, root) for f in files) == ["helper.py", "kernel.py", "lib/__init__.py",
+                                                               "lib/inner.py"]
+
+
+def test_a_package_keeps_its_layout_in_the_box(tmp_path):
+    from composed_package import write
+    _, kernel = write(tmp_path / "src")
+    pkg = os.path.dirname(kernel)
+    plan = sandbox.Plan(user="none")
+    box = sandbox.make_box(str(tmp_path), plan)
+    copy = box.copy_kernel(kernel)
+    assert os.path.basename(os.path.dirname(copy)) == os.path.basename(pkg)
+    rel = sorted(os.path.relpath(os.path.join(d, n), os.path.dirname(copy))
+                 for d, _, ns in os.walk(os.path.dirname(copy)) for n in ns)
+    assert "decomposed_solution.py" in rel and any(r.startswith("subkernel_implementations/") for r in rel), rel
+    assert box.original_path(copy) == kernel
+
+
+def test_boxes_go_with_their_evaluations(server, tmp_path):
+    s = server()
+    for perf in (True, False, True):
+        assert s.eval(problem("add"), cand("add_ok"), perf=perf, perf_trials=3, warmup=1)["status"] == "correct"
+    time.sleep(0.5)
+    bases = [d for d in os.listdir(tmp_path) if d.startswith("mkworker-")]
+    assert len(bases) == 1, bases
+    boxes = [d for d in os.listdir(tmp_path / bases[0]) if d.startswith("box-")]
+    assert len(boxes) <= 1, boxes  # the idle spares' pair, nothing of the evaluations
+    s.close()
+    assert not os.path.exists(tmp_path / bases[0])
+
+
+@pytest.mark.skipif(not ROOT or not shutil.which("unshare"), reason="needs root to mount")
+def test_removing_a_box_never_crosses_into_a_mounted_file_system(tmp_path):
+    """Were a mount of a child's view ever to show in the server's namespace,
+    the box's removal must stop at it (a bound /usr must never be emptied)."""
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "precious").write_text("x")
+    box = tmp_path / "box"
+    (box / "root" / "usr").mkdir(parents=True)
+    (box / "junk").write_text("y")
+    code = textwrap.dedent(f"""
+        import os, subprocess, sys
+        sys.path.insert(0, {WORKER_DIR!r})
+        from mkevolve_worker import sandbox
+        subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+        subprocess.run(["mount", "--bind", {str(keep)!r}, {str(box / "root" / "usr")!r}], check=True)
+        sandbox._rmtree_one_fs({str(box)!r})
+        print(os.path.exists({str(keep / "precious")!r}), os.path.exists({str(box / "junk")!r}))
+        """)
+    p = subprocess.run(["unshare", "-m", sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["True", "False"], p.stdout
+
+
+def test_a_sandboxed_candidates_memory_is_counted_as_the_candidates():
+    """The evaluation knows the candidate by its relay process (B); its memory
+    is in B's descendants (C1, C2), which peak_by_role counts for its role,
+    never for the server's, which every process descends from."""
+    from mkevolve_worker import footprint
+    me = os.getpid()
+    s = footprint.Sampler()
+    s.roles.update({100: "candidate", 200: "reference"})
+    s.peak_by_pid = {me: 1, 100: 2, 101: 4, 102: 8, 200: 16, 300: 32, 301: 64}
+    s.peak_parents = {100: me, 101: 100, 102: 101, 200: me, 300: me, 301: 300}
+    by = s.peak_by_role()
+    assert by["candidate"] == 14 and by["reference"] == 16 and by["server"] == 1, by
+    assert by["idle spares and other processes"] == 96, by
+
+
+def test_candidate_uids_come_from_what_the_user_namespace_maps():
+    assert sandbox.uid_block(f"0 0 {2**32 - 1}") == (sandbox.UID_BASE, sandbox.UID_BASE + sandbox.UID_SPAN)
+    lo, hi = sandbox.uid_block("0 100000 65536")  # a container's map
+    assert 10000 <= lo < hi <= 65534 and hi - lo >= 64, (lo, hi)
+    assert sandbox.uid_block("0 1000 1") == (0, 0)  # rootless: nothing but itself
