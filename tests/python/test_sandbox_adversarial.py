@@ -132,6 +132,51 @@ def test_a_candidate_cannot_read_the_servers_environment_home_or_credentials(wor
     assert f"home-{TOKEN}" not in r["message"].replace(repr(str(world["home"])), ""), r["message"]
 
 
+def test_an_llm_written_decomposition_cannot_read_credentials_or_write_outside(world, tmp_path):
+    """A decomposition is LLM-written code too: verify_decomposition runs it
+    (top level and subproblems) in a candidate's sandbox, so reading the
+    server's HOME and writing into a run directory fail there as well."""
+    loot_target = world["run"] / "decomposition-was-here"
+    d = tmp_path / "dec"
+    (d / "subkernel_problems").mkdir(parents=True)
+    (d / "decomposed_problem.py").write_text(textwrap.dedent("""
+        import os
+        import torch.nn as nn
+
+        from subkernel_problems.add import Model as Add
+
+        found = []
+        for rel in (".aws/credentials", ".config/mkevolve/config.toml"):
+            try:
+                with open(os.path.join(@HOME@, rel)) as f:
+                    found.append(f.read())
+            except OSError as e:
+                found.append(type(e).__name__)
+        try:
+            open(@TARGET@, "w").write("x")
+        except OSError:
+            pass
+
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.add = Add()
+
+            def forward(self, a, b):
+                raise RuntimeError("LOOT " + " | ".join(found))
+        """).replace("@HOME@", repr(str(world["home"]))).replace("@TARGET@", repr(str(loot_target))))
+    shutil.copy(problem("add"), d / "subkernel_problems" / "add.py")
+    r, _ = world["server"].request("verify_decomposition", problem=problem("add"),
+                                   decomposed=str(d / "decomposed_problem.py"),
+                                   subproblems_dir=str(d / "subkernel_problems"), options={"test_cpu": True},
+                                   timeout=180)
+    text = json.dumps(r)
+    assert "LOOT" in text, text
+    assert AWS_SECRET not in text and CONFIG_SECRET not in text, text
+    assert not loot_target.exists()
+
+
 WRITE_TARGETS = {
     # another run's directory (its verdict cache included)
     "run directory": lambda w: w["run"] / "cache" / "pwned.json",

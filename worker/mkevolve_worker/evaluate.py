@@ -380,7 +380,7 @@ class Evaluator:
             defer["left"] = max(0.0, defer["left"] - rec.get("deferred_s", 0.0))
         return work, rec
 
-    def _run_shared(self, name: str, body, timeout_s: float, lock_opts: dict):
+    def _run_shared(self, name: str, body, timeout_s: float, lock_opts: dict, box=None):
         """Forks body as its own child and waits for it (timeout_s), holding the
         GPU's timing lock shared meanwhile (its wait bounded by lock_opts, as
         _take_shared's): for GPU work such as running the reference, which must
@@ -388,7 +388,7 @@ class Evaluator:
         files, then cleans up child.dir."""
         work, _ = self._take_shared(lock_opts)
         try:
-            child = isolation.spawn(name, body, cpu_seconds=timeout_s)
+            child = isolation.spawn(name, body, cpu_seconds=timeout_s, box=box)
             try:
                 isolation.supervise(child, timeout_s)
             except BaseException:
@@ -1336,10 +1336,19 @@ class Evaluator:
         timeout = float(options.get("timeout_s", 300) or 300)
         job = {"problem": problem, "decomposed": decomposed, "subproblems_dir": os.path.abspath(subproblems_dir),
                "options": options}
+        # The decomposition is LLM-written code: it runs in a candidate's
+        # sandbox (sandbox.py), with copies of the files it needs in its box
+        # (names and layout kept, so its failure lines name them as before).
+        box = None
+        if sandbox.active():
+            box = sandbox.make_box(isolation.base_tmp(), sandbox.PLAN)
+            copied = box.copy_kernel(decomposed)  # decomposed_problem.py with its subkernel_problems/
+            subdir = box.copy_path(job["subproblems_dir"])  # mapped before another copy comes last
+            job = dict(job, decomposed=copied, subproblems_dir=subdir, problem=box.copy_kernel(problem))
         # It runs the problem and its decomposition on the GPU: never beside a
         # neighbour's timed phase (the lock taken shared, as for trials).
         child = self._run_shared("decomp", lambda ctx: children.decomposition_body(ctx, job), timeout,
-                                 {"timeout_s": timeout})
+                                 {"timeout_s": timeout}, box=box)
         try:
             out = _read_json(child.path("decomposition.json"))
             if child.timed_out:
