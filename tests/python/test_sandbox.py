@@ -273,6 +273,35 @@ def test_the_self_test_turns_ipc_off_before_it_gives_up_the_sandbox(monkeypatch)
     assert "CUDA IPC off" in rep["chosen"]
 
 
+def test_a_plan_where_triton_cannot_compile_is_never_kept(monkeypatch):
+    # Measured on an H200: every plan got CUDA and the profiler, but gcc
+    # (/opt/gcc) was outside the view, so no Triton kernel compiled; keeping
+    # such a plan "with IPC off" failed every honest candidate.
+    no_gcc = {"cuda": True, "triton": "FileNotFoundError: [Errno 2] No such file or directory: '/opt/gcc/bin/gcc'",
+              "profiler": True, "ipc_in": "FormatError: mapping of buffer object failed", "ok": False}
+    plan, rep = _decide(monkeypatch, lambda user, pidns: no_gcc)
+    assert plan.mode == "off" and "unsandboxed" in rep["chosen"], rep
+    # And where one plan compiles, that one is kept, with IPC off where IPC failed.
+    plan, rep = _decide(monkeypatch, lambda user, pidns: dict(NO_IPC) if user == "root-nocaps" else no_gcc)
+    assert plan.user == "root-nocaps" and not plan.cuda_ipc and plan.mode == "best-effort", rep
+
+
+def test_the_view_holds_the_compiler_triton_builds_with_but_nothing_of_home(monkeypatch, tmp_path):
+    gcc = tmp_path / "opt" / "gcc" / "bin" / "gcc"
+    gcc.parent.mkdir(parents=True)
+    gcc.write_text("#!/bin/sh\n")
+    gcc.chmod(0o755)
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{gcc.parent}:{home / '.local' / 'bin'}:/usr/bin:/bin")
+    monkeypatch.delenv("CC", raising=False)
+    paths = sandbox.compiler_paths()
+    assert str(tmp_path / "opt" / "gcc") in paths and str(gcc.parent) in paths, paths
+    assert not any(p.startswith(str(home)) for p in paths), paths
+    assert str(tmp_path / "opt" / "gcc") in sandbox.readonly_paths((str(home),))
+
+
 def test_without_cuda_in_any_sandbox_best_effort_runs_unsandboxed_and_require_refuses(monkeypatch):
     plan, rep = _decide(monkeypatch, lambda user, pidns: NO_CUDA)
     assert plan.mode == "off" and plan.user == "none" and "unsandboxed" in rep["chosen"], rep

@@ -953,6 +953,30 @@ def _is_ancestor_or_same(p: str, of: str) -> bool:
     return of == p or of.startswith(p.rstrip("/") + "/")
 
 
+def compiler_paths() -> list[str]:
+    """What Triton needs to build its launcher stubs on a cold cache: the
+    directories on PATH (the assembler and linker the compiler calls), and
+    the installation prefix of the C compiler it picks ($CC, else gcc, else
+    clang, as triton.runtime.build does), which need not live under /usr: on
+    the GPU machine gcc is /opt/gcc/bin/gcc, with its cc1 and crt files
+    under /opt/gcc. Without them every kernel fails to compile inside the view
+    (measured on an H200, docs/GPU-RESULTS.md)."""
+    import shutil
+    home = os.path.realpath(os.path.expanduser("~"))
+    # Never a folder of the user's own (~/.local/bin and the like): what is
+    # under HOME stays out of the view.
+    out = [p for p in os.environ.get("PATH", "").split(":")
+           if p and os.path.isdir(p) and not _is_ancestor_or_same(home, os.path.realpath(p))]
+    for cc in (os.environ.get("CC"), shutil.which("gcc"), shutil.which("cc"), shutil.which("clang")):
+        if not cc:
+            continue
+        real = os.path.realpath(shutil.which(cc) or cc)
+        prefix = os.path.dirname(os.path.dirname(real))  # <prefix>/bin/gcc
+        if prefix not in ("", "/", "/usr"):
+            out.append(prefix)
+    return out
+
+
 def readonly_paths(protect: tuple = ()) -> list[str]:
     """The allow-list bound read-only into the view: system directories, the
     Python installation and every directory on sys.path, the directories of
@@ -967,6 +991,7 @@ def readonly_paths(protect: tuple = ()) -> list[str]:
     paths += [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
     paths += ["/usr/local/nvidia", "/usr/local/cuda", os.environ.get("CUDA_HOME", ""),
               os.environ.get("CUDA_PATH", "")]
+    paths += compiler_paths()
     try:
         with open("/proc/self/maps") as f:
             for line in f:
@@ -1798,7 +1823,10 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
                         "notes": list(plan.notes)})
         res = try_plan(trial, ipc, timeout_s)
         report["attempts"].append({"plan": label, **{k: v for k, v in res.items() if k != "record"}})
-        if res.get("cuda") is True and res.get("profiler") is True and first_cuda is None:
+        # A plan whose sandboxed process cannot compile a Triton kernel fails
+        # every honest candidate: never one to keep, not even with IPC off.
+        if res.get("cuda") is True and res.get("triton") is True and res.get("profiler") is True \
+                and first_cuda is None:
             first_cuda = (label, trial, res.get("record"))
         if res.get("ok"):
             plan.user, plan.pidns, plan.allow_perf = trial.user, trial.pidns, trial.allow_perf
@@ -1819,12 +1847,13 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
         report["chosen"] = label + ", CUDA IPC off"
         return report
     if plan.mode == "require":
-        plan.broken = "no sandboxed process could run CUDA and its profiler (the self-test's attempts say why)"
+        plan.broken = "no sandboxed process could run CUDA, compile a Triton kernel and profile it (the self-test's " \
+                      "attempts say why)"
         report["chosen"] = "none: every evaluation is refused (MKEVOLVE_SANDBOX=require)"
     else:
         plan.user, plan.pidns, plan.mountns, plan.seccomp = "none", False, False, False
         plan.mode = "off"
-        plan.notes.append("no sandboxed process could run CUDA and its profiler: candidates run unsandboxed "
-                          "(best-effort)")
+        plan.notes.append("no sandboxed process could run CUDA, compile a Triton kernel and profile it: "
+                          "candidates run unsandboxed (best-effort)")
         report["chosen"] = "none: candidates run unsandboxed"
     return report
