@@ -233,9 +233,10 @@ def _decide(monkeypatch, outcome, mode="best-effort"):
     import inspect
     from mkevolve_worker import children
     monkeypatch.setattr(children, "cuda_ipc_possible", lambda: True)
-    three = len(inspect.signature(outcome).parameters) == 3
+    n = len(inspect.signature(outcome).parameters)
     monkeypatch.setattr(sandbox, "try_plan", lambda plan, ipc, timeout_s=120: (
-        outcome(plan.user, plan.pidns, plan.allow_perf) if three else outcome(plan.user, plan.pidns)))
+        outcome(plan.user, plan.pidns, plan.allow_perf, plan.ipcns) if n == 4
+        else outcome(plan.user, plan.pidns, plan.allow_perf) if n == 3 else outcome(plan.user, plan.pidns)))
     plan = sandbox.Plan(mode=mode, user="own", pidns=True)
     return plan, sandbox.self_test(plan, None)
 
@@ -257,8 +258,18 @@ def test_the_self_test_keeps_the_strongest_plan_that_works(monkeypatch):
     # IPC only as uid 0 without capabilities
     plan, rep = _decide(monkeypatch, lambda user, pidns: OK if user == "root-nocaps" else NO_IPC)
     assert (plan.user, plan.pidns) == ("root-nocaps", True), rep
-    assert [a["plan"] for a in rep["attempts"]] == ["own uid, own PID namespace", "own uid, host PID namespace",
-                                                    "uid 0 without capabilities, own PID namespace"]
+    # Each plan whose hand-over alone failed is tried once more in the host's IPC namespace.
+    assert [a["plan"] for a in rep["attempts"]] == [
+        "own uid, own PID namespace", "own uid, own PID namespace, host IPC namespace",
+        "own uid, host PID namespace", "own uid, host PID namespace, host IPC namespace",
+        "uid 0 without capabilities, own PID namespace"]
+
+
+def test_where_ipc_needs_the_hosts_ipc_namespace_the_rest_of_the_sandbox_stays(monkeypatch):
+    plan, rep = _decide(monkeypatch, lambda user, pidns, perf, ipcns: OK if not ipcns else NO_IPC)
+    assert (plan.user, plan.pidns, plan.ipcns, plan.cuda_ipc) == ("own", True, False, True), rep
+    assert rep["chosen"] == "own uid, own PID namespace, host IPC namespace"
+    assert plan.describe()["ipc_namespace"] == "the host's"
 
 
 def test_where_only_cupti_fails_the_self_test_lets_perf_event_open_through(monkeypatch):
