@@ -116,6 +116,17 @@ fs::path absolute_path(const fs::path& p) {
 Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   std::unique_ptr<WorkerPool> pool(new WorkerPool(std::move(opts)));
   PoolOptions& o = pool->opts_;
+  // $MKEVOLVE_HOST_MEMORY_GB: the host memory admission may hand out, stated
+  // rather than read from the machine: a cap on a shared machine, and the
+  // way a test runs the admission's arithmetic at a small scale.
+  if (const char* cap = std::getenv("MKEVOLVE_HOST_MEMORY_GB"); cap && *cap && o.host_capacity_bytes <= 0) {
+    char* end = nullptr;
+    double gb = std::strtod(cap, &end);
+    if (end == cap || *end != '\0' || !(gb > 0))
+      return Error{std::string("MKEVOLVE_HOST_MEMORY_GB=") + cap + ": expected a positive number of GiB",
+                   ErrorKind::kBadInput};
+    o.host_capacity_bytes = gb * (1 << 30);
+  }
   pool->gpus_ = o.gpus ? *o.gpus : discover_gpus();
   if (o.only_gpu >= 0) {
     if (o.only_gpu >= static_cast<int>(pool->gpus_.size()))

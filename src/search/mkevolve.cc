@@ -96,7 +96,7 @@ fs::path subproblem_file(const SearchContext& ctx, const Subproblem& sp) {
 /// LLMEvolveKernel's task for a subproblem: its file, its source, and the
 /// layouts the top level passes its inputs in.
 KernelTask subproblem_task(const SearchContext& ctx, const Subproblem& sp) {
-  KernelTask task{sp.name, subproblem_file(ctx, sp), sp.source, std::nullopt, "generate", false};
+  KernelTask task{sp.name, subproblem_file(ctx, sp), sp.source, std::nullopt, "generate", false, {}};
   task.input_layouts = sp.input_layouts;
   return task;
 }
@@ -332,7 +332,7 @@ FinalJudgement judge_final(SearchContext& ctx, const Solution& s, int iteration)
 // ---- baselines ---------------------------------------------------------------
 
 Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
-  KernelTask task{problem.name, problem.path, problem.source, std::nullopt, "generate", false};
+  KernelTask task{problem.name, problem.path, problem.source, std::nullopt, "generate", false, {}};
   const bool parallel = ctx.opts.method == "parallel";
   std::vector<Candidate> all;
   BeamState beam;
@@ -769,7 +769,7 @@ std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& pro
     ctx.set_fatal(conv.error());
     return std::nullopt;
   }
-  KernelTask task{problem.name, problem.path, problem.source, *conv, "postfuse", false};
+  KernelTask task{problem.name, problem.path, problem.source, *conv, "postfuse", false, {}};
   int iteration = ctx.opts.iterations + 1;
   BeamState beam = evolve_kernel(ctx, task, {}, n, iteration, ctx.sink);
   const Candidate* c = beam.best_correct();

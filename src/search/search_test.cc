@@ -107,7 +107,7 @@ struct Harness {
     problem.path = ws.path() / "problem.py";
   }
   KernelTask task(const std::string& name = "tiny") {
-    return KernelTask{name, ws.path() / "problem.py", kProblem, std::nullopt, "generate", false};
+    return KernelTask{name, ws.path() / "problem.py", kProblem, std::nullopt, "generate", false, {}};
   }
   int calls(const std::string& agent) const {
     int n = 0;
