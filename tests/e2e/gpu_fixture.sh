@@ -16,14 +16,20 @@ if ! "$PY" -c 'import torch' 2>/dev/null; then
 fi
 
 declare -A SUBS=([01_relu]="relu" [06_mlp3]="linear_gelu linear" [07_attention_block]="qkv_heads causal_attention linear_out")
+# The three decompositions go side by side (each its own worker and state):
+# the test's time is theirs, on the CPU.
+declare -A PIDS=()
+for p in 01_relu 06_mlp3 07_attention_block; do
+  "$BIN" decompose "$REPO/examples/problems/$p.py" --llm "exec:$PY $FIXTURE --state $T/state-$p" \
+    --out "d_$p" --workers 1 --python "$PY" --test-cpu-unsafe >"$T/out-$p" 2>&1 &
+  PIDS[$p]=$!
+done
 for p in 01_relu 06_mlp3 07_attention_block; do
   n=$(wc -w <<<"${SUBS[$p]}")
-  if "$BIN" decompose "$REPO/examples/problems/$p.py" --llm "exec:$PY $FIXTURE --state $T/state-$p" \
-      --out "d_$p" --workers 1 --python "$PY" --test-cpu-unsafe >"$T/out" 2>&1 \
-      && grep -q "into $n subproblems" "$T/out"; then
+  if wait "${PIDS[$p]}" && grep -q "into $n subproblems" "$T/out-$p"; then
     pass "decompose $p: $n subproblems verified"
   else
-    fail "decompose $p"; sed 's/^/     | /' "$T/out" | tail -20
+    fail "decompose $p"; sed 's/^/     | /' "$T/out-$p" | tail -20
   fi
 done
 
