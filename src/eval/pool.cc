@@ -1062,7 +1062,11 @@ Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
     // A reference-side failure is retried up to harness_retries times; a dead
     // server or a killed candidate once (alone: if it happens again with
     // nothing beside it, it is the candidate's doing).
-    int allowed = r.status == Status::kNoVerdict ? opts_.harness_retries : std::min(1, opts_.harness_retries);
+    // A pass that overran (pass_overrun: the profiled or timed calls of a
+    // candidate whose outputs were correct) is retried once, alone: what it
+    // lacked was the machine's time, and a second run alone has all of it.
+    int allowed = r.status == Status::kNoVerdict && r.kind != "pass_overrun" ? opts_.harness_retries
+                                                                             : std::min(1, opts_.harness_retries);
     if (stopping() || !harness_failure(r) || attempt >= allowed) break;
     std::lock_guard lock(mu_);
     ++stats_.retries;

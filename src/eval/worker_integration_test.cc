@@ -54,8 +54,10 @@ class RealWorkerTest : public ::testing::Test {
   void SetUp() override {
     if (!dir_) GTEST_SKIP() << "needs " << mk::testing::test_python() << " with torch and worker/mkevolve_worker";
   }
-  std::unique_ptr<WorkerPool> make(PoolOptions::Isolation iso = PoolOptions::Isolation::kAuto) {
+  std::unique_ptr<WorkerPool> make(PoolOptions::Isolation iso = PoolOptions::Isolation::kAuto,
+                                   const std::string& sandbox = "") {
     PoolOptions o;
+    if (!sandbox.empty()) o.extra_env["MKEVOLVE_SANDBOX"] = sandbox;
     o.python = mk::testing::test_python();
     o.test_mode = true;
     o.gpus = std::vector<Gpu>{};
@@ -131,12 +133,18 @@ TEST_F(RealWorkerTest, VerdictsAndFaultsThroughOneServer) {
 
 TEST_F(RealWorkerTest, ACandidateThatKillsTheServerIsCrashedAndThePoolGoesOn) {
   // Process-group mode: in a PID namespace the server is the namespace's init
-  // and the candidate's SIGKILL to it is ignored by the kernel.
-  auto pool = make(PoolOptions::Isolation::kProcessGroup);
+  // and the candidate's SIGKILL to it is ignored by the kernel. The sandbox
+  // (a uid of its own) refuses the signal outright, so the pool's recovery is
+  // tested without it; with it, the kill is the candidate's own error.
+  auto pool = make(PoolOptions::Isolation::kProcessGroup, "off");
   Verdict r = eval(*pool, "killer", candidate("        os.kill(os.getppid(), 9)\n        return x"));
   EXPECT_EQ(r.status, Status::kCrashed) << r.kind << ": " << r.feedback;
   Verdict ok = eval(*pool, "good3", candidate("        return torch.clamp(x, min=0) * self.scale + y"));
   EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
+  auto boxed = make(PoolOptions::Isolation::kProcessGroup, "best-effort");
+  Verdict refused = eval(*boxed, "killer2", candidate("        os.kill(os.getppid(), 9)\n        return x"));
+  EXPECT_EQ(refused.status, Status::kRuntimeError) << refused.kind << ": " << refused.feedback;
+  EXPECT_NE(refused.feedback.find("Operation not permitted"), std::string::npos) << refused.feedback;
 }
 
 TEST_F(RealWorkerTest, DecompositionCheckThroughThePool) {

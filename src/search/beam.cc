@@ -359,7 +359,11 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
     // No verdict: the harness failed (the pool already retried it). Try again
     // later; it is never this candidate's failure.
     double wait = ctx.opts.no_verdict_wait_s;
-    for (int k = 0; k < 3 && c.result.status == eval::Status::kNoVerdict && c.result.kind != "too_large"; ++k) {
+    // (A pass that overran even alone, pass_overrun, would overrun again: no
+    // verdict, never charged, not asked for again.)
+    for (int k = 0; k < 3 && c.result.status == eval::Status::kNoVerdict && c.result.kind != "too_large" &&
+                    c.result.kind != "pass_overrun";
+         ++k) {
       for (double waited = 0; waited < wait && !ctx.should_stop(); waited += 0.1)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (ctx.should_stop()) break;

@@ -61,6 +61,10 @@ STATUS_OF_KIND = {
     "problem_tampered": CHEATING,   # the problem's files changed while the candidate ran
     # Not the candidate's doing: the server's own side failed.
     "reference_failed": NO_VERDICT,
+    # A candidate whose outputs were all correct ran past the deadline of the
+    # harness's own profiling or timing pass: the harness planned a pass that
+    # did not fit (contention, slow calls), so nothing is charged to it.
+    "pass_overrun": NO_VERDICT,
 }
 
 KINDS = frozenset(STATUS_OF_KIND)

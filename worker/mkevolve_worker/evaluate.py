@@ -686,6 +686,11 @@ class Evaluator:
                 if prof is not None and state["last_fd"] is not None:
                     # The profiling process gets the timed calls' inputs now.
                     n_pool = len(state["pool_fds"])
+                    plan_calls = pass_plan(state["profiled_calls"], n_pool, state.get("forward_s"), opts)
+                    if plan_calls["calls"] < state["profiled_calls"]:
+                        res.checks["profile_calls"] = plan_calls
+                    state["profiled_calls"] = plan_calls["calls"]
+                    state["burst_s"] = plan_calls["expected_s"]
                     cov.given("profiling", required=True)  # from now on it runs the candidate on inputs
                     isolation.send_msg(prof, {"op": "pool", "n_more": state["profiled_calls"] - n_pool,
                                               # each set's layout (input_layouts), as its trial's
@@ -709,6 +714,13 @@ class Evaluator:
                     state["phase"] = ev["phase"][:200]
                     if len(phase_s) < 64:
                         phase_s.append([state["phase"], round(ev["_t"] - child.started, 3)])
+                    # How long one of its forward calls takes here and now, from its
+                    # correctness trials (our clock): what the harness's own passes
+                    # are sized by (pass_plan).
+                    if state["phase"].startswith("running forward"):
+                        state["fwd_start"] = ev["_t"]
+                    elif state["phase"].startswith("forward returned") and state.get("fwd_start") is not None:
+                        state.setdefault("forward_s", []).append(ev["_t"] - state.pop("fwd_start"))
                 elif ev.get("ev") == "isolation" and ev.get("network") in ("none", "shared"):
                     res.checks["isolation"]["network"] = ev["network"]
                 elif ev.get("ev") == "output" and state["verdict"] is None and state["error"] is None:
@@ -755,7 +767,7 @@ class Evaluator:
                         # candidate may run on the GPU while it is timed.
                         self.progress("profiling")
                         state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid, ref2.pid}),
-                                                                state["defer"])
+                                                                state["defer"], state.get("burst_s"))
                         ready = [e for e in prof.events if e.get("ev") == "profile_ready"]
                         if ready and cov.active:  # it reported, then was let go for its burst
                             cov.reported("profiling", ready[-1].get("cov"), "the profiling process's set-up")
@@ -869,11 +881,15 @@ class Evaluator:
             "reference_s": round(state["ref_s"], 4),
         }
 
-    def _collect_profile(self, prof, opts: dict, protect: frozenset, defer: dict) -> dict:
+    def _collect_profile(self, prof, opts: dict, protect: frozenset, defer: dict,
+                         burst_s: float | None = None) -> dict:
         """Lets the profiling process run its burst of profiled calls (under the
         GPU's timing lock taken shared: never while a candidate is timed; after
         live evaluations of higher priority, within the evaluation's budget
-        defer["left"]) and waits for it; its runtime record, or why there is none."""
+        defer["left"]) and waits for it; its runtime record, or why there is none.
+        The burst's own deadline is at least what its calls were expected to
+        take (burst_s, pass_plan) with a margin: the trials before it do not
+        eat the time the harness planned for it."""
         shared = gpulock.TimingLock(shared=True, priority=self.timing_priority, max_defer_s=defer["left"])
         rec = None
 
@@ -887,7 +903,7 @@ class Evaluator:
                 defer["left"] = max(0.0, defer["left"] - rec.get("deferred_s", 0.0))
                 rec["go_t"] = time.monotonic()
                 prof.go()
-            isolation.supervise(prof, left(), protect=protect)
+            isolation.supervise(prof, max(left(), 3 * (burst_s or 0) + 30 if burst_s else 0), protect=protect)
         finally:
             shared.release()
         rt = _read_json(prof.path("runtime.json"))
@@ -930,6 +946,11 @@ class Evaluator:
             return res.ok(t_start)
         # The candidate was allowed to profile and time itself; it is now dead.
         timing_json = _read_json(cand.path("timing.json"))
+        if cand.timed_out and state["phase"] == "timing":
+            # Its outputs were all correct: the timed calls the harness planned
+            # did not fit the deadline (a loaded machine, calls slower than
+            # planned). The harness's failure, never the candidate's.
+            return res.no_verdict("pass_overrun", _overrun_message("timed calls", opts, state), t_start)
         if cand.timed_out or not isinstance(timing_json, dict) or _read_json(cand.path("error.json")) is not None:
             kind, message = _failure_of(cand, state["phase"], opts["timeout_s"])
             return res.fail(kind, message + " (its outputs were correct; it failed while being profiled/timed)",
@@ -964,6 +985,9 @@ class Evaluator:
         if opts["profile"]:
             if not isinstance(prof, dict):
                 return res.fail("malformed_result", "the candidate's runtime profile is missing", t_start)
+            if not prof["ok"] and prof["kind"] == "hang":
+                # As above: the profiling pass the harness planned overran.
+                return res.no_verdict("pass_overrun", _overrun_message("profiled calls", opts, state), t_start)
             if not prof["ok"]:
                 return res.fail(prof["kind"], prof["message"] + " (its outputs were correct)", t_start,
                                 stderr=prof.get("stderr", ""))
@@ -1465,6 +1489,44 @@ def _own_files(kernel: str, reported) -> list[str]:
         if isinstance(f, str) and os.path.abspath(f).startswith(home) and f.endswith(".py") and os.path.isfile(f):
             files.add(os.path.abspath(f))
     return sorted(files)
+
+
+# The profiling pass is sized to take about this long (seconds, or a fifth of
+# the candidate's deadline where that is more): its calls are cut where one
+# forward call is slow (KernelBench's multi-GB inputs on a loaded machine).
+PROFILE_BUDGET_S = 30.0
+MIN_PROFILED_CALLS = 12
+
+
+def pass_plan(full_calls: int, n_pool: int, forward_s: list | None, opts: dict) -> dict:
+    """How many calls the profiling process makes, and how long they should
+    take: all of them (one per pool set, then as many as the timed process
+    makes) where that fits the budget at the speed its correctness trials ran
+    (their slowest forward call, measured on our clock), else as many as fit,
+    never fewer than the pool sets and MIN_PROFILED_CALLS. Fewer profiled
+    calls leave the runtime checks the same rules; only their number is
+    judged against what it was told."""
+    per = max(forward_s) if forward_s else None
+    out = {"calls": full_calls, "full": full_calls, "per_call_s": None if per is None else round(per, 4),
+           "expected_s": None}
+    if not per or per <= 0:
+        return out
+    budget = max(PROFILE_BUDGET_S, opts["timeout_s"] / 5)
+    fit = n_pool + max(MIN_PROFILED_CALLS, int(budget / per))
+    out["calls"] = max(n_pool + 1, min(full_calls, fit))
+    out["expected_s"] = round(out["calls"] * per, 3)
+    if out["calls"] < full_calls:
+        out["why"] = (f"one forward call took up to {per:.3g} s in the correctness trials: {out['calls']} of "
+                      f"{full_calls} calls profiled, to fit about {budget:g} s")
+    return out
+
+
+def _overrun_message(what: str, opts: dict, state: dict) -> str:
+    per = max(state["forward_s"]) if state.get("forward_s") else None
+    return (f"every output was correct, but the {what} the harness planned did not finish within the deadline "
+            f"({opts['timeout_s']:g} s" + (f"; one forward call took up to {per:.3g} s in the trials" if per else "")
+            + "): the harness's pass did not fit this machine's load, so no verdict is given and nothing is "
+            "charged to the candidate")
 
 
 def _failure_of(child, phase: str, timeout_s: float) -> tuple[str, str]:
