@@ -165,17 +165,29 @@ def test_a_failing_kernel_with_a_fallback_that_never_ran_keeps_its_own_verdict(t
     assert r["checks"]["static"]["coverage"]["processes"]["candidate"]["complete"] is True
 
 
-def test_a_process_that_ends_before_it_reports_leaves_its_lines_unknown_which_is_cheating(triton_server):
+def test_a_process_that_ends_before_it_reports_leaves_its_lines_unknown_and_gets_no_verdict(triton_server):
     """(d) The candidate process never reports after it was let go for its
-    timed calls (it outlives its deadline): whether the fallback ran there is
-    unknown, and unknown counts as ran."""
+    timed calls (it outlives its deadline, its outputs all correct): whether
+    the fallback ran there is unknown, which would count as ran; but the timed
+    pass that overran is the harness's (issue 38), so there is no verdict at
+    all: never a score, never a charge."""
     r = run(triton_server, kernel("hang_when_timed"), timeout_s=4, profile=False)
+    assert r["status"] == "no_verdict" and r["kind"] == "pass_overrun", r
+
+
+def test_a_process_that_hangs_in_a_trial_before_it_reports_leaves_its_lines_unknown_which_is_cheating(
+        triton_server, tmp_path):
+    """(d) Where the candidate itself stalls before it reports (in its first
+    correctness trial: its own failure, not a pass of the harness), unknown
+    counts as ran: cheating."""
+    k = tmp_path / "stalls.py"
+    src = pathlib.Path(kernel("fallback_never_runs")).read_text()
+    k.write_text(src.replace("    y = tl.maximum(x * w + b, 0.0)\n",
+                             "    y = tl.maximum(x * w + b, 0.0)\n    while True:\n        pass\n", 1))
+    r = run(triton_server, str(k), timeout_s=4, profile=False)
     assert r["status"] == "cheating" and r["kind"] == "static_violation", r
-    line = lines_of(r)[("hang_when_timed.py", 33)]
-    assert line["ran"] is None and "candidate process ended without reporting" in line["why"], line
-    assert "whether this line ran is unknown" in r["reasons"][0] and "counts as ran" in r["reasons"][0]
+    assert "whether this line ran is unknown" in r["reasons"][0] and "counts as ran" in r["reasons"][0], r["reasons"]
     assert r["checks"]["static"]["coverage"]["otherwise"] == {"status": "timeout", "kind": "hang"}
-    assert r["checks"]["static"]["coverage"]["processes"]["candidate"]["complete"] is False
 
 
 def test_another_rule_beside_pytorch_compute_is_cheating_without_running(triton_server, tmp_path):
