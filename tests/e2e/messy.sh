@@ -63,16 +63,6 @@ grep -q "Cheat judge: none ran" m1/report.md && pass "report.md says no judge ra
 "$PY" -c 'import json,sys; s=json.load(open("m1/summary.json")); sys.exit(0 if s["correct"] and s["speedup"]["measured_by"] == "final_check" else 1)' \
   && pass "summary.json: correct, speedup measured by the final check" || fail "summary.json"
 # The shipped package is the one the final check passed, and it matches the original.
-if (cd m1 && "$PY" - <<'PY'
-import importlib.util, torch
-from solution.decomposed_solution import ModelNew
-spec = importlib.util.spec_from_file_location("p", "problem.py")
-p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
-torch.manual_seed(0); a = p.Model(*p.get_init_inputs())
-torch.manual_seed(0); b = ModelNew(*p.get_init_inputs())
-x = p.get_inputs()
-assert torch.allclose(a(*x), b(*x), atol=1e-5, rtol=1e-5)
-PY
-); then pass "solution package matches the original"; else fail "solution package"; fi
+if solution_matches m1; then pass "solution package matches the original"; else fail "solution package"; fi
 if [[ $fails -ne 0 ]]; then echo "$fails e2e check(s) failed"; exit 1; fi
 echo "all messy-session e2e checks passed"

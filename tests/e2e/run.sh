@@ -51,17 +51,7 @@ for f in r1/solution/decomposed_solution.py r1/solution/subkernel_implementation
   if [[ -f $f ]]; then pass "wrote $f"; else fail "missing $f"; fi
 done
 if grep -q 'sys.path' r1/solution/decomposed_solution.py; then fail "solution edits sys.path"; else pass "no sys.path edits"; fi
-if (cd r1 && "$PY" - <<'PY'
-import importlib.util, torch
-from solution.decomposed_solution import ModelNew
-spec = importlib.util.spec_from_file_location("p", "problem.py")
-p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
-torch.manual_seed(0); a = p.Model(*p.get_init_inputs())
-torch.manual_seed(0); b = ModelNew(*p.get_init_inputs())
-x = p.get_inputs()
-assert torch.allclose(a(*x), b(*x), atol=1e-5, rtol=1e-5)
-PY
-); then pass "solution package imports and matches the original"; else fail "solution package"; fi
+if solution_matches r1; then pass "solution package imports and matches the original"; else fail "solution package"; fi
 # Appendix H: an importable package, relative imports, no sys.path edits anywhere.
 if grep -rq 'sys\.path' r1/solution --include='*.py'; then fail "a solution file edits sys.path"; else pass "no sys.path edits in the package"; fi
 if grep -qE '^from \.subkernel_implementations\.' r1/solution/decomposed_solution.py &&

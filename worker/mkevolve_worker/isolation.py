@@ -39,14 +39,8 @@ PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 
-_libc = None
-
-
-def libc():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc
+# One handle on the C library, shared with the sandbox.
+libc = sandbox.libc
 
 
 def prctl(option: int, arg: int) -> bool:

@@ -39,3 +39,20 @@ expect() {
   fi
   pass "$name"
 }
+
+# solution_matches DIR: the package DIR/solution imports as a package (its
+# decomposed_solution's ModelNew), and on DIR/problem.py's inputs it gives
+# the original Model's outputs (same seed, same init inputs).
+solution_matches() {
+  (cd "$1" && "$PY" - <<'PY'
+import importlib.util, torch
+from solution.decomposed_solution import ModelNew
+spec = importlib.util.spec_from_file_location("p", "problem.py")
+p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
+torch.manual_seed(0); a = p.Model(*p.get_init_inputs())
+torch.manual_seed(0); b = ModelNew(*p.get_init_inputs())
+x = p.get_inputs()
+assert torch.allclose(a(*x), b(*x), atol=1e-5, rtol=1e-5)
+PY
+  )
+}
