@@ -123,7 +123,10 @@ assert m["problems"] == 2 and m["correct"] == 1.0, m
 PY
 rows=$(grep -c '^parallel,' b2/report.csv)
 [[ $rows -eq 2 ]] && pass "report.csv has one row per problem" || { fail "report.csv rows: $rows"; cat b2/report.csv; }
-expect "bench-report --out FILE" 0 "wrote .*merged/all.html" -- "$BIN" bench-report b1 b2 --out merged/all.md -q
+expect "bench-report --out FILE" 0 "wrote .*merged/all.html" -- "$BIN" bench-report b1 b2 --out merged/all.md
+# -q means what it means for `report`: nothing on stdout on success.
+expect "bench-report -q" 0 "" -- "$BIN" bench-report b1 b2 --out merged/all.md -q
+[[ ! -s $T/out ]] && pass "bench-report -q prints nothing, as report -q" || { fail "bench-report -q printed"; head -3 "$T/out"; }
 
 [[ $fails -eq 0 ]] || { echo "$fails bench e2e check(s) failed"; exit 1; }
 echo "all bench e2e checks passed"
