@@ -6,7 +6,9 @@ BIN=${1:?usage: ask.sh path/to/mkevolve}
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 REPO=$(pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/mkevolve-ask-e2e.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+# The fake server below (a background job) is killed however the test ends.
+trap 'left=$(jobs -p); [ -n "$left" ] && kill $left 2>/dev/null; rm -rf "$T"' EXIT
+trap 'exit 143' TERM
 cd "$T"   # no ./mkevolve.toml from the repository
 export HOME="$T/home" XDG_CACHE_HOME="$T/cache"
 mkdir -p "$HOME"

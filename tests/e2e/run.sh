@@ -203,7 +203,7 @@ else
   fail "finished resume under --events-json: $(head -c 300 "$T/ej.out")"
 fi
 expect "resume of a directory that is not a run" 2 "" -- "$BIN" run --resume nowhere --python "$PY"
-expect "run into a used directory" 2 "already exists" -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --out r1 \
+expect "run into a used directory offers --resume" 2 "r1 holds a run: continue it with .mkevolve run --resume r1." -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --out r1 \
   --python "$PY" --test-cpu-unsafe
 
 # Kill -9 in the middle, then resume: the log continues as one stream and
