@@ -362,6 +362,13 @@ run::Shared shared_of(const Env& env) {
 
 // ---- run_in_directory ----------------------------------------------------------------
 
+namespace {
+// Among a test-mode run's last lines (docs/RUN-DIRECTORY.md).
+constexpr const char* kTestModeLine =
+    "TEST MODE (--test-cpu-unsafe): the kernels may be PyTorch stand-ins run on the CPU; they are not GPU kernels "
+    "and the speedups mean nothing";
+}  // namespace
+
 int run_in_directory(RunRequest req) {
   const std::string& cmd = req.cmd;
   auto say = [&](const std::string& m) { std::fprintf(stderr, "mkevolve %s: %s\n", cmd.c_str(), m.c_str()); };
@@ -442,6 +449,7 @@ int run_in_directory(RunRequest req) {
         std::fprintf(human, "solution: %s  (from solution.decomposed_solution import ModelNew)\n",
                      (req.out / sol).string().c_str());
       std::fprintf(human, "report: %s\n", (req.out / "report.md").string().c_str());
+      if (r->test_cpu) std::fprintf(human, "%s\n", kTestModeLine);
       std::fprintf(human, "Start a new run with --out, or replace a subkernel with `mkevolve swap %s`.\n",
                    req.out.string().c_str());
       return correct ? kExitOk : kExitFailure;
@@ -621,8 +629,7 @@ int run_in_directory(RunRequest req) {
   // A test-mode run's figures are not GPU kernels' (docs/RUN-DIRECTORY.md):
   // said where the results are, not only in the report.
   if (req.opts.eval.test_cpu)
-    std::printf("TEST MODE (--test-cpu-unsafe): the kernels may be PyTorch stand-ins run on the CPU; they are not "
-                "GPU kernels and the speedups mean nothing\n");
+    std::printf("%s\n", kTestModeLine);
   if (out.wrote_solution) {
     // The figures summary.json holds; unknown is n/a with the reason, never 0x.
     const auto& oc = out.outcome;

@@ -24,6 +24,8 @@ code=$?
 # Test mode, said where the results are.
 tail -6 run.out | grep -q "^TEST MODE (--test-cpu-unsafe): the kernels may be PyTorch stand-ins run on the CPU" &&
   pass "the run's last lines say TEST MODE" || { fail "no TEST MODE in the last lines"; tail -6 run.out; }
+expect "a finished test-mode run, resumed, says TEST MODE too" 0 "^TEST MODE \(--test-cpu-unsafe\)" -- \
+  "$BIN" run --resume r --python "$PY"
 if "$PY" - r <<'PY'
 import json, sys
 d = sys.argv[1]
