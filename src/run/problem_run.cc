@@ -207,6 +207,11 @@ bool holds_no_progress(const fs::path& dir) {
     if (e.path().filename() == "candidates" && !fs::is_empty(e.path(), ec)) return false;
   }
   if (ec) return false;
+  // Without config.json (a start that died while creating the directory) it
+  // must still be one mkevolve began: its lock or versions.json, never only
+  // folders that merely share a name with a run directory's.
+  if (!fs::exists(dir / "config.json", ec) && !fs::exists(dir / "versions.json", ec) && !fs::exists(dir / "lock", ec))
+    return false;
   if (!fs::exists(dir / "events.jsonl", ec)) return !fs::exists(dir / "config.json", ec);
   auto events = rundir::read_event_log(dir / "events.jsonl");
   if (!events) return false;
