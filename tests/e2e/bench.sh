@@ -47,7 +47,7 @@ cp suite/level1/1_Scale.py mixed/
 printf 'import torch\nclass Model(torch.nn.Module):\n    pass\n' >mixed/no_inputs.py
 printf 'X = 1\n' >mixed/helper.py
 expect "files that are not problems are named" 3 "skipped .*mixed/no_inputs.py: .*get_inputs" -- \
-  env -u MKEVOLVE_LLM "$BIN" bench mixed --out b_none --method parallel --python "$PY" --test-cpu-unsafe
+  env -u MKEVOLVE_LLM -u ANTHROPIC_API_KEY -u OPENAI_API_KEY "$BIN" bench mixed --out b_none --method parallel --python "$PY" --test-cpu-unsafe
 grep -q "skipped .*mixed/helper.py: .*class Model" "$T/err" && pass "a helper module is named as skipped" ||
   fail "helper.py not named: $(cat "$T/err")"
 [[ ! -e b_none ]] && pass "no output folder when nothing started" || fail "b_none was created"

@@ -24,7 +24,7 @@ expect "decompose without --out" 2 "" -- "$BIN" decompose "$PROBLEM"
 if [[ -e r0 ]]; then fail "bad usage left a run directory"; else pass "bad usage leaves nothing behind"; fi
 
 # Missing things on this machine: exit 3 naming each.
-expect "run without an LLM" 3 "no LLM: pass --llm" -- "$BIN" run "$PROBLEM" --out r0 --python "$PY" --test-cpu-unsafe
+expect "run without an LLM" 3 "no LLM: pass --llm" -- env -u MKEVOLVE_LLM -u ANTHROPIC_API_KEY -u OPENAI_API_KEY "$BIN" run "$PROBLEM" --out r0 --python "$PY" --test-cpu-unsafe
 # A replay file that is not there is the user's input, named: exit 2.
 expect "run with a missing replay file" 2 "missing.jsonl: no such file" -- "$BIN" run "$PROBLEM" --out r0 \
   --llm replay:missing.jsonl --python "$PY" --test-cpu-unsafe
