@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/help.h"
 #include "cli/registry.h"
 #include "util/fs.h"
 #include "util/strings.h"
@@ -20,14 +21,18 @@ std::vector<Command>& table() {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: mkevolve <command> [options]   (mkevolve <command> --help for its options)\n\n"
+               "usage: mkevolve <command> [options]   (mkevolve help <command> for its options)\n\n"
                "MKEvolve turns a PyTorch module (KernelBench format) into a modular package of\n"
                "verified Triton kernels, using an LLM to decompose, write and evolve them.\n\ncommands:\n");
   auto cmds = commands();
   std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
-  for (const auto& c : cmds) std::fprintf(out, "  %-14s %s\n", c.name.c_str(), c.summary.c_str());
-  std::fprintf(out, "\nmkevolve help COMMAND prints a command's options; mkevolve --version (-V, version)\n"
-                   "prints the version.\n");
+  for (const auto& c : cmds) {
+    std::string head = "  " + c.name;
+    head.resize(17, ' ');
+    std::fputs(wrap_text(c.summary, kHelpWidth, head, std::string(17, ' ')).c_str(), out);
+  }
+  std::fprintf(out, "\nmkevolve help COMMAND prints a command's options, examples and exit statuses;\n"
+                   "mkevolve --version (-V, version) prints the version.\n");
 }
 }  // namespace
 
@@ -68,12 +73,9 @@ int main(int argc, char** argv) {
       return c.fn(static_cast<int>(args.size() - 1), args.data());
     }
   }
-  std::string best;
-  size_t best_d = 3;
-  for (const auto& c : commands()) {
-    size_t d = mk::edit_distance(name, c.name);
-    if (d < best_d) best_d = d, best = c.name;
-  }
+  std::vector<std::string> names;
+  for (const auto& c : commands()) names.push_back(c.name);
+  const std::string best = mk::nearest(name, names);
   std::fprintf(stderr, "mkevolve: unknown command '%s'", name.c_str());
   if (!best.empty()) std::fprintf(stderr, ", did you mean '%s'?", best.c_str());
   std::fprintf(stderr, "\nRun 'mkevolve --help' for the list of commands.\n");

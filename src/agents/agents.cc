@@ -78,7 +78,7 @@ Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::strin
     reply = llm.complete(req);
   } catch (const std::exception& e) {
     llm::LlmError err;
-    err.kind = llm::LlmError::Kind::kNetwork;
+    err.kind = llm::LlmError::Kind::kMalformed;  // our fault, not the endpoint's
     err.message = std::string("provider threw: ") + e.what();
     reply = llm::Reply::Err(std::move(err));
   }
@@ -98,7 +98,11 @@ Exchange call_llm(llm::Provider& llm, const Conversation& conv, const std::strin
     ex.call.error = e.message.empty() ? "LLM call failed" : e.message;
     ex.call.usage = e.billed;  // what the endpoint billed for the failed answer (an empty reply, say)
     using K = llm::LlmError::Kind;
-    ex.call.fatal = e.kind == K::kAuth || e.kind == K::kConfig || e.kind == K::kUnmatchedReplay || e.kind == K::kNotFound;
+    // An endpoint that refuses the key, does not know the model, or cannot be
+    // reached at all (refused, no such host, TLS: final, never retried) stops
+    // the run: a network failure is not a verdict on the method.
+    ex.call.fatal = e.kind == K::kAuth || e.kind == K::kConfig || e.kind == K::kUnmatchedReplay ||
+                    e.kind == K::kNotFound || (e.kind == K::kNetwork && !e.retryable);
     ex.call.cancelled = e.kind == K::kCancelled;
   }
   return ex;

@@ -49,7 +49,7 @@ struct CallRecord {
   int sample = 0;
   bool ok = false;
   std::string error;                 ///< one line when !ok
-  bool fatal = false;                ///< auth/config/unmatched replay: stop the run
+  bool fatal = false;                ///< auth/config/unmatched replay/unreachable endpoint: stop the run
   bool cancelled = false;            ///< the provider gave up because the run is being interrupted
   llm::Usage usage;
   bool from_cache = false;

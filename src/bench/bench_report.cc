@@ -17,12 +17,61 @@ std::string fmt2(double x) {
   return b;
 }
 
+// A figure that may be unknown: "n/a" in text (the legend says why), never 0.
+std::string fmt2(const std::optional<double>& x) { return x ? fmt2(*x) : std::string("n/a"); }
+// The same for CSV: an empty field.
+std::string csv_num(const std::optional<double>& x) {
+  if (!x) return "";
+  std::ostringstream o;
+  o << *x;
+  return o.str();
+}
+
 // Whether any run measured the --baseline-tf32 baseline (then the tables show it).
 bool any_tf32(const BenchReport& r) {
   for (const auto& [m, outs] : r.results.by_method)
     for (const auto& x : outs)
-      if (x.speedup_compile_tf32 > 0) return true;
+      if (x.speedup_compile_tf32) return true;
   return false;
+}
+
+struct Counts {
+  int runs = 0, test_mode = 0, no_compile = 0, no_eager = 0;
+};
+Counts counts(const BenchReport& r) {
+  Counts c;
+  for (const auto& m : r.metrics) {
+    c.runs += m.problems;
+    c.test_mode += m.test_mode;
+    c.no_compile += m.no_compile_baseline;
+    c.no_eager += m.no_eager_baseline;
+  }
+  return c;
+}
+
+// The lines that say what the figures are: test mode first (then they are
+// not GPU timings at all), the legend of n/a, and why figures are missing.
+std::vector<std::string> caveats(const BenchReport& r) {
+  const Counts c = counts(r);
+  std::vector<std::string> out;
+  if (c.test_mode > 0)
+    out.push_back(std::to_string(c.test_mode) + " of the " + std::to_string(c.runs) +
+                  " runs ran in the worker's CPU TEST MODE (--test-cpu-unsafe): their kernels may be PyTorch "
+                  "stand-ins run on a CPU, not GPU kernels, and their speedups mean nothing.");
+  out.push_back("n/a: not known (no correct kernel, or no baseline measured); it is never counted as 0, is left "
+                "out of the geomeans and is never \"faster than p\".");
+  if (c.no_compile > 0)
+    out.push_back(std::to_string(c.no_compile) + " correct problem" + (c.no_compile == 1 ? " has" : "s have") +
+                  " no torch.compile baseline on the machine that ran " + (c.no_compile == 1 ? "it" : "them") +
+                  " (a torch without a working torch.compile): their speedup vs torch.compile is n/a.");
+  if (c.no_eager > 0)
+    out.push_back(std::to_string(c.no_eager) + " correct problem" + (c.no_eager == 1 ? " has" : "s have") +
+                  " no eager baseline: their speedup vs eager is n/a.");
+  return out;
+}
+
+std::string status_text(const run::Outcome& x) {
+  return x.status + (x.test_mode ? " (test mode)" : "") + (x.error.empty() ? "" : " (" + x.error + ")");
 }
 
 std::string fmt_tokens(double t) {
@@ -99,11 +148,16 @@ BenchReport build_report(SuiteResults results, int64_t curve_step) {
 
 std::string render_markdown(const BenchReport& r) {
   std::ostringstream o;
-  o << "# MKEvolve benchmark report\n\n"
-    << "Speedups are baseline time / kernel time on the same GPU, fp32, TF32 disabled for PyTorch and Triton. "
+  const Counts c = counts(r);
+  o << "# MKEvolve benchmark report\n\n";
+  if (c.test_mode > 0) o << "**TEST MODE**: " << caveats(r).front() << "\n\n";
+  o << "Speedups are baseline time / kernel time on the same " << (c.test_mode == c.runs ? "machine" : "GPU")
+    << ", fp32, TF32 disabled for PyTorch and Triton. "
        "fast_p is the share of all problems whose kernel is correct and more than p times as fast as the "
-       "baseline (KernelBench's definition; an incorrect kernel counts as 0). Geomean is over correct problems.\n\n"
-    << "## Metrics vs torch.compile\n\n"
+       "baseline (KernelBench's definition; an incorrect kernel counts as 0). Geomean is over correct problems "
+       "with a measured baseline.\n\n";
+  for (size_t i = c.test_mode > 0 ? 1 : 0; i < caveats(r).size(); ++i) o << "- " << caveats(r)[i] << "\n";
+  o << "\n## Metrics vs torch.compile\n\n"
     << "| Method | Problems | Correct | Fast_0.5 | Fast_1 | Fast_2 | Geomean | Tokens (total) | Tokens (mean) |\n"
     << "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& m : r.metrics) {
@@ -139,8 +193,7 @@ std::string render_markdown(const BenchReport& r) {
     << "|---|---|---|---|---|" << (tf32 ? "---|" : "") << "---|---|---|\n";
   for (const auto& [m, outs] : r.results.by_method)
     for (const auto& x : outs)
-      o << "| " << x.problem_name << " | " << m << (x.uses_pytorch ? " †" : "") << " | " << x.status
-        << (x.error.empty() ? "" : " (" + x.error + ")") << " | " << (x.correct ? "yes" : "no") << " | "
+      o << "| " << x.problem_name << " | " << m << (x.uses_pytorch ? " †" : "") << " | " << status_text(x) << " | " << (x.correct ? "yes" : "no") << " | "
         << fmt2(x.speedup_compile) << " | " << (tf32 ? fmt2(x.speedup_compile_tf32) + " | " : std::string())
         << fmt2(x.speedup_eager) << " | " << x.tokens << " | " << x.calls << " |\n";
   if (!r.results.warnings.empty()) {
@@ -153,12 +206,18 @@ std::string render_markdown(const BenchReport& r) {
 nlohmann::json render_json(const BenchReport& r) {
   nlohmann::json j;
   j["definitions"] = {{"fast_p", "share of all problems that are correct and have speedup > p (KernelBench)"},
-                      {"geomean", "geometric mean of speedup over correct problems"},
+                      {"geomean", "geometric mean of speedup over correct problems with a measured baseline"},
+                      {"null", "not known (no correct kernel, or no baseline measured); never counted as 0"},
                       {"tf32", "disabled for PyTorch and Triton"}};
+  j["notes"] = caveats(r);
+  j["test_mode_runs"] = counts(r).test_mode;
   for (const auto& m : r.metrics) {
     j["methods"][m.method] = {{"problems", m.problems}, {"correct", m.correct}, {"fast_compile", m.fast_compile},
-                              {"fast_eager", m.fast_eager}, {"geomean_compile", m.geomean_compile},
-                              {"geomean_eager", m.geomean_eager}, {"total_tokens", m.total_tokens},
+                              {"fast_eager", m.fast_eager},
+                              {"geomean_compile", m.geomean_compile ? nlohmann::json(*m.geomean_compile) : nlohmann::json()},
+                              {"geomean_eager", m.geomean_eager ? nlohmann::json(*m.geomean_eager) : nlohmann::json()},
+                              {"no_compile_baseline", m.no_compile_baseline}, {"test_mode_runs", m.test_mode},
+                              {"total_tokens", m.total_tokens},
                               {"mean_tokens", m.mean_tokens}, {"with_pytorch_subkernels", m.with_pytorch},
                               {"failed_runs", m.failed_runs}};
     nlohmann::json curve = nlohmann::json::array();
@@ -177,12 +236,16 @@ nlohmann::json render_json(const BenchReport& r) {
 
 std::string render_csv(const BenchReport& r) {
   std::ostringstream o;
-  o << "method,problem_id,problem_name,status,correct,speedup_compile,speedup_eager,tokens,calls,uses_pytorch,error\n";
+  // An unknown speedup is an empty field, never 0; test_mode 1: the row's
+  // figures come from the worker's CPU test mode and mean nothing.
+  o << "method,problem_id,problem_name,status,correct,speedup_compile,speedup_eager,tokens,calls,uses_pytorch,"
+       "test_mode,error\n";
   for (const auto& [m, outs] : r.results.by_method)
     for (const auto& x : outs)
       o << csv_field(m) << "," << csv_field(x.problem_id) << "," << csv_field(x.problem_name) << "," << x.status << ","
-        << (x.correct ? 1 : 0) << "," << x.speedup_compile << "," << x.speedup_eager << "," << x.tokens << ","
-        << x.calls << "," << (x.uses_pytorch ? 1 : 0) << "," << csv_field(x.error) << "\n";
+        << (x.correct ? 1 : 0) << "," << csv_num(x.speedup_compile) << "," << csv_num(x.speedup_eager) << ","
+        << x.tokens << "," << x.calls << "," << (x.test_mode ? "" : x.uses_pytorch ? "1" : "0") << ","
+        << (x.test_mode ? 1 : 0) << "," << csv_field(x.error) << "\n";
   return o.str();
 }
 
@@ -269,9 +332,19 @@ std::string render_html(const BenchReport& r) {
        "color:#222;line-height:1.45}table{border-collapse:collapse;margin:1em 0;font-size:14px}th,td{border:1px solid #ddd;"
        "padding:4px 8px;text-align:right}th{background:#f4f6f8}td:first-child,th:first-child{text-align:left}"
        ".note{color:#555;font-size:13px}.warn{color:#a33}h2{margin-top:1.6em;border-bottom:1px solid #eee}</style>"
-       "</head><body>\n<h1>MKEvolve benchmark report</h1>\n<p class=\"note\">Speedup = baseline time / kernel time on the "
-       "same GPU; fp32; TF32 disabled for PyTorch and Triton. fast_p = share of all problems whose kernel is correct and "
-       "more than p&times; as fast (KernelBench's definition; incorrect counts as 0). Geomean over correct problems.</p>\n";
+       "</head><body>\n<h1>MKEvolve benchmark report</h1>\n";
+  const Counts c = counts(r);
+  const auto notes = caveats(r);
+  if (c.test_mode > 0)
+    o << "<p class=\"warn\" style=\"border:2px solid #a33;padding:8px\"><b>TEST MODE</b>: " << svg::escape(notes.front())
+      << "</p>\n";
+  o << "<p class=\"note\">Speedup = baseline time / kernel time on the same "
+    << (c.test_mode == c.runs ? "machine" : "GPU")
+    << "; fp32; TF32 disabled for PyTorch and Triton. fast_p = share of all problems whose kernel is correct and "
+       "more than p&times; as fast (KernelBench's definition; incorrect counts as 0). Geomean over correct problems "
+       "with a measured baseline.</p>\n<ul class=\"note\">";
+  for (size_t i = c.test_mode > 0 ? 1 : 0; i < notes.size(); ++i) o << "<li>" << svg::escape(notes[i]) << "</li>";
+  o << "</ul>\n";
   o << "<h2>Metrics vs torch.compile</h2>\n<table><tr><th>Method</th><th>Problems</th><th>Correct</th><th>Fast<sub>0.5</sub>"
        "</th><th>Fast<sub>1</sub></th><th>Fast<sub>2</sub></th><th>Geomean</th><th>Fast<sub>1</sub> vs eager</th>"
        "<th>Tokens</th><th>Mean tokens</th></tr>\n";
@@ -294,8 +367,7 @@ std::string render_html(const BenchReport& r) {
   for (const auto& [m, outs] : r.results.by_method)
     for (const auto& x : outs)
       o << "<tr><td>" << svg::escape(x.problem_name) << "</td><td>" << svg::escape(m) << (x.uses_pytorch ? " &dagger;" : "")
-        << "</td><td>" << svg::escape(x.status) << (x.error.empty() ? "" : " (" + svg::escape(x.error) + ")")
-        << "</td><td>" << (x.correct ? "&#10003;" : "&#10007;") << "</td><td>" << fmt2(x.speedup_compile) << "</td><td>"
+        << "</td><td>" << svg::escape(status_text(x)) << "</td><td>" << (x.correct ? "&#10003;" : "&#10007;") << "</td><td>" << fmt2(x.speedup_compile) << "</td><td>"
         << (tf32 ? fmt2(x.speedup_compile_tf32) + "</td><td>" : std::string())
         << fmt2(x.speedup_eager) << "</td><td>" << x.tokens << "</td><td>" << x.calls << "</td></tr>\n";
   o << "</table>\n";

@@ -114,7 +114,7 @@ TEST(Metrics, HandComputed) {
   EXPECT_DOUBLE_EQ(m.fast_compile["1"], 0.4);    // strict: 1.0 is not > 1
   EXPECT_DOUBLE_EQ(m.fast_compile["2"], 0.2);
   EXPECT_DOUBLE_EQ(m.fast_eager["1"], 0.6);      // 1.2, 3.0, 2.0
-  EXPECT_NEAR(m.geomean_compile, std::pow(0.4 * 1.0 * 1.5 * 2.5, 0.25), 1e-12);
+  EXPECT_NEAR(m.geomean_compile.value_or(-1), std::pow(0.4 * 1.0 * 1.5 * 2.5, 0.25), 1e-12);
   EXPECT_EQ(m.total_tokens, 1500);
   EXPECT_DOUBLE_EQ(m.mean_tokens, 300);
   EXPECT_EQ(m.failed_runs, 1);
@@ -203,7 +203,7 @@ TEST(BenchReport, ATf32BaselineIsShownBesideTheTf32OffOne) {
   a.speedup_compile_tf32 = 0.8;
   auto back = run::outcome_from_summary(run::summary_to_json(a));
   ASSERT_TRUE(back.ok()) << back.error();
-  EXPECT_DOUBLE_EQ(back->speedup_compile_tf32, 0.8);
+  EXPECT_DOUBLE_EQ(back->speedup_compile_tf32.value_or(-1), 0.8);
   ASSERT_TRUE(write_file_atomic(d.path() / "mkevolve" / "p1" / "summary.json", run::summary_to_json(a).dump()).ok());
   auto res = load_results({d.path()});
   ASSERT_TRUE(res.ok()) << res.error();
@@ -219,7 +219,56 @@ TEST(BenchReport, ATf32BaselineIsShownBesideTheTf32OffOne) {
       {{"type", "run_end"}, {"status", "ok"}, {"correct", true}}};
   run::SummaryInfo info;
   info.problem_name = "p1";
-  EXPECT_DOUBLE_EQ(run::outcome_from_events(ev, info).speedup_compile_tf32, 0.7);
+  EXPECT_DOUBLE_EQ(run::outcome_from_events(ev, info).speedup_compile_tf32.value_or(-1), 0.7);
+}
+
+// A correct kernel measured without a torch.compile baseline: its speedup is
+// unknown, "n/a" in the text (with the reason), empty in the CSV, null in the
+// JSON, and out of the geomean; never 0.00.
+TEST(BenchReport, AnUnknownSpeedupIsNaNotZeroAndTheReportSaysWhy) {
+  TempDir d;
+  run::Outcome a = oc("p1", true, 0, 2.0, 1000);  // no torch.compile baseline
+  a.method = "mkevolve";
+  ASSERT_TRUE(write_file_atomic(d.path() / "mkevolve" / "p1" / "summary.json", run::summary_to_json(a).dump()).ok());
+  auto res = load_results({d.path()});
+  ASSERT_TRUE(res.ok()) << res.error();
+  BenchReport r = build_report(std::move(*res));
+  ASSERT_EQ(r.metrics.size(), 1u);
+  EXPECT_FALSE(r.metrics[0].geomean_compile.has_value());
+  EXPECT_DOUBLE_EQ(r.metrics[0].geomean_eager.value_or(-1), 2.0);
+  const std::string md = render_markdown(r);
+  EXPECT_EQ(md.find("0.00x"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.00 | 0.00 | 0.00 | 0.00 | n/a |"), std::string::npos) << md;  // correct, fast_p, geomean
+  EXPECT_NE(md.find("| n/a | 2.00 |"), std::string::npos) << md;                       // the per-problem row
+  EXPECT_NE(md.find("n/a: not known"), std::string::npos) << md;
+  EXPECT_NE(md.find("no torch.compile baseline on the machine"), std::string::npos) << md;
+  EXPECT_NE(render_html(r).find("no torch.compile baseline on the machine"), std::string::npos);
+  EXPECT_NE(render_csv(r).find(",1,,2,1000,"), std::string::npos) << render_csv(r);
+  auto j = render_json(r);
+  EXPECT_TRUE(j["methods"]["mkevolve"]["geomean_compile"].is_null()) << j.dump();
+  EXPECT_TRUE(j["problems"][0]["speedup"]["compile"].is_null()) << j.dump();
+}
+
+// Test-mode runs say so wherever their figures appear: no "on the same GPU".
+TEST(BenchReport, TestModeRunsSaySo) {
+  TempDir d;
+  run::Outcome a = oc("p1", true, 1.5, 2.0, 1000);
+  a.method = "mkevolve";
+  a.test_mode = true;
+  ASSERT_TRUE(write_file_atomic(d.path() / "mkevolve" / "p1" / "summary.json", run::summary_to_json(a).dump()).ok());
+  auto res = load_results({d.path()});
+  ASSERT_TRUE(res.ok()) << res.error();
+  BenchReport r = build_report(std::move(*res));
+  const std::string md = render_markdown(r), html = render_html(r), csv = render_csv(r);
+  EXPECT_NE(md.find("**TEST MODE**"), std::string::npos) << md;
+  EXPECT_NE(md.find("PyTorch stand-ins run on a CPU"), std::string::npos) << md;
+  EXPECT_EQ(md.find("same GPU"), std::string::npos) << md;
+  EXPECT_NE(md.find("finished (test mode)"), std::string::npos) << md;
+  EXPECT_NE(html.find("<b>TEST MODE</b>"), std::string::npos);
+  EXPECT_EQ(html.find("same GPU"), std::string::npos);
+  EXPECT_NE(csv.find(",test_mode,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1000,0,,1,"), std::string::npos) << csv;  // tokens, calls, uses_pytorch unknown, test_mode 1
+  EXPECT_EQ(render_json(r)["test_mode_runs"], 1);
 }
 
 TEST(BenchReport, NothingToReadIsAnError) {

@@ -35,8 +35,9 @@ run::TimelinePoint state_at(const run::Outcome& o, int64_t calls) {
 double fast_p(const std::vector<run::Outcome>& outcomes, double p, bool vs_eager) {
   if (outcomes.empty()) return 0;
   int n = 0;
+  // An unknown speedup (no baseline) is never "faster than p".
   for (const auto& o : outcomes)
-    if (o.correct && (vs_eager ? o.speedup_eager : o.speedup_compile) > p) ++n;
+    if (o.correct && (vs_eager ? o.speedup_eager : o.speedup_compile).value_or(0) > p) ++n;
   return static_cast<double>(n) / static_cast<double>(outcomes.size());
 }
 
@@ -51,18 +52,22 @@ MethodMetrics compute_metrics(const std::string& method, const std::vector<run::
     m.total_tokens += o.tokens;
     if (o.uses_pytorch) ++m.with_pytorch;
     if (o.status != "finished") ++m.failed_runs;
+    if (o.test_mode) ++m.test_mode;
     if (!o.correct) continue;
     ++correct;
-    if (o.speedup_compile > 0) sc.push_back(o.speedup_compile);
-    if (o.speedup_eager > 0) se.push_back(o.speedup_eager);
+    // Unknown stays out of the geomeans (and is counted, so the report can say why).
+    if (o.speedup_compile) sc.push_back(*o.speedup_compile);
+    else ++m.no_compile_baseline;
+    if (o.speedup_eager) se.push_back(*o.speedup_eager);
+    else ++m.no_eager_baseline;
   }
   m.correct = static_cast<double>(correct) / m.problems;
   for (double p : kFastPs) {
     m.fast_compile[p_key(p)] = fast_p(outcomes, p, false);
     m.fast_eager[p_key(p)] = fast_p(outcomes, p, true);
   }
-  m.geomean_compile = geomean(sc);
-  m.geomean_eager = geomean(se);
+  if (!sc.empty()) m.geomean_compile = geomean(sc);
+  if (!se.empty()) m.geomean_eager = geomean(se);
   m.mean_tokens = static_cast<double>(m.total_tokens) / m.problems;
   return m;
 }
@@ -73,9 +78,12 @@ WinRate compute_win_rate(const std::map<std::string, std::vector<run::Outcome>>&
   size_t n = w.methods.size();
   w.rate.assign(n, std::vector<double>(n, 0));
   w.shared.assign(n, std::vector<int>(n, 0));
+  // Incorrect counts as 0; a correct kernel without a torch.compile baseline
+  // has no speedup to compare, so its problem is left out of that pair.
   std::vector<std::map<std::string, double>> speed(n);
   for (size_t i = 0; i < n; ++i)
-    for (const auto& o : by_method.at(w.methods[i])) speed[i][o.problem_id] = o.correct ? o.speedup_compile : 0;
+    for (const auto& o : by_method.at(w.methods[i]))
+      if (!o.correct || o.speedup_compile) speed[i][o.problem_id] = o.correct ? *o.speedup_compile : 0;
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < n; ++j) {
       if (i == j) continue;
@@ -115,7 +123,9 @@ std::vector<CurvePoint> compute_curve(const std::vector<run::Outcome>& outcomes,
     CurvePoint cp;
     cp.calls = at;
     cp.mean_tokens = tokens / static_cast<double>(outcomes.size());
-    cp.correct = fast_p(snap, -1, false);  // correct means speedup > -1, i.e. any correct kernel
+    cp.correct = 0;
+    for (const auto& x : snap) cp.correct += x.correct ? 1.0 : 0.0;
+    cp.correct /= static_cast<double>(snap.size());
     cp.fast_0_5 = fast_p(snap, 0.5, false);
     cp.fast_1 = fast_p(snap, 1.0, false);
     cp.fast_2 = fast_p(snap, 2.0, false);

@@ -3,11 +3,13 @@
 //   correct  = share of problems whose final kernel is correct;
 //   fast_p   = share of ALL problems whose final kernel is correct AND more than
 //              p times as fast as the baseline (speedup > p; incorrect counts as 0);
-//   geomean  = geometric mean of the speedup over the correct problems only.
+//   geomean  = geometric mean of the speedup over the correct problems only
+//              (those with a measured baseline; unknown is never 0).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +26,13 @@ struct MethodMetrics {
   double correct = 0;
   std::map<std::string, double> fast_compile;  ///< "0.5", "1", "2" -> share
   std::map<std::string, double> fast_eager;
-  double geomean_compile = 0;  ///< over correct problems; 0 when none
-  double geomean_eager = 0;
+  /// Over the correct problems with a measured baseline; nullopt when there
+  /// are none (no correct kernel, or no torch.compile baseline on the machine).
+  std::optional<double> geomean_compile;
+  std::optional<double> geomean_eager;
+  int no_compile_baseline = 0;  ///< correct problems without a torch.compile speedup (kept out of the geomean)
+  int no_eager_baseline = 0;
+  int test_mode = 0;            ///< runs in the worker's CPU test mode (their speedups mean nothing)
   int64_t total_tokens = 0;
   double mean_tokens = 0;
   int with_pytorch = 0;

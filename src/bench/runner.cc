@@ -26,6 +26,9 @@ Action plan(const fs::path& dir) {
 
 namespace {
 
+// "1.23x", or "n/a" where no baseline was measured (never 0.00x).
+std::string speedup_text(const std::optional<double>& x) { return x ? fmt::format("{:.2f}x", *x) : "n/a"; }
+
 run::Outcome failed_outcome(const SuiteProblem& p, const std::string& method, const std::string& error) {
   run::Outcome o;
   o.problem_id = p.id();
@@ -134,7 +137,7 @@ SuiteRun run_suite(const run::Shared& shared, const std::vector<SuiteProblem>& p
         ++sr.skipped;
         ++done;
         log(fmt::format("[{}/{}] {}: already finished ({}), skipped", done, total, p.id(),
-                        out.correct ? fmt::format("correct, {:.2f}x", out.speedup_compile) : "incorrect"));
+                        out.correct ? "correct, " + speedup_text(out.speedup_compile) : "incorrect"));
         continue;
       }
       {
@@ -166,7 +169,7 @@ SuiteRun run_suite(const run::Shared& shared, const std::vector<SuiteProblem>& p
       ++ran;
       std::string what = out.status != "finished"
                              ? out.status + (out.error.empty() ? "" : ": " + out.error)
-                             : out.correct ? fmt::format("correct, {:.2f}x vs torch.compile", out.speedup_compile)
+                             : out.correct ? "correct, " + speedup_text(out.speedup_compile) + " vs torch.compile"
                                            : "no correct kernel";
       log(fmt::format("[{}/{}] {}: {} ({} LLM calls, {} tokens; {})", done, total, p.id(), what, out.calls,
                       out.tokens, timing()));

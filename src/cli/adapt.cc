@@ -24,20 +24,39 @@ int adapt_cmd(int argc, char** argv) {
                "no LLM call; only the new or failing subproblems are evolved, with --budget kernel calls; then the "
                "subkernels are composed and verified end to end. Writes a run directory as `run` does (resume it "
                "with `mkevolve run --resume DIR`, adapt it again). The eval settings, the LLM and the cheat judge are "
-               "the earlier run's unless given here. Exit status as for `run`.",
+               "the earlier run's unless given here.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve adapt runs/model variant.py --out runs/variant",
+                     "mkevolve adapt runs/model variant.py --out runs/variant --budget 16 --llm anthropic:claude-opus-4-5",
+                     "mkevolve run --resume runs/variant"},
+                    {
+                     {0, "a correct solution was written to DIR/solution"},
+                     {1, "no correct kernel was found"},
+                     {2, "bad usage or input: a flag, a broken problem file, an --out that cannot hold a run"},
+                     {3, "something missing on this machine: no GPU, no torch, no LLM, an unreachable endpoint or a refused key, a full disk"},
+                     {130, "interrupted (continue with mkevolve run --resume DIR)"}}));
   method::RunRequest req;
   req.cmd = "adapt";
   std::string from, variant, out;
   int budget = 8;
   bool quiet = false, events_json = false;
-  app.add_option("run_dir", from, "the finished run whose verified subkernels to reuse")->required();
-  app.add_option("variant", variant, "the variant's problem file (Model, get_inputs, get_init_inputs)")->required();
-  app.add_option("--out", out, "the run directory to create (must not exist or be empty)")->required();
-  app.add_option("--budget", budget, "kernel LLM calls for the new or failing subproblems")->capture_default_str();
-  method::add_env_flags(app, req.env, true);
+  std::optional<OptionGroup> group;
+  group.emplace(app, "Input and output");
+  app.add_option("run_dir", from, "the finished run whose verified subkernels to reuse")->required()->type_name("DIR");
+  app.add_option("variant", variant, "the variant's problem file (Model, get_inputs, get_init_inputs)")
+      ->required()
+      ->type_name("FILE");
+  app.add_option("--out", out, "the run directory to create (must not exist or be empty)")
+      ->required()
+      ->type_name("DIR");
   app.add_flag("-q,--quiet", quiet, "print nothing but the result");
   app.add_flag("--events-json", events_json, "print every event as one JSON line (for scripts)");
+  group.reset();
+  group.emplace(app, "Budget");
+  app.add_option("--budget", budget, "kernel LLM calls for the new or failing subproblems")->capture_default_str();
+  group.reset();
+  method::add_env_flags(app, req.env, true);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto say = [](const std::string& m) {
     std::fprintf(stderr, "mkevolve adapt: %s\n", m.c_str());

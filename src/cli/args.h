@@ -10,15 +10,46 @@
 #include <string>
 #include <vector>
 
+#include "cli/help.h"
 #include "cli/registry.h"
 #include "eval/pool.h"
 #include "util/config.h"
+#include "util/strings.h"
 
 namespace mk::cli {
 
+/// Help of --python (add_env_flags, eval, check, calibrate).
+inline constexpr const char* kPythonHelp =
+    "the worker's Python (default: $MKEVOLVE_PYTHON, else config 'python', else the first of python3, "
+    "/usr/bin/python3, /usr/local/bin/python3 that has torch)";
+
+/// -q of the commands that write report files (report, bench-report): the
+/// same meaning in both.
+inline constexpr const char* kQuietFilesHelp =
+    "print nothing on success (not the report, not the files written); warnings and errors still go to stderr";
+
+/// The options of app that a mistyped `arg` ("--iteratons", "--iteratons=3",
+/// "-x") may have meant: "unknown option '--iteratons' (did you mean
+/// '--iterations'?)", as git and cargo say it. "" when arg is no option.
+inline std::string unknown_option_message(const CLI::App& app, const std::string& arg) {
+  if (arg.size() < 2 || arg[0] != '-' || arg == "-") return {};
+  const std::string name = arg.substr(0, arg.find('='));
+  std::vector<std::string> known;
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->get_group().empty()) continue;  // hidden: never suggested
+    for (const auto& l : o->get_lnames()) known.push_back("--" + l);
+    for (const auto& s : o->get_snames()) known.push_back("-" + s);
+  }
+  // Closer than a third of the name (at least 3 edits for short names).
+  std::string best = nearest(name, known, std::max<size_t>(3, name.size() / 3));
+  return "unknown option '" + name + "'" + (best.empty() ? "" : " (did you mean '" + best + "'?)");
+}
+
 /// Parses argv into app. nullopt: go on; otherwise the command's exit status,
 /// after CLI11 has printed the help (kExitOk) or the parse error (kExitUsage).
+/// Every command's help is laid out by HelpFormatter (cli/help.h).
 inline std::optional<int> parse_args(CLI::App& app, int argc, char** argv) {
+  use_help_formatter(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -26,6 +57,16 @@ inline std::optional<int> parse_args(CLI::App& app, int argc, char** argv) {
     // One line like every other error of the command, without CLI11's raw
     // numeric limits ("not in range 0.000000 to 1797693134862315708...").
     std::string msg = e.what();
+    // A mistyped flag: name it and the nearest flag, not CLI11's "The
+    // following arguments were not expected: 3 --iteratons".
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      for (const auto& extra : app.remaining()) {
+        if (std::string m = unknown_option_message(app, extra); !m.empty()) {
+          msg = m;
+          break;
+        }
+      }
+    }
     static const std::regex huge_range(R"(not in range ([-0-9.e+]+) to [0-9]{30,}[0-9.]*)");
     std::smatch m;
     if (std::regex_search(msg, m, huge_range)) {

@@ -73,25 +73,45 @@ fs::path default_cache_dir() {
 int run(int argc, char** argv) {
   CLI::App app{"Sends one prompt to an LLM provider and prints the reply and its token usage. Use it to check a "
                "provider setup. SPEC is openai:MODEL, anthropic:MODEL, bedrock:MODEL, exec:COMMAND, replay:FILE "
-               "or a [llm.providers.NAME] alias from the config. Exit status: 0 ok, 1 the provider answered "
-               "badly (empty, malformed, rejected), 2 bad usage or config, 3 the endpoint is unreachable, "
-               "refused the credentials or does not know the model.",
+               "or a [llm.providers.NAME] alias from the config. Without --llm: $MKEVOLVE_LLM, llm.provider, then "
+               "ANTHROPIC_API_KEY or OPENAI_API_KEY with a default model.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve ask --llm anthropic:claude-opus-4-5 'Say hi'",
+                     "OPENAI_BASE_URL=http://localhost:8000/v1 mkevolve ask --llm openai:Qwen/Qwen3-32B 'Say hi'",
+                     "mkevolve ask --llm exec:./my-llm.sh --json < prompt.txt"},
+                    {
+                     {0, "the provider answered"},
+                     {1, "the provider answered badly (empty, malformed, rejected, or still failing after the retries)"},
+                     {2, "bad usage or config (a misspelt spec, an unmatched replay)"},
+                     {3, "no LLM given, the endpoint is unreachable, refused the credentials or does not know the model"},
+                     {130, "interrupted"}}));
   std::string spec, system, base_url, config_path, record, cache_dir, prompt, agent = "ask", task = "ask";
   int max_tokens = 0, concurrency = 0, retries = -1;
   double timeout_s = 0, temperature = -1;
   std::string reasoning_effort;
   bool no_cache = false, use_cache = false, as_json = false;
-  app.add_option("--llm", spec, "provider spec (default: $MKEVOLVE_LLM, else llm.provider in the config)");
+  std::optional<OptionGroup> group;
+  group.emplace(app, "Request");
+  app.add_option("prompt", prompt, "the prompt ('-', or none when stdin is not a terminal, reads it from stdin)")
+      ->type_name("TEXT");
+  app.add_option("--llm", spec,
+                 "provider spec (default: $MKEVOLVE_LLM, else llm.provider in the config, else ANTHROPIC_API_KEY "
+                 "or OPENAI_API_KEY with a default model)")
+      ->type_name("SPEC");
   app.add_option("-s,--system", system, "system prompt");
   app.add_option("--max-tokens", max_tokens, "reply token limit (default: llm.max_tokens, else 4096)")
       ->check(CLI::PositiveNumber);
   app.add_option("--temperature", temperature, "sampling temperature (default: the provider's)");
   app.add_option("--reasoning-effort", reasoning_effort, "low, medium or high (OpenAI-compatible providers)")
       ->check(CLI::IsMember({"low", "medium", "high"}));
-  app.add_option("--base-url", base_url, "endpoint override for HTTP providers (gateways, local servers)");
-  app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, then ~/.config/mkevolve/config.toml)");
-  app.add_option("--record", record, "append this call to FILE in the replay format");
+  group.reset();
+  group.emplace(app, "Endpoint");
+  app.add_option("--base-url", base_url, "endpoint override for HTTP providers (gateways, local servers)")
+      ->type_name("URL");
+  app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, then ~/.config/mkevolve/config.toml)")
+      ->type_name("FILE");
+  app.add_option("--record", record, "append this call to FILE in the replay format")->type_name("FILE");
   app.add_flag("--cache", use_cache, "read and write the response cache (off by default: ask tests a setup, so "
                                      "every call goes to the endpoint)");
   app.add_flag("--no-cache", no_cache, "no response cache (the default; kept for scripts)");
@@ -103,8 +123,10 @@ int run(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--agent", agent, "X-MKEvolve-Agent header value");
   app.add_option("--task", task, "X-MKEvolve-Task header value");
+  group.reset();
+  group.emplace(app, "Output");
   app.add_flag("--json", as_json, "print {reply, usage, ...} as one JSON object on stdout");
-  app.add_option("prompt", prompt, "the prompt ('-', or none when stdin is not a terminal, reads it from stdin)");
+  group.reset();
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto fail = [](const std::string& msg, int code) {
     std::fprintf(stderr, "mkevolve ask: %s\n", msg.c_str());
@@ -119,9 +141,17 @@ int run(int argc, char** argv) {
   if (prompt.empty()) return fail("the prompt is empty", kExitUsage);
   if (use_cache && no_cache) return fail("--cache and --no-cache contradict each other", kExitUsage);
 
+  // The LLM as every command finds it (llm::resolve_spec): said when an API
+  // key alone chose it; none at all is "missing" (exit 3), in run's words.
+  auto resolved = llm::resolve_spec(spec, nullptr, *config);
+  if (!resolved) return fail(resolved.error(), kExitUsage);
+  if (resolved->spec.empty()) return fail(llm::no_llm_message(), kExitEnvironment);
+  if (!resolved->chosen_because.empty())
+    std::fprintf(stderr, "mkevolve ask: LLM: %s (%s; choose another with --llm)\n", resolved->spec.c_str(),
+                 resolved->chosen_because.c_str());
   llm::Accounting acc;
   llm::ProviderOptions o;
-  o.spec = spec;
+  o.spec = resolved->spec;
   o.base_url = base_url;
   o.concurrency = concurrency;
   o.total_timeout_s = timeout_s;
@@ -134,7 +164,8 @@ int run(int argc, char** argv) {
                  e.message.c_str(), wait_s);
   };
   auto provider = llm::make_provider(o, &*config);
-  if (!provider) return fail(provider.error(), kExitUsage);
+  if (!provider)  // a missing key is missing on this machine; the rest is the spec's or the config's fault
+    return fail(provider.error(), provider.error_kind() == ErrorKind::kMissing ? kExitEnvironment : kExitUsage);
 
   llm::Request req;
   req.system = system;

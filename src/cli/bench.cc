@@ -26,25 +26,38 @@ int bench_cmd(int argc, char** argv) {
                "[level-]name-<hash>): re-running the same command skips finished problems and resumes the others. "
                "Up to --jobs problems run at once, sharing the GPUs and the LLM. --shard I/N runs problems "
                "I, I+N, I+2N, ... of the sorted suite, so N machines (a Slurm array) can share one --out. "
-               "Summarize with 'mkevolve bench-report OUT'. Exit status: 0 the suite ran (some problems may be "
-               "incorrect or failed: see their summary.json), 2 bad usage, 3 no GPU or LLM, 130 interrupted.",
+               "Summarize with 'mkevolve bench-report OUT'.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve bench KernelBench/level2 --llm anthropic:claude-opus-4-5 --out bench/ --jobs 4",
+                     "mkevolve bench KernelBench/level2 --method beam --llm SPEC --out bench/ --shard 0/8",
+                     "mkevolve bench-report bench/"},
+                    {
+                     {0, "the suite ran (some problems may be incorrect or failed: see their summary.json)"},
+                     {2, "bad usage or input"},
+                     {3, "something missing on this machine: no GPU, no torch, no LLM, an unreachable endpoint"},
+                     {130, "interrupted (the same command again resumes it)"}}));
   std::vector<std::string> problems, swap_with;
   std::string out, shard_text = "0/1";
   int jobs = 1;
   bool quiet = false;
   method::EnvFlags env_flags;
   search::SearchOptions o;
+  std::optional<OptionGroup> group;
+  group.emplace(app, "Input and output");
   app.add_option("problems", problems, "problem files or directories (searched recursively for *.py with a Model)")
-      ->required();
-  app.add_option("--out", out, "the bench directory (shared by shards and methods)")->required();
+      ->required()
+      ->type_name("PATH");
+  app.add_option("--out", out, "the bench directory (shared by shards and methods)")->required()->type_name("DIR");
   app.add_option("--jobs,-j", jobs, "problems run at once")->capture_default_str();
   app.add_option("--shard", shard_text, "I/N: run only the problems at positions I, I+N, ... (0 <= I < N)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->type_name("I/N");
+  app.add_flag("-q,--quiet", quiet, "print only the final table");
+  group.reset();
   method::add_search_flags(app, o);
   method::add_env_flags(app, env_flags, true);
   method::add_eval_flags(app, o.eval);
-  app.add_flag("-q,--quiet", quiet, "print only the final table");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto usage = [](const std::string& m) {
     std::fprintf(stderr, "mkevolve bench: %s\n", m.c_str());
@@ -123,7 +136,8 @@ int bench_cmd(int argc, char** argv) {
   for (const auto& x : sr.outcomes) {
     if (x.correct) ++correct;
     std::printf("%-40s %-11s %-8s %9s %7lld %10lld\n", x.problem_id.c_str(), x.status.c_str(), x.correct ? "yes" : "no",
-                x.correct ? fmt::format("{:.2f}x", x.speedup_compile).c_str() : "-", static_cast<long long>(x.calls),
+                !x.correct ? "-" : x.speedup_compile ? fmt::format("{:.2f}x", *x.speedup_compile).c_str() : "n/a",
+                static_cast<long long>(x.calls),
                 static_cast<long long>(x.tokens));
   }
   std::printf("%d of %zu correct; %d skipped (already finished), %d resumed, %d new, %d failed\n", correct,

@@ -23,16 +23,24 @@ int bench_report_cmd(int argc, char** argv) {
                "geometric-mean speedup over correct problems, tokens; the per-problem table; the win-rate matrix; "
                "metric-vs-LLM-calls curves. Definitions: docs/BENCH.md.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve bench-report bench/",
+                     "mkevolve bench-report shard0/ shard1/ --out merged/report.md -q"},
+                    {
+                     {0, "the reports were written"},
+                     {1, "a report file could not be written"},
+                     {2, "bad usage, or no summary.json under the directories"}}));
   std::vector<std::string> dirs;
   std::string out;
   int64_t step = 16;
   bool quiet = false;
-  app.add_option("dirs", dirs, "bench directories (or single run directories)")->required();
+  app.add_option("dirs", dirs, "bench directories (or single run directories)")->required()->type_name("DIR");
   app.add_option("--out", out,
                  "a directory to write the four files into, or a FILE.md/.html/.json/.csv whose siblings get "
-                 "the other three (default: the first DIR)");
+                 "the other three (default: the first DIR)")
+      ->type_name("PATH");
   app.add_option("--curve-step", step, "LLM calls between curve points")->capture_default_str();
-  app.add_flag("-q,--quiet", quiet, "don't print the markdown report");
+  app.add_flag("-q,--quiet", quiet, kQuietFilesHelp);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (step < 1) {
     std::fprintf(stderr, "mkevolve bench-report: --curve-step must be at least 1\n");
@@ -83,8 +91,10 @@ int bench_report_cmd(int argc, char** argv) {
     }
     written.push_back(p.string());
   }
-  if (!quiet) std::printf("%s\n", md.c_str());
-  for (const auto& w : written) std::printf("wrote %s\n", w.c_str());
+  if (!quiet) {
+    std::printf("%s\n", md.c_str());
+    for (const auto& w : written) std::printf("wrote %s\n", w.c_str());
+  }
   return kExitOk;
 }
 

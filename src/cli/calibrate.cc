@@ -87,12 +87,21 @@ int run(int argc, char** argv) {
                "dtype, with rtol 0. Then --tolerance calibrated (or FILE) on eval, run, evolve and bench judges "
                "each (sub)problem at its own tolerances.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve calibrate examples/precision/attention_bf16.py --runs 20",
+                     "mkevolve calibrate runs/bf16   (the run's problem and every subproblem)",
+                     "mkevolve eval P.py K.py --tolerance calibrated"},
+                    {
+                     {0, "every problem was calibrated"},
+                     {2, "bad usage, or a problem that could not be calibrated (named)"},
+                     {3, "something missing on this machine: no GPU, torch or worker"}}));
   std::string target, out, python, config_path;
   int runs = 20, seed = 42, gpu = -1;
   bool as_json = false, test_cpu = false;
   app.add_option("target", target,
                  "a problem file, or a run directory (its problem and every subproblem it has had)")
-      ->required();
+      ->required()
+      ->type_name("PATH");
   app.add_option("--runs", runs, "input seeds per problem")->check(CLI::Range(2, 1000))->capture_default_str();
   app.add_option("--out", out,
                  "the calibration file to add to (default: a run directory's calibration.json; for a problem file, "
@@ -100,7 +109,7 @@ int run(int argc, char** argv) {
   app.add_option("--seed", seed, "seed for the weights (as eval's --seed)")->capture_default_str();
   app.add_flag("--json", as_json, "print each problem's calibration as one JSON line");
   app.add_option("--gpu", gpu, "use only this visible GPU (index)");
-  app.add_option("--python", python, "the worker's Python (default: $MKEVOLVE_PYTHON, config 'python', python3)");
+  app.add_option("--python", python, kPythonHelp)->type_name("PATH");
   app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)");
   app.add_flag("--test-cpu-unsafe", test_cpu)->group("");
   if (auto rc = parse_args(app, argc, argv)) return *rc;

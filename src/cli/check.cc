@@ -26,14 +26,22 @@ int run(int argc, char** argv) {
                "torch compute on the data path, no side streams, patching, threads, processes or exec. Prints one "
                "line per violation: file:line: rule: message.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve check examples/kernels/03_linear_gelu__tiled.py",
+                     "mkevolve check runs/model/solution --json"},
+                    {
+                     {0, "every file is clean"},
+                     {1, "a file has violations"},
+                     {2, "bad usage, or a file that cannot be read"},
+                     {3, "no Python to run the checker"}}));
   std::vector<std::string> files;
   std::string python, config_path;
   bool as_json = false, allow_pytorch = false;
-  app.add_option("kernel", files, "candidate files (or solution package directories)")->required();
+  app.add_option("kernel", files, "candidate files (or solution package directories)")->required()->type_name("FILE");
   app.add_flag("--json", as_json, "one JSON object per file: {file, clean, violations}");
   app.add_flag("--allow-pytorch", allow_pytorch, "Swap's policy: PyTorch compute is allowed");
-  app.add_option("--python", python, "Python to run the checker (default: $MKEVOLVE_PYTHON, config 'python', python3)");
-  app.add_option("--config", config_path, "configuration file");
+  app.add_option("--python", python, kPythonHelp)->type_name("PATH");
+  app.add_option("--config", config_path, "configuration file")->type_name("FILE");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto config = discover_config("check", config_path);
   if (!config) {

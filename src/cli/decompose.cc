@@ -43,15 +43,27 @@ class PrintSink : public search::EventSink {
 int decompose_cmd(int argc, char** argv) {
   CLI::App app{"Decomposes a KernelBench-format problem into subproblems with an LLM: K workers in parallel, each "
                "retrying on its own verification feedback; the first verified decomposition is written to DIR. If "
-               "none verifies, DIR gets the fallback (the original module as the only subproblem) and the exit "
-               "status is 1. Verification runs on the GPU when one is visible, else on the CPU.",
+               "none verifies, DIR gets the fallback (the original module as the only subproblem). Verification "
+               "runs on the GPU when one is visible, else on the CPU.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve decompose model.py --llm anthropic:claude-opus-4-5 --out decomp/",
+                     "mkevolve decompose model.py --llm SPEC --out decomp/ --workers 2 --attempts 5"},
+                    {
+                     {0, "a verified decomposition was written"},
+                     {1, "none verified (the fallback was written), or the LLM failed"},
+                     {2, "bad usage or input"},
+                     {3, "something missing on this machine: no LLM, an unreachable endpoint, no torch"}}));
   std::string problem_file, out;
   method::EnvFlags env_flags;
   search::SearchOptions o;
   bool no_cache = false, quiet = false;
-  app.add_option("problem", problem_file, "the problem file (Model, get_inputs, get_init_inputs)")->required();
-  app.add_option("--out", out, "where to write decomposed_problem.py and subkernel_problems/")->required();
+  app.add_option("problem", problem_file, "the problem file (Model, get_inputs, get_init_inputs)")
+      ->required()
+      ->type_name("FILE");
+  app.add_option("--out", out, "where to write decomposed_problem.py and subkernel_problems/")
+      ->required()
+      ->type_name("DIR");
   app.add_option("--workers", o.decompose_workers, "parallel decomposition workers K")->capture_default_str();
   app.add_option("--attempts", o.decompose_attempts, "tries per worker")->capture_default_str();
   method::add_call_flags(app, o, false);

@@ -296,12 +296,26 @@ int run(int argc, char** argv) {
   CLI::App app{"Check candidate kernels against KernelBench-format problems: correctness, cheating, timing and "
                "speedup over PyTorch eager and torch.compile.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve eval examples/problems/03_linear_gelu.py examples/kernels/03_linear_gelu__tiled.py",
+                     "mkevolve eval --batch pairs.txt --json --slots-per-gpu 4",
+                     "mkevolve eval P.py K.py --roofline --profile ncu"},
+                    {
+                     {0, "every kernel is correct"},
+                     {1, "a kernel is incorrect, cheats or fails"},
+                     {2, "bad usage or input: a missing file, a broken problem file, a bad batch line"},
+                     {3, "something missing on this machine: no GPU, torch or worker, or a problem too large for it"}}));
   std::string problem, batch, python, config_path, cache_dir;
   std::vector<std::string> kernels;
   bool as_json = false, no_perf = false, no_cache = false, test_cpu = false, allow_pytorch = false, no_prestart = false,
        stream = false, roofline_blocks = false;
   int gpu = -1, slots = 0;  // 0: auto
   eval::EvalOptions opts;
+  std::vector<std::string> files;
+  app.add_option("files", files,
+                 "PROBLEM [KERNEL...]: the problem file, then its candidates (the same as --problem PROBLEM "
+                 "--kernel KERNEL ...)")
+      ->type_name("FILE");
   auto* problem_opt = app.add_option("--problem", problem, "problem file (Model, get_inputs, get_init_inputs)");
   auto* kernel_opt = app.add_option(
       "--kernel", kernels,
@@ -321,28 +335,42 @@ int run(int argc, char** argv) {
                "print each correct kernel's roofline as an optimize prompt would show it (bytes, FLOPs, bound, "
                "headroom, kernels by time, registers, spills, occupancy)");
   app.add_flag("--allow-pytorch", allow_pytorch, "Swap's policy: a PyTorch implementation may pass (it is marked)");
-  app.add_option("--python", python, "the worker's Python (default: $MKEVOLVE_PYTHON, config 'python', python3)");
-  app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)");
+  app.add_option("--python", python, kPythonHelp)->type_name("PATH");
+  app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)")
+      ->type_name("FILE");
   app.add_option("--cache-dir", cache_dir, "verdict cache directory (default: ~/.cache/mkevolve/results)");
   app.add_flag("--no-cache", no_cache, "evaluate again even when a cached verdict exists (and store none)");
   app.add_option("--slots-per-gpu", slots,
                  "candidates evaluated at once per GPU at most, or auto: three quarters of the cores per GPU, at most 12 (the default); "
                  "memory admission decides how many really run at once")
-      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}));
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}).description(""))
+      ->type_name("N|auto");
   app.add_flag("--no-prestart", no_prestart, method::kNoPrestartHelp);
   // Test-only: torch-only candidates on the CPU through the worker's test mode.
   // Never a real measurement; hidden from --help on purpose.
   app.add_flag("--test-cpu-unsafe", test_cpu)->group("");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
-  const bool have_problem = problem_opt->count() > 0, have_kernel = kernel_opt->count() > 0,
-             have_batch = batch_opt->count() > 0;
+  bool have_problem = problem_opt->count() > 0, have_kernel = kernel_opt->count() > 0;
+  const bool have_batch = batch_opt->count() > 0;
   const char* usage = nullptr;
-  if (have_kernel && !have_problem)
+  if (!files.empty()) {
+    // `eval P.py K.py`, as the other commands take their files.
+    if (have_problem) {
+      usage = "give the problem either as the first file or with --problem, not both";
+    } else {
+      problem = files.front();
+      kernels.insert(kernels.begin(), files.begin() + 1, files.end());
+      have_problem = true;
+      have_kernel = !kernels.empty();
+    }
+  }
+  if (usage) {
+  } else if (have_kernel && !have_problem)
     usage = "--kernel needs --problem (or list 'PROBLEM KERNEL' pairs in a --batch file)";
   else if (have_problem && !have_kernel)
-    usage = "--problem needs at least one --kernel";
+    usage = "the problem needs at least one kernel (eval P.py K.py, or --problem P.py --kernel K.py)";
   else if (!have_problem && !have_batch)
-    usage = "nothing to evaluate: give --problem P --kernel K, or --batch FILE";
+    usage = "nothing to evaluate: give P.py K.py (or --problem P.py --kernel K.py), or --batch FILE";
   else if ((have_problem && problem.empty()) || (have_batch && batch.empty()))
     usage = "--problem and --batch need a non-empty path";
   if (usage) {

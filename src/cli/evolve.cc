@@ -25,21 +25,38 @@ int evolve_cmd(int argc, char** argv) {
                "spending exactly B LLM calls: debug prompts for failing kernels, optimize prompts for passing "
                "ones. Writes a run directory with every candidate and the best kernel as a solution package.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve evolve model.py --llm anthropic:claude-opus-4-5 --budget 16",
+                     "mkevolve evolve model.py --llm SPEC --out runs/beam --beam-width 8 --expansion 2",
+                     "mkevolve run --resume runs/beam   (evolve's run directories resume with run)"},
+                    {
+                     {0, "a correct solution was written to DIR/solution"},
+                     {1, "no correct kernel was found"},
+                     {2, "bad usage or input: a flag, a broken problem file, an --out that cannot hold a run"},
+                     {3, "something missing on this machine: no GPU, no torch, no LLM, an unreachable endpoint or a refused key, a full disk"},
+                     {130, "interrupted (continue with mkevolve run --resume DIR)"}}));
   method::RunRequest req;
   req.cmd = "evolve";
   std::string problem, out;
   int budget = 32;
   bool quiet = false, events_json = false;
-  app.add_option("problem", problem, "the problem file (Model, get_inputs, get_init_inputs)")->required();
+  std::optional<OptionGroup> group;
+  group.emplace(app, "Input and output");
+  app.add_option("problem", problem, "the problem file (Model, get_inputs, get_init_inputs)")
+      ->required()
+      ->type_name("FILE");
+  app.add_option("--out", out, "the run directory (default: runs/<problem>-evolve-<time>)")->type_name("DIR");
+  app.add_flag("-q,--quiet", quiet, "print nothing but the result");
+  app.add_flag("--events-json", events_json, "print every event as one JSON line (for scripts)");
+  group.reset();
+  group.emplace(app, "Budget");
   app.add_option("--budget", budget, "LLM calls to spend")->capture_default_str();
-  app.add_option("--out", out, "the run directory (default: runs/<problem>-evolve-<time>)");
   app.add_option("--beam-width", req.opts.beam_width, "beam width")->capture_default_str();
   app.add_option("--expansion", req.opts.expansion, "children per beam member per round")->capture_default_str();
+  group.reset();
   method::add_call_flags(app, req.opts, true);
   method::add_env_flags(app, req.env, true);
   method::add_eval_flags(app, req.opts.eval);
-  app.add_flag("-q,--quiet", quiet, "print nothing but the result");
-  app.add_flag("--events-json", events_json, "print every event as one JSON line (for scripts)");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (budget < 1 || req.opts.beam_width < 1 || req.opts.expansion < 1) {
     std::fprintf(stderr, "mkevolve evolve: --budget, --beam-width and --expansion must be positive\n");

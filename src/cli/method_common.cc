@@ -8,6 +8,7 @@
 
 #include "agents/agents.h"
 #include "cli/args.h"
+#include "cli/help.h"
 #include "cli/registry.h"
 #include "eval/gpus.h"
 #include "llm/factory.h"
@@ -22,26 +23,36 @@
 namespace mk::cli::method {
 
 void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge) {
+  std::optional<OptionGroup> group;
+  group.emplace(app, "LLM");
   app.add_option("--llm", f.llm,
                  "LLM provider spec: openai:MODEL, anthropic:MODEL, bedrock:MODEL, exec:COMMAND, replay:FILE, or a "
-                 "[llm.providers.NAME] alias (default: llm.provider in the config)");
+                 "[llm.providers.NAME] alias (default: $MKEVOLVE_LLM, llm.provider in the config, then ANTHROPIC_API_KEY or "
+                 "OPENAI_API_KEY with a default model)")
+      ->type_name("SPEC");
   if (with_judge)
     app.add_option("--judge", f.judge,
                    "LLM cheat judge (a provider spec): reviews candidates that passed every programmatic check "
-                   "before they may enter a beam; its tokens are counted");
-  app.add_option("--base-url", f.base_url, "endpoint override for HTTP providers (recorded in the run: a resume uses it)");
+                   "before they may enter a beam; its tokens are counted")
+        ->type_name("SPEC");
+  app.add_option("--base-url", f.base_url, "endpoint override for HTTP providers (recorded in the run: a resume uses it)")
+      ->type_name("URL");
   app.add_flag("--allow-llm-change", f.allow_llm_change,
                with_judge ? "with --resume: allow another --llm, --judge, --base-url or --config than the run started with"
                           : "with --resume: allow another --llm, --base-url or --config than the run started with");
   app.add_option("--llm-concurrency", f.llm_concurrency, "LLM requests in flight per provider (default: config, else 8)");
-  app.add_option("--record", f.record, "also append every LLM call to FILE in the replay format");
-  app.add_option("--config", f.config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)");
-  app.add_option("--python", f.python, "the worker's Python (default: $MKEVOLVE_PYTHON, config 'python', python3)");
+  app.add_option("--record", f.record, "also append every LLM call to FILE in the replay format")->type_name("FILE");
+  app.add_option("--config", f.config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)")
+      ->type_name("FILE");
+  group.reset();
+  group.emplace(app, "Machine");
+  app.add_option("--python", f.python, kPythonHelp)->type_name("PATH");
   app.add_option("--gpu", f.gpu, "use only this visible GPU (index); default: all visible GPUs");
   app.add_option("--slots-per-gpu", f.slots_per_gpu,
                  "candidates evaluated at once per GPU at most, or auto: three quarters of the cores per GPU, at most 12 (the default); "
                  "memory admission decides how many really run at once")
-      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}));
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}).description(""))
+      ->type_name("N|auto");
   app.add_flag("--no-prestart", f.no_prestart, kNoPrestartHelp);
   // CI only: the worker's CPU test mode (torch-only candidates, no timing that
   // means anything). Hidden from --help on purpose.
@@ -49,6 +60,7 @@ void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge) {
 }
 
 void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
+  OptionGroup group(app, "Evaluation");
   app.add_option("--trials", o.trials, "correctness trials per candidate, each with fresh random inputs")
       ->capture_default_str();
   app.add_option("--perf-trials", o.perf_trials, "timed calls per candidate")->capture_default_str();
@@ -128,6 +140,7 @@ std::string tolerance_error(const eval::EvalOptions& o) {
 }
 
 void add_call_flags(CLI::App& app, search::SearchOptions& o, bool with_judge) {
+  OptionGroup group(app, "LLM");
   app.add_option("--max-tokens", o.max_tokens, "reply token limit per LLM call")->capture_default_str();
   app.add_option("--reasoning-effort", o.reasoning_effort,
                  with_judge ? "low, medium or high, for every call but the judge's: reasoning_effort for "
@@ -146,6 +159,8 @@ void add_call_flags(CLI::App& app, search::SearchOptions& o, bool with_judge) {
 }
 
 void add_search_flags(CLI::App& app, search::SearchOptions& o) {
+  std::optional<OptionGroup> group;
+  group.emplace(app, "Method");
   app.add_option("--method", o.method, "mkevolve, parallel, beam or single-split")
       ->check(CLI::IsMember({"mkevolve", "parallel", "beam", "single-split"}))
       ->capture_default_str();
@@ -164,6 +179,8 @@ void add_search_flags(CLI::App& app, search::SearchOptions& o) {
       ->default_str("0.9");
   app.add_option("--postfuse", o.postfuse, "LLM calls for fusing the final modular solution into one kernel")
       ->capture_default_str();
+  group.reset();
+  group.emplace(app, "Budget");
   app.add_option("--iterations", o.iterations, "outer iterations T")->capture_default_str();
   app.add_option("--refine-every", o.refine_every, "split/fuse every L iterations (when t mod L == 0)")
       ->capture_default_str();
@@ -174,6 +191,7 @@ void add_search_flags(CLI::App& app, search::SearchOptions& o) {
   app.add_option("--decompose-attempts", o.decompose_attempts, "tries per decomposition worker")
       ->capture_default_str();
   app.add_option("--refine-attempts", o.refine_attempts, "tries per split or fuse")->capture_default_str();
+  group.reset();
   add_call_flags(app, o, true);
 }
 
@@ -202,23 +220,20 @@ int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm
   }
   env->prompts = std::move(*prompts);
 
-  // --llm (on a resume, the run's own), then $MKEVOLVE_LLM, then llm.provider.
-  std::string spec = flags.llm;
-  if (const char* e = std::getenv("MKEVOLVE_LLM"); spec.empty() && e && *e) spec = e;
-  if (spec.empty()) {
-    auto s = env->config->get_string("llm.provider", "");
-    if (!s) {
-      say(s.error());
-      return kExitUsage;
-    }
-    spec = *s;
+  // --llm (on a resume, the run's own), then $MKEVOLVE_LLM, then llm.provider,
+  // then an API key's default model (said on stderr).
+  auto resolved = llm::resolve_spec(flags.llm, nullptr, *env->config);
+  if (!resolved) {
+    say(resolved.error());
+    return kExitUsage;
   }
+  const std::string spec = resolved->spec;
+  if (!resolved->chosen_because.empty())
+    say(fmt::format("LLM: {} ({}; choose another with --llm)", spec, resolved->chosen_because));
   auto make = [&](const std::string& which, const std::string& s,
                   std::shared_ptr<llm::Provider>* out) -> int {
     if (s.empty()) {
-      missing->push_back(fmt::format("no LLM: pass {} SPEC (e.g. anthropic:claude-opus-4-5, openai:MODEL, replay:FILE) "
-                                     "or set $MKEVOLVE_LLM or llm.provider in mkevolve.toml",
-                                     which));
+      missing->push_back(llm::no_llm_message(which));
       return 0;
     }
     llm::ProviderOptions o;
@@ -347,6 +362,13 @@ run::Shared shared_of(const Env& env) {
 
 // ---- run_in_directory ----------------------------------------------------------------
 
+namespace {
+// Among a test-mode run's last lines (docs/RUN-DIRECTORY.md).
+constexpr const char* kTestModeLine =
+    "TEST MODE (--test-cpu-unsafe): the kernels may be PyTorch stand-ins run on the CPU; they are not GPU kernels "
+    "and the speedups mean nothing";
+}  // namespace
+
 int run_in_directory(RunRequest req) {
   const std::string& cmd = req.cmd;
   auto say = [&](const std::string& m) { std::fprintf(stderr, "mkevolve %s: %s\n", cmd.c_str(), m.c_str()); };
@@ -427,6 +449,7 @@ int run_in_directory(RunRequest req) {
         std::fprintf(human, "solution: %s  (from solution.decomposed_solution import ModelNew)\n",
                      (req.out / sol).string().c_str());
       std::fprintf(human, "report: %s\n", (req.out / "report.md").string().c_str());
+      if (r->test_cpu) std::fprintf(human, "%s\n", kTestModeLine);
       std::fprintf(human, "Start a new run with --out, or replace a subkernel with `mkevolve swap %s`.\n",
                    req.out.string().c_str());
       return correct ? kExitOk : kExitFailure;
@@ -457,16 +480,42 @@ int run_in_directory(RunRequest req) {
       req.opts.swap_with[sw.substr(0, eq)] = *src;
     }
     std::error_code ec;
-    if (fs::exists(req.out, ec) && !fs::is_empty(req.out, ec)) {
-      say(fmt::format("{} already exists and is not empty: choose a new --out, or continue it with --resume {}",
-                      req.out.string(), req.out.string()));
-      return kExitUsage;
+    if (fs::exists(req.out, ec) && fs::is_directory(req.out, ec) && !fs::is_empty(req.out, ec)) {
+      if (run::holds_no_progress(req.out)) {
+        // A start that failed before any LLM call (an endpoint that was down,
+        // say): nothing in it is worth keeping, so the same command works again.
+        for (const auto& e : fs::directory_iterator(req.out, ec)) fs::remove_all(e.path(), ec);
+        say(fmt::format("{}: taking it over: it holds only a start that failed before any LLM call",
+                        req.out.string()));
+      } else if (fs::exists(req.out / "config.json", ec)) {
+        say(fmt::format("{} holds a run: continue it with `mkevolve run --resume {}`, or choose a new --out",
+                        req.out.string(), rundir::shell_quote(req.out.string())));
+        return kExitUsage;
+      } else {
+        say(fmt::format("{} already exists and is not empty, and holds no run: choose a new --out", req.out.string()));
+        return kExitUsage;
+      }
     }
   }
   req.opts.eval.test_cpu = req.env.test_cpu;
   req.opts.eval.gpu = -1;
 
-  auto env = std::make_unique<Env>();
+  // A fresh run whose start fails (nothing ran, nothing was paid for) leaves
+  // no half-made run directory behind: the same command works again.
+  bool made_here = false, out_existed = false;
+  std::unique_ptr<Env> env;
+  auto remove_made = [&] {
+    if (!made_here) return;
+    rd.reset();   // its lock
+    env.reset();  // the workers, whose logs are in DIR/eval
+    std::error_code ec;
+    if (out_existed) {
+      for (const auto& e : fs::directory_iterator(req.out, ec)) fs::remove_all(e.path(), ec);
+    } else {
+      fs::remove_all(req.out, ec);
+    }
+  };
+  env = std::make_unique<Env>();
   std::vector<std::string> missing;
   if (int rc = setup_llm(cmd, req.env, req.out / "cache" / "llm", env.get(), &missing); rc) return rc;
   if (!rd && missing.empty()) {
@@ -484,30 +533,23 @@ int run_in_directory(RunRequest req) {
     n.test_cpu = req.env.test_cpu;
     rundir::Versions v;
     v.mkevolve = MKEVOLVE_VERSION;
-    // Nothing ran: leave no half-made run directory behind.
-    auto remove_made = [&] {
-      std::error_code ec;
-      if (existed) {
-        for (const auto& e : fs::directory_iterator(req.out, ec)) fs::remove_all(e.path(), ec);
-      } else {
-        fs::remove_all(req.out, ec);
-      }
-    };
+    made_here = true;
+    out_existed = existed;
     const bool creatable = rundir::RunDir::creatable(req.out).ok();
     auto created = run::create_run(req.out, n, problem, req.opts, v);
     if (!created) {
       say(created.error());
       if (!creatable) return kExitUsage;  // the directory given cannot hold a run
-      // The directory could hold a run, so a write failed (a full disk, say):
-      // the machine's fault, and nothing was paid for.
+      // The advice and the exit status follow the cause: a read-only or
+      // foreign --out is the user's to change (2); a full disk the machine's (3).
+      WriteFailure why = diagnose_write_failure(req.out, "--out");
       remove_made();
-      say("no LLM call was made; after freeing space, start the run again");
-      return kExitEnvironment;
+      say("no LLM call was made; " + why.advice);
+      return exit_code(why.kind);
     }
     rd = std::move(*created);
     int rc = setup_pool(cmd, req.env, req.out / "cache" / "eval", req.out / "eval", true, env.get(), &missing);
     if (rc || !missing.empty()) {
-      rd.reset();
       remove_made();
       return rc ? rc : report_missing(cmd, missing);
     }
@@ -552,16 +594,27 @@ int run_in_directory(RunRequest req) {
     return kExitInterrupted;
   }
   if (res.status == "problem_error") {
-    // Found before any LLM call: nothing was paid for.
+    // Found before any LLM call: nothing was paid for, and a fresh run leaves nothing behind.
     say(res.error);
-    say(fmt::format("no LLM call was made; fix the problem file and start a new run ({} records the check)",
-                    rd->root().string()));
+    if (req.resume) {
+      say(fmt::format("no LLM call was made; fix the problem file and start a new run ({} records the check)",
+                      rd->root().string()));
+    } else {
+      remove_made();
+      say("no LLM call was made; fix the problem file, then run the same command again");
+    }
     return kExitUsage;
   }
   if (res.status == "endpoint_error") {
+    // No reachable LLM: a machine's problem (exit 3), never a method's outcome.
     say(res.error);
-    say(fmt::format("no LLM call was made; fix the endpoint or the key, then start again (or resume with --resume {})",
-                    rd->root().string()));
+    if (req.resume) {
+      say(fmt::format("no LLM call was made and nothing was charged; once the endpoint answers, continue with: {}",
+                      rd->resume_command()));
+    } else {
+      remove_made();
+      say("no LLM call was made; fix the endpoint or the key, then run the same command again");
+    }
     return kExitEnvironment;
   }
   if (res.status == "error") {
@@ -573,12 +626,18 @@ int run_in_directory(RunRequest req) {
     // stdout carries only events; the run_end event holds the result.
     return out.wrote_solution ? kExitOk : kExitFailure;
   }
+  // A test-mode run's figures are not GPU kernels' (docs/RUN-DIRECTORY.md):
+  // said where the results are, not only in the report.
+  if (req.opts.eval.test_cpu)
+    std::printf("%s\n", kTestModeLine);
   if (out.wrote_solution) {
-    std::string eager = best.e2e.speedup_eager > 0 ? fmt::format(", {:.2f}x vs eager", best.e2e.speedup_eager) : "";
-    // Without a torch.compile baseline (e.g. a torch that has none) say so rather than print 0x.
-    std::string vs_compile = best.e2e.compiled.valid || best.speedup > 0
-                                 ? fmt::format("{:.3f}x vs torch.compile", best.speedup)
-                                 : std::string("no torch.compile baseline on this machine");
+    // The figures summary.json holds; unknown is n/a with the reason, never 0x.
+    const auto& oc = out.outcome;
+    std::string eager = oc.speedup_eager ? fmt::format(", {:.2f}x vs eager", *oc.speedup_eager)
+                                         : std::string(", n/a vs eager (no eager baseline)");
+    std::string vs_compile = oc.speedup_compile
+                                 ? fmt::format("{:.3f}x vs torch.compile", *oc.speedup_compile)
+                                 : std::string("n/a vs torch.compile (no torch.compile baseline on this machine)");
     std::printf("best: %s%s; %zu subkernel%s%s\n", vs_compile.c_str(), eager.c_str(),
                 best.topology.subproblems.size(), best.topology.subproblems.size() == 1 ? "" : "s",
                 best.pytorch.empty() ? "" : " (contains PyTorch subkernels: not pure Triton)");

@@ -18,11 +18,17 @@ int run(int argc, char** argv) {
                "end-to-end and per-subkernel speedups per iteration, the evolving subproblem structure, tokens and "
                "calls by agent, the subkernel table, versions and the TF32 setting.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve report runs/model",
+                     "mkevolve report runs/model --out /tmp/model-report -q"},
+                    {
+                     {0, "report.md and report.html were written"},
+                     {2, "bad usage, or not a run directory (no readable events.jsonl)"}}));
   std::string dir, out;
   bool quiet = false;
-  app.add_option("dir", dir, "run directory (holds events.jsonl)")->required();
-  app.add_option("--out", out, "where to write the reports (default: the run directory)");
-  app.add_flag("-q,--quiet", quiet, "print nothing on success");
+  app.add_option("dir", dir, "run directory (holds events.jsonl)")->required()->type_name("DIR");
+  app.add_option("--out", out, "where to write the reports (default: the run directory)")->type_name("DIR");
+  app.add_flag("-q,--quiet", quiet, kQuietFilesHelp);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   std::vector<std::string> warnings;
   auto written = report::write_report(dir, out.empty() ? dir : out, &warnings);

@@ -17,31 +17,48 @@ int run_cmd(int argc, char** argv) {
                "--fuse), and compose the verified subkernels into DIR/solution. --method picks a baseline "
                "instead (parallel sampling, end-to-end beam search, a single decomposition) with the same "
                "prompts, evaluator and budget. Before any paid LLM call it loads the problem and runs its reference "
-               "once, and probes the LLM endpoint. Exit status: 0 a correct solution, 1 none found, 2 bad usage or "
-               "a broken problem file, 3 no GPU or LLM (an unreachable endpoint, a refused key, or the LLM "
-               "refused), 130 interrupted (resume with --resume DIR).",
+               "once, and probes the LLM endpoint. A run can be resumed after a crash, Ctrl-C or a full disk.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve run model.py --llm anthropic:claude-opus-4-5 --out runs/model",
+                     "mkevolve run model.py --llm openai:Qwen/Qwen3-32B --base-url http://localhost:8000/v1 --out runs/q --iterations 3",
+                     "mkevolve run --resume runs/model"},
+                    {
+                     {0, "a correct solution was written to DIR/solution"},
+                     {1, "no correct kernel was found"},
+                     {2, "bad usage or input: a flag, a broken problem file, an --out that cannot hold a run"},
+                     {3, "something missing on this machine: no GPU, no torch, no LLM, an unreachable endpoint or a refused key, a full disk"},
+                     {130, "interrupted (continue with mkevolve run --resume DIR)"}}));
   method::RunRequest req;
   req.cmd = "run";
   std::string problem, out, resume;
   bool quiet = false, events_json = false;
   search::SearchOptions& o = req.opts;
-  app.add_option("problem", problem, "the problem file (Model, get_inputs, get_init_inputs)");
-  app.add_option("--out", out, "the run directory to create (must not exist or be empty)");
+  std::optional<OptionGroup> group;
+  group.emplace(app, "Input and output");
+  app.add_option("problem", problem, "the problem file (Model, get_inputs, get_init_inputs)")->type_name("FILE");
+  app.add_option("--out", out, "the run directory to create (must not exist or be empty)")->type_name("DIR");
   app.add_option("--resume", resume, "continue the run in this directory (same settings; cached LLM replies and "
-                                     "evaluations are not paid for again)");
-  method::add_search_flags(app, o);
-  app.add_option("--swap-with", req.swap_with, "NAME=FILE: Swap's alternative kernel for subproblem NAME (repeatable)");
-  method::add_env_flags(app, req.env, true);
-  method::add_eval_flags(app, o.eval);
+                                     "evaluations are not paid for again)")
+      ->type_name("DIR");
   app.add_flag("-q,--quiet", quiet, "print nothing but the result");
   app.add_flag("--events-json", events_json, "print every event as one JSON line (for scripts)");
+  group.reset();
+  method::add_search_flags(app, o);
+  app.add_option("--swap-with", req.swap_with, "NAME=FILE: Swap's alternative kernel for subproblem NAME (repeatable)")
+      ->type_name("NAME=FILE")
+      ->group("Method");
+  method::add_env_flags(app, req.env, true);
+  method::add_eval_flags(app, o.eval);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto usage = [](const char* m) {
     std::fprintf(stderr, "mkevolve run: %s\n", m);
     return kExitUsage;
   };
   if (!resume.empty()) {
+    if (!problem.empty())
+      return usage("give either a problem file (a new run) or --resume DIR (the run in DIR keeps its own problem), "
+                   "not both");
     if (!out.empty() && out != resume) return usage("give either --resume DIR or --out DIR, not both");
     req.resume = true;
     req.out = resume;

@@ -29,6 +29,11 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// A manifest flag that may be null (unknown, in test mode): true only when it says true.
+bool is_true(const json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_boolean() && o[key].get<bool>();
+}
+
 std::optional<std::string> slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) return std::nullopt;
@@ -52,17 +57,24 @@ int swap_cmd(int argc, char** argv) {
                "is then marked as containing PyTorch subkernels). The replacement is verified against its "
                "subproblem on every input configuration, then the composed module against the original problem; "
                "only if both pass is it installed, with the new speedups in solution/manifest.json and a `swap` "
-               "event in DIR/events.jsonl. Exit status: 0 swapped, 1 the replacement failed (nothing changed), "
-               "2 bad usage, 3 no GPU.",
+               "event in DIR/events.jsonl.",
                argv[0]};
+  app.footer(help_footer({
+                     "mkevolve swap runs/model --subkernel matmul_0 --with my_matmul.py",
+                     "mkevolve swap runs/model --subkernel gelu_1 --with pytorch"},
+                    {
+                     {0, "swapped"},
+                     {1, "the replacement failed its checks (nothing changed)"},
+                     {2, "bad usage or input"},
+                     {3, "something missing on this machine: no GPU, torch or worker"}}));
   std::string dir_s, name, with;
   method::EnvFlags env_flags;
   eval::EvalOptions eopts;
-  app.add_option("dir", dir_s, "the run directory")->required();
+  app.add_option("dir", dir_s, "the run directory")->required()->type_name("DIR");
   app.add_option("--subkernel", name, "the subkernel (subproblem) to replace")->required();
   app.add_option("--with", with, "a file with a ModelNew for that subproblem, or `pytorch`")->required();
-  app.add_option("--python", env_flags.python, "Python interpreter for the worker");
-  app.add_option("--config", env_flags.config_path, "config file");
+  app.add_option("--python", env_flags.python, kPythonHelp)->type_name("PATH");
+  app.add_option("--config", env_flags.config_path, "config file")->type_name("FILE");
   app.add_option("--gpu", env_flags.gpu, "use only this GPU");
   app.add_flag("--test-cpu-unsafe", env_flags.test_cpu)->group("");
   method::add_eval_flags(app, eopts);
@@ -160,7 +172,7 @@ int swap_cmd(int argc, char** argv) {
   }
   bool any_pytorch = to_pytorch;
   for (const auto& s : man["subkernels"])
-    if (s.value("name", "") != name && s.value("pytorch", false)) any_pytorch = true;
+    if (s.value("name", "") != name && is_true(s, "pytorch")) any_pytorch = true;
 
   eopts.test_cpu = env_flags.test_cpu;
   // --tolerance calibrated: the run's own calibration.json, as in the run.
@@ -210,7 +222,7 @@ int swap_cmd(int argc, char** argv) {
   const std::optional<double> before = man.value("correct", false) && old_e2e && old_e2e->speedup_compile > 0
                                            ? std::optional<double>(old_e2e->speedup_compile)
                                            : std::nullopt;
-  const std::string from = entry->value("pytorch", false) ? "pytorch" : entry->value("kernel_hash", std::string("kernel"));
+  const std::string from = is_true(*entry, "pytorch") ? "pytorch" : entry->value("kernel_hash", std::string("kernel"));
   const std::string to = to_pytorch ? "pytorch" : fs::absolute(with).string();
   (*entry)["kernel_hash"] = sha256_hex(new_src);
   (*entry)["pytorch"] = to_pytorch;

@@ -15,6 +15,7 @@
 #include "eval/sources.h"
 #include "util/env.h"
 #include "util/hash.h"
+#include "util/subprocess.h"
 
 namespace mk::eval {
 
@@ -63,11 +64,27 @@ bool timed_without_lock(const json& answer) {
 }
 }  // namespace
 
+const std::vector<std::string>& default_pythons() {
+  static const std::vector<std::string> c = {"python3", "/usr/bin/python3", "/usr/local/bin/python3"};
+  return c;
+}
+
+std::string first_python_with_torch(const std::vector<std::string>& candidates) {
+  // find_spec locates torch without importing it: milliseconds, not seconds.
+  for (const auto& py : candidates) {
+    SubprocessOptions so;
+    so.argv = {py, "-c", "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 1)"};
+    auto r = run_subprocess(so, {}, std::chrono::seconds(20));
+    if (r.spawn_error.empty() && r.term_signal == 0 && r.exit_code == 0) return py;
+  }
+  return candidates.empty() ? std::string("python3") : candidates.front();
+}
+
 std::string resolve_python(const std::string& flag, const std::string& config_value) {
   if (!flag.empty()) return flag;
   if (const char* e = std::getenv("MKEVOLVE_PYTHON"); e && *e) return e;
   if (!config_value.empty()) return config_value;
-  return "python3";
+  return first_python_with_torch(default_pythons());
 }
 
 namespace {

@@ -98,8 +98,16 @@ struct PoolOptions {
   Env extra_env;                           ///< added to every server's scrubbed environment (tests)
 };
 
-/// --python, else $MKEVOLVE_PYTHON, else the config value, else "python3".
+/// --python, else $MKEVOLVE_PYTHON, else the config value (each taken as
+/// given), else the first of default_pythons() that has torch (as
+/// scripts/demo.sh chooses), else "python3" (whose hello then says torch is
+/// missing, and how to choose another).
 std::string resolve_python(const std::string& flag, const std::string& config_value);
+/// python3 (PATH's), /usr/bin/python3 (Debian's python3-torch), /usr/local/bin/python3.
+const std::vector<std::string>& default_pythons();
+/// The first interpreter of `candidates` that finds the torch package; the
+/// first candidate when none does.
+std::string first_python_with_torch(const std::vector<std::string>& candidates);
 
 class WorkerPool final : public Evaluator {
  public:

@@ -119,12 +119,30 @@ class PoolTest : public ::testing::Test {
 
 TEST(ResolvePython, FlagThenEnvironmentThenConfigThenDefault) {
   ::unsetenv("MKEVOLVE_PYTHON");
-  EXPECT_EQ(resolve_python("", ""), "python3");
+  // Nothing chosen: the first default interpreter with torch (python3 when none has it).
+  const std::string chosen = resolve_python("", "");
+  EXPECT_EQ(chosen, first_python_with_torch(default_pythons()));
   EXPECT_EQ(resolve_python("", "/opt/py"), "/opt/py");
   ::setenv("MKEVOLVE_PYTHON", "/env/py", 1);
   EXPECT_EQ(resolve_python("", "/opt/py"), "/env/py");
   EXPECT_EQ(resolve_python("/flag/py", "/opt/py"), "/flag/py");
   ::unsetenv("MKEVOLVE_PYTHON");
+}
+
+// A python3 first on PATH without torch (pyenv's, a venv's) is passed over for
+// one that has it, as scripts/demo.sh does; an interpreter that does not exist
+// is skipped; none with torch gives the first.
+TEST(ResolvePython, TheFirstInterpreterWithTorch) {
+  TempDir dir;
+  auto script = [&](const std::string& name, bool has_torch) {
+    fs::path p = dir.path() / name;
+    EXPECT_TRUE(write_file_atomic(p, has_torch ? "#!/bin/sh\nexit 0\n" : "#!/bin/sh\nexit 1\n").ok());
+    fs::permissions(p, fs::perms::owner_all);
+    return p.string();
+  };
+  const std::string without = script("py-without", false), with = script("py-with", true);
+  EXPECT_EQ(first_python_with_torch({without, (dir.path() / "missing").string(), with}), with);
+  EXPECT_EQ(first_python_with_torch({without}), without);
 }
 
 TEST_F(PoolTest, CorrectAndIncorrectWithSpeedups) {

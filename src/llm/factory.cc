@@ -69,19 +69,41 @@ Status check_url(const std::string& url, const std::string& from) {
 
 }  // namespace
 
+std::string no_llm_message(const std::string& flag) {
+  return "no LLM: pass " + flag + " SPEC (e.g. " + kDefaultAnthropicSpec +
+         ", openai:MODEL with --base-url for a local server, replay:FILE), or set $MKEVOLVE_LLM, llm.provider in "
+         "mkevolve.toml, ANTHROPIC_API_KEY or OPENAI_API_KEY";
+}
+
+Result<ResolvedSpec> resolve_spec(const std::string& flag, const Env* env_in, const Config& cfg) {
+  const Env env = env_in ? *env_in : current_environment();
+  ResolvedSpec r;
+  r.spec = flag;
+  if (r.spec.empty()) r.spec = env_get(env, "MKEVOLVE_LLM");
+  if (r.spec.empty()) {
+    MK_TRY(s, cfg.find_string("llm.provider"));
+    if (s) r.spec = *s;
+  }
+  if (r.spec.empty()) {
+    for (auto [var, spec] : {std::pair{"ANTHROPIC_API_KEY", kDefaultAnthropicSpec},
+                             std::pair{"OPENAI_API_KEY", kDefaultOpenAiSpec}}) {
+      if (env_get(env, var).empty()) continue;
+      r.spec = spec;
+      r.chosen_because = std::string(var) + " is set";
+      break;
+    }
+  }
+  return r;
+}
+
 Result<SpecParts> parse_spec(const std::string& spec) {
-  if (spec.empty())
-    return Error{"no LLM provider given: pass --llm SPEC or set llm.provider in the config (" + std::string(kUsage) + ")",
-                 ErrorKind::kBadInput};
+  if (spec.empty()) return Error{no_llm_message(), ErrorKind::kMissing};
   auto colon = spec.find(':');
   std::string kind = spec.substr(0, colon);
   std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   bool known = std::any_of(std::begin(kKinds), std::end(kKinds), [&](const char* k) { return kind == k; });
   if (!known) {
-    std::string best;
-    size_t best_d = 3;
-    for (const char* k : kKinds)
-      if (size_t d = edit_distance(kind, k); d < best_d) best_d = d, best = k;
+    const std::string best = nearest(kind, std::vector<std::string>(std::begin(kKinds), std::end(kKinds)));
     std::string msg = "unknown LLM provider '" + kind + "' in '" + spec + "'";
     if (!best.empty()) msg += " (did you mean '" + best + ":" + rest + "'?)";
     return Error{msg + ": " + kUsage, ErrorKind::kBadInput};
@@ -108,13 +130,9 @@ Result<std::shared_ptr<Provider>> make_provider(const ProviderOptions& opts, con
   std::filesystem::path home = opts.home;
   if (home.empty()) home = env_get(env, "HOME");
 
-  // The spec: the caller's, then $MKEVOLVE_LLM, then llm.provider.
-  std::string spec = opts.spec;
-  if (spec.empty()) spec = env_get(env, "MKEVOLVE_LLM");
-  if (spec.empty()) {
-    MK_TRY(s, cfg.find_string("llm.provider"));
-    if (s) spec = *s;
-  }
+  // The spec: the caller's, then $MKEVOLVE_LLM, then llm.provider, then an API key's default model.
+  MK_TRY(resolved, resolve_spec(opts.spec, &env, cfg));
+  std::string spec = resolved.spec;
   // A config alias: [llm.providers.NAME] spec = "kind:model", plus settings.
   std::string alias;
   if (!spec.empty() && spec.find(':') == std::string::npos && cfg.has("llm.providers.\"" + spec + "\"")) {

@@ -63,4 +63,26 @@ struct SpecParts {
 };
 Result<SpecParts> parse_spec(const std::string& spec);
 
+/// The models an API key alone stands for (README, scripts/demo.sh).
+inline constexpr const char* kDefaultAnthropicSpec = "anthropic:claude-opus-4-5";
+inline constexpr const char* kDefaultOpenAiSpec = "openai:gpt-5";
+
+/// Which LLM a command uses and why.
+struct ResolvedSpec {
+  std::string spec;  ///< "" when nothing names one (no_llm_message says what to do)
+  /// Set when the spec was not written anywhere but chosen from an API key in
+  /// the environment: "ANTHROPIC_API_KEY is set", for the line a command prints.
+  std::string chosen_because;
+};
+
+/// The spec `flag` (--llm), else $MKEVOLVE_LLM, else llm.provider in the
+/// config, else a default model for ANTHROPIC_API_KEY, else for
+/// OPENAI_API_KEY. env: nullptr for this process's environment. An error only
+/// for a malformed config value.
+Result<ResolvedSpec> resolve_spec(const std::string& flag, const Env* env, const Config& cfg);
+
+/// The one wording of "no LLM was given" (ask, run, bench, decompose, ...):
+/// what to pass or set. Its kind is ErrorKind::kMissing (exit 3).
+std::string no_llm_message(const std::string& flag = "--llm");
+
 }  // namespace mk::llm

@@ -167,11 +167,23 @@ HttpResponse HttpClient::send(const HttpRequest& req) {
       case CURLE_ABORTED_BY_CALLBACK:
         resp.failure = HttpResponse::Failure::kCancelled;
         break;
+      // A bad URL or a TLS failure (handshake, certificate, cipher): no retry
+      // makes the same server answer differently.
       case CURLE_URL_MALFORMAT:
       case CURLE_UNSUPPORTED_PROTOCOL:
       case CURLE_PEER_FAILED_VERIFICATION:
+      case CURLE_SSL_CONNECT_ERROR:
       case CURLE_SSL_CERTPROBLEM:
+      case CURLE_SSL_CIPHER:
       case CURLE_SSL_CACERT_BADFILE:
+      case CURLE_SSL_ENGINE_NOTFOUND:
+      case CURLE_SSL_ENGINE_SETFAILED:
+      case CURLE_SSL_ENGINE_INITFAILED:
+      case CURLE_SSL_CRL_BADFILE:
+      case CURLE_SSL_ISSUER_ERROR:
+      case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+      case CURLE_SSL_INVALIDCERTSTATUS:
+      case CURLE_USE_SSL_FAILED:
         resp.failure = HttpResponse::Failure::kFatal;
         break;
       default:
@@ -230,8 +242,10 @@ LlmError http_error(const HttpResponse& resp, const HttpRequest& req, const Endp
     std::string err = redact_secrets(one_line(resp.error, 200));
     switch (resp.failure) {
       case HttpResponse::Failure::kConnect:
+        // Refused, or the name does not resolve: nothing listens there, and
+        // waiting does not change that (7 attempts took 43 s to say so).
         e.kind = LlmError::Kind::kNetwork;
-        e.retryable = true;
+        e.retryable = false;
         e.message = "cannot reach " + who.provider + " at " + url + " (" + err + "): check " + fix_url +
                     " and that the server is running";
         break;

@@ -66,8 +66,10 @@ struct EndpointInfo {
 };
 
 /// Turns a transport failure or a non-2xx response into an LlmError whose one-line
-/// message names the status, the provider and the fix; retryable for network
-/// errors, timeouts, 408, 409, 429, 500, 502, 503, 504 and 529. Server text is
+/// message names the status, the provider and the fix; retryable for timeouts,
+/// dropped connections, 408, 409, 429, 500, 502, 503, 504 and 529; final at
+/// once for a refused connection, a name that does not resolve, a TLS failure,
+/// a bad URL, 401, 403, 404 and every other 4xx. Server text is
 /// shortened and passed through redact_secrets().
 LlmError http_error(const HttpResponse& resp, const HttpRequest& req, const EndpointInfo& who);
 

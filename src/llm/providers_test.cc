@@ -544,3 +544,95 @@ TEST(Probe, OnlyAnUnreachableServerOrARefusedKeyIsAnError) {
 
 }  // namespace
 }  // namespace mk::llm
+
+namespace mk::llm {
+namespace {
+
+// Which failures are final at once and which are retried, against real local
+// sockets: a closed port, a name that does not resolve, TLS spoken to a plain
+// HTTP server, and a server answering 401, 403, 404, 429 and 503. Only a busy
+// or failing server (429, 5xx) and timeouts are worth waiting for.
+TEST(Retry, RefusedUnresolvedTlsAndClientErrorsAreFinalAtOnce) {
+  Env env;
+  auto attempts = [&](const std::string& base, Reply* out) {
+    fakes::SleepLog sleeps;
+    auto p = make(fakes::test_options("openai:m", base, &env, &sleeps));
+    *out = p->complete(fakes::make_request("x"));
+    return sleeps.get().size() + 1;  // one wait before each retry
+  };
+  Reply r;
+  EXPECT_EQ(attempts("http://127.0.0.1:" + std::to_string(fakes::closed_port()) + "/v1", &r), 1u);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, LlmError::Kind::kNetwork);
+  EXPECT_FALSE(r.error->retryable);
+  EXPECT_EQ(r.error->message.find("gave up"), std::string::npos) << r.error->message;
+
+  EXPECT_EQ(attempts("http://no-such-host.invalid/v1", &r), 1u);
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error->retryable) << r.error->message;
+
+  int status = 200;
+  std::atomic<int> seen{0};
+  fakes::HttpServer srv([&](const fakes::ReceivedRequest&) {
+    ++seen;
+    fakes::ScriptedResponse resp;
+    resp.status = status;
+    resp.body = R"({"error": {"message": "scripted"}})";
+    return resp;
+  });
+  {
+    // TLS to a server that answers in plain text at once: the handshake
+    // fails ("wrong version number"), and would every time.
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(fd, 8), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    std::atomic<int> accepted{0};
+    std::thread plain([&] {
+      for (int i = 0; i < 4; ++i) {  // at most the attempts a retry would make
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 3000) <= 0) return;
+        int c = ::accept(fd, nullptr, nullptr);
+        if (c < 0) return;
+        ++accepted;
+        const char reply[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        (void)!::write(c, reply, sizeof reply - 1);
+        ::close(c);
+      }
+    });
+    EXPECT_EQ(attempts("https://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/v1", &r), 1u) << r.error->message;
+    ::shutdown(fd, SHUT_RDWR);
+    plain.join();
+    ::close(fd);
+    EXPECT_EQ(accepted.load(), 1);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error->kind, LlmError::Kind::kConfig) << r.error->message;
+    EXPECT_FALSE(r.error->retryable);
+  }
+
+  const std::string base = "http://127.0.0.1:" + std::to_string(srv.port()) + "/v1";
+  for (int s : {401, 403, 404}) {
+    status = s;
+    seen = 0;
+    EXPECT_EQ(attempts(base, &r), 1u) << s;
+    EXPECT_EQ(seen.load(), 1) << s;
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error->http_status, s);
+    EXPECT_FALSE(r.error->retryable) << s;
+  }
+  for (int s : {429, 503}) {
+    status = s;
+    seen = 0;
+    EXPECT_EQ(attempts(base, &r), 4u) << s;  // 1 + 3 retries
+    EXPECT_EQ(seen.load(), 4) << s;
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.error->retryable) << s;
+  }
+}
+
+}  // namespace
+}  // namespace mk::llm

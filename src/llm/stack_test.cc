@@ -72,7 +72,42 @@ TEST(Factory, MissingModelNamesTheFix) {
 TEST(Factory, NoProviderAtAll) {
   Env env;
   std::string e = make_error(fakes::test_options("", "", &env));
-  EXPECT_NE(e.find("pass --llm SPEC or set llm.provider"), std::string::npos) << e;
+  EXPECT_EQ(e, no_llm_message()) << e;
+  EXPECT_NE(e.find("pass --llm SPEC"), std::string::npos) << e;
+  EXPECT_NE(e.find("ANTHROPIC_API_KEY or OPENAI_API_KEY"), std::string::npos) << e;
+  // Nothing on this machine names an LLM: missing (exit 3), as `run` says it.
+  auto p = make_provider(fakes::test_options("", "", &env), nullptr);
+  EXPECT_EQ(p.error_kind(), ErrorKind::kMissing);
+}
+
+// The README's promise: without --llm, $MKEVOLVE_LLM or llm.provider, an API
+// key alone picks its provider's default model, and says so.
+TEST(Factory, AnApiKeyAlonePicksADefaultModel) {
+  Config none;
+  Env empty_env;
+  auto r = resolve_spec("", &empty_env, none);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->spec, "");
+  Env openai{{"OPENAI_API_KEY", "sk-test-000000000000"}};
+  r = resolve_spec("", &openai, none);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->spec, kDefaultOpenAiSpec);
+  EXPECT_EQ(r->chosen_because, "OPENAI_API_KEY is set");
+  Env both{{"OPENAI_API_KEY", "sk-test-000000000000"}, {"ANTHROPIC_API_KEY", "sk-ant-test-0000000"}};
+  r = resolve_spec("", &both, none);
+  EXPECT_EQ(r->spec, kDefaultAnthropicSpec);
+  EXPECT_EQ(r->chosen_because, "ANTHROPIC_API_KEY is set");
+  // Anything written wins, and is not "chosen".
+  Env mk{{"MKEVOLVE_LLM", "exec:./x.sh"}, {"ANTHROPIC_API_KEY", "sk-ant-test-0000000"}};
+  r = resolve_spec("", &mk, none);
+  EXPECT_EQ(r->spec, "exec:./x.sh");
+  EXPECT_EQ(r->chosen_because, "");
+  r = resolve_spec("replay:s.jsonl", &both, none);
+  EXPECT_EQ(r->spec, "replay:s.jsonl");
+  // make_provider follows it: the key's provider with its default model.
+  auto p = make_provider(fakes::test_options("", "", &openai), nullptr);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ((*p)->spec(), kDefaultOpenAiSpec);
 }
 
 TEST(Factory, BadBaseUrlAndMissingCredentials) {

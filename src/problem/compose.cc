@@ -167,8 +167,8 @@ Status write_solution_package(const fs::path& package_dir, const Topology& topo,
   man["subkernels"] = nlohmann::json::array();
   // null when the caller says it cannot be known (CPU test mode, where torch
   // stand-ins pass as kernels and nothing is profiled); else from the swaps.
-  if (!(man.contains("contains_pytorch_subkernels") && man["contains_pytorch_subkernels"].is_null()))
-    man["contains_pytorch_subkernels"] = !manifest.pytorch_subkernels.empty();
+  const bool pytorch_unknown = man.contains("contains_pytorch_subkernels") && man["contains_pytorch_subkernels"].is_null();
+  if (!pytorch_unknown) man["contains_pytorch_subkernels"] = !manifest.pytorch_subkernels.empty();
   man["monolithic"] = topo.monolithic;
 
   auto w = [&](const fs::path& rel, const std::string& content) -> Status {
@@ -190,7 +190,8 @@ Status write_solution_package(const fs::path& package_dir, const Topology& topo,
     man["subkernels"].push_back({{"name", sp.name},
                                  {"problem_hash", sp.hash},
                                  {"kernel_hash", sha256_hex(k)},
-                                 {"pytorch", manifest.pytorch_subkernels.count(sp.name) > 0}});
+                                 {"pytorch", pytorch_unknown ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(manifest.pytorch_subkernels.count(sp.name) > 0)}});
     if (auto r = manifest.reused_from.find(sp.name); r != manifest.reused_from.end())
       man["subkernels"].back()["reused_from"] = r->second;
   }

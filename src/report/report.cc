@@ -301,18 +301,30 @@ std::string composition_failure_text(const rundir::events::CompositionFailure& f
 }
 }  // namespace
 
+/// Why the speedup vs torch.compile is "—" though a correct end-to-end kernel
+/// exists: no baseline was measured ("" when it is known or nothing is correct).
+std::string no_compile_baseline_text(const ReportData& s) {
+  if (s.final_e2e_status == "correct" && !known(s.final_speedup_compile) && !known(s.best_speedup_compile))
+    return "no torch.compile baseline on this machine";
+  return "";
+}
+constexpr const char* kUnknownLegend =
+    "\u2014 means not known: no correct kernel, or no baseline measured (never 0\u00d7)";
+
 std::string render_markdown(const ReportData& s) {
   std::string md;
   md += "# MKEvolve report: " + (s.problem.empty() ? std::string("(unknown problem)") : s.problem) + "\n\n";
   md += "- Method: " + (s.method.empty() ? std::string("unknown") : s.method) + "\n";
   md += "- Status: " + status_word(s) + (s.end_message.empty() ? "" : " (" + s.end_message + ")") + "\n";
   const std::string source = best_source_text(s);
+  const std::string no_baseline = no_compile_baseline_text(s);
   md += "- Best end-to-end speedup vs torch.compile: " + speedup(s.best_speedup_compile) +
-        (source.empty() ? "" : " (" + source + ")") + "\n";
+        (!no_baseline.empty() ? " (" + no_baseline + ")" : source.empty() ? "" : " (" + source + ")") + "\n";
   md += "- Final end-to-end: " + (s.final_e2e_status.empty() ? std::string("not evaluated") : s.final_e2e_status) +
         ", " + speedup(s.final_speedup_compile) + " vs torch.compile, " + speedup(s.final_speedup_eager) +
         " vs eager, " + ms(s.final_runtime_ms) + " ms\n";
   if (!s.final_check.result.empty()) md += "- Final check: " + s.final_check.text() + "\n";
+  md += "- " + std::string(kUnknownLegend) + "\n";
   if (s.final_speedup_compile_tf32)
     md += "- Final check vs torch.compile with TF32 on (--baseline-tf32): " + speedup(s.final_speedup_compile_tf32) +
           " (the TF32-off figure above is the one the search rewards)\n";
@@ -696,7 +708,9 @@ std::string render_html(const ReportData& s) {
   std::string status_cls = s.end_status == "finished" ? "good" : s.end_status == "failed" ? "bad" : "warn";
   h += "<div class=\"cards\">";
   h += kpi("Best vs torch.compile", speedup(s.best_speedup_compile),
-           s.best_t >= 0 && s.best_speedup_compile ? escape(best_source_text(s)) : "no correct end-to-end kernel",
+           s.best_t >= 0 && s.best_speedup_compile    ? escape(best_source_text(s))
+           : !no_compile_baseline_text(s).empty() ? no_compile_baseline_text(s)
+                                                  : "no correct end-to-end kernel",
            !s.best_speedup_compile ? "bad" : *s.best_speedup_compile >= 1 ? "good" : "");
   h += kpi("Final end-to-end",
            s.final_e2e_status == "correct" ? speedup(s.final_speedup_compile) : s.final_e2e_status.empty() ? "\u2014" : "\u2717",
@@ -893,6 +907,7 @@ std::string render_html(const ReportData& s) {
     }
     h += "<p>Evaluations: " + std::to_string(total) + " (" + parts + ").</p>";
   }
+  h += "<p class=\"lead\">" + escape(kUnknownLegend) + "</p>";
   h += "</footer></section>\n</main></body></html>\n";
   return h;
 }

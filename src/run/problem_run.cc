@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -193,6 +194,42 @@ Result<Resumed> open_for_resume(const fs::path& dir) {
   return r;
 }
 
+bool holds_no_progress(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  // Only what RunDir::create and a pre-flight make: no candidate, no solution,
+  // no file of the user's.
+  static const std::set<std::string> made = {"cache",  "candidates", "topology",   "versions.json", "events.jsonl",
+                                             "lock",   "eval",       "work",       "config.json",   "problem.py",
+                                             "report.md", "report.html", "summary.json", "charts"};
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!made.count(e.path().filename().string())) return false;
+    if (e.path().filename() == "candidates" && !fs::is_empty(e.path(), ec)) return false;
+  }
+  if (ec) return false;
+  // Without config.json (a start that died while creating the directory) it
+  // must still be one mkevolve began: its lock or versions.json, never only
+  // folders that merely share a name with a run directory's.
+  if (!fs::exists(dir / "config.json", ec) && !fs::exists(dir / "versions.json", ec) && !fs::exists(dir / "lock", ec))
+    return false;
+  if (!fs::exists(dir / "events.jsonl", ec)) return !fs::exists(dir / "config.json", ec);
+  auto events = rundir::read_event_log(dir / "events.jsonl");
+  if (!events) return false;
+  for (const auto& e : *events)
+    if (!rundir::events::Preflight::from_json(e)) return false;  // a call, an evaluation, a resume: progress
+  return true;
+}
+
+bool search_completed_in_log(const std::vector<nlohmann::json>& events) {
+  bool completed = false;
+  for (const auto& e : events) {
+    if (auto r = rundir::events::RunEnd::from_json(e)) completed = r->result == "ok" || r->result == "no_correct";
+    else if (rundir::events::Resume::from_json(e)) continue;  // a resume that then completed logs its own run_end
+    else if (rundir::events::LlmCall::from_json(e)) completed = false;
+  }
+  return completed;
+}
+
 std::optional<nlohmann::json> finished_run_end(const std::vector<nlohmann::json>& events, const fs::path& run_root) {
   std::optional<nlohmann::json> end;
   std::string result;
@@ -274,7 +311,10 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
 
   // Then the LLM endpoints: one free request each (the models list), so that a
   // dead endpoint or a refused key stops the run here, not after minutes of
-  // failed calls. A resume only warns: its replies may all be cached.
+  // failed calls. A resume probes too, unless its log shows that every call
+  // it will make again is cached (search_completed_in_log): whether the
+  // replies still to come are cached cannot be known before they are asked.
+  const bool all_calls_logged = pr.resumed && search_completed_in_log(prior);
   std::string endpoint_error;
   if (preflight_error.empty() && out.sink_error.empty()) {
     for (const auto* p : {&shared.llm, &shared.judge}) {
@@ -285,7 +325,9 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
       if (!e) continue;
       std::string msg = (*p)->spec() + ": " + e->message;
       (void)rd->log_event(rundir::events::preflight("endpoint", false, std::round(secs * 1000) / 1000, msg));
-      if (pr.resumed) status.message("warning: " + msg + " (resuming anyway: cached replies need no endpoint)");
+      if (all_calls_logged)
+        status.message("warning: " + msg + " (resuming anyway: the search had finished, so every reply it needs "
+                                           "is cached)");
       else endpoint_error = msg;
     }
   }
@@ -338,8 +380,10 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     man.extra["llm"] = shared.llm->spec();
     if (opts.eval.test_cpu) {
       man.extra["test_mode"] = true;
-      man.extra["contains_pytorch_subkernels"] = nullptr;  // unknown: test mode lets torch stand-ins pass
-      man.extra["test_mode_note"] = "evaluated in the worker's CPU test mode: not GPU kernels, not GPU timings";
+      // Unknown, not false: test mode lets PyTorch stand-ins pass as kernels.
+      man.extra["contains_pytorch_subkernels"] = nullptr;
+      man.extra["uses_pytorch"] = nullptr;
+      man.extra["test_mode_note"] = run::kTestModeNote;
     }
     auto st = problem::write_solution_package(rd->solution_dir(), best.topology, best.kernels, man);
     if (!st) out.solution_error = st.error();
@@ -353,11 +397,16 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   info.problem_id = pr.problem_id.empty() ? pr.problem.name : pr.problem_id;
   info.problem_name = pr.problem.name;
   info.method = opts.method;
+  info.test_mode = opts.eval.test_cpu;
   if (!out.sink_error.empty()) {
     info.status = "failed";
     info.error = "the run directory could not be written: " + out.sink_error;
   } else if (out.res.status == "interrupted" || stop.load()) {
     info.status = "interrupted";
+  } else if (out.res.status == "endpoint_error" && pr.resumed) {
+    // Nothing ran: the run stays as it was, unfinished and resumable.
+    info.status = "interrupted";
+    info.error = out.res.error;
   } else if (out.res.status == "error" || out.res.status == "problem_error" || out.res.status == "endpoint_error") {
     info.status = "failed";
     info.error = out.res.error;

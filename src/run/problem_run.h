@@ -104,6 +104,18 @@ Result<Resumed> open_for_resume(const fs::path& dir);
 /// input (ErrorKind::kBadInput) naming the file and what is wrong.
 Result<search::Reuse> load_reuse(const fs::path& dir);
 
+/// Whether `dir` holds a run that never started: only what creating a run
+/// directory and its pre-flight checks write (no LLM call, no evaluation, no
+/// candidate, no file of anyone else's), e.g. left by a start whose endpoint
+/// was down. A fresh run may take such a directory over.
+bool holds_no_progress(const fs::path& dir);
+
+/// Whether the log shows a search that ran to its end (a run_end with result
+/// "ok" or "no_correct", no LLM call logged after it): then a resume makes
+/// only calls whose replies are cached, and needs no endpoint. False when in
+/// doubt (interrupted, failed, never started), so the resume probes it.
+bool search_completed_in_log(const std::vector<nlohmann::json>& events);
+
 /// The run's final run_end event when the run completed: the log's last run_end
 /// (with no resume after it) has result "ok" or "no_correct", and summary.json
 /// (written after the solution and the report) says "finished". nullopt when the

@@ -59,3 +59,59 @@ TEST(LoadReuse, AMonolithicSolutionNeedsNoSnapshotAndCallsAreCountedFromTheLog) 
 
 }  // namespace
 }  // namespace mk::run
+
+namespace mk::run {
+namespace {
+
+// A fresh run may take over only a directory that holds a start that failed
+// before any LLM call; never one with progress or with anyone else's files.
+TEST(HoldsNoProgress, OnlyAFailedStart) {
+  TempDir d;
+  const fs::path run = d.path() / "run";
+  auto put = [&](const std::string& rel, const std::string& text) {
+    fs::create_directories((run / rel).parent_path());
+    ASSERT_TRUE(write_file_atomic(run / rel, text).ok());
+  };
+  const std::string preflight = R"({"type":"preflight","what":"endpoint","ok":false,"seconds":0.1,"message":"x","seq":0})";
+  put("config.json", "{}");
+  put("versions.json", "{}");
+  put("events.jsonl", preflight + "\n");
+  fs::create_directories(run / "cache" / "llm");
+  fs::create_directories(run / "candidates");
+  EXPECT_TRUE(holds_no_progress(run));
+  put("events.jsonl", preflight + "\n" + R"({"type":"llm_call","agent":"decompose","seq":1})" + "\n");
+  EXPECT_FALSE(holds_no_progress(run)) << "an LLM call is progress";
+  put("events.jsonl", preflight + "\n");
+  put("candidates/x/k.py", "pass\n");
+  EXPECT_FALSE(holds_no_progress(run)) << "a candidate is progress";
+  fs::remove_all(run / "candidates" / "x");
+  put("notes.txt", "mine\n");
+  EXPECT_FALSE(holds_no_progress(run)) << "someone else's file";
+  // Only folders named like a run directory's, made by nobody: not ours to clear.
+  TempDir e;
+  fs::create_directories(e.path() / "work");
+  fs::create_directories(e.path() / "cache");
+  EXPECT_FALSE(holds_no_progress(e.path()));
+  EXPECT_FALSE(holds_no_progress(d.path() / "missing"));
+}
+
+// A resume needs no endpoint only when the log shows the search ran to its end.
+TEST(SearchCompletedInLog, OnlyAfterAnOkOrNoCorrectEnd) {
+  using nlohmann::json;
+  std::vector<json> ev = {{{"type", "run_start"}}, {{"type", "llm_call"}, {"agent", "decompose"}}};
+  EXPECT_FALSE(search_completed_in_log(ev)) << "died mid-run";
+  ev.push_back({{"type", "run_end"}, {"status", "finished"}, {"result", "no_correct"}});
+  EXPECT_TRUE(search_completed_in_log(ev));
+  ev.push_back({{"type", "resume"}, {"events", 3}});
+  EXPECT_TRUE(search_completed_in_log(ev)) << "a resume of a completed search replays cached calls";
+  ev.push_back({{"type", "llm_call"}, {"agent", "generate"}});
+  EXPECT_FALSE(search_completed_in_log(ev)) << "a call after the end: the log diverged";
+  std::vector<json> failed = {{{"type", "run_end"}, {"status", "failed"}, {"result", "error"}}};
+  EXPECT_FALSE(search_completed_in_log(failed));
+  std::vector<json> interrupted = {{{"type", "run_end"}, {"status", "interrupted"}, {"result", "interrupted"}}};
+  EXPECT_FALSE(search_completed_in_log(interrupted));
+  EXPECT_FALSE(search_completed_in_log({}));
+}
+
+}  // namespace
+}  // namespace mk::run

@@ -10,6 +10,13 @@
 
 namespace mk::run {
 
+std::optional<double> known_speedup(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number()) return std::nullopt;
+  double x = obj[key].get<double>();
+  if (!(x > 0)) return std::nullopt;  // older files wrote 0 for unknown
+  return x;
+}
+
 bool summary_says_finished(const std::filesystem::path& run_dir) {
   auto text = read_file(run_dir / "summary.json");
   if (!text) return false;
@@ -30,19 +37,21 @@ Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
     o.method = s.at("method").get<std::string>();
     o.status = s.at("status").get<std::string>();
     o.correct = s.at("correct").get<bool>();
-    if (s.contains("speedup")) {
-      o.speedup_compile = s["speedup"].value("compile", 0.0);
-      o.speedup_eager = s["speedup"].value("eager", 0.0);
-      o.speedup_compile_tf32 = s["speedup"].value("compile_tf32", 0.0);
-      o.speedup_measured_by = s["speedup"].value("measured_by", std::string());
+    if (s.contains("speedup") && s["speedup"].is_object()) {
+      const auto& sp = s["speedup"];
+      o.speedup_compile = known_speedup(sp, "compile");
+      o.speedup_eager = known_speedup(sp, "eager");
+      o.speedup_compile_tf32 = known_speedup(sp, "compile_tf32");
+      o.speedup_measured_by = sp.value("measured_by", std::string());
     }
-    if (!o.correct) o.speedup_compile = o.speedup_eager = o.speedup_compile_tf32 = 0;
+    if (!o.correct) o.speedup_compile = o.speedup_eager = o.speedup_compile_tf32 = std::nullopt;
     if (s.contains("tokens")) {
       const auto& t = s["tokens"];
       o.tokens = t.is_number() ? t.get<int64_t>() : t.value("total", int64_t{0});
     }
     o.calls = s.value("calls", int64_t{0});
-    o.uses_pytorch = s.value("uses_pytorch", false);
+    o.uses_pytorch = s.contains("uses_pytorch") && s["uses_pytorch"].is_boolean() && s["uses_pytorch"].get<bool>();
+    o.test_mode = s.contains("test_mode") && s["test_mode"].is_boolean() && s["test_mode"].get<bool>();
     o.error = s.value("error", std::string());
     if (s.contains("time")) o.time = s["time"];
     if (s.contains("final_check")) o.final_check = s["final_check"];
@@ -52,8 +61,10 @@ Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
         tp.calls = p.value("calls", int64_t{0});
         tp.tokens = p.value("tokens", int64_t{0});
         tp.correct = p.value("correct", false);
-        tp.speedup_compile = tp.correct ? p.value("speedup_compile", 0.0) : 0.0;
-        tp.speedup_eager = tp.correct ? p.value("speedup_eager", 0.0) : 0.0;
+        if (tp.correct) {
+          tp.speedup_compile = known_speedup(p, "speedup_compile");
+          tp.speedup_eager = known_speedup(p, "speedup_eager");
+        }
         o.timeline.push_back(tp);
       }
       std::stable_sort(o.timeline.begin(), o.timeline.end(),
@@ -66,18 +77,25 @@ Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
 }
 
 nlohmann::json summary_to_json(const Outcome& o) {
+  auto num = [](const std::optional<double>& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
   nlohmann::json tl = nlohmann::json::array();
   for (const auto& p : o.timeline)
     tl.push_back({{"calls", p.calls}, {"tokens", p.tokens}, {"correct", p.correct},
-                  {"speedup_compile", p.speedup_compile}, {"speedup_eager", p.speedup_eager}});
+                  {"speedup_compile", num(p.speedup_compile)}, {"speedup_eager", num(p.speedup_eager)}});
   nlohmann::json j = {{"problem_id", o.problem_id}, {"problem_name", o.problem_name}, {"method", o.method},
                       {"status", o.status}, {"correct", o.correct},
-                      {"speedup", {{"compile", o.speedup_compile}, {"eager", o.speedup_eager}}},
+                      {"speedup", {{"compile", num(o.speedup_compile)}, {"eager", num(o.speedup_eager)}}},
                       {"tokens", {{"total", o.tokens}}}, {"calls", o.calls}, {"uses_pytorch", o.uses_pytorch},
-                      {"error", o.error}, {"timeline", tl}};
+                      {"test_mode", o.test_mode}, {"error", o.error}, {"timeline", tl}};
+  // Test mode lets PyTorch stand-ins pass as kernels: whether the solution
+  // uses PyTorch is not known there, so it is not claimed either way.
+  if (o.test_mode) {
+    j["uses_pytorch"] = nullptr;
+    j["test_mode_note"] = kTestModeNote;
+  }
   if (!o.time.is_null()) j["time"] = o.time;
   if (!o.final_check.is_null()) j["final_check"] = o.final_check;
-  if (o.speedup_compile_tf32 > 0) j["speedup"]["compile_tf32"] = o.speedup_compile_tf32;
+  if (o.speedup_compile_tf32) j["speedup"]["compile_tf32"] = *o.speedup_compile_tf32;
   if (!o.speedup_measured_by.empty()) j["speedup"]["measured_by"] = o.speedup_measured_by;
   return j;
 }
@@ -96,8 +114,10 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   std::vector<std::pair<double, double>> whole;
   std::optional<rundir::events::RunEnd> end;
 
+  auto known = [](double x) { return x > 0 ? std::optional<double>(x) : std::nullopt; };
   auto push_point = [&] {
-    TimelinePoint p{calls, tokens, best_correct, best_correct ? best_compile : 0, best_correct ? best_eager : 0};
+    TimelinePoint p{calls, tokens, best_correct, best_correct ? known(best_compile) : std::nullopt,
+                    best_correct ? known(best_eager) : std::nullopt};
     if (!o.timeline.empty()) {
       auto& last = o.timeline.back();
       if (last.correct == p.correct && last.speedup_compile == p.speedup_compile &&
@@ -169,10 +189,11 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   if (!info.error.empty()) o.error = info.error;
   o.status = status;
   o.correct = status == "finished" && best_correct;
-  o.speedup_compile = o.correct ? best_compile : 0;
-  o.speedup_eager = o.correct ? best_eager : 0;
-  o.speedup_compile_tf32 = o.correct ? tf32 : 0;
-  o.uses_pytorch = o.correct && best_pytorch;
+  o.speedup_compile = o.correct ? known(best_compile) : std::nullopt;
+  o.speedup_eager = o.correct ? known(best_eager) : std::nullopt;
+  o.speedup_compile_tf32 = o.correct ? known(tf32) : std::nullopt;
+  o.uses_pytorch = o.correct && best_pytorch && !info.test_mode;
+  o.test_mode = info.test_mode;
   o.calls = calls;
   o.tokens = tokens;
   o.time = rundir::time_account(events).to_json();
@@ -183,8 +204,8 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
     // timing where that was recorded (run_end carries the same since the
     // search takes them over); older logs keep the search's.
     if (fc.result == "passed" && fc.speedup_compile) {
-      o.speedup_compile = *fc.speedup_compile;
-      if (fc.speedup_eager) o.speedup_eager = *fc.speedup_eager;
+      o.speedup_compile = known(*fc.speedup_compile);
+      if (fc.speedup_eager) o.speedup_eager = known(*fc.speedup_eager);
       o.speedup_measured_by = "final_check";
     } else {
       o.speedup_measured_by = "search";

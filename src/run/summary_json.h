@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,8 @@ struct TimelinePoint {
   int64_t calls = 0;
   int64_t tokens = 0;
   bool correct = false;
-  double speedup_compile = 0;
-  double speedup_eager = 0;
+  std::optional<double> speedup_compile;  ///< nullopt: not correct, or no baseline measured
+  std::optional<double> speedup_eager;
 };
 
 /// The result of one method on one problem (from the run's summary.json).
@@ -31,16 +32,22 @@ struct Outcome {
   std::string method;
   std::string status;          ///< finished, failed, interrupted, missing
   bool correct = false;
-  double speedup_compile = 0;  ///< 0 unless correct
-  /// --baseline-tf32: the final check against torch.compile with TF32 on; 0 unless correct and measured.
-  double speedup_compile_tf32 = 0;
-  double speedup_eager = 0;
+  /// Unknown is nullopt (null in summary.json, "n/a" in text), never 0: not
+  /// correct, or no baseline on that machine (a torch without torch.compile).
+  /// Files that wrote 0 for unknown read back as nullopt.
+  std::optional<double> speedup_compile;
+  /// --baseline-tf32: the final check against torch.compile with TF32 on; nullopt unless correct and measured.
+  std::optional<double> speedup_compile_tf32;
+  std::optional<double> speedup_eager;
   /// Who measured the speedups: "final_check" (the passing final check's own
   /// timing) or "search" (no final check passed with a measurement); "" : unknown.
   std::string speedup_measured_by;
   int64_t tokens = 0;
   int64_t calls = 0;
-  bool uses_pytorch = false;   ///< solution contains PyTorch subkernels (Swap)
+  bool uses_pytorch = false;   ///< solution contains PyTorch subkernels (Swap); unknown (false) in test mode
+  /// Run in the worker's CPU test mode (--test-cpu-unsafe): its "kernels" may
+  /// be PyTorch stand-ins run on a CPU, and its speedups mean nothing.
+  bool test_mode = false;
   std::string error;
   std::vector<TimelinePoint> timeline;
   /// Wall time, the LLM critical path and where the rest went
@@ -49,6 +56,15 @@ struct Outcome {
   /// What the final checks came to (rundir::events::FinalCheckOutcome::to_json; null: none logged)
   nlohmann::json final_check;
 };
+
+/// What a test-mode run's summary.json and manifest.json say of its figures.
+inline constexpr const char* kTestModeNote =
+    "TEST MODE: run in the worker's CPU test mode (--test-cpu-unsafe): the kernels may be PyTorch stand-ins, "
+    "run on a CPU; they are not GPU kernels, and the speedups mean nothing";
+
+/// A speedup from obj[key]: nullopt when absent, null, or not positive (files
+/// before the unknown-is-null change wrote 0 for unknown).
+std::optional<double> known_speedup(const nlohmann::json& obj, const char* key);
 
 /// Parses a run's summary.json. Errors name the field that is wrong.
 Result<Outcome> outcome_from_summary(const nlohmann::json& summary);
@@ -65,6 +81,7 @@ struct SummaryInfo {
   /// exception, the run directory could not be written), or "interrupted".
   std::string status;
   std::string error;
+  bool test_mode = false;  ///< the run's config says --test-cpu-unsafe
 };
 
 /// The outcome of a run from its events:

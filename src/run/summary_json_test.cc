@@ -24,7 +24,7 @@ TEST(SummaryJson, RoundTripAndErrors) {
   auto back = outcome_from_summary(summary_to_json(a));
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(back->problem_id, "p1");
-  EXPECT_DOUBLE_EQ(back->speedup_compile, 1.25);
+  EXPECT_DOUBLE_EQ(back->speedup_compile.value_or(-1), 1.25);
   EXPECT_EQ(back->tokens, 42);
   ASSERT_EQ(back->timeline.size(), 1u);
   auto bad = outcome_from_summary(nlohmann::json{{"problem_id", "x"}});
@@ -33,7 +33,57 @@ TEST(SummaryJson, RoundTripAndErrors) {
   // An incorrect result never carries a speedup, whatever the file says.
   auto j = summary_to_json(oc("q", false, 0, 0, 1));
   j["speedup"]["compile"] = 3.0;
-  EXPECT_DOUBLE_EQ(outcome_from_summary(j)->speedup_compile, 0.0);
+  EXPECT_FALSE(outcome_from_summary(j)->speedup_compile.has_value());
+}
+
+// Unknown is null, never 0 (a torch without torch.compile measures no
+// baseline): written as null, read back as unknown, and files from before
+// that wrote 0 for unknown read as unknown too.
+TEST(SummaryJson, AnUnknownSpeedupIsNullNotZero) {
+  Outcome a = oc("p1", true, 0, 2.0, 42);  // correct, no torch.compile baseline
+  a.timeline = {{8, 10, true, std::nullopt, 2.0}};
+  nlohmann::json j = summary_to_json(a);
+  EXPECT_TRUE(j["speedup"]["compile"].is_null()) << j.dump();
+  EXPECT_DOUBLE_EQ(j["speedup"]["eager"].get<double>(), 2.0);
+  EXPECT_TRUE(j["timeline"][0]["speedup_compile"].is_null()) << j.dump();
+  auto back = outcome_from_summary(j);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_FALSE(back->speedup_compile.has_value());
+  EXPECT_FALSE(back->timeline[0].speedup_compile.has_value());
+  j["speedup"]["compile"] = 0.0;  // an older file
+  j["timeline"][0]["speedup_compile"] = 0.0;
+  back = outcome_from_summary(j);
+  EXPECT_FALSE(back->speedup_compile.has_value());
+  EXPECT_FALSE(back->timeline[0].speedup_compile.has_value());
+  // From the events: a correct whole-problem evaluation with no compile baseline.
+  std::vector<nlohmann::json> ev = {
+      {{"type", "eval"}, {"e2e", true}, {"task", "p"}, {"status", "correct"}, {"speedup_eager", 3.0}},
+      {{"type", "best"}, {"correct", true}, {"speedup_compile", 0.0}},
+      {{"type", "run_end"}, {"status", "finished"}, {"correct", true}},
+  };
+  SummaryInfo info{"p", "p", "mkevolve", "", ""};
+  auto o = outcome_from_events(ev, info);
+  EXPECT_TRUE(o.correct);
+  EXPECT_FALSE(o.speedup_compile.has_value());
+  EXPECT_TRUE(summary_to_json(o)["speedup"]["compile"].is_null());
+}
+
+// A test-mode run says so in its summary, and claims nothing about PyTorch.
+TEST(SummaryJson, TestModeIsSaidAndPyTorchUseIsUnknown) {
+  std::vector<nlohmann::json> ev = {{{"type", "run_end"}, {"status", "finished"}, {"correct", true}}};
+  SummaryInfo info{"p", "p", "mkevolve", "", ""};
+  info.test_mode = true;
+  auto o = outcome_from_events(ev, info);
+  EXPECT_TRUE(o.test_mode);
+  auto j = summary_to_json(o);
+  EXPECT_EQ(j["test_mode"], true);
+  EXPECT_TRUE(j["uses_pytorch"].is_null()) << j.dump();
+  EXPECT_NE(j["test_mode_note"].get<std::string>().find("TEST MODE"), std::string::npos);
+  auto back = outcome_from_summary(j);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_TRUE(back->test_mode);
+  info.test_mode = false;
+  EXPECT_EQ(summary_to_json(outcome_from_events(ev, info))["test_mode"], false);
 }
 
 TEST(SummaryJson, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
@@ -56,14 +106,14 @@ TEST(SummaryJson, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
   ASSERT_EQ(o.timeline.size(), 1u);
   EXPECT_EQ(o.timeline[0].calls, 1);
   EXPECT_EQ(o.timeline[0].tokens, 15);
-  EXPECT_DOUBLE_EQ(o.timeline[0].speedup_eager, 3.0);
+  EXPECT_DOUBLE_EQ(o.timeline[0].speedup_eager.value_or(-1), 3.0);
 
   ev.push_back({{"type", "run_end"}, {"status", "finished"}, {"correct", true}, {"best_speedup_compile", 1.5}});
   o = outcome_from_events(ev, info);
   EXPECT_EQ(o.status, "finished");
   EXPECT_TRUE(o.correct);
-  EXPECT_DOUBLE_EQ(o.speedup_compile, 1.5);
-  EXPECT_DOUBLE_EQ(o.speedup_eager, 3.0);
+  EXPECT_DOUBLE_EQ(o.speedup_compile.value_or(-1), 1.5);
+  EXPECT_DOUBLE_EQ(o.speedup_eager.value_or(-1), 3.0);
 
   ev.back() = {{"type", "run_end"}, {"status", "failed"}, {"message", "LLM refused"}, {"correct", false}};
   o = outcome_from_events(ev, info);
@@ -84,14 +134,14 @@ TEST(SummaryJson, TheSpeedupIsThePassingFinalChecksOwnAndSaysWhoMeasuredIt) {
   SummaryInfo info{"p", "p", "mkevolve", "", ""};
   auto o = outcome_from_events(ev, info);
   EXPECT_EQ(o.speedup_measured_by, "search");
-  EXPECT_DOUBLE_EQ(o.speedup_compile, 1.5);
+  EXPECT_DOUBLE_EQ(o.speedup_compile.value_or(-1), 1.5);
   ev.insert(ev.end() - 1, nlohmann::json{{"type", "final_check"}, {"passed", true}, {"seed", 43}, {"status", "correct"},
                                          {"speedup_compile", 1.2}, {"speedup_eager", 2.5},
                                          {"search_speedup_compile", 1.5}});
   o = outcome_from_events(ev, info);
   EXPECT_EQ(o.speedup_measured_by, "final_check");
-  EXPECT_DOUBLE_EQ(o.speedup_compile, 1.2);
-  EXPECT_DOUBLE_EQ(o.speedup_eager, 2.5);
+  EXPECT_DOUBLE_EQ(o.speedup_compile.value_or(-1), 1.2);
+  EXPECT_DOUBLE_EQ(o.speedup_eager.value_or(-1), 2.5);
   auto j = summary_to_json(o);
   EXPECT_EQ(j["speedup"]["measured_by"], "final_check");
   EXPECT_DOUBLE_EQ(j["final_check"]["search_speedup_compile"].get<double>(), 1.5);

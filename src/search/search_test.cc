@@ -1735,6 +1735,20 @@ TEST(Errors, TransientLlmFailuresCountAndAreRetried) {
   EXPECT_EQ(h.ctx.fatal_message(), "");
 }
 
+// An endpoint that cannot be reached at all (connection refused, no such
+// host: final, never retried) stops the run as an error, not as a method
+// outcome: no "no decomposition passed verification" fallback is logged, and
+// the run is not "no_correct".
+TEST(Errors, AnUnreachableEndpointStopsTheRunWithoutAFallback) {
+  Harness h;
+  h.llm.fail("*", llm::LlmError::Kind::kNetwork, "cannot reach openai at http://127.0.0.1:9/v1", /*final=*/true);
+  auto res = run_method(h.ctx, h.problem);
+  EXPECT_EQ(res.status, "error");
+  EXPECT_NE(res.error.find("cannot reach openai"), std::string::npos) << res.error;
+  EXPECT_TRUE(h.sink.of_type("topology").empty()) << h.sink.of_type("topology")[0].dump();
+  EXPECT_TRUE(h.sink.of_type("iteration").empty());
+}
+
 TEST(Errors, InterruptStopsBetweenRounds) {
   Harness h;
   h.llm.when([&](const llm::Request& r) -> std::optional<std::string> {

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -127,6 +128,44 @@ fs::path install_root() {
   std::error_code ec;
   if (!data.empty() && fs::exists(data / "worker" / "mkevolve_worker" / "__main__.py", ec)) return data;
   return fs::path(MKEVOLVE_SOURCE_DIR);
+}
+
+WriteFailure diagnose_write_failure(const fs::path& dir, const std::string& flag) {
+  std::error_code ec;
+  fs::path at = fs::absolute(dir, ec).lexically_normal();
+  if (ec) at = dir;
+  // The nearest part of the path that exists.
+  while (!at.empty() && !fs::exists(fs::symlink_status(at, ec)) && at != at.parent_path()) at = at.parent_path();
+  if (at.empty()) at = ".";
+  WriteFailure w;
+  if (!fs::is_directory(at, ec)) {
+    w.kind = ErrorKind::kBadInput;
+    w.advice = fmt::format("{} is a file, not a folder: choose another {}", at.string(), flag);
+    return w;
+  }
+  struct statvfs sv {};
+  const bool have_fs = ::statvfs(at.c_str(), &sv) == 0;
+  if ((have_fs && (sv.f_flag & ST_RDONLY)) || (::access(at.c_str(), W_OK | X_OK) != 0 && errno == EROFS)) {
+    w.kind = ErrorKind::kBadInput;
+    w.advice = fmt::format("{} is on a read-only file system: choose an {} on a writable one", at.string(), flag);
+    return w;
+  }
+  if (::access(at.c_str(), W_OK | X_OK) != 0) {
+    w.kind = ErrorKind::kBadInput;
+    w.advice = fmt::format("permission denied: this user cannot write in {}: choose an {} you can write to (or "
+                           "change that folder's permissions)",
+                           at.string(), flag);
+    return w;
+  }
+  if (have_fs && (sv.f_bavail == 0 || sv.f_favail == 0 ||
+                  static_cast<double>(sv.f_bavail) * static_cast<double>(sv.f_frsize) < 1024.0 * 1024.0)) {
+    w.advice = fmt::format("the disk holding {} is full: free space, then start the same command again", at.string());
+    return w;
+  }
+  w.advice = fmt::format("a write under {} failed (the message above says why): fix that, then start the same "
+                         "command again",
+                         at.string());
+  return w;
 }
 
 std::string install_root_search() {

@@ -26,6 +26,20 @@ Status write_file_atomic(const fs::path& path, std::string_view content);
 /// Appends one record and fsyncs it (for append-only logs).
 Status append_durable(const fs::path& path, std::string_view record);
 
+/// Why a folder could not be made or written, and what to do about it.
+struct WriteFailure {
+  /// kBadInput: the path the user gave cannot hold it (read-only, not theirs,
+  /// a file in the way): choose another. kMissing: the machine lacks space
+  /// (or the cause is unknown): free space, then the same command again.
+  ErrorKind kind = ErrorKind::kMissing;
+  std::string advice;  ///< one clause: "... is on a read-only file system: choose ..."
+};
+/// Looks at `dir`, or the nearest folder above it that exists, after a write
+/// there failed: read-only file system, permission denied, a file where a
+/// folder should be, or a full disk. `flag` names the option that gave the
+/// path ("--out"), for the advice.
+WriteFailure diagnose_write_failure(const fs::path& dir, const std::string& flag);
+
 /// A directory removed (recursively) on destruction unless keep() was called.
 class TempDir {
  public:

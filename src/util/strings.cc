@@ -18,6 +18,13 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates, size_t below) {
+  std::string best;
+  for (const auto& c : candidates)
+    if (size_t d = edit_distance(word, c); d < below) below = d, best = c;
+  return best;
+}
+
 std::string human_duration(double seconds) {
   long s = seconds > 0 ? static_cast<long>(seconds) : 0;
   char b[32];

@@ -9,6 +9,11 @@ namespace mk {
 /// Levenshtein distance, for "did you mean" suggestions.
 size_t edit_distance(const std::string& a, const std::string& b);
 
+/// The candidate nearest to `word` by edit_distance, when it is closer than
+/// `below` (the first of equals); "" when none is. What every "did you mean"
+/// (commands, flags, provider kinds) suggests.
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates, size_t below = 3);
+
 /// A duration for people: "45s", "3m10s", "2h05m" (rounded down to the second).
 std::string human_duration(double seconds);
 

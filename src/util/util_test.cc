@@ -1,4 +1,5 @@
 #include <signal.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -257,6 +258,37 @@ TEST(Strings, EditDistance) {
   EXPECT_EQ(edit_distance("evl", "eval"), 1u);
   EXPECT_EQ(edit_distance("bench", "bench-report"), 7u);
   EXPECT_EQ(edit_distance("", "abc"), 3u);
+}
+
+// A write under --out failed: the advice follows the cause, and so does the
+// kind (the exit status): a path the user gave that cannot hold a run is bad
+// input (2); a full disk or an unknown cause is the machine's (3).
+TEST(Fs, DiagnoseWriteFailureByCause) {
+  TempDir dir;
+  ASSERT_TRUE(write_file_atomic(dir.path() / "file", "x").ok());
+  WriteFailure w = diagnose_write_failure(dir.path() / "file" / "run", "--out");
+  EXPECT_EQ(w.kind, ErrorKind::kBadInput);
+  EXPECT_NE(w.advice.find("is a file, not a folder: choose another --out"), std::string::npos) << w.advice;
+  w = diagnose_write_failure(dir.path() / "missing" / "deeper" / "run", "--out");
+  EXPECT_EQ(w.kind, ErrorKind::kMissing) << w.advice;  // a writable folder with space: the cause is not the path
+  EXPECT_NE(w.advice.find(dir.path().string()), std::string::npos) << w.advice;
+  EXPECT_EQ(w.advice.find("read-only"), std::string::npos) << w.advice;
+  if (::geteuid() != 0) {  // root may write anywhere
+    fs::create_directories(dir.path() / "ro");
+    fs::permissions(dir.path() / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    w = diagnose_write_failure(dir.path() / "ro" / "run", "--out");
+    EXPECT_EQ(w.kind, ErrorKind::kBadInput);
+    EXPECT_NE(w.advice.find("permission denied"), std::string::npos) << w.advice;
+    fs::permissions(dir.path() / "ro", fs::perms::owner_all);
+  }
+}
+
+TEST(Strings, NearestIsTheClosestBelowTheLimit) {
+  EXPECT_EQ(nearest("iteratons", {"iterations", "timeout", "trials"}), "iterations");
+  EXPECT_EQ(nearest("evl", {"eval", "evolve"}), "eval");
+  EXPECT_EQ(nearest("zzz", {"eval", "evolve"}), "");
+  EXPECT_EQ(nearest("abcdefgh", {"abcdwxyz"}, 5), "abcdwxyz");
+  EXPECT_EQ(nearest("abcdefgh", {"abcdwxyz"}), "");
 }
 
 TEST(Strings, HumanDuration) {

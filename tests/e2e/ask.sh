@@ -4,8 +4,11 @@
 set -u
 BIN=${1:?usage: ask.sh path/to/mkevolve}
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+REPO=$(pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/mkevolve-ask-e2e.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+# The fake server below (a background job) is killed however the test ends.
+trap 'left=$(jobs -p); [ -n "$left" ] && kill $left 2>/dev/null; rm -rf "$T"' EXIT
+trap 'exit 143' TERM
 cd "$T"   # no ./mkevolve.toml from the repository
 export HOME="$T/home" XDG_CACHE_HOME="$T/cache"
 mkdir -p "$HOME"
@@ -84,17 +87,60 @@ grep -q "unknown LLM provider 'opnai'.*did you mean 'openai:gpt-4o'" err.txt || 
 [ "$(wc -l < err.txt)" = 1 ] || fail "unknown provider message is not one line"
 "$BIN" ask --llm "openai:" "x" >/dev/null 2>err.txt; rc=$?
 [ "$rc" = 2 ] && grep -q "names no model" err.txt || fail "missing model: rc=$rc $(cat err.txt)"
-"$BIN" ask "x" >/dev/null 2>err.txt; rc=$?
-[ "$rc" = 2 ] && grep -q "pass --llm SPEC" err.txt || fail "no provider: rc=$rc $(cat err.txt)"
+# No LLM anywhere: "missing" (exit 3), in the words `run` uses.
+env -u MKEVOLVE_LLM -u ANTHROPIC_API_KEY -u OPENAI_API_KEY "$BIN" ask "x" >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 3 ] && grep -q "no LLM: pass --llm SPEC.*ANTHROPIC_API_KEY or OPENAI_API_KEY" err.txt ||
+  fail "no provider: rc=$rc $(cat err.txt)"
+env -u MKEVOLVE_LLM -u ANTHROPIC_API_KEY -u OPENAI_API_KEY "$BIN" run "$REPO/examples/sessions/mlp_small.py" \
+  --out "$T/r_nollm" --test-cpu-unsafe >/dev/null 2>err_run.txt
+grep -qF "$(sed -n 's/^mkevolve ask: //p' err.txt | head -1)" err_run.txt ||
+  fail "ask and run word a missing LLM differently: $(cat err.txt) / $(cat err_run.txt)"
+# An API key alone picks its provider's default model, and says so (the README's promise).
+env -u MKEVOLVE_LLM -u ANTHROPIC_API_KEY OPENAI_API_KEY=sk-test-000000000000 OPENAI_BASE_URL=http://127.0.0.1:9/v1 \
+  "$BIN" ask "x" >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 3 ] && grep -q "LLM: openai:gpt-5 (OPENAI_API_KEY is set; choose another with --llm)" err.txt ||
+  fail "a key alone: rc=$rc $(cat err.txt)"
 "$BIN" ask --llm "exec:true" --config "$T/missing.toml" "x" >/dev/null 2>err.txt; rc=$?
 [ "$rc" = 2 ] && grep -q "missing.toml" err.txt || fail "missing config: rc=$rc $(cat err.txt)"
 
 # 7. An unreachable endpoint: exit 3 and what to check.
 "$BIN" ask --llm openai:m --base-url http://127.0.0.1:9/v1 --retries 0 --no-cache "x" >/dev/null 2>err.txt; rc=$?
 [ "$rc" = 3 ] && grep -q "cannot reach openai" err.txt || fail "unreachable: rc=$rc $(cat err.txt)"
-# Each wait before a retry is said on stderr (no seconds of silence).
-"$BIN" ask --llm openai:m --base-url http://127.0.0.1:9/v1 --retries 1 "x" >/dev/null 2>err.txt; rc=$?
-[ "$rc" = 3 ] && grep -qE "attempt 1 of 2 failed \(.*cannot reach openai.*\); retrying in [0-9.]+ s" err.txt ||
+# A closed port is final at once (issue: 7 attempts took 43 s to say so): the
+# default retries are not spent on it, and no retry is announced.
+start=$(date +%s)
+"$BIN" ask --llm openai:m --base-url http://127.0.0.1:9/v1 "x" >/dev/null 2>err.txt; rc=$?
+secs=$(( $(date +%s) - start ))
+[ "$rc" = 3 ] && [ "$secs" -le 5 ] && ! grep -q "retrying" err.txt ||
+  fail "a closed port is not final at once: rc=$rc, ${secs} s: $(cat err.txt)"
+# A server that answers 503 is worth waiting for: each wait before a retry is
+# said on stderr (no seconds of silence).
+cat > srv503.py <<'PY'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        b = b'{"error": {"message": "overloaded"}}'
+        self.send_response(503)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(srv.server_address[1]))
+srv.timeout = 30
+for _ in range(10):  # bounded: a handful of requests, then it stops by itself
+    srv.handle_request()
+PY
+PY_BIN=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
+"$PY_BIN" srv503.py port503 & SRV=$!
+for _ in $(seq 100); do [ -s port503 ] && break; sleep 0.05; done
+printf '[llm]\ninitial_backoff_s = 0.1\nmax_backoff_s = 0.2\n' > fast.toml
+"$BIN" ask --llm openai:m --base-url "http://127.0.0.1:$(cat port503)/v1" --config fast.toml --retries 1 "x" \
+  >/dev/null 2>err.txt; rc=$?
+kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
+[ "$rc" = 1 ] && grep -qE "attempt 1 of 2 failed \(503 from openai.*\); retrying in [0-9.]+ s" err.txt ||
   fail "retry notice: rc=$rc $(cat err.txt)"
 
 # 8. The provider and prices from a config file; an alias.

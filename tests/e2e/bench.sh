@@ -47,7 +47,7 @@ cp suite/level1/1_Scale.py mixed/
 printf 'import torch\nclass Model(torch.nn.Module):\n    pass\n' >mixed/no_inputs.py
 printf 'X = 1\n' >mixed/helper.py
 expect "files that are not problems are named" 3 "skipped .*mixed/no_inputs.py: .*get_inputs" -- \
-  env -u MKEVOLVE_LLM "$BIN" bench mixed --out b_none --method parallel --python "$PY" --test-cpu-unsafe
+  env -u MKEVOLVE_LLM -u ANTHROPIC_API_KEY -u OPENAI_API_KEY "$BIN" bench mixed --out b_none --method parallel --python "$PY" --test-cpu-unsafe
 grep -q "skipped .*mixed/helper.py: .*class Model" "$T/err" && pass "a helper module is named as skipped" ||
   fail "helper.py not named: $(cat "$T/err")"
 [[ ! -e b_none ]] && pass "no output folder when nothing started" || fail "b_none was created"
@@ -123,7 +123,10 @@ assert m["problems"] == 2 and m["correct"] == 1.0, m
 PY
 rows=$(grep -c '^parallel,' b2/report.csv)
 [[ $rows -eq 2 ]] && pass "report.csv has one row per problem" || { fail "report.csv rows: $rows"; cat b2/report.csv; }
-expect "bench-report --out FILE" 0 "wrote .*merged/all.html" -- "$BIN" bench-report b1 b2 --out merged/all.md -q
+expect "bench-report --out FILE" 0 "wrote .*merged/all.html" -- "$BIN" bench-report b1 b2 --out merged/all.md
+# -q means what it means for `report`: nothing on stdout on success.
+expect "bench-report -q" 0 "" -- "$BIN" bench-report b1 b2 --out merged/all.md -q
+[[ ! -s $T/out ]] && pass "bench-report -q prints nothing, as report -q" || { fail "bench-report -q printed"; head -3 "$T/out"; }
 
 [[ $fails -eq 0 ]] || { echo "$fails bench e2e check(s) failed"; exit 1; }
 echo "all bench e2e checks passed"

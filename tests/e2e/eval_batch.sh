@@ -58,7 +58,7 @@ servers() { grep -c 'mkevolve_worker serve' "$T/pylog" 2>/dev/null; }
 
 # Usage errors: exit 2 with a one-line message, before anything starts.
 expect "--kernel without --problem" 2 "--kernel needs --problem" -- "$BIN" eval --kernel kernels/relu2_good.py
-expect "--problem without --kernel" 2 "--problem needs at least one --kernel" -- "$BIN" eval --problem probs/relu2.py
+expect "--problem without --kernel" 2 "the problem needs at least one kernel" -- "$BIN" eval --problem probs/relu2.py
 expect "nothing to evaluate" 2 "nothing to evaluate" -- "$BIN" eval --json
 expect "missing batch file" 2 "nope.txt: no such file" -- "$BIN" eval --batch nope.txt --python "$PY"
 printf '# nothing here yet\n\n' >batch/empty.txt

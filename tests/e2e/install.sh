@@ -22,6 +22,11 @@ for f in "$IBIN" "$SHARE/worker/mkevolve_worker/__main__.py" "$SHARE/prompts/gen
   [[ -e $f ]] && pass "installed ${f#"$PREFIX"/}" || fail "not installed: ${f#"$PREFIX"/}"
 done
 
+# The installed binary is stripped (the build's own keeps its debug information).
+size_mb=$(( $(stat -c %s "$IBIN") / 1048576 ))
+if readelf -S "$IBIN" 2>/dev/null | grep -q '\.debug_info'; then fail "the installed binary has debug information (${size_mb} MB)"
+else pass "the installed binary is stripped (${size_mb} MB)"; fi
+
 expect "--version names the installed files" 0 "files: $SHARE\$" -- env -u MKEVOLVE_HOME "$IBIN" --version
 expect "-V" 0 "^mkevolve [0-9]" -- "$IBIN" -V
 expect "version" 0 "^mkevolve [0-9]" -- "$IBIN" version

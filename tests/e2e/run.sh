@@ -24,7 +24,7 @@ expect "decompose without --out" 2 "" -- "$BIN" decompose "$PROBLEM"
 if [[ -e r0 ]]; then fail "bad usage left a run directory"; else pass "bad usage leaves nothing behind"; fi
 
 # Missing things on this machine: exit 3 naming each.
-expect "run without an LLM" 3 "no LLM: pass --llm" -- "$BIN" run "$PROBLEM" --out r0 --python "$PY" --test-cpu-unsafe
+expect "run without an LLM" 3 "no LLM: pass --llm" -- env -u MKEVOLVE_LLM -u ANTHROPIC_API_KEY -u OPENAI_API_KEY "$BIN" run "$PROBLEM" --out r0 --python "$PY" --test-cpu-unsafe
 # A replay file that is not there is the user's input, named: exit 2.
 expect "run with a missing replay file" 2 "missing.jsonl: no such file" -- "$BIN" run "$PROBLEM" --out r0 \
   --llm replay:missing.jsonl --python "$PY" --test-cpu-unsafe
@@ -193,7 +193,7 @@ else
   fail "finished resume under --events-json: $(head -c 300 "$T/ej.out")"
 fi
 expect "resume of a directory that is not a run" 2 "" -- "$BIN" run --resume nowhere --python "$PY"
-expect "run into a used directory" 2 "already exists" -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --out r1 \
+expect "run into a used directory offers --resume" 2 "r1 holds a run: continue it with .mkevolve run --resume r1." -- "$BIN" run "$PROBLEM" --llm "replay:$SESSION" --out r1 \
   --python "$PY" --test-cpu-unsafe
 
 # Kill -9 in the middle, then resume: the log continues as one stream and

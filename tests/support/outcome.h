@@ -16,8 +16,9 @@ inline run::Outcome outcome(const std::string& pid, bool correct, double speedup
   o.method = "m";
   o.status = status;
   o.correct = correct;
-  o.speedup_compile = correct ? speedup_compile : 0;
-  o.speedup_eager = correct ? speedup_eager : 0;
+  // 0 stands for "not measured": unknown is nullopt, never 0.
+  if (correct && speedup_compile > 0) o.speedup_compile = speedup_compile;
+  if (correct && speedup_eager > 0) o.speedup_eager = speedup_eager;
   o.tokens = tokens;
   return o;
 }

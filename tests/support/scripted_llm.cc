@@ -44,11 +44,14 @@ ScriptedLlm& ScriptedLlm::when(Responder fn) {
   return *this;
 }
 
-ScriptedLlm& ScriptedLlm::fail(const std::string& agent, llm::LlmError::Kind kind, const std::string& message) {
+ScriptedLlm& ScriptedLlm::fail(const std::string& agent, llm::LlmError::Kind kind, const std::string& message,
+                               bool final) {
   std::lock_guard<std::mutex> lk(mu_);
   Rule r;
   r.agent = agent;
-  r.error = llm::LlmError{kind, 0, message, false, -1, {}};
+  using K = llm::LlmError::Kind;
+  const bool transient = !final && (kind == K::kNetwork || kind == K::kTimeout || kind == K::kHttp);
+  r.error = llm::LlmError{kind, 0, message, transient, -1, {}};
   rules_.push_back(r);
   return *this;
 }

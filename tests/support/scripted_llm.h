@@ -29,8 +29,12 @@ class ScriptedLlm : public llm::Provider {
   ScriptedLlm& on_contains(const std::string& agent, const std::string& needle, const std::string& reply);
   /// Anything else: a function that may decline with nullopt.
   ScriptedLlm& when(Responder fn);
-  /// Fail every call of `agent` with this error kind.
-  ScriptedLlm& fail(const std::string& agent, llm::LlmError::Kind kind, const std::string& message);
+  /// Fail every call of `agent` with this error kind, as the real stack hands
+  /// it on after its retries: a network error, timeout or HTTP error is still
+  /// marked retryable (transient, the retries ran out) unless `final` says the
+  /// endpoint cannot be reached at all (refused, no such host: never retried).
+  ScriptedLlm& fail(const std::string& agent, llm::LlmError::Kind kind, const std::string& message,
+                    bool final = false);
 
   std::string spec() const override { return "scripted:test"; }
   llm::Reply complete(const llm::Request& req) override;

@@ -16,7 +16,21 @@ PY=${MKEVOLVE_TEST_PYTHON:-/usr/bin/python3}
 REPO=$(pwd)
 T=$(mktemp -d)
 # MKEVOLVE_TEST_KEEP=1 keeps the directory for a post-mortem (its path is printed).
-if [[ -n ${MKEVOLVE_TEST_KEEP:-} ]]; then echo "keeping $T"; else trap 'rm -rf "$T"' EXIT; fi
+# Whatever the test started in the background (a fake server, a run it means
+# to interrupt) and that still runs is killed on exit, however the test ends
+# (a failed check, a ctest timeout's SIGTERM): `jobs -p` lists only this
+# shell's own unfinished jobs, so no other process is touched.
+on_exit() {
+  local left
+  left=$(jobs -p)
+  if [[ -n $left ]]; then
+    kill $left 2>/dev/null
+    wait $left 2>/dev/null
+  fi
+  if [[ -n ${MKEVOLVE_TEST_KEEP:-} ]]; then echo "keeping $T"; else rm -rf "$T"; fi
+}
+trap on_exit EXIT
+trap 'exit 143' TERM
 export HOME=$T/home XDG_CACHE_HOME=$T/cache
 mkdir -p "$HOME"
 cd "$T" || exit 1
