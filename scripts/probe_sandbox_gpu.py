@@ -26,6 +26,12 @@ Checks, each alone where it can be:
   ipc_pidns         ... to a child in a PID namespace of its own, and back
   ipc_nocaps        ... to a uid-0 child without capabilities, and back
   ipc_seccomp       ... to a root child under the worker's filter, and back
+  ipc_matrix        CUDA IPC both ways between a root reference and a child boxed one
+                    piece at a time (sandbox.enter with plans of host PID namespace, uid 0
+                    without capabilities or a uid of its own, with and without the view and
+                    an IPC namespace; and by hand: a network, UTS or IPC namespace alone, a
+                    mount namespace with a private /dev/shm, with a new /proc), each with and
+                    without torch's IPC event handles (tensorio.IPC_EVENTS)
   proc              /proc of a new PID namespace; hidepid=invisible on a new proc mount
   view              the worker's whole filesystem view (pivot_root, /dev/nvidia* bound) in
                     a child, CUDA init inside
@@ -60,7 +66,7 @@ sys.path.insert(0, os.path.join(ROOT, "worker"))
 
 CHECKS = {  # name -> its time limit (s)
     "env": 60, "libseccomp": 60, "bpf": 60, "cuda_seccomp": 120, "setuid_cuda": 120, "cupti": 240, "ipc_plain": 120,
-    "ipc_uid": 120, "ipc_pidns": 120, "ipc_nocaps": 120, "ipc_seccomp": 120, "proc": 60, "view": 180,
+    "ipc_uid": 120, "ipc_pidns": 120, "ipc_nocaps": 120, "ipc_seccomp": 120, "ipc_matrix": 420, "proc": 60, "view": 180,
     "overlay": 60, "links": 60, "triton_cold": 300, "plan": 300, "self_test": 600, "eval_cost": 900,
 }
 UID = 1_999_000_123
@@ -152,13 +158,14 @@ def _drop_caps(sbx) -> None:
     sbx._capset_empty()
 
 
-def _ipc_pair(setup, pidns: bool = False) -> dict:
+def _ipc_pair(setup, pidns: bool = False, events: bool = False) -> dict:
     """A root child shares a CUDA tensor by IPC (as the reference shares its
     inputs) with a second child that ran setup() first (and, with pidns, is
     pid 1's child in a namespace of its own); the second opens it, checks it
     and shares one back, which the first checks."""
     import torch  # noqa: F401  (imported before forking, as the server does)
     from mkevolve_worker import children, tensorio
+    tensorio.IPC_EVENTS = events
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
 
     def ref():
@@ -365,6 +372,63 @@ def check_ipc_seccomp() -> dict:
     return _ipc_pair(setup)
 
 
+def check_ipc_matrix() -> dict:
+    import torch  # noqa: F401
+    from mkevolve_worker import isolation
+    from mkevolve_worker import sandbox as sbx
+
+    def boxed(user: str, mountns: bool, ipcns: bool, seccomp: bool = True):
+        def setup():
+            plan = sbx.Plan(mode="best-effort", user=user, pidns=False, mountns=mountns, seccomp=seccomp,
+                            ipcns=ipcns)
+            box = sbx.make_box(isolation.base_tmp(), plan)
+            rec = sbx.enter(box, None)
+            if rec.get("failed"):
+                sys.stderr.write(f"enter: {rec['failed']}\n")
+        return setup
+
+    def by_hand(*flags, shm: bool = False, proc: bool = False):
+        def setup():
+            for fl in flags:
+                if not sbx._unshare(fl):
+                    raise OSError(sbx._err(f"unshare({fl:#x})"))
+            if shm or proc:
+                sbx._mount(None, "/", None, sbx.MS_REC | sbx.MS_PRIVATE)
+            if shm:
+                sbx._mount("tmpfs", "/dev/shm", "tmpfs", sbx.MS_NOSUID | sbx.MS_NODEV, "size=64m,mode=1777")
+            if proc:
+                sbx._mount("proc", "/proc", "proc", sbx.MS_NOSUID | sbx.MS_NODEV | sbx.MS_NOEXEC)
+            _drop_caps(sbx)
+        return setup
+
+    variants = [
+        ("nocaps", by_hand()),
+        ("nocaps+netns", by_hand(sbx.CLONE_NEWNET)),
+        ("nocaps+utsns", by_hand(sbx.CLONE_NEWUTS)),
+        ("nocaps+ipcns", by_hand(sbx.CLONE_NEWIPC)),
+        ("nocaps+mountns+private_shm", by_hand(sbx.CLONE_NEWNS, shm=True)),
+        ("nocaps+mountns+new_proc", by_hand(sbx.CLONE_NEWNS, proc=True)),
+        ("enter:root-nocaps,no view,host ipc", boxed("root-nocaps", False, False)),
+        ("enter:root-nocaps,view,host ipc", boxed("root-nocaps", True, False)),
+        ("enter:root-nocaps,view,own ipc", boxed("root-nocaps", True, True)),
+        ("enter:own uid,view,own ipc", boxed("own", True, True)),
+        ("enter:own uid,no view,host ipc", boxed("own", False, False)),
+    ]
+    out: dict = {}
+    for label, setup in variants:
+        for events in (False, True):
+            key = f"{label} | {'events' if events else 'no events'}"
+            try:
+                r = _ipc_pair(setup, events=events)
+            except BaseException as e:  # noqa: BLE001
+                r = {"ok": False, "error": f"{type(e).__name__}: {e}"[:300]}
+            out[key] = {"ok": r.get("ok"), "in": r.get("cand", {}).get("in"), "back": r.get("ref", {}).get("back"),
+                        "s": r.get("seconds")}
+            print(f"{key}: {out[key]}", file=sys.stderr, flush=True)
+    out["ok"] = any(v.get("ok") for k, v in out.items() if k.startswith("enter:root-nocaps,view"))
+    return out
+
+
 def check_proc() -> dict:
     from mkevolve_worker import sandbox as sbx
 
@@ -517,7 +581,7 @@ def check_eval_cost(evals: int) -> dict:
     kern = os.path.join(ROOT, "examples", "kernels", "01_relu__triton.py")
     out = {}
     for mode in ("best-effort", "off"):
-        for spares_arg in ([], ["--no-spares"]):
+        for spares_arg in ([],) if os.environ.get("PROBE_SPARES_ONLY") else ([], ["--no-spares"]):
             label = f"{mode}{'/no-spares' if spares_arg else '/spares'}"
             cwd = tempfile.mkdtemp(prefix="probe-eval-")
             t0 = time.monotonic()

@@ -384,3 +384,10 @@ def test_the_candidates_sandbox_on_the_gpu(server):
     if (server.hello.get("sandbox") or {}).get("mode", "off") == "off":
         pytest.skip(f"the sandbox is off here: {server.hello.get('sandbox')}")
     assert rec.get("capabilities") == "none" and rec.get("no_new_privs") is True, rec
+    # The reference's inputs and the candidate's outputs cross by CUDA IPC
+    # inside the box too: no IPC event handle is sent (an event opens through
+    # a /dev/shm file, and the box's /dev/shm is its own; H200, 2026-12-04:
+    # with events every boxed plan failed cudaIpcOpenMemHandle, without them
+    # every plan passed).
+    assert (server.hello.get("sandbox") or {}).get("cuda_ipc") is True, server.hello.get("sandbox_selftest")
+    assert r["checks"]["handover"] == {"inputs": "device (CUDA IPC)", "outputs": "device (CUDA IPC)"}, r["checks"]

@@ -1841,9 +1841,9 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
         elif res.get("cuda") is True and res.get("triton") is True and res.get("profiler") is True and ipcns \
                 and ipc and res.get("ipc_in") is not True:
             # Only the hand-over failed: once more in the host's IPC namespace
-            # (on an H200 every plan got CUDA, Triton and CUPTI and failed only
-            # cudaIpcOpenMemHandle, which a child without the sandbox's
-            # namespaces but with its uid and filter passed; docs/GPU-RESULTS.md).
+            # (a driver may tie IPC to it; on the H200 the cause was torch's
+            # IPC event and its /dev/shm file, which tensorio no longer sends,
+            # and every plan passed: docs/GPU-RESULTS.md).
             tries.insert(i, (label + ", host IPC namespace", user, pidns, allow_perf, False))
     if not any("cuda" in a for a in report["attempts"]):
         # The trusted side failed every time: not the sandbox's doing.

@@ -14,13 +14,19 @@ tensor i, {"list": [...]}, {"tuple": [...]}, {"dict": [[key, node], ...]},
 On the GPU a tensor may instead cross as a CUDA IPC reference (save_sealed
 with ipc=True): its blob has no bytes in the file but an "ipc" entry (the
 allocation's handle, the storage's offset and size, the view's offset and
-strides, torch's reference-counter and event handles). The receiving process
+strides, torch's reference-counter handle). The receiving process
 maps the sender's device memory: no copy through the host. Whoever loads a
 file says what it does with such a blob: "open" it (a child on the GPU),
 describe it as a meta tensor ("meta", the server, which has no GPU context),
 or reject the file ("refuse", the default). An opened reference is checked
 against the mapping the driver reports, so a forged offset or size cannot
 reach memory outside the allocation the handle names.
+
+No CUDA IPC event crosses: the sender waits for its device before the file
+is written (IPC_EVENTS), and a receiver ignores any event handle it is sent.
+An event handle is opened through a shared-memory file of the exporting
+process's /dev/shm, which a sandboxed candidate (a /dev/shm of its own)
+cannot see; and a candidate's event is nothing the reference should wait on.
 """
 
 from __future__ import annotations
@@ -125,10 +131,18 @@ def _write_tensor(f, t) -> None:
         f.write(flat[a:a + _CHUNK_BYTES].to("cpu").numpy().data)
 
 
+# Whether IPC references carry torch's event handle (a probe's switch; the
+# worker never sets it: see the module docstring).
+IPC_EVENTS = False
+
+
 def _write(f, obj, meta: dict | None, ipc: bool = False) -> None:
     blobs: list = []
     tensors: list = []
     tree = _encode(obj, blobs, tensors, ipc=ipc)
+    if ipc and not IPC_EVENTS and any(t is None for t in tensors):
+        # The receiver waits on no event: what it maps is complete by now.
+        _torch().cuda.synchronize()
     offset = 0
     for b, t in zip(blobs, tensors):
         if t is None:  # an IPC reference: no bytes here
@@ -404,6 +418,7 @@ def _decode(node, tensors: list, depth: int = 0):
 # -- CUDA IPC ----------------------------------------------------------------
 
 _HEX_MAX = 512         # a handle's hex digits at most (CUDA's are 64 bytes)
+_IPC_HANDLE_BYTES = 64  # CUDA_IPC_HANDLE_SIZE
 _IPC_KEYS = ("device", "handle", "ssize", "soff", "rc", "rco", "event", "sync", "toff", "stride")
 
 
@@ -427,6 +442,8 @@ def _ipc_export(t):
         if st.nbytes() == 0:
             return None
         dev, handle, ssize, soff, rc, rco, event, sync = st._share_cuda_()
+        if not IPC_EVENTS:
+            event, sync = None, False
         return {"device": int(dev), "handle": _hex(handle), "ssize": int(ssize), "soff": int(soff),
                 "rc": _hex(rc), "rco": int(rco), "event": _hex(event), "sync": bool(sync),
                 "toff": int(t.storage_offset()), "stride": [int(x) for x in t.stride()]}
@@ -483,14 +500,17 @@ def _ipc_open(ref, shape: list, dt):
     handle = _unhex(ref["handle"], "handle")
     rc = _unhex(ref["rc"], "counter handle")
     event = _unhex(ref["event"], "event handle", optional=True)
+    sync = bool(ref["sync"])
+    if not IPC_EVENTS:
+        # torch wants bytes here even where it waits on no event
+        event, sync = bytes(_IPC_HANDLE_BYTES), False
     if not rc.startswith(b"/torch_") or not all(c in b"/torch_0123456789" for c in rc):
         raise FormatError("bad IPC counter handle")
     if ref["device"] != torch.cuda.current_device():
         raise FormatError(f"the IPC reference is on device {ref['device']}, not this process's")
     ssize, soff = ref["ssize"], ref["soff"]
     try:
-        st = torch.UntypedStorage._new_shared_cuda(ref["device"], handle, ssize, soff, rc, ref["rco"], event,
-                                                   bool(ref["sync"]))
+        st = torch.UntypedStorage._new_shared_cuda(ref["device"], handle, ssize, soff, rc, ref["rco"], event, sync)
     except RuntimeError as e:
         raise FormatError(f"the IPC reference could not be mapped ({str(e)[:200]})") from None
     ptr = st.data_ptr()
