@@ -859,6 +859,7 @@ fi
 
 # --- KernelBench at its real sizes ---------------------------------------------
 KB_OUT=${OUT:-$OUTDIR}   # streamed straight into $OUT: a call stopped at its limit keeps what it measured
+mkdir -p "$KB_OUT"       # $OUT may name a folder not made yet (OUT=$OUT/tag)
 kb_stage() {  # name tag args...: one kernelbench_sweep.py run
   local name=$1 tag=$2; shift 2
   t0=$SECONDS
