@@ -564,11 +564,14 @@ def test_wall_batches_markers_round_trip():
         def wait_go(self):
             return self.answers.pop(0)
     ctx = Ctx([False])
-    out = timing.wall_batches(ctx, lambda: _time.sleep(0.002) or 7, 5, sync=lambda: None, probe=torch.zeros(1))
+    out = timing.wall_batches(ctx, lambda: _time.sleep(0.02) or 7, 5, sync=lambda: None, probe=torch.zeros(1))
     assert out == 7 and len(ctx.events) == 4 * timing.WALL_REPEATS + 1 and ctx.events[-1]["mark"] == "round_end"
-    w = timing.wall_clock_verdict(ctx.events, 0.1)  # events claim 0.1 ms, each call sleeps 2 ms
-    assert w["repeats"] == timing.WALL_REPEATS and w["per_call_ms"] >= 2.0 and not w["ok"]
-    assert timing.wall_clock_verdict(ctx.events, 2.5)["ok"]
+    w = timing.wall_clock_verdict(ctx.events, 0.1)  # events claim 0.1 ms, each call sleeps 20 ms
+    assert w["repeats"] == timing.WALL_REPEATS and w["per_call_ms"] >= 20.0 and not w["ok"]
+    # Events that claim what the wall clock measured pass, however loaded the
+    # machine was (a fixed claim such as 2.5 ms against a 2 ms sleep failed
+    # on a busy 2-core machine).
+    assert timing.wall_clock_verdict(ctx.events, w["per_call_ms"])["ok"]
     # The server asks for more rounds (at most WALL_MAX_ROUNDS); repeats keep distinct numbers.
     ctx = Ctx([True] * 10)
     timing.wall_batches(ctx, lambda: 7, 5, sync=lambda: None, probe=torch.zeros(1))
