@@ -44,7 +44,7 @@ def test_hardcoded_shape_fails_in_search_mode_naming_the_shape(worker_server):
     assert "benchmark: batch_size=16, seq_len=12" in r["message"]
     s = r["checks"]["shapes"]
     assert s["mode"] == "search" and s["held"] == []
-    assert s["failed"][0]["shape"] == VARIANTS[0]
+    assert s["failed"][0]["shape"] == VARIANTS[0] and s["not_reached"] == VARIANTS[1:]
 
 
 def test_check_mode_keeps_the_verdict_and_says_where_it_holds(worker_server):
@@ -53,7 +53,8 @@ def test_check_mode_keeps_the_verdict_and_says_where_it_holds(worker_server):
     s = r["checks"]["shapes"]
     assert s["mode"] == "check" and s["held"] == [] and s["skipped"] == []
     assert [f["shape"] for f in s["failed"]] == VARIANTS
-    assert all(f["error"] for f in s["failed"])
+    assert all("shape '[192, -1]' is invalid" in f["error"] for f in s["failed"]), s["failed"]
+    assert not any("failed at shape variant" in f["error"] for f in s["failed"])  # the shape is said once
 
 
 def test_honest_candidate_holds_in_every_mode(worker_server):
@@ -75,3 +76,19 @@ def test_a_variant_the_reference_cannot_run_is_skipped_not_charged(worker_server
         assert s["held"] == [] and s["failed"] == [], (mode, s)
         assert len(s["skipped"]) == 3 and all("reference cannot run it" in x["error"] for x in s["skipped"]), s
         assert "seq_len must be even" in s["skipped"][0]["error"]
+
+
+def test_the_preflight_says_which_variants_run_and_which_are_skipped(worker_server):
+    # Before any LLM call (a run's problem_check): the variants the reference
+    # runs, and those it cannot, with the error.
+    msg, _ = worker_server.request("problem_check", problem=problem("kb_even_only"),
+                                   options={"test_cpu": True, "shapes": "check"})
+    assert msg["ok"], msg
+    s = msg["shapes"]
+    assert s["variants"] == [] and len(s["skipped"]) == 3, s
+    assert "seq_len must be even" in s["skipped"][0]["error"]
+    msg, _ = worker_server.request("problem_check", problem=problem(PROB), options={"test_cpu": True, "shapes": "search"})
+    assert msg["shapes"]["variants"] == VARIANTS and msg["shapes"]["skipped"] == []
+    # benchmark: nothing derived.
+    msg, _ = worker_server.request("problem_check", problem=problem(PROB), options={"test_cpu": True})
+    assert "shapes" not in msg

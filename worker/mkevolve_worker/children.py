@@ -1079,10 +1079,21 @@ def problem_check_body(ctx, job: dict) -> int:
     except BaseException as e:  # noqa: BLE001
         return fail(f"the problem failed while {where}: " + errors.trimmed_traceback(e, [path]))
     declares = f"; it declares {C.PROBLEM_TOLERANCE_NAME} = {declared}" if declared else ""
-    write_json(os.path.join(ctx.dir, "problem_check.json"),
-               {"ok": True, "message": f"{name}: loads, and its reference runs ({'; '.join(descs)}){declares}",
-                "output": descs, "configs": len(configs), "tolerance": declared,
-                "seconds": round(time.monotonic() - t0, 3)})
+    answer = {"ok": True, "message": f"{name}: loads, and its reference runs ({'; '.join(descs)}){declares}",
+              "output": descs, "configs": len(configs), "tolerance": declared}
+    if job.get("shapes", "benchmark") != "benchmark":
+        # The shape variants (shapes.py), each run by the reference once: those
+        # it cannot run are reported now, before any LLM call, and skipped.
+        from . import shapes
+        try:
+            found = shapes.validate(mod, path, device, 42)
+            answer["shapes"] = {"benchmark": found["benchmark"], "variants": [v["label"] for v in found["variants"]],
+                                "skipped": found["skipped"], "kept": found["kept"], "error": found["error"]}
+        except BaseException as e:  # noqa: BLE001
+            answer["shapes"] = {"benchmark": "", "variants": [], "skipped": [], "kept": {},
+                                "error": "deriving the shape variants failed: " + errors.trimmed_traceback(e, [path])}
+    answer["seconds"] = round(time.monotonic() - t0, 3)
+    write_json(os.path.join(ctx.dir, "problem_check.json"), answer)
     return 0
 
 

@@ -239,6 +239,7 @@ class Evaluator:
                 rec["held"], rec["failed"] = variants, []
             elif failed_at in variants:
                 rec["held"] = variants[:variants.index(failed_at)]
+                rec["not_reached"] = variants[variants.index(failed_at) + 1:]  # the first failure ends it
                 rec["failed"] = [{"shape": failed_at, "error": errors.shorten(str(res.get("message", "")), 500)}]
             else:
                 rec["held"], rec["failed"] = [], []
@@ -712,7 +713,7 @@ class Evaluator:
                     if not r["ok"]:
                         # On a layout trial, the message says which view of which input it was given.
                         r["message"] = _with_note(r.get("message", ""), _layout_note(opts, t, state))
-                        if t.get("shape"):
+                        if t.get("shape") and opts.get("shape_variant") is None:
                             r["message"] = (f"failed at shape variant {t['shape']} (benchmark: "
                                             f"{state['shapes'].get('benchmark')}): " + r["message"])
                             state["shape_failed"] = t["shape"]
@@ -1006,7 +1007,7 @@ class Evaluator:
             if failed is not None and state["phase"].startswith("running forward"):
                 # It raised (x.view(-1) on a transposed input, say) or hung in a layout trial's forward.
                 message = _with_note(message, _layout_note(opts, failed, state))
-            if failed is not None and failed.get("shape"):
+            if failed is not None and failed.get("shape") and opts.get("shape_variant") is None:
                 # A kernel that holds only at the benchmark's shape: say which shape it failed at.
                 message = (f"failed at shape variant {failed['shape']} (benchmark: "
                            f"{state['shapes'].get('benchmark')}): " + message)
@@ -1220,8 +1221,8 @@ class Evaluator:
         device = self._device(opts)
         timeout = self._ref_timeout(opts)
         # It runs the reference on the GPU: never beside a neighbour's timed phase.
-        child = self._run_shared("pc", lambda ctx: children.problem_check_body(ctx, {"problem": problem,
-                                                                                   "device": device}),
+        job = {"problem": problem, "device": device, "shapes": opts["shapes"]}
+        child = self._run_shared("pc", lambda ctx: children.problem_check_body(ctx, job),
                                  timeout, opts)
         try:
             out = _read_json(child.path("problem_check.json"))

@@ -46,6 +46,21 @@ def _reads(fn: ast.AST, funcs: dict, seen: set | None = None) -> set:
     return out
 
 
+_FOLD = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+         ast.FloorDiv: lambda a, b: a // b if b else None, ast.Pow: lambda a, b: a ** b if 0 <= b <= 64 else None,
+         ast.LShift: lambda a, b: a << b if 0 <= b <= 64 else None}
+
+
+def _int_of(node) -> int | None:
+    """An int literal, or arithmetic of int literals (N = 2048 * 2); else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.BinOp) and type(node.op) in _FOLD:
+        a, b = _int_of(node.left), _int_of(node.right)
+        return None if a is None or b is None else _FOLD[type(node.op)](a, b)
+    return None
+
+
 def size_constants(source: str) -> dict:
     """{"constants": {name: value}} (the re-bindable ones, in file order),
     "kept": {name: why} (module-level ints get_inputs() reads that stay),
@@ -73,9 +88,9 @@ def size_constants(source: str) -> dict:
             for n in ast.walk(t):
                 if isinstance(n, ast.Name):
                     assigned[n.id] = assigned.get(n.id, 0) + 1
-        if (len(targets) == 1 and isinstance(targets[0], ast.Name) and isinstance(value, ast.Constant)
-                and type(value.value) is int and value.value > 0):
-            ints[targets[0].id] = value.value
+        n = _int_of(value) if len(targets) == 1 and isinstance(targets[0], ast.Name) else None
+        if n is not None and n > 0:
+            ints[targets[0].id] = n
     if "get_input_configs" in funcs:
         return {"constants": {}, "kept": {}, "error": "the problem lists its own configurations "
                                                      "(get_input_configs())"}
