@@ -48,7 +48,8 @@
 #             with every variant failed. shapes-search.jsonl, shapes-check.jsonl and
 #             shapes.summary.json into $OUT as they come. At most GPU_SUITE_SHAPES_LIMIT (240) s;
 #             GPU_SUITE_SHAPES_ARGS adds script arguments (--perf, --problems, --eval-args).
-#             Needs KernelBench under $MKEVOLVE_KB (.kb/)
+#             Needs KernelBench under $MKEVOLVE_KB (.kb/). Not yet run on a GPU; its plumbing ran
+#             on a CPU (--eval-args=--test-cpu-unsafe, small copies of the three problems) in 16 s
 #   kbtiming  the same for every fifth problem, timed with baselines (speedup vs eager near 1)
 #   kblarge   honest Triton kernels for KernelBench level1/19_ReLU (6.4 GB input) and
 #             level1/23_Softmax at --slots-per-gpu 4 (GPU_SUITE_KBLARGE_SLOTS), twice each (GPU_SUITE_KBLARGE_REPEAT)

@@ -783,6 +783,9 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
   }
   double deadline = opts_.deadline_factor * req.options.timeout_s + opts_.grace_s;
   if (fp && fp->reference_s > 0) deadline += 10 * (10 * fp->reference_s + 60);
+  // --shapes check: a correct candidate is evaluated once more at each shape
+  // variant (at most three), each under the candidate's own deadline.
+  if (req.options.shapes == "check") deadline += 3 * (req.options.timeout_s + 60);
   Server::Reply rep = call(slot, std::move(msg), deadline);
   if (ticket) admission_->release(*ticket);
   Verdict r;

@@ -265,6 +265,10 @@ class Evaluator:
                 continue
             if sub["status"] == errors.CORRECT:
                 rec["held"].append(v["label"])
+            elif sub["status"] == "no_verdict":
+                # The harness failed, not the candidate: not known, never counted against it.
+                rec["skipped"].append({"shape": v["label"], "error": "no verdict: "
+                                       + errors.shorten(str(sub.get("message", "")), 400)})
             else:
                 rec["failed"].append({"shape": v["label"], "status": sub["status"], "kind": sub.get("kind"),
                                       "error": errors.shorten(str(sub.get("message", "")), 500)})
