@@ -135,7 +135,7 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s):
     """One `mkevolve eval --batch` call: one pool for every candidate."""
     env = base_env(cache_home, triton_cache)
     cmd = [binary, "eval", "--json", "--no-cache", "--batch", str(batch), "--timeout", str(timeout_s),
-           "--slots-per-gpu", str(slots)]
+           "--slots-per-gpu", str(slots), "--shapes", "benchmark"]  # one evaluation per candidate, as measured before
     verdicts, t0 = {}, time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     secs = time.monotonic() - t0
@@ -153,7 +153,8 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s):
 def warm_baselines(binary, batch, cache_home, triton_cache):
     """One untimed batch call, one correct kernel per problem: fills the baseline cache."""
     env = base_env(cache_home, triton_cache)
-    proc = subprocess.run([binary, "eval", "--json", "--no-cache", "--batch", str(batch)], cwd=ROOT, env=env,
+    proc = subprocess.run([binary, "eval", "--json", "--no-cache", "--batch", str(batch), "--shapes", "benchmark"],
+                          cwd=ROOT, env=env,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if proc.returncode not in (0, 1):
         print(f"warm-up: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)

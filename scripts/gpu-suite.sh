@@ -39,6 +39,17 @@
 #             --batch --no-perf` at the automatic concurrency (scripts/kernelbench_sweep.py;
 #             KernelBench from $MKEVOLVE_KB, default .kb/, brought with fetch, never committed;
 #             GPU_SUITE_KB_LEVELS, GPU_SUITE_KB_ARGS, GPU_SUITE_KB_LIMIT seconds)
+#   shapes    issue 35: scripts/shapes_check.py on three KernelBench problems at their real sizes
+#             (level1/40_LayerNorm, level2/99_Matmul_GELU_Softmax, level3/43_MinGPTCausalAttention):
+#             each problem's reference as an honest ModelNew and a copy that hard-codes the
+#             benchmark's batch size, through `mkevolve eval --batch --allow-pytorch --no-perf`
+#             under --shapes search and --shapes check. Honest: correct in both, holding at every
+#             variant; hard-coded: rejected under search naming the shape, correct under check
+#             with every variant failed. shapes-search.jsonl, shapes-check.jsonl and
+#             shapes.summary.json into $OUT as they come. At most GPU_SUITE_SHAPES_LIMIT (240) s;
+#             GPU_SUITE_SHAPES_ARGS adds script arguments (--perf, --problems, --eval-args).
+#             Needs KernelBench under $MKEVOLVE_KB (.kb/). Not yet run on a GPU; its plumbing ran
+#             on a CPU (--eval-args=--test-cpu-unsafe, small copies of the three problems) in 16 s
 #   kbtiming  the same for every fifth problem, timed with baselines (speedup vs eager near 1)
 #   kblarge   honest Triton kernels for KernelBench level1/19_ReLU (6.4 GB input) and
 #             level1/23_Softmax at --slots-per-gpu 4 (GPU_SUITE_KBLARGE_SLOTS), twice each (GPU_SUITE_KBLARGE_REPEAT)
@@ -194,7 +205,7 @@ note "$("$PY" -c 'import sys, torch, triton; print("python", sys.version.split()
 BIN=${MKEVOLVE_BIN:-}
 if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency ||
   want concurrency-start || want concurrency-ab ||
-  want kbsweep || want kbtiming || want kblarge || want neighbours || want adapt || want roofline || want ncu ||
+  want kbsweep || want kbtiming || want kblarge || want shapes || want neighbours || want adapt || want roofline || want ncu ||
   want precision || want messy; then
   t0=$SECONDS
   rc=0
@@ -874,6 +885,20 @@ kb_stage() {  # name tag args...: one kernelbench_sweep.py run
 }
 if want kbsweep && have_bin kbsweep; then
   kb_stage kbsweep kb-sweep --levels "${GPU_SUITE_KB_LEVELS:-1,2,3}"
+fi
+if want shapes && have_bin shapes; then
+  t0=$SECONDS
+  if [ ! -d "$KB/KernelBench/level1" ]; then
+    note "shapes: no KernelBench at $KB (set MKEVOLVE_KB)"; stage_result shapes 1 0
+  else
+    export XDG_CACHE_HOME=$CACHES/shapes   # fresh verdicts and baselines
+    # shellcheck disable=SC2086  # GPU_SUITE_SHAPES_ARGS is a list of arguments
+    stage_timeout "${GPU_SUITE_SHAPES_LIMIT:-240}" "$PY" scripts/shapes_check.py --kb "$KB" --out "$KB_OUT" \
+      --bin "$BIN" --python "$PY" ${GPU_SUITE_SHAPES_ARGS:-} 2>&1 | tee "$OUTDIR/shapes.txt"
+    rc=${PIPESTATUS[0]}
+    tail -n 1 "$OUTDIR/shapes.txt" >>"$SUMMARY"
+    stage_result shapes "$rc" $((SECONDS - t0))
+  fi
 fi
 if want kbtiming && have_bin kbtiming; then
   kb_stage kbtiming kb-timing --levels "${GPU_SUITE_KB_LEVELS:-1,2,3}" --every 5 --perf

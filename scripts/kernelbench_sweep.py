@@ -152,6 +152,8 @@ def main() -> int:
     ap.add_argument("--only", default="", help="a regular expression: only the problems whose file name matches")
     ap.add_argument("--perf", action="store_true", help="time candidates and baselines (default: --no-perf)")
     ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--shapes", default="benchmark", choices=["benchmark", "check", "search"],
+                    help="mkevolve eval --shapes (default benchmark: KernelBench's own shapes only)")
     ap.add_argument("--slots", default="auto")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--compile-timeout", type=float,
@@ -178,7 +180,7 @@ def main() -> int:
     pairs = write_candidates(items, tempfile.mkdtemp(prefix="kb-sweep-"))
     name = lambda ext: os.path.join(a.out, a.tag + ext)  # noqa: E731
     cmd = [a.bin, "eval", "--batch", pairs, "--json", "--stream", "--allow-pytorch", "--slots-per-gpu", a.slots,
-           "--trials", str(a.trials), "--timeout", str(a.timeout), "--python", a.python]
+           "--trials", str(a.trials), "--timeout", str(a.timeout), "--python", a.python, "--shapes", a.shapes]
     if a.compile_timeout:
         cmd += ["--compile-timeout", str(a.compile_timeout)]
     if not a.perf:

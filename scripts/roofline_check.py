@@ -189,7 +189,7 @@ def main() -> int:
         pairs = swapped
     for problem, kernel in pairs:
         cmd = [a.bin, "eval", "--problem", str(problem), "--kernel", str(kernel), "--json", "--no-cache",
-               "--python", a.python]
+               "--python", a.python, "--shapes", "benchmark"]
         if a.test_cpu:
             cmd += ["--test-cpu-unsafe", "--allow-pytorch", "--no-perf", "--trials", "1"]
         p = subprocess.run(cmd, capture_output=True, text=True)

@@ -263,10 +263,30 @@ std::string inputs_text(const nlohmann::json& input_layouts) {
   return out;
 }
 
+std::string shapes_text(const std::string& mode) {
+  const std::string variants =
+      "other values of the module-level size constants that get_inputs() reads (batch_size, seq_len, dim, ...: "
+      "smaller, larger and not powers of two; the constants get_init_inputs() reads, the model's own shape, stay)";
+  if (mode == "search")
+    return "Your kernel is checked at the shapes get_inputs() makes as written (where it is timed) and also at " +
+           variants + ". The shapes are not fixed: read every size from the input tensors, mask the tails of the "
+           "last tile, and never hard-code a size. A kernel that holds only at the benchmark's shape is rejected, "
+           "and the feedback names the shape it failed at.";
+  if (mode == "check")
+    return "Your kernel is judged and timed at the shapes get_inputs() makes as written. Users run it at other "
+           "sizes too: the solution returned is also checked at " + variants + ", and the report says which shapes "
+           "it holds at. Read sizes from the input tensors rather than hard-coding them.";
+  if (mode == "benchmark")
+    return "The input shapes are fixed: your kernel is checked and timed only at the shapes get_inputs() makes "
+           "(and at each entry of get_input_configs(), where the problem lists several).";
+  return "";
+}
+
 Result<Conversation> generate_prompt(const KernelContext& k, const std::string& problem_source,
                                      const std::string& inputs) {
   return render(*k.prompts, "generate",
-                {{"problem_source", problem_source}, {"hardware", k.hardware}, {"inputs", inputs}});
+                {{"problem_source", problem_source}, {"hardware", k.hardware}, {"inputs", inputs},
+                 {"shapes", k.shapes}});
 }
 
 Result<Conversation> debug_prompt(const KernelContext& k, const std::string& problem_source, const std::string& kernel,
@@ -276,7 +296,8 @@ Result<Conversation> debug_prompt(const KernelContext& k, const std::string& pro
                  {"hardware", k.hardware},
                  {"kernel", kernel},
                  {"feedback", eval_feedback(result)},
-                 {"inputs", inputs}});
+                 {"inputs", inputs},
+                 {"shapes", k.shapes}});
 }
 
 Result<Conversation> optimize_prompt(const KernelContext& k, const std::string& problem_source,
@@ -291,7 +312,8 @@ Result<Conversation> optimize_prompt(const KernelContext& k, const std::string& 
                  {"kernel", kernel},
                  {"feedback", eval_feedback(result)},
                  {"profile", profile},
-                 {"inputs", inputs}});
+                 {"inputs", inputs},
+                 {"shapes", k.shapes}});
 }
 
 Result<Conversation> split_prompt(const Prompts& p, const problem::Problem& problem, const problem::Topology& topo,

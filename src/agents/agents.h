@@ -87,7 +87,11 @@ struct KernelContext {
   const Prompts* prompts = nullptr;
   std::string hardware;  ///< hardware_text(...)
   std::string gpu_name;  ///< for the optimize prompt's roofline block (eval/roofline.h); empty: none
+  std::string shapes;    ///< shapes_text(...) of the run's --shapes; empty: nothing said
 };
+/// The kernel prompts' `shapes` block: the shapes a kernel is checked at under
+/// a run's --shapes mode (eval/shapes.h), and whether they are fixed.
+std::string shapes_text(const std::string& mode);
 /// previous: an earlier decomposition of a module this one is a variant of
 /// (mkevolve adapt), in the prompt's file format; empty for a plain decompose.
 Result<Conversation> decompose_prompt(const Prompts& p, const problem::Problem& problem,

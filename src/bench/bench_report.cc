@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "eval/shapes.h"
 #include "report/svg.h"
 #include "util/fs.h"
 
@@ -33,6 +34,29 @@ bool any_tf32(const BenchReport& r) {
     for (const auto& x : outs)
       if (x.speedup_compile_tf32) return true;
   return false;
+}
+
+// The returned solution's final check at the shape variants (--shapes), or
+// nullopt when it was not checked there.
+std::optional<eval::ShapesRecord> shapes_of(const run::Outcome& x) {
+  if (!x.final_check.is_object() || !x.final_check.contains("shapes")) return std::nullopt;
+  return eval::ShapesRecord::from_json(x.final_check["shapes"]);
+}
+bool any_shapes(const BenchReport& r) {
+  for (const auto& [m, outs] : r.results.by_method)
+    for (const auto& x : outs)
+      if (shapes_of(x)) return true;
+  return false;
+}
+/// The "holds at" cell: variants held of those tried, and the first failure.
+std::string holds_at_cell(const run::Outcome& x) {
+  auto s = shapes_of(x);
+  if (!s) return "–";
+  const size_t tried = s->held.size() + s->failed.size();
+  if (tried == 0) return s->not_reached.empty() ? "benchmark only" : "–";
+  std::string c = std::to_string(s->held.size()) + "/" + std::to_string(tried) + " variants";
+  if (!s->failed.empty()) c += " (fails at " + s->failed[0].shape + ")";
+  return c;
 }
 
 struct Counts {
@@ -188,14 +212,17 @@ std::string render_markdown(const BenchReport& r) {
   }
   // --baseline-tf32 runs: torch.compile with TF32 on, beside the TF32-off column (never instead of it).
   const bool tf32 = any_tf32(r);
+  // --shapes check|search: the shapes each returned solution holds at (its final check's).
+  const bool shapes = any_shapes(r);
   o << "\n## Per problem\n\n| Problem | Method | Status | Correct | vs compile |"
-    << (tf32 ? " vs compile (TF32 on) |" : "") << " vs eager | Tokens | Calls |\n"
-    << "|---|---|---|---|---|" << (tf32 ? "---|" : "") << "---|---|---|\n";
+    << (tf32 ? " vs compile (TF32 on) |" : "") << " vs eager |" << (shapes ? " holds at |" : "") << " Tokens | Calls |\n"
+    << "|---|---|---|---|---|" << (tf32 ? "---|" : "") << "---|" << (shapes ? "---|" : "") << "---|---|\n";
   for (const auto& [m, outs] : r.results.by_method)
     for (const auto& x : outs)
       o << "| " << x.problem_name << " | " << m << (x.uses_pytorch ? " †" : "") << " | " << status_text(x) << " | " << (x.correct ? "yes" : "no") << " | "
         << fmt2(x.speedup_compile) << " | " << (tf32 ? fmt2(x.speedup_compile_tf32) + " | " : std::string())
-        << fmt2(x.speedup_eager) << " | " << x.tokens << " | " << x.calls << " |\n";
+        << fmt2(x.speedup_eager) << " | " << (shapes ? holds_at_cell(x) + " | " : std::string()) << x.tokens << " | "
+        << x.calls << " |\n";
   if (!r.results.warnings.empty()) {
     o << "\n## Warnings\n\n";
     for (const auto& w : r.results.warnings) o << "- " << w << "\n";

@@ -222,6 +222,32 @@ TEST(BenchReport, ATf32BaselineIsShownBesideTheTf32OffOne) {
   EXPECT_DOUBLE_EQ(run::outcome_from_events(ev, info).speedup_compile_tf32.value_or(-1), 0.7);
 }
 
+// --shapes: the returned solution's final check at the shape variants is a
+// "holds at" column, from the run's events through summary.json.
+TEST(BenchReport, TheShapesTheSolutionHoldsAtAreAColumn) {
+  TempDir d;
+  std::vector<nlohmann::json> ev = {
+      {{"type", "best"}, {"correct", true}, {"speedup_compile", 1.5}},
+      {{"type", "final_check"}, {"passed", true}, {"status", "correct"}, {"speedup_compile", 1.5},
+       {"shapes", {{"mode", "check"}, {"benchmark", "batch_size=16"}, {"held", {"batch_size=15"}},
+                   {"failed", {{{"shape", "batch_size=7"}, {"error", "mismatch"}}}}, {"skipped", nlohmann::json::array()}}}},
+      {{"type", "run_end"}, {"status", "ok"}, {"correct", true}}};
+  run::SummaryInfo info;
+  info.problem_id = info.problem_name = "p1";
+  info.method = "mkevolve";
+  run::Outcome a = run::outcome_from_events(ev, info);
+  ASSERT_TRUE(write_file_atomic(d.path() / "mkevolve" / "p1" / "summary.json", run::summary_to_json(a).dump()).ok());
+  run::Outcome b = oc("p2", true, 1.1, 1.2, 1000);  // a run without --shapes: no figure, never a made-up one
+  b.method = "mkevolve";
+  ASSERT_TRUE(write_file_atomic(d.path() / "mkevolve" / "p2" / "summary.json", run::summary_to_json(b).dump()).ok());
+  auto res = load_results({d.path()});
+  ASSERT_TRUE(res.ok()) << res.error();
+  std::string md = render_markdown(build_report(std::move(*res)));
+  EXPECT_NE(md.find("| vs eager | holds at | Tokens |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1/2 variants (fails at batch_size=7) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| – |"), std::string::npos) << md;
+}
+
 // A correct kernel measured without a torch.compile baseline: its speedup is
 // unknown, "n/a" in the text (with the reason), empty in the CSV, null in the
 // JSON, and out of the geomean; never 0.00.

@@ -40,6 +40,7 @@ int adapt_cmd(int argc, char** argv) {
   req.cmd = "adapt";
   std::string from, variant, out;
   int budget = 8;
+  std::string shapes;
   bool quiet = false, events_json = false;
   std::optional<OptionGroup> group;
   group.emplace(app, "Input and output");
@@ -55,6 +56,12 @@ int adapt_cmd(int argc, char** argv) {
   group.reset();
   group.emplace(app, "Budget");
   app.add_option("--budget", budget, "kernel LLM calls for the new or failing subproblems")->capture_default_str();
+  group.reset();
+  group.emplace(app, "Evaluation");
+  app.add_option("--shapes", shapes,
+                 "benchmark, check or search (as for run; default: the earlier run's, check for a run recorded "
+                 "before --shapes existed)")
+      ->check(CLI::IsMember({"benchmark", "check", "search"}));
   group.reset();
   method::add_env_flags(app, req.env, true);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
@@ -81,6 +88,10 @@ int adapt_cmd(int argc, char** argv) {
   req.opts.swap_tau.reset();
   req.opts.swap_with.clear();
   req.opts.reuse = std::move(*reuse);
+  // The variant's kernels are checked at its shape variants as the earlier run's were.
+  if (!shapes.empty()) req.opts.eval.shapes = shapes;
+  else if (!cfg.value("options", nlohmann::json::object()).value("eval", nlohmann::json::object()).contains("shapes"))
+    req.opts.eval.shapes = "check";
   // The earlier run's LLM, endpoint and cheat judge, unless this command names them.
   if (req.env.llm.empty()) {
     req.env.llm = cfg.value("llm", "");

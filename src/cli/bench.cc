@@ -57,6 +57,7 @@ int bench_cmd(int argc, char** argv) {
   group.reset();
   method::add_search_flags(app, o);
   method::add_env_flags(app, env_flags, true);
+  o.eval.shapes = "check";  // the returned solution is also checked at shape variants
   method::add_eval_flags(app, o.eval);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto usage = [](const std::string& m) {

@@ -20,6 +20,7 @@
 #include "cli/method_common.h"
 #include "cli/registry.h"
 #include "eval/batch_file.h"
+#include "eval/shapes.h"
 #include "eval/cache.h"
 #include "eval/calibration.h"
 #include "eval/gpus.h"
@@ -158,6 +159,20 @@ void print_table(const std::vector<BatchPair>& pairs, const std::vector<Verdict>
     }
     if (r.raw.is_object() && r.raw.contains("baseline_error") && r.raw["baseline_error"].is_string())
       std::printf("  baselines: %s\n", r.raw["baseline_error"].get<std::string>().c_str());
+  }
+  // --shapes check|search: the shapes each kernel holds at besides the benchmark's.
+  bool shapes_header = false;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    auto sh = eval::ShapesRecord::from_checks(results[i].raw);
+    if (!sh) continue;
+    if (!shapes_header)
+      std::printf("\nholds at (--shapes %s: shape variants from the problem's size constants; timed at the "
+                  "benchmark's shape):\n",
+                  opts.shapes.c_str());
+    shapes_header = true;
+    std::string name = pairs[i].kernel.string();
+    if (problem_column) name += " on " + labels.at(file_key(pairs[i].problem));
+    std::printf("  %s: %s\n", name.c_str(), sh->holds_at_text().c_str());
   }
   // The roofline of each correct, timed kernel: one line, or with --roofline
   // the block an optimize prompt would carry for it.
@@ -329,6 +344,7 @@ int run(int argc, char** argv) {
                "with --json: print each verdict as soon as it is in, in any order, with its 0-based "
                "\"index\" in the input (default: in input order)");
   app.add_option("--gpu", gpu, "use only this visible GPU (index)");
+  opts.shapes = "check";  // a correct kernel is also run at shape variants, and told where it holds
   method::add_eval_flags(app, opts);
   app.add_flag("--no-perf", no_perf, "correctness and cheat checks only, no timing");
   app.add_flag("--roofline", roofline_blocks,

@@ -56,6 +56,7 @@ int evolve_cmd(int argc, char** argv) {
   group.reset();
   method::add_call_flags(app, req.opts, true);
   method::add_env_flags(app, req.env, true);
+  req.opts.eval.shapes = "check";  // the returned solution is also checked at shape variants
   method::add_eval_flags(app, req.opts.eval);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (budget < 1 || req.opts.beam_width < 1 || req.opts.expansion < 1) {

@@ -96,6 +96,13 @@ void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
         return bad.empty() ? std::string() : "unknown scale '" + bad + "'; use x1, x3, x0.01, neg or none";
       })
       ->capture_default_str();
+  app.add_option("--shapes", o.shapes,
+                 "benchmark: verify only at the problem's own input shapes; check: also run a correct kernel (for "
+                 "run, bench and adapt: the returned solution) at shape variants derived from the problem's size "
+                 "constants (batch_size, seq_len, ...) and report where it holds; search: every candidate must "
+                 "hold at the variants. Timing stays at the benchmark's shape")
+      ->check(CLI::IsMember({"benchmark", "check", "search"}))
+      ->capture_default_str();
   app.add_option("--tolerance", o.tolerance,
                  "default: tolerances by dtype, the problem's MKEVOLVE_TOLERANCE or --atol/--rtol; calibrated or "
                  "FILE: each output at its own calibrated atol with rtol 0 (mkevolve calibrate; a problem the file "

@@ -49,6 +49,7 @@ int run_cmd(int argc, char** argv) {
       ->type_name("NAME=FILE")
       ->group("Method");
   method::add_env_flags(app, req.env, true);
+  o.eval.shapes = "check";  // the returned solution is also checked at shape variants
   method::add_eval_flags(app, o.eval);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto usage = [](const char* m) {

@@ -52,7 +52,9 @@ std::string result_key(const std::string& problem_hash, const std::string& kerne
   // Calibrated tolerances: the numbers decide, not the file they came from.
   if (o.calibrated.is_object() && o.calibrated.contains("outputs"))
     h.update("calibrated=" + o.calibrated["outputs"].dump());
-  if (o.plain_env) h.update("plain_env");  // another environment: another verdict
+  if (o.plain_env) h.update("plain_env");
+  // Verified at the shape variants too: another verdict (benchmark keeps the older keys).
+  if (o.shapes != "benchmark") h.update("shapes=" + o.shapes);  // another environment: another verdict
   // Trials in the composition's layouts are other trials.
   if (!o.input_layouts.is_null()) h.update("layouts=" + o.input_layouts.dump());
   h.update(id.gpu_model).update(id.torch).update(id.triton).update(id.worker);

@@ -47,6 +47,10 @@ struct EvalOptions {
   int seed = 42;
   /// Policy set by Swap only: a PyTorch subkernel may pass (it is then marked).
   bool allow_pytorch = false;
+  /// --shapes (eval/shapes.h): benchmark, check or search. On a request, what
+  /// the worker verifies; in a run's options, the run's mode, which the search
+  /// turns into each request's (candidate_shapes, final_shapes).
+  std::string shapes = "benchmark";
   /// Test-only: run on CPU with torch-only candidates (honoured only by a worker
   /// started in test mode).
   bool test_cpu = false;
@@ -146,8 +150,17 @@ class Evaluator {
   /// Pre-flight, before any LLM call: the problem loads and its reference runs.
   /// The default (evaluators without a worker) accepts every problem.
   virtual mk::Status check_problem(const std::filesystem::path& problem, bool test_cpu) {
+    return check_problem(problem, test_cpu, "benchmark", nullptr);
+  }
+  /// The same, and with shapes other than "benchmark" also the shape
+  /// variants the problem gets: {"benchmark", "variants", "skipped": [{shape,
+  /// error}], "kept", "error"} into *shapes_out (null when not derived).
+  virtual mk::Status check_problem(const std::filesystem::path& problem, bool test_cpu, const std::string& shapes,
+                                   nlohmann::json* shapes_out) {
     (void)problem;
     (void)test_cpu;
+    (void)shapes;
+    (void)shapes_out;
     return {};
   }
   /// Starts measuring a problem's baselines (eager, torch.compile) ahead of

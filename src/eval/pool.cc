@@ -783,6 +783,9 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
   }
   double deadline = opts_.deadline_factor * req.options.timeout_s + opts_.grace_s;
   if (fp && fp->reference_s > 0) deadline += 10 * (10 * fp->reference_s + 60);
+  // --shapes check: a correct candidate is evaluated once more at each shape
+  // variant (at most three), each under the candidate's own deadline.
+  if (req.options.shapes == "check") deadline += 3 * (req.options.timeout_s + 60);
   Server::Reply rep = call(slot, std::move(msg), deadline);
   if (ticket) admission_->release(*ticket);
   Verdict r;
@@ -857,12 +860,14 @@ std::optional<Footprint> WorkerPool::default_footprint(Slot& slot, const fs::pat
   return footprint_for(slot, req, footprint_key(problem_hash, identity_for(slot), req.options));
 }
 
-mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu) {
+mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu, const std::string& shapes,
+                                     nlohmann::json* shapes_out) {
   auto promise = std::make_shared<std::promise<mk::Status>>();
   auto fut = promise->get_future();
   fs::path p = absolute_path(problem);
+  auto found = std::make_shared<json>(nullptr);
   Job job;
-  job.run = [this, promise, p, test_cpu](Slot& slot) {
+  job.run = [this, promise, p, test_cpu, shapes, found](Slot& slot) {
     if (slot.gpu < 0 && !test_cpu)
       return promise->set_value(Error{"no CUDA GPU visible: the problem check needs a GPU"});
     auto ph = hash_sources(p);
@@ -871,7 +876,7 @@ mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu) {
     std::optional<Footprint> fp = default_footprint(slot, p, *ph, test_cpu);
     if (std::string what = too_large(slot, fp); !what.empty())
       return promise->set_value(Error{p.string() + ": one evaluation of this problem needs " + what});
-    json msg{{"op", "problem_check"}, {"problem", p.string()}, {"options", {{"test_cpu", test_cpu}}}};
+    json msg{{"op", "problem_check"}, {"problem", p.string()}, {"options", {{"test_cpu", test_cpu}, {"shapes", shapes}}}};
     auto rep = call(slot, std::move(msg), opts_.deadline_factor * 600 + opts_.grace_s);
     if (rep.outcome != Server::Outcome::kAnswered)
       return promise->set_value(Error{"the evaluation server failed while checking " + p.string() + ": " +
@@ -881,11 +886,14 @@ mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu) {
     if (m.value("type", "") == "error")
       return promise->set_value(Error{"checking " + p.string() + " failed: " + text});
     if (!m.value("ok", false)) return promise->set_value(Error{text.empty() ? p.string() + ": the check failed" : text});
+    if (m.contains("shapes") && m["shapes"].is_object()) *found = m["shapes"];
     promise->set_value(mk::Status{});
   };
   job.cancel = [promise](const std::string& why) { promise->set_value(Error{why}); };
   enqueue(std::move(job));
-  return fut.get();
+  mk::Status st = fut.get();
+  if (shapes_out) *shapes_out = *found;
+  return st;
 }
 
 namespace {

@@ -120,7 +120,11 @@ class WorkerPool final : public Evaluator {
   /// Pre-flight: the problem fits this machine (its meta-device footprint),
   /// loads, and its reference runs once on the device that will evaluate.
   /// The error names the file and what is wrong.
-  mk::Status check_problem(const std::filesystem::path& problem, bool test_cpu) override;
+  mk::Status check_problem(const std::filesystem::path& problem, bool test_cpu) override {
+    return check_problem(problem, test_cpu, "benchmark", nullptr);
+  }
+  mk::Status check_problem(const std::filesystem::path& problem, bool test_cpu, const std::string& shapes,
+                           nlohmann::json* shapes_out) override;
   /// Queues the problem's baseline measurement (eager, torch.compile) unless the
   /// baseline cache has it; an evaluation that needs it meanwhile joins it.
   void prefetch_baselines(const std::filesystem::path& problem, const EvalOptions& options) override;

@@ -21,6 +21,7 @@ json options_to_json(const EvalOptions& o) {
               {"perf", o.measure_perf},
               {"timeout_s", o.timeout_s},
               {"allow_pytorch", o.allow_pytorch},
+              {"shapes", o.shapes},
               {"test_cpu", o.test_cpu},
               {"timing", o.timing},
               {"plain_env", o.plain_env},

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "eval/shapes.h"
 #include "report/svg.h"
 #include "rundir/event_log.h"
 #include "rundir/events.h"
@@ -311,6 +312,25 @@ std::string no_compile_baseline_text(const ReportData& s) {
 constexpr const char* kUnknownLegend =
     "\u2014 means not known: no correct kernel, or no baseline measured (never 0\u00d7)";
 
+/// The returned solution at each shape its final check ran it at (--shapes):
+/// the benchmark's (timed), the variants it holds at, fails at (with the
+/// error) and those the reference itself cannot run.
+static std::string shapes_table(const eval::ShapesRecord& r) {
+  std::string md = "## Shapes the returned solution holds at\n\n";
+  md += "Verified at shape variants derived from the problem's size constants (--shapes " + md_cell(r.mode) +
+        "); timing is at the benchmark's shape.\n\n| shape | holds at | error |\n|---|---|---|\n";
+  md += "| benchmark" + (r.benchmark.empty() ? std::string() : " (" + md_cell(r.benchmark) + ")") +
+        " | \u2713 (timed) | |\n";
+  for (const auto& h : r.held) md += "| " + md_cell(h) + " | \u2713 | |\n";
+  for (const auto& f : r.failed) md += "| " + md_cell(f.shape) + " | \u2717 fails | " + md_cell(f.error) + " |\n";
+  for (const auto& k : r.skipped)
+    md += "| " + md_cell(k.shape) + " | skipped: the reference cannot run it | " + md_cell(k.error) + " |\n";
+  for (const auto& n : r.not_reached) md += "| " + md_cell(n) + " | not reached | |\n";
+  if (r.held.empty() && r.failed.empty() && r.skipped.empty() && !r.error.empty())
+    md += "| (no variant) | | " + md_cell(r.error) + " |\n";
+  return md + "\n";
+}
+
 std::string render_markdown(const ReportData& s) {
   std::string md;
   md += "# MKEvolve report: " + (s.problem.empty() ? std::string("(unknown problem)") : s.problem) + "\n\n";
@@ -324,6 +344,8 @@ std::string render_markdown(const ReportData& s) {
         ", " + speedup(s.final_speedup_compile) + " vs torch.compile, " + speedup(s.final_speedup_eager) +
         " vs eager, " + ms(s.final_runtime_ms) + " ms\n";
   if (!s.final_check.result.empty()) md += "- Final check: " + s.final_check.text() + "\n";
+  const auto shapes = eval::ShapesRecord::from_json(s.final_check.shapes);
+  if (shapes) md += "- Holds at: " + md_cell(shapes->holds_at_text()) + "\n";
   md += "- " + std::string(kUnknownLegend) + "\n";
   if (s.final_speedup_compile_tf32)
     md += "- Final check vs torch.compile with TF32 on (--baseline-tf32): " + speedup(s.final_speedup_compile_tf32) +
@@ -497,6 +519,7 @@ std::string render_markdown(const ReportData& s) {
   }
 
   md += time_section(s.time);
+  if (shapes) md += shapes_table(*shapes);
   md += "## Environment\n\n| mkevolve | torch | triton | GPU | python |\n|---|---|---|---|---|\n";
   md += "| " + md_cell(vstr(s.versions, "mkevolve")) + " | " + md_cell(vstr(s.versions, "torch")) + " | " +
         md_cell(vstr(s.versions, "triton")) + " | " + md_cell(vstr(s.versions, "gpu")) + " | " +

@@ -211,6 +211,38 @@ TEST(Report, TheFinalChecksOutcomeIsStatedAndANoVerdictIsNotCalledPassed) {
   EXPECT_EQ(html.find(">passed<"), std::string::npos);
 }
 
+TEST(Report, TheReturnedSolutionsShapesHaveAHoldsAtColumn) {
+  using namespace rundir::events;
+  std::vector<json> ev;
+  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
+  ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
+  FinalCheck fc;
+  fc.passed = true;
+  fc.seed = 43;
+  fc.status = "correct";
+  fc.iteration = 1;
+  fc.speedup_compile = 1.2;
+  ev.push_back(fc.to_json());
+  EXPECT_EQ(render_markdown(summarize(ev, json::object(), json::object())).find("holds at"), std::string::npos);
+  fc.shapes = json::parse(R"json({"mode":"check","benchmark":"batch_size=16","held":["batch_size=15"],
+    "failed":[{"shape":"batch_size=7","error":"mismatch at index (3, 1)"}],
+    "skipped":[{"shape":"batch_size=33","error":"the reference cannot run it: ValueError"}],"error":null})json");
+  ev.back() = fc.to_json();
+  ReportData s = summarize(ev, json::object(), json::object());
+  std::string md = render_markdown(s);
+  EXPECT_NE(md.find("- Holds at: benchmark (batch_size=16) + 1 of 2 shape variants (batch_size=15); fails at "
+                    "batch_size=7: mismatch at index (3, 1)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| shape | holds at | error |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| benchmark (batch_size=16) | \u2713 (timed) | |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| batch_size=15 | \u2713 | |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| batch_size=7 | \u2717 fails | mismatch at index (3, 1) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| batch_size=33 | skipped: the reference cannot run it | the reference cannot run it: ValueError |"),
+            std::string::npos)
+      << md;
+}
+
 TEST(Report, TheBestFigureIsTheFinalChecksOwnAndSaysSo) {
   using namespace rundir::events;
   std::vector<json> ev;

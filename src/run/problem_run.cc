@@ -5,9 +5,11 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "run/summary_json.h"
 #include "eval/calibration.h"
+#include "eval/shapes.h"
 #include "problem/compose.h"
 #include "report/report.h"
 #include "rundir/event_log.h"
@@ -300,9 +302,29 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   if (shared.evaluator && !pr.problem.path.empty() && out.sink_error.empty()) {
     status.message("checking the problem: loading it and running its reference once");
     auto t0 = std::chrono::steady_clock::now();
-    mk::Status st = shared.evaluator->check_problem(pr.problem.path, opts.eval.test_cpu);
+    nlohmann::json shapes;
+    mk::Status st = shared.evaluator->check_problem(pr.problem.path, opts.eval.test_cpu,
+                                                    eval::final_shapes(opts.eval.shapes), &shapes);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!st) preflight_error = st.error();
+    // --shapes: the variants the solution will be checked at, and those the
+    // reference cannot run (skipped, never charged to a candidate), said now.
+    if (st && shapes.is_object()) {
+      std::vector<std::string> vs;
+      for (const auto& v : shapes.value("variants", nlohmann::json::array()))
+        if (v.is_string()) vs.push_back(v.get<std::string>());
+      if (!vs.empty())
+        status.message(fmt::format("shape variants ({}): {} (benchmark: {})", opts.eval.shapes == "search"
+                                       ? "every candidate is verified at them" : "the returned solution is checked at them",
+                                   fmt::join(vs, "; "), shapes.value("benchmark", std::string())));
+      for (const auto& k : shapes.value("skipped", nlohmann::json::array()))
+        if (k.is_object())
+          status.message(fmt::format("warning: shape variant {} skipped: {}", k.value("shape", std::string("?")),
+                                     k.value("error", std::string())));
+      if (vs.empty() && shapes.contains("error") && shapes["error"].is_string())
+        status.message("no shape variants: " + shapes["error"].get<std::string>() +
+                       "; only the benchmark's shapes are verified");
+    }
     if (auto w = rd->log_event(rundir::events::preflight("problem", st.ok(), std::round(secs * 1000) / 1000,
                                                       st.ok() ? "" : preflight_error));
         !w)

@@ -720,6 +720,7 @@ nlohmann::json FinalCheck::to_json() const {
   if (runtime_ms) j["runtime_ms"] = *runtime_ms;
   if (search_speedup_compile) j["search_speedup_compile"] = *search_speedup_compile;
   if (!precision.is_null()) j["precision"] = precision;
+  if (!shapes.is_null()) j["shapes"] = shapes;
   put_meta(j, meta);
   return j;
 }
@@ -737,6 +738,7 @@ std::optional<FinalCheck> FinalCheck::from_json(const nlohmann::json& j) {
   f.runtime_ms = optnum(j, "runtime_ms");
   f.search_speedup_compile = optnum(j, "search_speedup_compile");
   if (j.contains("precision") && j["precision"].is_object()) f.precision = j["precision"];
+  if (j.contains("shapes") && j["shapes"].is_object()) f.shapes = j["shapes"];
   f.message = str(j, "message");
   f.iteration = integer(j, "iteration");
   f.fallback = integer(j, "fallback");
@@ -766,6 +768,7 @@ FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events)
       o.speedup_eager = f->passed ? f->speedup_eager : std::nullopt;
       o.runtime_ms = f->passed ? f->runtime_ms : std::nullopt;
       o.search_speedup_compile = f->passed ? f->search_speedup_compile : std::nullopt;
+      o.shapes = f->shapes;
     }
   }
   // A failure decides only when the run went on to finish: until then the
@@ -830,6 +833,7 @@ nlohmann::json FinalCheckOutcome::to_json() const {
   if (speedup_eager) j["speedup_eager"] = *speedup_eager;
   if (runtime_ms) j["runtime_ms"] = *runtime_ms;
   if (search_speedup_compile) j["search_speedup_compile"] = *search_speedup_compile;
+  if (!shapes.is_null()) j["shapes"] = shapes;
   return j;
 }
 

@@ -351,6 +351,9 @@ struct FinalCheck {
   /// precision it was searched in: {"pinned": [{file, line, what}], "left":
   /// [{file, line, why}], "precision"} (null: not pinned, older logs).
   nlohmann::json precision{};
+  /// --shapes check/search: where the solution holds (the verdict's
+  /// checks.shapes, eval::ShapesRecord's form); null when not checked.
+  nlohmann::json shapes{};
   std::string message{};
   int iteration = 0;  ///< of the solution checked
   int fallback = 0;   ///< 0: the best; k: the k-th next-best verified solution (an earlier best, a runner-up)
@@ -374,6 +377,8 @@ struct FinalCheckOutcome {
   /// Passed: the check's own measurement of the returned solution, and the
   /// search's figure for it (null in logs written before they were recorded).
   std::optional<double> speedup_compile{}, speedup_eager{}, runtime_ms{}, search_speedup_compile{};
+  /// The deciding check's shapes record (null: not checked at shape variants).
+  nlohmann::json shapes{};
   /// One line for people ("" when there was no final check).
   std::string text() const;
   nlohmann::json to_json() const;  ///< null when there was no final check

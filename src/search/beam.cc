@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "agents/reply.h"
+#include "eval/shapes.h"
 #include "rundir/events.h"
 #include "search/internal.h"
 #include "search/search.h"
@@ -351,6 +352,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
     req.problem = task.problem_file;
     req.kernel = file;
     req.options = ctx.opts.eval;
+    req.options.shapes = eval::candidate_shapes(req.options.shapes);  // search: every candidate at the variants
     req.options.allow_pytorch = task.allow_pytorch;
     req.options.input_layouts = task.input_layouts;
     req.task = task.task;

@@ -13,6 +13,7 @@
 #include "agents/reply.h"
 #include "problem/compose.h"
 #include "eval/roofline.h"
+#include "eval/shapes.h"
 #include "rundir/events.h"
 #include "search/internal.h"
 #include "search/search.h"
@@ -250,6 +251,8 @@ eval::EvalOptions final_check_options(const SearchContext& ctx) {
   eval::EvalOptions o = ctx.opts.eval;
   const eval::EvalOptions defaults;
   o.seed += 1;
+  // The returned solution is also run at the shape variants (unless --shapes benchmark).
+  o.shapes = eval::final_shapes(o.shapes);
   // In a plain process, its dots pinned (compose_and_evaluate): what passes is what ships.
   o.plain_env = true;
   o.trials_dist = defaults.trials_dist;
@@ -817,6 +820,7 @@ nlohmann::json to_json(const SearchOptions& o) {
             {"rtol", o.eval.rtol ? nlohmann::json(*o.eval.rtol) : nlohmann::json(nullptr)},
             {"pass_rate", o.eval.pass_rate ? nlohmann::json(*o.eval.pass_rate) : nlohmann::json(nullptr)},
             {"trials_dist", o.eval.trials_dist},
+            {"shapes", o.eval.shapes},
             {"tolerance", o.eval.tolerance},
             {"calibration_runs", o.eval.calibration_runs},
             {"timeout_s", o.eval.timeout_s},
@@ -930,6 +934,8 @@ Result<SearchOptions> options_from_json(const nlohmann::json& j) {
       // A run recorded before the scaled trials had none, and keeps none.
       o.eval.trials_dist = e.value("trials_dist", std::string("none"));
       o.eval.tolerance = e.value("tolerance", std::string("default"));
+      // A run recorded before --shapes verified only the benchmark's shapes, and keeps to them.
+      o.eval.shapes = e.value("shapes", std::string("benchmark"));
       o.eval.calibration_runs = e.value("calibration_runs", o.eval.calibration_runs);
       o.eval.timeout_s = e.value("timeout_s", o.eval.timeout_s);
       o.eval.seed = e.value("seed", o.eval.seed);
@@ -968,7 +974,9 @@ nlohmann::json Solution::to_json() const {
 eval::Verdict evaluate_composed(SearchContext& ctx, const problem::Problem& problem, const Topology& topo,
                                    const std::map<std::string, std::string>& kernels, const fs::path& dir,
                                    bool allow_pytorch, const std::string& label) {
-  Composed c = compose_and_evaluate(ctx, problem, topo, kernels, dir, allow_pytorch, label, ctx.opts.eval);
+  eval::EvalOptions o = ctx.opts.eval;
+  o.shapes = eval::candidate_shapes(o.shapes);
+  Composed c = compose_and_evaluate(ctx, problem, topo, kernels, dir, allow_pytorch, label, o);
   if (c.event) emit(ctx, c.event->to_json());
   return c.r;
 }
@@ -1261,6 +1269,7 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
       e.iteration = cand.iteration;
       e.fallback = static_cast<int>(k);  // 0: the best itself; k: the k-th next-best verified solution
       e.precision = c.precision;
+      if (auto sh = eval::ShapesRecord::from_checks(fc.raw)) e.shapes = sh->to_json();
       // --baseline-tf32: the same solution against torch.compile with TF32 on, beside the reward's TF32-off figure.
       if (passed && fc.speedup_compile_tf32 > 0) e.speedup_compile_tf32 = fc.speedup_compile_tf32;
       emit(ctx, e.to_json());

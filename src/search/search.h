@@ -158,7 +158,7 @@ struct SearchContext {
   /// The kernel prompts' facts: the hardware, then how outputs are judged
   /// (the evaluation's real tolerances, --atol/--rtol).
   agents::KernelContext kernel_context() const {
-    return {prompts, hardware + "\n- " + correctness_fact(opts.eval), gpu_name};
+    return {prompts, hardware + "\n- " + correctness_fact(opts.eval), gpu_name, agents::shapes_text(opts.eval.shapes)};
   }
 
  private:

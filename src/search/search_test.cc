@@ -772,6 +772,42 @@ TEST(MKEvolve, WhatTheFinalCheckPassesIsWhatShipsPinnedAndInAPlainProcess) {
   EXPECT_EQ(fc[0]["precision"]["pinned"].size(), 2u);
 }
 
+TEST(MKEvolve, ShapesModesReachCandidatesAndTheFinalCheck) {
+  // --shapes check: candidates at the benchmark's shapes, the returned
+  // solution also at the variants; search: every candidate at the variants.
+  for (const std::string mode : {"benchmark", "check", "search"}) {
+    Harness h;
+    h.ctx.opts.eval.shapes = mode;
+    script_two(h, "correct speedup=2.0", "correct speedup=1.0");
+    auto res = run_method(h.ctx, h.problem);
+    ASSERT_TRUE(res.best.correct) << mode;
+    int finals = 0, searches = 0;
+    for (const auto& r : h.ev.requests()) {
+      bool final = false;
+      for (const auto& part : r.kernel.lexically_relative(h.ctx.workspace))
+        final = final || part.string().rfind("final", 0) == 0;
+      if (final) {
+        ++finals;
+        EXPECT_EQ(r.options.shapes, mode == "benchmark" ? "benchmark" : "check") << mode;
+      } else {
+        ++searches;
+        EXPECT_EQ(r.options.shapes, mode == "search" ? "search" : "benchmark") << mode << " " << r.kernel;
+      }
+    }
+    EXPECT_GT(finals, 0);
+    EXPECT_GT(searches, 0);
+    // The kernel prompts say which shapes the kernel is checked at.
+    bool told = false;
+    for (const auto& r : h.llm.requests())
+      if (r.agent == "generate")
+        told = told || r.messages.front().content.find(mode == "benchmark" ? "The input shapes are fixed"
+                                                       : mode == "search" ? "The shapes are not fixed"
+                                                                          : "also checked at other values") !=
+                           std::string::npos;
+    EXPECT_TRUE(told) << mode;
+  }
+}
+
 TEST(MKEvolve, TheFinalCheckTurnsEveryCheckOnWhateverTheSearchUsed) {
   // The search ran with one trial and no scaled trials; its final check runs
   // the default trials and all of the scaled ones, on a fresh seed.
@@ -2290,6 +2326,12 @@ TEST(Options, RoundTripThroughJson) {
   EXPECT_EQ(back->eval.tolerance, "calibrated");
   EXPECT_EQ(back->eval.calibration_runs, 7);
   EXPECT_EQ(old->eval.tolerance, "default");
+  // --shapes comes back; a run recorded before it kept to the benchmark's shapes, and still does.
+  o.eval.shapes = "search";
+  back = options_from_json(to_json(o));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->eval.shapes, "search");
+  EXPECT_EQ(old->eval.shapes, "benchmark");
 }
 
 TEST(Prompts, TheCorrectnessFactStatesTheToleranceTheEvaluationUses) {

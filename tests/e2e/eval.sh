@@ -192,6 +192,45 @@ PY
   expect "the scaled trials are planned and run" 0 '"dist_trials":\["c0x3","c0neg"\]' -- "$BIN" eval \
     --problem problem.py --kernel good.py --python "$PY" --test-cpu-unsafe --allow-pytorch --no-perf --no-cache \
     --json --trials-dist x3,neg --timeout 120
+  # --shapes (issue 35): a kernel that hard-codes the benchmark's batch passes
+  # KernelBench's one shape, is told where it breaks (check, the default), and
+  # is rejected under search, naming the shape.
+  cat >kbshape.py <<'PY'
+import torch
+import torch.nn as nn
+
+batch_size = 16
+dim = 96
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+PY
+  cat >hard16.py <<'PY'
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return (torch.clamp(x, min=0.0) * 2.0).reshape(16, 96)  # the benchmark's shape, hard-coded
+PY
+  expect "--shapes with an unknown mode" 2 "--shapes: all not in {benchmark,check,search}" -- "$BIN" eval \
+    --problem kbshape.py --kernel hard16.py --python "$PY" --test-cpu-unsafe --shapes all
+  expect "--shapes benchmark: the hard-coded kernel passes" 0 "correct" -- "$BIN" eval --problem kbshape.py \
+    --kernel hard16.py --python "$PY" --test-cpu-unsafe --no-perf --no-cache --shapes benchmark --timeout 120
+  expect "the default (check) says where it holds" 0 "fails at batch_size=7, dim=47" -- "$BIN" eval \
+    --problem kbshape.py --kernel hard16.py --python "$PY" --test-cpu-unsafe --no-perf --no-cache --timeout 120
+  expect "--shapes search rejects it, naming the shape" 1 "failed at shape variant batch_size=7, dim=47" -- "$BIN" \
+    eval --problem kbshape.py --kernel hard16.py --python "$PY" --test-cpu-unsafe --no-perf --no-cache \
+    --shapes search --timeout 120
+  expect "--shapes search: an honest kernel holds" 0 "3 of 3 shape variants" -- "$BIN" eval --problem kbshape.py \
+    --kernel good.py --python "$PY" --test-cpu-unsafe --no-perf --no-cache --shapes search --timeout 120
 else
   echo "skip CPU evals: $PY has no torch"
 fi

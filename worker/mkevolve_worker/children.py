@@ -194,9 +194,29 @@ def reference_body(ctx, job: dict) -> int:
         opts = dict(opts, problem_tolerance=C.problem_tolerance(mod))
     except ValueError as e:
         return write_error(ctx, "problem_error", str(e), "load")  # the server names the file
+    # Shape variants (shapes.py): derived from the problem's size constants,
+    # each run by the reference once before any candidate sees it; those it
+    # cannot run are reported as skipped, never charged to the candidate.
+    loaded = {"ev": "loaded"}
+    labels: list = []
+    if opts.get("shapes") == "search" or opts.get("shape_variant") is not None:
+        from . import shapes
+        try:
+            found = shapes.validate(mod, job["problem"], device, opts["seed"], only=opts.get("shape_variant"))
+        except BaseException as e:  # noqa: BLE001
+            return write_error(ctx, "problem_error", "deriving the shape variants failed: "
+                               + errors.trimmed_traceback(e, [job["problem"]]), "load")
+        loaded["shapes"] = {k: found[k] for k in ("benchmark", "kept", "error", "skipped")}
+        if opts.get("shape_variant") is not None:
+            configs = []  # that variant alone (none when it is skipped)
+        configs = configs + [v["config"] for v in found["variants"]]
+        labels = [v["label"] for v in found["variants"]]
+        loaded["variants"] = labels
     # The problem's code is in memory: the server starts the candidate only now.
-    ctx.send({"ev": "loaded", "n_configs": len(configs)})
-    plan = C.plan_trials(len(configs), opts) + ([C.timing_inputs_trial(opts)] if job.get("perf") else [])
+    ctx.send({**loaded, "n_configs": len(configs)})
+    if not configs:
+        return 0  # the one variant asked for is skipped (the server reads why from "shapes")
+    plan = C.plan_trials(len(configs), opts, labels) + ([C.timing_inputs_trial(opts)] if job.get("perf") else [])
     init: dict = {}
     where = "load"
     # On the GPU the inputs cross as CUDA IPC references to a copy made for
@@ -1059,10 +1079,21 @@ def problem_check_body(ctx, job: dict) -> int:
     except BaseException as e:  # noqa: BLE001
         return fail(f"the problem failed while {where}: " + errors.trimmed_traceback(e, [path]))
     declares = f"; it declares {C.PROBLEM_TOLERANCE_NAME} = {declared}" if declared else ""
-    write_json(os.path.join(ctx.dir, "problem_check.json"),
-               {"ok": True, "message": f"{name}: loads, and its reference runs ({'; '.join(descs)}){declares}",
-                "output": descs, "configs": len(configs), "tolerance": declared,
-                "seconds": round(time.monotonic() - t0, 3)})
+    answer = {"ok": True, "message": f"{name}: loads, and its reference runs ({'; '.join(descs)}){declares}",
+              "output": descs, "configs": len(configs), "tolerance": declared}
+    if job.get("shapes", "benchmark") != "benchmark":
+        # The shape variants (shapes.py), each run by the reference once: those
+        # it cannot run are reported now, before any LLM call, and skipped.
+        from . import shapes
+        try:
+            found = shapes.validate(mod, path, device, 42)
+            answer["shapes"] = {"benchmark": found["benchmark"], "variants": [v["label"] for v in found["variants"]],
+                                "skipped": found["skipped"], "kept": found["kept"], "error": found["error"]}
+        except BaseException as e:  # noqa: BLE001
+            answer["shapes"] = {"benchmark": "", "variants": [], "skipped": [], "kept": {},
+                                "error": "deriving the shape variants failed: " + errors.trimmed_traceback(e, [path])}
+    answer["seconds"] = round(time.monotonic() - t0, 3)
+    write_json(os.path.join(ctx.dir, "problem_check.json"), answer)
     return 0
 
 

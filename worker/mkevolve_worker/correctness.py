@@ -51,6 +51,9 @@ DEFAULTS = {
     "static_check": True,   # false is honoured only in --test-mode (to exercise the runtime layers alone)
     "test_static": False,   # --test-mode only: enforce the static layer in test_cpu too (candidates written
                             # in Triton, run on the CPU through a stand-in Triton on the server's path)
+    "shapes": "benchmark",  # shapes.py: benchmark, check (a correct candidate is also run at the problem's
+                            # derived shape variants, reported) or search (the variants are configurations)
+    "shape_variant": None,  # internal (check mode): evaluate at this derived variant's index alone
     "host_mem_limit_bytes": 0,    # a candidate process over this much private host memory is killed (oom); 0: none
     "device_mem_limit_bytes": 0,  # a candidate process may reserve at most this much on the GPU; 0: none
     "reference_timeout_s": 0.0,   # each step of the reference's own deadline; 0: max(timeout_s, 600)
@@ -91,6 +94,12 @@ def normalize_options(raw: dict | None) -> dict:
             v = _layouts.parse_input_layouts(v)
         elif k == "calibrated":
             v = parse_calibrated(v)
+        elif k == "shapes":
+            if v not in ("benchmark", "check", "search"):
+                raise ValueError("option shapes must be one of benchmark, check, search")
+        elif k == "shape_variant":
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise ValueError("option shape_variant must be a non-negative integer or null")
         elif isinstance(d, str):
             if v not in TIMING_MODES:
                 raise ValueError(f"option {k} must be one of {', '.join(TIMING_MODES)}")
@@ -239,8 +248,10 @@ def parse_trials_dist(v) -> str:
     return ",".join(dict.fromkeys(names))
 
 
-def plan_trials(n_configs: int, opts: dict) -> list[dict]:
+def plan_trials(n_configs: int, opts: dict, shapes: list | None = None) -> list[dict]:
     """Every correctness trial: config index, seed, kind of inputs, and order.
+    shapes: the labels of the last len(shapes) configurations, derived shape
+    variants (shapes.py): one regular trial each, named by its "shape".
     With input_layouts, each trial also names the layout its inputs take
     ("layout": the trial's place in its configuration, mod the number of
     layouts), so every layout of the list is exercised, by regular,
@@ -249,8 +260,16 @@ def plan_trials(n_configs: int, opts: dict) -> list[dict]:
     dists = [] if opts.get("trials_dist", "none") == "none" else opts["trials_dist"].split(",")
     n_layouts = len(opts.get("input_layouts") or [])
     trials = []
+    shapes = list(shapes or [])
+    n_own = n_configs - len(shapes)
     for c in range(n_configs):
         first = len(trials)
+        if c >= n_own:
+            trials.append({"id": f"c{c}t0", "config": c, "seed": seed + 1000 * c, "alt": False,
+                           "cand_first": False, "shape": shapes[c - n_own]})
+            if n_layouts:
+                trials[-1]["layout"] = 0
+            continue
         for t in range(opts["trials"]):
             trials.append({"id": f"c{c}t{t}", "config": c, "seed": seed + 1000 * c + t, "alt": False,
                            "cand_first": t >= opts["trials"] - opts["candidate_first_trials"]})

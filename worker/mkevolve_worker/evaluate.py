@@ -48,6 +48,11 @@ class ProblemError(Exception):
     """The reference problem itself failed: answered as a protocol error."""
 
 
+class ShapeSkipped(ProblemError):
+    """Check mode: the shape variant asked for is one the reference cannot
+    run (shapes.validate); args[0] is {"shape", "error"}."""
+
+
 class HarnessError(ProblemError):
     """The reference's process died, stalled past its deadline or broke the
     protocol, without an error of the problem's own: the evaluation has no
@@ -201,6 +206,8 @@ class Evaluator:
         (timed in their own child, only for a correct candidate)."""
         res = self._evaluate(problem, kernel, options)
         opts = self._options(options)
+        if opts["shapes"] != "benchmark" and opts["shape_variant"] is None:
+            self._shapes_record(res, self._file(problem, "problem"), self._file(kernel, "kernel"), options, opts)
         if (opts["profile_ncu"] and res["status"] == errors.CORRECT and opts["perf"] and not opts["test_cpu"]
                 and isinstance(res.get("checks"), dict)):
             # Advisory hardware counters: never change the verdict.
@@ -213,6 +220,58 @@ class Evaluator:
             if b.get("compile_error"):
                 res["checks"]["baseline_compile_error"] = b["compile_error"]
         return res
+
+    def _shapes_record(self, res: dict, problem, kernel, options, opts: dict) -> None:
+        """checks.shapes: the shapes the candidate holds at ("held"), those it
+        failed at with the error ("failed"), those the reference cannot run
+        ("skipped"). search: from the evaluation itself (its variants were
+        configurations); check: a correct candidate is evaluated once more
+        at each variant alone (no timing), the verdict left as it is."""
+        from . import shapes
+        checks = res.setdefault("checks", {}) if isinstance(res.get("checks", {}), dict) else {}
+        if opts["shapes"] == "search":
+            rec = checks.get("shapes")
+            if not isinstance(rec, dict):
+                return  # failed before the reference loaded the problem
+            variants = list(rec.get("variants") or [])
+            failed_at = rec.pop("failed_at", None)
+            if res["status"] == errors.CORRECT:
+                rec["held"], rec["failed"] = variants, []
+            elif failed_at in variants:
+                rec["held"] = variants[:variants.index(failed_at)]
+                rec["not_reached"] = variants[variants.index(failed_at) + 1:]  # the first failure ends it
+                rec["failed"] = [{"shape": failed_at, "error": errors.shorten(str(res.get("message", "")), 500)}]
+            else:
+                rec["held"], rec["failed"] = [], []
+                rec["not_reached"] = variants  # it failed at the benchmark's own configurations
+            return
+        d = shapes.derive(problem)
+        rec = {"mode": "check", "benchmark": d["benchmark"], "variants": [v["label"] for v in d["variants"]],
+               "held": [], "failed": [], "skipped": [], "kept": d["kept"], "error": d["error"]}
+        checks["shapes"] = rec
+        if res["status"] != errors.CORRECT:
+            rec["not_reached"] = rec["variants"]
+            return
+        for k, v in enumerate(d["variants"]):
+            sub_opts = dict(options or {}, shapes="check", shape_variant=k, perf=False, baselines=False,
+                            profile_ncu=False)
+            try:
+                sub = self._evaluate(problem, kernel, sub_opts)
+            except ShapeSkipped as e:
+                rec["skipped"].append(e.args[0])
+                continue
+            except ProblemError as e:
+                rec["skipped"].append({"shape": v["label"], "error": errors.shorten(str(e), 500)})
+                continue
+            if sub["status"] == errors.CORRECT:
+                rec["held"].append(v["label"])
+            elif sub["status"] == "no_verdict":
+                # The harness failed, not the candidate: not known, never counted against it.
+                rec["skipped"].append({"shape": v["label"], "error": "no verdict: "
+                                       + errors.shorten(str(sub.get("message", "")), 400)})
+            else:
+                rec["failed"].append({"shape": v["label"], "status": sub["status"], "kind": sub.get("kind"),
+                                      "error": errors.shorten(str(sub.get("message", "")), 500)})
 
     def _evaluate(self, problem, kernel, options=None) -> dict:
         t_start = time.monotonic()
@@ -493,8 +552,14 @@ class Evaluator:
             if not isolation.wait_event(ref2, "loaded", ref_timeout):
                 self._reference_failed(ref2, "loading the problem", ref_timeout)
             loaded = [e for e in ref2.events if e.get("ev") == "loaded"][-1]
+            if isinstance(loaded.get("shapes"), dict):
+                state["shapes"] = dict(loaded["shapes"], variants=[str(x) for x in loaded.get("variants") or []])
+            if loaded.get("n_configs") == 0 and "shapes" in state:
+                # The one shape variant asked for (check mode) is one the reference cannot run.
+                skipped = state["shapes"].get("skipped") or [{"shape": "?", "error": "the reference skipped it"}]
+                raise ShapeSkipped(skipped[0])
             n_configs = int(loaded.get("n_configs") or 1)
-            plan = C.plan_trials(n_configs, opts)
+            plan = C.plan_trials(n_configs, opts, state.get("shapes", {}).get("variants"))
             ref_plan = plan + ([C.timing_inputs_trial(opts)] if perf else [])
             first_fd = self._ref_fd(ref2, "drawing the first trial's inputs", ref_timeout)
             state["held"].append(first_fd)
@@ -652,6 +717,10 @@ class Evaluator:
                     if not r["ok"]:
                         # On a layout trial, the message says which view of which input it was given.
                         r["message"] = _with_note(r.get("message", ""), _layout_note(opts, t, state))
+                        if t.get("shape") and opts.get("shape_variant") is None:
+                            r["message"] = (f"failed at shape variant {t['shape']} (benchmark: "
+                                            f"{state['shapes'].get('benchmark')}): " + r["message"])
+                            state["shape_failed"] = t["shape"]
                         state["verdict"] = r
                         return kill_candidate()
                     C._merge_worst(state["worst"], r)
@@ -841,7 +910,13 @@ class Evaluator:
             }
             if opts.get("input_layouts"):
                 res.checks["layouts"] = _layouts_record(state, opts, perf)
-            return self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2)
+            if "shapes" in state:
+                res.checks["shapes"] = {"mode": opts["shapes"], **{k: state["shapes"].get(k) for k in (
+                    "benchmark", "variants", "skipped", "kept", "error")}}
+            out = self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2)
+            if "shape_failed" in state and isinstance(out.get("checks"), dict) and "shapes" in out["checks"]:
+                out["checks"]["shapes"]["failed_at"] = state["shape_failed"]
+            return out
         finally:
             work.release()
             if active is not None:
@@ -936,6 +1011,11 @@ class Evaluator:
             if failed is not None and state["phase"].startswith("running forward"):
                 # It raised (x.view(-1) on a transposed input, say) or hung in a layout trial's forward.
                 message = _with_note(message, _layout_note(opts, failed, state))
+            if failed is not None and failed.get("shape") and opts.get("shape_variant") is None:
+                # A kernel that holds only at the benchmark's shape: say which shape it failed at.
+                message = (f"failed at shape variant {failed['shape']} (benchmark: "
+                           f"{state['shapes'].get('benchmark')}): " + message)
+                state["shape_failed"] = failed["shape"]
             return res.fail(kind, message, t_start, stderr=cand.tail())
         res.max_abs_err = verdict.get("max_abs_err")
         res.checks["correctness"].update({k: verdict[k] for k in ("max_abs_err", "rel_err", "warnings")
@@ -1145,8 +1225,8 @@ class Evaluator:
         device = self._device(opts)
         timeout = self._ref_timeout(opts)
         # It runs the reference on the GPU: never beside a neighbour's timed phase.
-        child = self._run_shared("pc", lambda ctx: children.problem_check_body(ctx, {"problem": problem,
-                                                                                   "device": device}),
+        job = {"problem": problem, "device": device, "shapes": opts["shapes"]}
+        child = self._run_shared("pc", lambda ctx: children.problem_check_body(ctx, job),
                                  timeout, opts)
         try:
             out = _read_json(child.path("problem_check.json"))
@@ -1563,6 +1643,8 @@ def _trial_context(t: dict) -> str:
         what = "signed-normal inputs (alternate distribution)"
     else:
         what = "random inputs from get_inputs()"
+    if t.get("shape"):
+        return f" [trial {t['id']}: shape variant {t['shape']}, {what}, seed {t['seed']}]"
     return f" [trial {t['id']}: config {t['config']}, {what}, seed {t['seed']}]"
 
 
