@@ -31,7 +31,13 @@ compiles cold, as a new LLM candidate does.
 6.4 GB instead (or as well): 19_ReLU, 21_Sigmoid and 23_Softmax from --kb DIR
 (brought in at test time, never committed), with our kernels for them
 (examples/kernels/ and examples/kernels/kernelbench/): correct, incorrect and
-crashing ones. --slots takes integers and "auto".
+crashing ones. --slots takes integers and "auto". --own-references adds, for
+--set kb-large, each of KB_OWN_REFERENCES' problems with its own reference as
+the candidate (`class ModelNew(Model)`, as scripts/kernelbench_sweep.py writes
+them; every way then runs under --allow-pytorch). --pairs-out writes the
+candidates as 'PROBLEM KERNEL' lines for scripts/kb_harness.py --pairs (KernelBench's
+own harness on the same candidates; gpu-suite's kbthroughput stage), --stream
+appends each verdict as a JSON line as it comes.
 
 Prints evaluations per minute for each way and the ratio; this is a benchmark,
 not a test: nothing is asserted about the numbers. Exit status 0 when every way
