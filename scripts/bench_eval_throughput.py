@@ -31,7 +31,13 @@ compiles cold, as a new LLM candidate does.
 6.4 GB instead (or as well): 19_ReLU, 21_Sigmoid and 23_Softmax from --kb DIR
 (brought in at test time, never committed), with our kernels for them
 (examples/kernels/ and examples/kernels/kernelbench/): correct, incorrect and
-crashing ones. --slots takes integers and "auto".
+crashing ones. --slots takes integers and "auto". --own-references adds, for
+--set kb-large, each of KB_OWN_REFERENCES' problems with its own reference as
+the candidate (`class ModelNew(Model)`, as scripts/kernelbench_sweep.py writes
+them; every way then runs under --allow-pytorch). --pairs-out writes the
+candidates as 'PROBLEM KERNEL' lines for scripts/kb_harness.py --pairs (KernelBench's
+own harness on the same candidates; gpu-suite's kbthroughput stage), --stream
+appends each verdict as a JSON line as it comes.
 
 Prints evaluations per minute for each way and the ratio; this is a benchmark,
 not a test: nothing is asserted about the numbers. Exit status 0 when every way
@@ -71,6 +77,32 @@ KB_LARGE = {
     "level1/21_Sigmoid.py": [K + "kernelbench/21_Sigmoid__triton.py"],
     "level1/23_Softmax.py": [K + "02_softmax_wide__online.py", K + "02_softmax_wide__zeros.py"],
 }
+
+
+# KernelBench level-1 problems whose own reference (`class ModelNew(Model)`,
+# evaluated under --allow-pytorch, as scripts/kernelbench_sweep.py does) joins
+# --set kb-large as a candidate: the 6.4 GB elementwise and softmax problems
+# first, then smaller ones; those missing from --kb are skipped (said so).
+KB_OWN_REFERENCES = ["19_ReLU", "23_Softmax", "20_LeakyReLU", "22_Tanh", "24_LogSoftmax", "26_GELU_",
+                     "1_Square_matrix_multiplication_", "36_RMSNorm_", "40_LayerNorm", "47_Sum_reduction_over_a_dimension"]
+
+
+def own_reference_pairs(kb: str, out_dir: Path) -> list[tuple[str, str]]:
+    """(problem, candidate) for each of KB_OWN_REFERENCES under kb: the
+    problem's source plus `class ModelNew(Model): pass`, written to out_dir."""
+    level1 = Path(kb) / "KernelBench" / "level1"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pairs = []
+    for stem in KB_OWN_REFERENCES:
+        prob = level1 / f"{stem}.py"
+        if not prob.is_file():
+            print(f"bench_eval_throughput: no KernelBench/level1/{stem}.py under {kb}: skipped", file=sys.stderr)
+            continue
+        cand = out_dir / f"{stem}__own_reference.py"
+        cand.write_text(prob.read_text().rstrip() + "\n\n\n# The reference as its own candidate "
+                        "(bench_eval_throughput.py).\nclass ModelNew(Model):\n    pass\n")
+        pairs.append((str(prob), str(cand)))
+    return pairs
 
 
 def kernel_path(stem):
@@ -131,48 +163,70 @@ def write_batch(path, pairs):
     return path
 
 
-def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s):
-    """One `mkevolve eval --batch` call: one pool for every candidate."""
+def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=(), stream=None):
+    """One `mkevolve eval --batch` call: one pool for every candidate. stream:
+    a file each verdict line is appended to as it comes."""
     env = base_env(cache_home, triton_cache)
     cmd = [binary, "eval", "--json", "--no-cache", "--batch", str(batch), "--timeout", str(timeout_s),
-           "--slots-per-gpu", str(slots), "--shapes", "benchmark"]  # one evaluation per candidate, as measured before
+           "--slots-per-gpu", str(slots), "--shapes", "benchmark", *extra]  # one evaluation per candidate
     verdicts, t0 = {}, time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if stream:
+        cmd.append("--stream")
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+        lines = []
+        with open(stream, "a") as f:
+            for line in proc.stdout:
+                lines.append(line)
+                if line.strip().startswith("{"):
+                    f.write(line)
+                    f.flush()
+        err = proc.stderr.read()
+        proc.wait()
+        proc = subprocess.CompletedProcess(cmd, proc.returncode, "".join(lines), err)
+    else:
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     secs = time.monotonic() - t0
     phases = {}  # where each candidate's time went (diagnostics, kept in --json-out)
     for obj in parse_lines(proc.stdout):
         stem = key_of(obj.get("problem", "?"), obj.get("kernel", "?"))
         verdicts[stem] = f"{obj.get('status')}/{obj.get('kind') or '-'}"
         checks = obj.get("checks") or {}
-        phases[stem] = {"phases_s": checks.get("phases_s"), "isolation": checks.get("isolation")}
+        phases[stem] = {"phases_s": checks.get("phases_s"), "isolation": checks.get("isolation"),
+                        "footprint": checks.get("footprint"), "admission": checks.get("admission")}
     if proc.returncode not in (0, 1):
         print(f"pool: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
     return secs, verdicts, phases
 
 
-def warm_baselines(binary, batch, cache_home, triton_cache):
+def warm_baselines(binary, batch, cache_home, triton_cache, extra=()):
     """One untimed batch call, one correct kernel per problem: fills the baseline cache."""
     env = base_env(cache_home, triton_cache)
-    proc = subprocess.run([binary, "eval", "--json", "--no-cache", "--batch", str(batch), "--shapes", "benchmark"],
-                          cwd=ROOT, env=env,
+    proc = subprocess.run([binary, "eval", "--json", "--no-cache", "--batch", str(batch), "--shapes", "benchmark",
+                           *extra], cwd=ROOT, env=env,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if proc.returncode not in (0, 1):
         print(f"warm-up: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
 
 
-def run_fresh(python, pairs, cache_home, triton_cache, timeout_s):
+def run_fresh(python, pairs, cache_home, triton_cache, timeout_s, extra=(), stream=None):
     env = base_env(cache_home, triton_cache)
     env["PYTHONPATH"] = str(ROOT / "worker") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     verdicts, t0 = {}, time.monotonic()
     for problem, kernel in pairs:
         s = key_of(problem, kernel)
         cmd = [python, "-m", "mkevolve_worker", "eval", "--problem", problem, "--kernel", kernel,
-               "--json", "--timeout", str(timeout_s)]
+               "--json", "--timeout", str(timeout_s), *extra]
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
                               stdin=subprocess.DEVNULL)
         objs = parse_lines(proc.stdout)
         if objs:
             verdicts[s] = f"{objs[-1].get('status')}/{objs[-1].get('kind') or '-'}"
+            if stream:
+                with open(stream, "a") as f:
+                    f.write(json.dumps({"way": "fresh", "problem": problem, "kernel": kernel,
+                                        "status": objs[-1].get("status"), "kind": objs[-1].get("kind"),
+                                        "runtime_ms": objs[-1].get("runtime_ms")}) + "\n")
         else:
             print(f"fresh: {s}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}", file=sys.stderr)
         print(f"fresh  {s}: {verdicts.get(s, 'no verdict')} at {time.monotonic() - t0:.1f} s", flush=True)
@@ -201,6 +255,13 @@ def main(argv=None):
                     help="the candidate set: the examples' mix, KernelBench's 6.4 GB level-1 problems, or both")
     ap.add_argument("--kb", help="KernelBench checkout (holds KernelBench/level1) for --set kb-large/both")
     ap.add_argument("--ways", default="pool,fresh", help="which ways to run: pool, fresh or both (default)")
+    ap.add_argument("--own-references", action="store_true",
+                    help="--set kb-large: add KB_OWN_REFERENCES, each problem's reference as its own candidate "
+                         "(every way then runs under --allow-pytorch)")
+    ap.add_argument("--pairs-out", help="write the candidates as 'PROBLEM KERNEL' lines here (scripts/kb_harness.py "
+                    "--pairs reads them), then go on")
+    ap.add_argument("--stream", help="append each verdict as a JSON line here as it comes (pool and fresh)")
+    ap.add_argument("--only-pairs", action="store_true", help="with --pairs-out: write them and stop")
     args = ap.parse_args(argv)
     slot_values = [s.strip() for s in args.slots.split(",") if s.strip()]
     if not slot_values or any(s != "auto" and not (s.isdigit() and int(s) >= 1) for s in slot_values):
@@ -221,8 +282,16 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     pairs = candidate_pairs(args.set, args.kb)
-    n = len(pairs)
     tmp = Path(tempfile.mkdtemp(prefix="mk_bench_"))
+    extra = ()
+    if args.own_references and args.set != "mixed":
+        pairs += own_reference_pairs(args.kb, tmp / "own-references")
+        extra = ("--allow-pytorch",)
+    n = len(pairs)
+    if args.pairs_out:
+        Path(args.pairs_out).write_text("".join(f"{ROOT / p} {ROOT / k}\n" for p, k in pairs))
+        if args.only_pairs:
+            return 0
     all_pairs = write_batch(tmp / "pool-batch.txt", pairs)
     firsts = {}
     for problem, kernel in pairs:
@@ -235,18 +304,19 @@ def main(argv=None):
     if firsts:
         warm = write_batch(tmp / "warm-batch.txt", list(firsts.items()))
         t0 = time.monotonic()
-        warm_baselines(args.mkevolve, warm, cache_home, tmp / "triton-warm")
+        warm_baselines(args.mkevolve, warm, cache_home, tmp / "triton-warm", extra)
         print(f"baselines measured (untimed warm-up) in {time.monotonic() - t0:.1f} s", flush=True)
     runs = []
     for slots in slot_values if "pool" in ways else []:
         secs, verdicts, phases = run_pool(args.mkevolve, all_pairs, cache_home, tmp / f"triton-pool-{slots}", slots,
-                                          args.timeout)
+                                          args.timeout, extra, args.stream)
         plural = "" if slots == "1" else "s"
         runs.append({"way": f"pool, {slots} slot{plural}", "seconds": secs,
                      "processes_started": 1, "verdicts": verdicts, "phases": phases})
         print(f"pool   {runs[-1]['way']}: {len(verdicts)} verdicts in {secs:.1f} s", flush=True)
     if "fresh" in ways:
-        secs, verdicts = run_fresh(args.python, pairs, cache_home, tmp / "triton-fresh", args.timeout)
+        secs, verdicts = run_fresh(args.python, pairs, cache_home, tmp / "triton-fresh", args.timeout, extra,
+                                   args.stream)
         runs.append({"way": "fresh process per candidate", "seconds": secs, "processes_started": n,
                      "verdicts": verdicts})
 

@@ -53,6 +53,17 @@
 #   kbtiming  the same for every fifth problem, timed with baselines (speedup vs eager near 1)
 #   kblarge   honest Triton kernels for KernelBench level1/19_ReLU (6.4 GB input) and
 #             level1/23_Softmax at --slots-per-gpu 4 (GPU_SUITE_KBLARGE_SLOTS), twice each (GPU_SUITE_KBLARGE_REPEAT)
+#   kbthroughput  issue 38 at KernelBench's real sizes, in about 8 minutes: the same >=10 level-1
+#             candidates (our Triton kernels for 19_ReLU, 21_Sigmoid, 23_Softmax, correct and not, and
+#             each of KB_OWN_REFERENCES' problems' own reference as ModelNew, all under --allow-pytorch)
+#             through scripts/bench_eval_throughput.py --set kb-large --own-references (one pool at
+#             auto slots against a fresh process per candidate; GPU_SUITE_KBT_BENCH_LIMIT, 330 s), then
+#             through KernelBench's own eval_kernel_against_ref, scripts/kb_harness.py (5 trials, 100
+#             timed calls; GPU_SUITE_KBT_KB_LIMIT, 150 s), one after the other (each alone on the GPU:
+#             neither's rate is measured beside the other's load). Into $OUT as they come:
+#             kbt-pool.jsonl (verdicts of both ways, streamed), kbt-bench.txt, kbt-bench.json,
+#             kbt-pairs.txt, kbt-kb.jsonl; the summary compares the rates (targets: pool >= 3x fresh,
+#             >= 5x KernelBench's harness) and the verdicts, and counts OOMs and no_verdicts
 #   neighbours  a spinning-kernel candidate among eight honest example kernels at
 #             --slots-per-gpu 4: it is timeout/hang, the eight stay correct
 #   ncu       --profile ncu: ncu's raw CSV for one relu call (ncu_sample.csv), the GPU test of the
@@ -205,7 +216,8 @@ note "$("$PY" -c 'import sys, torch, triton; print("python", sys.version.split()
 BIN=${MKEVOLVE_BIN:-}
 if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency ||
   want concurrency-start || want concurrency-ab ||
-  want kbsweep || want kbtiming || want kblarge || want shapes || want neighbours || want adapt || want roofline || want ncu ||
+  want kbsweep || want kbtiming || want kblarge || want kbthroughput || want shapes || want neighbours || want adapt ||
+  want roofline || want ncu ||
   want precision || want messy; then
   t0=$SECONDS
   rc=0
@@ -932,6 +944,58 @@ PYEOF
   check=$?
   [ $rc -eq 0 ] && rc=$check
   stage_result kblarge $rc $((SECONDS - t0))
+fi
+if want kbthroughput && have_bin kbthroughput; then
+  t0=$SECONDS
+  rc=0
+  : >"$KB_OUT/kbt-pool.jsonl"
+  : >"$KB_OUT/kbt-kb.jsonl"
+  stage_timeout "${GPU_SUITE_KBT_BENCH_LIMIT:-330}" "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" \
+    --python "$PY" --set kb-large --own-references --kb "$KB" --slots auto --timeout 120 \
+    --pairs-out "$KB_OUT/kbt-pairs.txt" --stream "$KB_OUT/kbt-pool.jsonl" --json-out "$KB_OUT/kbt-bench.json" \
+    >"$KB_OUT/kbt-bench.txt" 2>"$OUTDIR/kbt-bench.err" || rc=$?
+  [ -s "$KB_OUT/kbt-pairs.txt" ] || "$PY" scripts/bench_eval_throughput.py --set kb-large --own-references \
+    --kb "$KB" --pairs-out "$KB_OUT/kbt-pairs.txt" --only-pairs 2>>"$OUTDIR/kbt-bench.err"
+  kb_t0=$SECONDS
+  stage_timeout "${GPU_SUITE_KBT_KB_LIMIT:-150}" "$PY" scripts/kb_harness.py --kb "$KB" \
+    --pairs "$KB_OUT/kbt-pairs.txt" --out "$KB_OUT/kbt-kb.jsonl" --timeout 120 \
+    >/dev/null 2>"$OUTDIR/kbt-kb.err" || rc=$((rc ? rc : $?))
+  kb_secs=$((SECONDS - kb_t0))
+  "$PY" - "$KB_OUT/kbt-bench.json" "$KB_OUT/kbt-kb.jsonl" "$kb_secs" "$KB_OUT/kbt-pool.jsonl" <<'PYEOF' | tee -a "$SUMMARY"
+import json, os, sys
+bench = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) and os.path.getsize(sys.argv[1]) else {}
+kb = [json.loads(l) for l in open(sys.argv[2]) if l.strip().startswith("{")]
+kb_secs = float(sys.argv[3])
+pool_rows = [json.loads(l) for l in open(sys.argv[4]) if l.strip().startswith("{")]
+n = bench.get("candidates", 0)
+runs = {r["way"]: r for r in bench.get("runs", [])}
+pool = next((r for w, r in runs.items() if w.startswith("pool")), None)
+fresh = runs.get("fresh process per candidate")
+print(f"kbthroughput: {n} candidates; pool {pool and round(pool['evals_per_minute'], 2)} evals/min, "
+      f"fresh {fresh and round(fresh['evals_per_minute'], 2)} evals/min")
+if pool and fresh and fresh["evals_per_minute"] > 0:
+    print(f"kbthroughput: pool/fresh {pool['evals_per_minute'] / fresh['evals_per_minute']:.2f}x (target >= 3)")
+if kb and pool and kb_secs > 0:
+    kb_rate = 60.0 * len(kb) / kb_secs
+    print(f"kbthroughput: KernelBench harness {len(kb)} candidates in {kb_secs:.0f} s = {kb_rate:.2f} evals/min; "
+          f"pool/KernelBench {pool['evals_per_minute'] / kb_rate:.2f}x (target >= 5)")
+    ours = {os.path.basename(r.get("kernel", "")): r for r in pool_rows if "way" not in r}
+    for k in kb:
+        name = os.path.basename(k.get("candidate", ""))
+        o = ours.get(name)
+        print(f"kbthroughput verdict {name}: KernelBench correct={k.get('correctness')} "
+              f"ours={o and o.get('status')}/{o and o.get('kind')}")
+pool_v = [r for r in pool_rows if "way" not in r]
+ooms = [r for r in pool_v if r.get("kind") == "oom"]
+nov = [r for r in pool_v if r.get("status") == "no_verdict" or r.get("kind") in ("server_died", "killed", "pass_overrun")]
+peaks = [((r.get("checks") or {}).get("footprint") or {}).get("device_peak_bytes") or 0 for r in pool_v]
+print(f"kbthroughput: {len(ooms)} oom, {len(nov)} harness failures in the pool's verdicts; "
+      f"largest device footprint {max(peaks or [0]) / 1e9:.1f} GB")
+sys.exit(0 if pool and not ooms and not nov and not bench.get("incomplete") else 1)
+PYEOF
+  check=$?
+  [ $rc -eq 0 ] && rc=$check
+  stage_result kbthroughput $rc $((SECONDS - t0))
 fi
 # --- ncu: Nsight Compute's counters through --profile ncu (issue 15) ----------
 if want ncu && have_bin ncu; then

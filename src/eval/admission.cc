@@ -1,6 +1,8 @@
 #include "eval/admission.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -29,6 +31,45 @@ std::optional<Footprint> Footprint::from_json(const json& j) {
   f.measured = j.value("measured", false);
   if (f.host_bytes <= 0) return std::nullopt;
   return f;
+}
+
+bool timed_in_place(double in_bytes) { return in_bytes > kPoolBytes / 2; }
+
+DeviceEstimate estimate_device(double in, double out, double params, bool timed) {
+  DeviceEstimate e;
+  const bool large = timed_in_place(in);
+  if (large) {
+    // One output per process at its peak, and two copies of the inputs: the
+    // reference computes on the copy it hands over (and keeps the last call's),
+    // the candidate on its own copy (its timed calls read one set of buffers
+    // in place, the first set waiting on the host), and the profiling process
+    // reads the reference's copy of the last call's inputs where it is (its
+    // own copy, a third, only for a forward that changes its inputs).
+    e.inputs = 2;
+    e.outputs = timed ? 3 : 2;
+  } else {
+    // The reference computes on a private clone of the copy it hands over;
+    // timed, each of the three processes also holds the rotated sets, the
+    // last call's inputs and its buffers.
+    e.inputs = timed ? 2 + 2 + 2 : 3;
+    e.outputs = timed ? 3 : 2;
+    // Up to the regular trials' sets (5 by default), as many as fit in the pool.
+    if (timed) e.pool = 3 * std::min(5 * in, std::floor(kPoolBytes / std::max(in, 1.0)) * in);
+  }
+  e.params = timed ? 3 : 2;
+  e.fixed = (timed ? 3 : 2) * kContextBytes + (timed ? kFlushBytes : 0);
+  e.bytes = e.inputs * in + e.outputs * out + e.pool + e.params * params + e.fixed;
+  return e;
+}
+
+double gpu_capacity(double total, int idle) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  return std::max(total * 0.95 - idle * kContextBytes - 2 * kGiB, kGiB);
+}
+
+double device_reservation(const Footprint& f) {
+  if (f.device_bytes <= 0) return 0;
+  return f.measured ? f.device_bytes * 1.05 + 0.5 * 1024 * 1024 * 1024 : f.device_bytes;
 }
 
 std::optional<Footprint> FootprintCache::get(const std::string& key) const {

@@ -35,6 +35,39 @@ struct Footprint {
   static std::optional<Footprint> from_json(const nlohmann::json& j);
 };
 
+/// What one evaluation holds on its GPU at its peak, from one call's sizes
+/// (the sum of each process's peak; docs/EVAL.md, Device memory of one
+/// evaluation). Inputs above half of the worker's timing pool (kPoolBytes)
+/// are timed in place: two copies of the inputs (the reference's and the
+/// candidate's) and one output per process. Smaller inputs rotate through up
+/// to kPoolBytes of input sets in each process.
+struct DeviceEstimate {
+  double inputs = 0;   ///< copies of one call's inputs, all processes together
+  double outputs = 0;  ///< copies of one call's outputs
+  double pool = 0;     ///< bytes of rotated input sets (small inputs only)
+  double params = 0;   ///< copies of the model's parameters
+  double fixed = 0;    ///< CUDA contexts and the L2 flush buffer
+  double bytes = 0;    ///< the whole: inputs x in + outputs x out + pool + params x p + fixed
+};
+inline constexpr double kPoolBytes = 1024.0 * 1024 * 1024;    ///< timing.POOL_BYTES
+inline constexpr double kContextBytes = 600.0 * 1024 * 1024;  ///< one CUDA context (evaluate.CUDA_CONTEXT_BYTES)
+inline constexpr double kFlushBytes = 256.0 * 1024 * 1024;    ///< the L2 flush buffer (timing.l2_flush_buffer)
+/// in_bytes/out_bytes: one call's inputs and outputs; timed: with the timed
+/// calls and the profiling process.
+DeviceEstimate estimate_device(double in_bytes, double out_bytes, double param_bytes, bool timed);
+/// Whether one call's inputs are timed in place (timing.in_place).
+bool timed_in_place(double in_bytes);
+
+/// What admission may hand out on a GPU of total_bytes: 95% of it, less a
+/// CUDA context per idle pre-started process and 2 GiB for everything else.
+double gpu_capacity(double total_bytes, int idle_processes);
+
+/// GPU memory an evaluation is admitted with, from its footprint: a
+/// measurement is the sum of each process's allocator high-water mark (an
+/// upper bound of what they hold at once, not a sample), so it gets 5% and
+/// 0.5 GiB for what the allocator does not see; an estimate is taken as is.
+double device_reservation(const Footprint& f);
+
 /// One JSON file per key under dir (key: problem sources + machine).
 class FootprintCache {
  public:

@@ -709,22 +709,19 @@ std::optional<Footprint> WorkerPool::footprint_for(Slot& slot, const EvalRequest
   double io = f.input_bytes + f.output_bytes;
   // The streamed evaluation holds a few copies of one call's data (docs/EVAL.md):
   // room for four on the host, plus the processes themselves. Where the data
-  // crosses by CUDA IPC, the host holds only the timed calls' two outputs of it.
-  // Every process builds the model on the host before moving it (the
-  // reference and the candidate at once).
-  // On the GPU (measured on an H200, docs/GPU-RESULTS.md): the reference holds
-  // four sets of inputs (the trial's, its shared copy, the next trial's, the
-  // timing pool's) and two outputs, the candidate one set and its output.
-  // Timed, the candidate also holds the buffers its timed calls read and their
-  // output, and the profiling process the pool, the last call's inputs and
-  // its buffers: 9 inputs and 5 outputs in all (19_ReLU: 91.0 GB measured
-  // against 89.6 GB from this rule; the 4 x (inputs + outputs) it replaces
-  // gave 51 GB and let a neighbour run a timed candidate out of memory).
-  double host_io = rep.message.value("handover", "") == "device" ? 2 * f.output_bytes : 4 * io;
+  // crosses by CUDA IPC, the host holds only the timed calls' two outputs of
+  // it, and, for inputs timed in place, the first set of the timed calls'
+  // inputs, which waits there. Every process builds the model on the host
+  // before moving it (the reference and the candidate at once).
+  // On the GPU: estimate_device (docs/EVAL.md, Device memory of one
+  // evaluation). Before inputs were timed in place, a timed evaluation held
+  // 9 inputs and 5 outputs (19_ReLU at 6.4 GB: 91.0 GB measured on an H200
+  // against 89.6 GB from that rule), so a 139 GB GPU admitted one at a time.
+  const bool device_handover = rep.message.value("handover", "") == "device";
+  const bool in_place = req.options.measure_perf && timed_in_place(f.input_bytes);
+  double host_io = device_handover ? 2 * f.output_bytes + (in_place ? f.input_bytes : 0) : 4 * io;
   f.host_bytes = host_io + 2 * params + 3 * kGiB;
-  double in = f.input_bytes, out = f.output_bytes;
-  f.device_bytes = req.options.measure_perf ? 9 * in + 5 * out + 4 * params + 3 * 0.6 * kGiB
-                                            : 5 * in + 3 * out + 2 * params + 2 * 0.6 * kGiB;
+  f.device_bytes = estimate_device(f.input_bytes, f.output_bytes, params, req.options.measure_perf).bytes;
   f.measured = false;
   footprints_->put(fkey, f);
   return f;
@@ -741,7 +738,7 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
   json options = options_to_json(req.options);
   json limits = json::object();  // the candidate's memory limits, for checks.admission
   double host = fp ? fp->host_bytes * (fp->measured ? 1.15 : 1.0) : 0;
-  double dev = fp ? fp->device_bytes * (fp->measured ? 1.15 : 1.0) : 0;
+  double dev = fp ? device_reservation(*fp) : 0;
   if (fp) {
     // A candidate may hold what its whole evaluation was admitted with, and no
     // less than 8 GiB; past that its own allocation fails, not a neighbour.
@@ -835,8 +832,8 @@ std::string WorkerPool::too_large(Slot& slot, const std::optional<Footprint>& fp
           !rep.message["gpus"].empty()) {
         double total = rep.message["gpus"][0].value("memory_bytes", 0.0);
         // Idle pre-started processes hold a CUDA context each (three per slot).
-        double idle = opts_.prestart ? 3 * 0.6 * kGiB * opts_.slots_per_gpu : 0;
-        if (total > 0) admission_->set_device_capacity(slot.gpu, std::max(total * 0.95 - idle - 2 * kGiB, kGiB));
+        if (total > 0)
+          admission_->set_device_capacity(slot.gpu, gpu_capacity(total, opts_.prestart ? 3 * opts_.slots_per_gpu : 0));
       }
     }
   }
@@ -1076,6 +1073,20 @@ Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
       p->set_value();
     }
   } done{this, measuring, fkey};
+  // The first candidate of a problem whose baselines are not known starts
+  // them as a job of their own, on the next free slot, beside itself: its
+  // verdict then waits only for what is left of them, not for all of them
+  // after its own evaluation (docs/EVAL.md, Baselines).
+  if (req.options.measure_perf && !stopping()) {
+    EvalIdentity bid = baseline_identity(slot);
+    std::string bkey = baseline_key(*ph, bid, req.options);
+    bool queue = !(baselines_ && baselines_->get(bkey));
+    if (queue) {
+      std::lock_guard lock(baseline_mu_);
+      queue = !baseline_inflight_.count(bkey) && baseline_started_.insert(bkey).second;
+    }
+    if (queue) queue_baselines(req.problem, req.options, /*background=*/false);
+  }
   Verdict r;
   int attempt = 0;
   for (;; ++attempt) {
@@ -1140,6 +1151,10 @@ EvalIdentity WorkerPool::baseline_identity(const Slot& slot) const {
 }
 
 void WorkerPool::prefetch_baselines(const fs::path& problem, const EvalOptions& options) {
+  queue_baselines(problem, options, /*background=*/true);
+}
+
+void WorkerPool::queue_baselines(const fs::path& problem, const EvalOptions& options, bool background) {
   if (!options.measure_perf || (options.test_cpu && !opts_.test_mode) || (gpus_.empty() && !options.test_cpu)) return;
   EvalRequest req;
   req.problem = absolute_path(problem);
@@ -1147,8 +1162,8 @@ void WorkerPool::prefetch_baselines(const fs::path& problem, const EvalOptions& 
   req.task = "baselines";
   Job job;
   job.gpu = options.gpu;
-  job.background = true;
-  job.run = [this, req](Slot& slot) {
+  job.background = background;
+  job.run = [this, req, background](Slot& slot) {
     if (slot.gpu < 0 && !req.options.test_cpu) return;
     auto ph = hash_sources(req.problem);
     if (!ph || !ensure_server(slot)) return;  // the first evaluation of the problem will say why
@@ -1156,9 +1171,12 @@ void WorkerPool::prefetch_baselines(const fs::path& problem, const EvalOptions& 
     std::string key = baseline_key(*ph, id, req.options);
     if (baselines_ && baselines_->get(key)) return;
     {
-      // An evaluation got there first and measures them: nothing to add.
+      // An evaluation got there first and measures them: nothing to add. Nor
+      // when the candidate that queued them measured them itself meanwhile
+      // (one slot: it got there before this job).
       std::lock_guard lock(baseline_mu_);
       if (baseline_inflight_.count(key)) return;
+      if (!background && !baseline_started_.count(key)) return;
     }
     // Admitted by the problem's footprint, estimated here when none was measured
     // yet (as its first evaluation would), so that it need not run alone.
@@ -1182,6 +1200,7 @@ Result<Baseline> WorkerPool::measure_baselines(Slot& slot, const EvalRequest& re
       mine = std::make_shared<std::promise<Result<Baseline>>>();
       fut = mine->get_future().share();
       baseline_inflight_.emplace(key, fut);
+      baseline_started_.erase(key);  // a queued job for them has nothing left to do
     }
   }
   if (mine) {

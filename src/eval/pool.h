@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -265,6 +266,11 @@ class WorkerPool final : public Evaluator {
 
   std::mutex baseline_mu_;
   std::map<std::string, std::shared_future<Result<Baseline>>> baseline_inflight_;
+  std::set<std::string> baseline_started_;  ///< baselines a first candidate queued beside itself
+  /// The problem's baselines as a job of their own: background (prefetched,
+  /// only when nothing else waits) or beside a candidate just admitted
+  /// (ahead of the candidates still waiting, on another slot).
+  void queue_baselines(const std::filesystem::path& problem, const EvalOptions& options, bool background);
 };
 
 }  // namespace mk::eval

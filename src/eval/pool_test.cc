@@ -661,6 +661,27 @@ TEST_F(PoolTest, PrefetchedBaselinesAreMeasuredOnceAndServeTheFirstEvaluation) {
   EXPECT_EQ(logged("baseline"), 1);
 }
 
+TEST_F(PoolTest, TheFirstCandidateStartsItsBaselinesBesideItself) {
+  // Two slots, one candidate that takes 3 s: its baselines start on the other
+  // slot while it runs, not after it on its own slot.
+  auto o = options();
+  o.slots_per_gpu = 2;
+  o.host_capacity_bytes = 100.0 * (1 << 30);
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "0.01,0.01";  // an estimate: it need not run alone
+  auto pool = make(o);
+  auto first = pool->submit(request(kernel("first", "# FAKE: slow 3\n# FAKE: correct\n")));
+  wait_logged("baseline", 1, 2.5);
+  EXPECT_EQ(logged("baseline"), 1);
+  EXPECT_NE(first.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  Verdict r = first.get();
+  EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
+  EXPECT_DOUBLE_EQ(r.eager.median_ms, 4.0);
+  // Measured once; the next candidate finds them cached and queues nothing.
+  EXPECT_EQ(pool->evaluate(request(kernel("second", "# FAKE: correct\n"))).status, Status::kCorrect);
+  EXPECT_EQ(logged("baseline"), 1);
+  EXPECT_EQ(pool->stats().baseline_runs, 1);
+}
+
 TEST_F(PoolTest, APrefetchWaitsForTheEvaluationsQueuedAfterIt) {
   // One slot, busy with a slow evaluation; then a prefetch for another problem
   // and an evaluation are queued, in that order: the evaluation goes first.

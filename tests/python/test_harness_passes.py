@@ -38,3 +38,45 @@ def test_the_profiling_pass_is_cut_to_fit_where_calls_are_slow():
     assert crawl["calls"] == 4 + evaluate.MIN_PROFILED_CALLS, crawl
     # Unknown speed: as before.
     assert evaluate.pass_plan(150, 4, None, opts)["calls"] == 150
+
+
+def test_the_passes_are_sized_by_the_reference_where_it_is_slower():
+    opts = {"timeout_s": 300.0, "warmup": 10, "perf_trials": 100, "wall_check": True}
+    # The candidate's calls were fast in its trials; the reference took 2 s on the same inputs.
+    slow_ref = evaluate.pass_plan(150, 4, [0.002], opts, ref_s=2.0)
+    assert slow_ref["calls"] == 4 + 30 and slow_ref["per_call_s"] == 2.0, slow_ref
+    assert evaluate.pass_plan(150, 4, None, opts, ref_s=2.0)["calls"] == 34
+    # The timed pass: three times its calls at the slower speed, plus 30 s, at most twice the deadline.
+    assert evaluate.timed_pass_s(opts, 5, [0.001], 0.0, "cpu") == 3 * 115 * 0.001 + 30
+    assert evaluate.timed_pass_s(dict(opts, timeout_s=20.0), 5, [0.001], 0.5, "cpu") == 40.0
+    gpu = evaluate.timed_pass_s(opts, 5, [0.01], 0.002, "cuda")
+    assert gpu == 3 * (115 + 30 + 240) * 0.01 + 30
+
+
+def test_a_timed_pass_slower_than_the_deadline_at_the_references_speed_still_finishes(worker_server, tmp_path):
+    """Reference and candidate take 1 s a call: the trials, the last call's
+    reference and the timed calls overrun a 5 s deadline from the candidate's
+    start, but the timed calls get the time they need from their go."""
+    p = tmp_path / "slow.py"
+    p.write_text("""
+import time
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        time.sleep(1.0)
+        return a + b
+
+def get_inputs():
+    return [torch.randn(8, 8), torch.randn(8, 8)]
+
+def get_init_inputs():
+    return []
+""")
+    k = tmp_path / "slow_new.py"
+    k.write_text(p.read_text().replace("class Model(", "class ModelNew("))
+    r = worker_server.eval(str(p), str(k), timeout_s=5, trials=1, alt_dist_trials=0, trials_dist="none", perf=True,
+                           warmup=1, perf_trials=3, profile=False, timeout=120)
+    assert r["status"] == "correct", r
+    assert r["checks"]["timed_pass_s"] == 10.0, r["checks"]  # twice the deadline: 3 x 5+ calls x 1 s + 30 s is more

@@ -21,7 +21,7 @@ import os
 import time
 
 from . import correctness as C
-from . import errors, layouts, loader, tensorio, workmodel
+from . import errors, layouts, loader, tensorio, timing, workmodel
 from . import coverage
 
 # Set by the server before it limits its own thread count (children restore it).
@@ -228,27 +228,43 @@ def reference_body(ctx, job: dict) -> int:
     share_pool = _share_pool() if device == "cuda" and opts.get("cuda_ipc", True) else None
     shared: dict = {}
     retained: set = set()
+    # Trials whose inputs are large (timing.in_place): drawn straight into the
+    # shared pool, computed on there first and handed over after (hand_over),
+    # so this process holds one copy of them and not two (docs/EVAL.md,
+    # Device memory of one evaluation). id -> the fingerprints as drawn.
+    deferred: dict = {}
+    pool_bytes = timing.pool_bytes_of(opts, device == "cpu")
+
+    def send_shared(tid: str) -> None:
+        fd = tensorio.save_sealed(shared[tid], ipc=True)
+        try:
+            ctx.send_fd(fd)
+        finally:
+            os.close(fd)
 
     def draw(t):
         """Draws trial t's inputs, hands them over, and returns them with a
         pristine view (the sealed file, mapped) to check mutation against
         (None on the GPU, where fingerprints do it). In test mode the work
-        copy is a copy-on-write mapping of the file too."""
+        copy is a copy-on-write mapping of the file too. On the GPU they are
+        drawn in the shared pool; this process computes on a private clone,
+        or, for large inputs, on the shared copy itself before handing it
+        over (hand_over)."""
         c = t["config"]
         if c not in init:
             C.seed_all(opts["seed"])
             init[c] = list(configs[c]["get_init_inputs"]())
-        xs = C.generate_inputs(configs[c], t, device)
         if share_pool is not None:
             with torch.cuda.use_mem_pool(share_pool):
-                copy = {"init": _clone_device(init[c]), "inputs": _clone_device(xs)}
+                xs = C.generate_inputs(configs[c], t, device)
+                copy = {"init": _clone_device(init[c]), "inputs": list(xs)}
             shared[t["id"]] = copy
-            fd = tensorio.save_sealed(copy, ipc=True)
-            try:
-                ctx.send_fd(fd)
-            finally:
-                os.close(fd)
-            return xs, None
+            if timing.in_place(C.tree_nbytes(xs), pool_bytes) and not opts.get("input_layouts"):
+                deferred[t["id"]] = [C.fingerprint(x) for x in xs]
+                return xs, None
+            send_shared(t["id"])
+            return _clone_device(xs), None
+        xs = C.generate_inputs(configs[c], t, device)
         fd = tensorio.save_sealed({"init": init[c], "inputs": xs})
         try:
             ctx.send_fd(fd)
@@ -259,6 +275,24 @@ def reference_body(ctx, job: dict) -> int:
         finally:
             os.close(fd)
         return xs, pristine["inputs"]
+
+    def hand_over(t) -> None:
+        """A large trial's shared copy, computed on just now, goes to the
+        candidate as it was drawn: when the reference's forward wrote to it,
+        it is drawn again (seeded) and must come out the same."""
+        drawn = deferred.pop(t["id"])
+        now = [C.fingerprint(x) for x in shared[t["id"]]["inputs"]]
+        if now != drawn:
+            del shared[t["id"]]
+            with torch.cuda.use_mem_pool(share_pool):
+                xs = C.generate_inputs(configs[t["config"]], t, device)
+                shared[t["id"]] = {"init": _clone_device(init[t["config"]]), "inputs": list(xs)}
+            if [C.fingerprint(x) for x in xs] != drawn:
+                raise RuntimeError("forward changed its large inputs in place and get_inputs() drew different "
+                                   "values for the same seed, so the candidate cannot be given the inputs the "
+                                   "expected output was computed on")
+            del xs
+        send_shared(t["id"])
 
     def release(upto: str, retain: bool) -> None:
         """The candidate is done with every trial up to `upto`: their copies
@@ -356,6 +390,9 @@ def reference_body(ctx, job: dict) -> int:
             constant = None if (skip or t["alt"] or t["id"] == "last") else C.is_constant_tree(out)
             del xs, orig
             pending = None
+            if t["id"] in deferred:
+                where = f"handing over the inputs of trial {t['id']}"
+                hand_over(t)
             if skip is not None:
                 out = None
                 ctx.send({"ev": "expected", "id": t["id"], "skip": skip})
@@ -600,6 +637,8 @@ def candidate_body(ctx, job: dict) -> int:
     pool: list = []
     pool_layout = None
     last = None
+    in_place = False   # large inputs (timing.in_place): one copy of them on the device, timed in place
+    mutates = False    # forward changed its inputs (allowed where the reference does too)
     held = None   # the last output handed over by IPC: alive until the server moves on
     first_forward = True
     ipc = "open" if device == "cuda" else "refuse"
@@ -627,7 +666,13 @@ def candidate_body(ctx, job: dict) -> int:
         except (OSError, tensorio.FormatError) as e:
             return write_error(ctx, "malformed_result", f"the inputs could not be read ({e})", "inputs")
         if op == "last":
-            last = C.to_device(obj["inputs"], device)
+            if msg.get("in_place"):
+                # Large inputs: the reference's copy, mapped (no copy of ours);
+                # it is copied into the timed calls' buffers for the last call only.
+                in_place = True
+                last = list(obj["inputs"])
+            else:
+                last = C.to_device(obj["inputs"], device)
             del obj
             continue
         c = t["config"]
@@ -658,7 +703,11 @@ def candidate_body(ctx, job: dict) -> int:
             xs = C.to_device(orig, device)
             del orig, obj
             orig = None
-            if msg.get("keep"):  # the original values, for refilling the timed calls
+            if msg.get("keep") and msg.get("in_place"):
+                # Large inputs: the timed calls' first set waits on the host (not
+                # a second copy on the device through the remaining trials).
+                kept = [x.detach().to("cpu", copy=True) if isinstance(x, torch.Tensor) else x for x in xs]
+            elif msg.get("keep"):  # the original values, for refilling the timed calls
                 kept = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
             xs, _ = _trial_layout(xs, opts, t)
             before = [C.fingerprint(x) for x in xs]
@@ -669,6 +718,7 @@ def candidate_body(ctx, job: dict) -> int:
             _sync(device)
             devices = C.tree_devices(out)
             mutated = _mutated(xs, orig, before)
+            mutates = mutates or any(mutated)
         except BaseException as e:  # noqa: BLE001
             return _fail(ctx, e, where, files)
         if first_forward:
@@ -689,6 +739,8 @@ def candidate_body(ctx, job: dict) -> int:
         finally:
             os.close(out_fd)
         if msg.get("keep"):
+            if kept is None and msg.get("in_place"):
+                kept = orig  # test mode: the pristine mapping of the sealed file, no copy
             pool.append(kept if kept is not None else C.to_device(orig, device))
             if len(pool) == 1:
                 pool_layout = layouts.for_trial(opts, t)  # the timed calls' buffers take the first set's layout
@@ -700,7 +752,9 @@ def candidate_body(ctx, job: dict) -> int:
         return 0
     if not pool or last is None or 0 not in models:
         return write_error(ctx, "malformed_result", "the server sent no inputs for the timed calls", "timing")
-    return _perf(ctx, job, models[0], files, pool, last, pool_layout)
+    # Timed in place only where forward leaves its inputs alone: a forward
+    # that changes them (as its reference does) gets them refilled every call.
+    return _perf(ctx, job, models[0], files, pool, last, pool_layout, in_place=in_place and not mutates)
 
 
 def _warmup(job: dict) -> int:
@@ -718,7 +772,8 @@ def profiled_calls(job: dict, n_pool: int) -> int:
     return n_pool + _warmup(job) + job["opts"]["perf_trials"] + SYNCED_TRIALS
 
 
-def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layout=None) -> int:
+def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layout=None,
+          in_place: bool = False) -> int:
     import torch
     from . import timing
     device = job["device"]
@@ -736,7 +791,7 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
         if layout is not None:
             bufs, _ = layouts.apply_all(bufs, layout)
         last_seed = C.timing_inputs_trial(opts)["seed"] + 1  # as the reference seeds its expected output
-        refill = timing.make_refill(bufs, pool, last, seed_last=lambda: C.seed_all(last_seed))
+        refill = timing.make_refill(bufs, pool, last, seed_last=lambda: C.seed_all(last_seed), in_place=in_place)
 
         def call():
             with torch.no_grad():
@@ -750,12 +805,13 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
             return 0
         where = "timing"
         ctx.send({"ev": "phase", "phase": where})
-        extra = {}
+        extra = {"in_place": in_place}
         if device == "cuda":
             flush, nbytes = timing.l2_flush_buffer(device)
-            times, out, info, synced = timing.time_cuda_with_synced(call, refill, _warmup(job), opts["perf_trials"],
-                                                                    flush, opts["timing"])
-            timed_last = C.to_cpu_tree(out)
+            # The last timed call's output goes to the host before the synced
+            # calls run: the device holds one call's output at a time.
+            times, timed_last, info, synced = timing.time_cuda_with_synced(
+                call, refill, _warmup(job), opts["perf_trials"], flush, opts["timing"], take_out=C.to_cpu_tree)
             extra.update(l2_flush_bytes=nbytes, synced_times_ms=synced, **info)
             del flush
             wall_last = None
@@ -808,7 +864,8 @@ def profile_body(ctx, job: dict) -> int:
         mod = loader.import_candidate(kernel)
         where = "waiting for the inputs of the timed calls"
         msg, fds = ctx.recv_msg()
-        if (msg or {}).get("op") != "pool" or len(fds) < 2:
+        in_place = bool((msg or {}).get("in_place"))
+        if (msg or {}).get("op") != "pool" or len(fds) < (1 if in_place else 2):
             _close_all(fds)
             return 0  # the candidate failed: nothing to profile
         sets = _load_message_fds(fds, ipc="open" if device == "cuda" else "refuse")
@@ -816,10 +873,20 @@ def profile_body(ctx, job: dict) -> int:
         where = "constructing ModelNew (config 0)"
         C.seed_all(opts["seed"])
         model = mod.ModelNew(*sets[0]["init"]).to(device)
-        pool = [C.to_device(s["inputs"], device) for s in sets[:-1]]
-        last = C.to_device(sets[-1]["inputs"], device)
+        if in_place:
+            # Large inputs: no pool; every call reads the last call's inputs,
+            # the reference's copy where the candidate's forward left its
+            # inputs alone on every trial (msg "map": no copy of ours; what a
+            # forward wrote there could only fail its own timed last call,
+            # which is copied from it), else a copy of our own.
+            pool = []
+            last = list(sets[-1]["inputs"])
+            bufs = last if msg.get("map") else C.to_device(last, device)
+        else:
+            pool = [C.to_device(s["inputs"], device) for s in sets[:-1]]
+            last = C.to_device(sets[-1]["inputs"], device)
+            bufs = C.to_device(pool[0], device)
         del sets
-        bufs = C.to_device(pool[0], device)
         # The layouts the timed process uses (option input_layouts): each pool
         # set's call in its trial's layout, the buffers in the first set's.
         set_layouts = msg.get("layouts") if isinstance(msg.get("layouts"), list) else []
@@ -829,7 +896,7 @@ def profile_body(ctx, job: dict) -> int:
                 pool[i], _ = layouts.apply_all(pool[i], layout)
                 if i == 0:
                     bufs, _ = layouts.apply_all(bufs, layout)
-        refill = timing.make_refill(bufs, pool, last)
+        refill = timing.make_refill(bufs, pool, last) if not in_place else (lambda i, is_last: None)
         out_nbytes = [0]
         # A composed package: each subkernel module's share of the forward,
         # timed around its calls (runtime_check.ModuleTimer; never in the timed process).
@@ -853,6 +920,7 @@ def profile_body(ctx, job: dict) -> int:
                     refill(i, i == n_more - 1)
                     out = model(*bufs)
                     out_nbytes[0] = C.tree_nbytes(out)
+                    del out  # one call's output at a time
         where = "running forward under the profiler"
         ctx.send({"ev": "phase", "phase": where})
         if device == "cuda":

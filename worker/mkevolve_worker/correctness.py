@@ -63,6 +63,8 @@ DEFAULTS = {
                                   # longer compiles (mostly CPU work) go on without it, so they never
                                   # hold up neighbours' timed phases for minutes
     "test_slow_compile_s": 0.0,   # CPU test mode only: the compile step sleeps this long first
+    "test_pool_bytes": 0,         # CPU test mode only: timing.POOL_BYTES instead (0: the real one), so small
+                                  # inputs take the large-input path (timed in place, timing.in_place)
     "tf32": False,          # the baseline op only: time eager and torch.compile with TF32 on (--baseline-tf32,
                             # a second baseline beside the TF32-off one); an evaluation refuses it
     "plain_env": False,     # the candidate's processes run without the harness's TRITON_F32_DEFAULT=ieee, as

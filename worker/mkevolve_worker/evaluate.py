@@ -83,7 +83,7 @@ def _first_line(text: str) -> str:
 
 
 _RNG = random.SystemRandom()
-CUDA_CONTEXT_BYTES = 600 << 20  # device memory a process's CUDA context takes (counted per CUDA process)
+CUDA_CONTEXT_BYTES = footprint.CUDA_CONTEXT_BYTES
 
 
 def _sources_digest(problem: str) -> str | None:
@@ -569,21 +569,29 @@ class Evaluator:
             except (OSError, tensorio.FormatError) as e:
                 raise HarnessError(f"{problem}: the reference's inputs could not be read ({e})") from None
             state["input_bytes"] = C.tree_nbytes(first_obj)
-            del first_obj
             res.checks["handover"] = {"inputs": _handover_kind(first_meta)}
             # The timed calls refill their input buffers from a pool of the
             # trials' own input sets: every normal trial of config 0 when they
             # are small, only the first when one set is large (each set stays
             # on the GPU through the timed phase).
+            # Large inputs (timing.in_place) are timed in place: the candidate
+            # keeps the first set on the host until its timed phase, the
+            # reference keeps none of them, the profiling process gets the last
+            # call's only (docs/EVAL.md, Device memory of one evaluation).
             normal0 = [t["id"] for t in plan if t["config"] == 0 and not t["alt"]]
-            k = timing.pool_size(len(normal0), state["input_bytes"]) if perf else 0
+            pool_bytes = state["pool_bytes"] = timing.pool_bytes_of(opts, self.test_mode)
+            set_bytes = C.tree_nbytes(first_obj.get("inputs") if isinstance(first_obj, dict) else first_obj)
+            state["in_place"] = bool(perf and timing.in_place(set_bytes, pool_bytes) and not opts.get("input_layouts"))
+            k = timing.pool_size(len(normal0), set_bytes, pool_bytes) if perf else 0
             keep = set(normal0[:k])
+            retain = set() if state["in_place"] else keep  # the reference's copies the profiling process gets
+            del first_obj
             job = {"kernel": kernel, "opts": opts, "device": device, "perf": perf,
                    "extra_warmup": _RNG.randint(0, 15)}
             if cov.active:
                 job["coverage"] = {"targets": cov.targets}  # the lines whose running decides (coverage.py)
             state["extra_warmup"] = job["extra_warmup"]
-            state["profiled_calls"] = children.profiled_calls(job, k)
+            state["profiled_calls"] = children.profiled_calls(job, len(retain))
             self.progress("candidate")
             cand = self.launcher.start("cand", "candidate", job, cpu_seconds=opts["timeout_s"])
             cov.given("candidate", required=True)  # it imports the candidate at once
@@ -626,8 +634,9 @@ class Evaluator:
             def send_trial(i: int, fd: int) -> None:
                 t = plan[i]
                 cov.given("candidate")
-                isolation.send_msg(cand, {"op": "trial", "trial": t, "keep": t["id"] in keep}, [fd])
-                if t["id"] in keep:
+                isolation.send_msg(cand, {"op": "trial", "trial": t, "keep": t["id"] in keep,
+                                          "in_place": state["in_place"]}, [fd])
+                if t["id"] in retain:
                     state["pool_fds"].append(fd)
                 else:
                     os.close(fd)
@@ -678,6 +687,8 @@ class Evaluator:
                                         "message": f"the candidate's output could not be read ({e})"}
                     return kill_candidate()
                 del cand_obj
+                if isinstance(cmeta.get("mutated"), list) and any(m is True for m in cmeta["mutated"]):
+                    state["cand_mutated"] = True  # its profiling process then computes on a copy of its own
                 if isinstance(cmeta.get("files"), list):
                     # A boxed candidate names the copies in its box: the originals were checked.
                     state["files"] = [cand.box.original_path(f) for f in cmeta["files"]] \
@@ -707,7 +718,7 @@ class Evaluator:
                             self.progress("compare")
                         r = verdict_for_trial(t, self._ref_compare(ref2, "compare", t["id"], out_fd,
                                                                    f"on trial {t['id']}", ref_timeout, keep_pids,
-                                                                   retain=t["id"] in keep),
+                                                                   retain=t["id"] in retain),
                                               cmeta)
                     state["trials_run"] += 1
                     if i == 0:
@@ -743,7 +754,8 @@ class Evaluator:
                     state["ref_last"] = True
                     state["held"].remove(next_fd)
                     state["last_fd"] = next_fd
-                    isolation.send_msg(cand, {"op": "last", "trial": ref_plan[-1]}, [next_fd])
+                    isolation.send_msg(cand, {"op": "last", "trial": ref_plan[-1], "in_place": state["in_place"]},
+                                       [next_fd])
                 isolation.send_msg(cand, {"op": "done"})
                 work.release()  # the correctness trials are over
                 normal = [c for c in state["constant"] if c is not None]
@@ -755,15 +767,20 @@ class Evaluator:
                 if prof is not None and state["last_fd"] is not None:
                     # The profiling process gets the timed calls' inputs now.
                     n_pool = len(state["pool_fds"])
-                    plan_calls = pass_plan(state["profiled_calls"], n_pool, state.get("forward_s"), opts)
+                    plan_calls = pass_plan(state["profiled_calls"], n_pool, state.get("forward_s"), opts,
+                                           state["ref_s"])
                     if plan_calls["calls"] < state["profiled_calls"]:
                         res.checks["profile_calls"] = plan_calls
                     state["profiled_calls"] = plan_calls["calls"]
                     state["burst_s"] = plan_calls["expected_s"]
                     cov.given("profiling", required=True)  # from now on it runs the candidate on inputs
                     isolation.send_msg(prof, {"op": "pool", "n_more": state["profiled_calls"] - n_pool,
+                                              "in_place": state["in_place"],
+                                              # Large inputs left alone by every trial's forward: the
+                                              # profiled calls read the reference's copy where it is.
+                                              "map": state["in_place"] and not state.get("cand_mutated"),
                                               # each set's layout (input_layouts), as its trial's
-                                              "layouts": [t.get("layout") for t in plan if t["id"] in keep]},
+                                              "layouts": [t.get("layout") for t in plan if t["id"] in retain]},
                                        state["pool_fds"] + [state["last_fd"]])
                 for fd in state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] is not None else []):
                     os.close(fd)
@@ -860,6 +877,11 @@ class Evaluator:
                     self.progress("timing")
                     state["phase"] = "timing"
                     state["gate"] = "timing"
+                    # The timed pass's own time, from now (sized by the slower of the
+                    # candidate's and the reference's calls on the same inputs).
+                    child.min_left_s = timed_pass_s(opts, state.get("extra_warmup") or 0, state.get("forward_s"),
+                                                    state["ref_s"], device)
+                    res.checks["timed_pass_s"] = round(child.min_left_s, 3)
                     cov.given("candidate")
                     child.go()
 
@@ -954,7 +976,16 @@ class Evaluator:
             "device_peaks": peaks, "device_source": "torch.cuda.max_memory_reserved() of each process (as it "
                                                     "reports it) plus a CUDA context each",
             "reference_s": round(state["ref_s"], 4),
+            "in_place": bool(state.get("in_place")),
         }
+        if state["input_bytes"] and state["output_bytes"]:
+            # The rule the pool estimates by (docs/EVAL.md, Device memory of one
+            # evaluation), beside what was measured.
+            acc = footprint.device_accounting(state["input_bytes"], state["output_bytes"], timed=prof is not None,
+                                              pool_bytes=state.get("pool_bytes", 0))
+            res.checks["footprint"]["device_rule"] = {
+                "copies": {k: {"inputs": v[0], "outputs": v[1]} for k, v in acc["copies"].items()},
+                "bytes": int(acc["bytes"])}
 
     def _collect_profile(self, prof, opts: dict, protect: frozenset, defer: dict,
                          burst_s: float | None = None) -> dict:
@@ -1045,7 +1076,10 @@ class Evaluator:
         res.checks["timing"] = {"warmup": opts["warmup"], "extra_warmup": state.get("extra_warmup"),
                                 "trials": len(times), "min_ms": s["min"], "max_ms": s["max"],
                                 "l2_flush_bytes": timing_json.get("l2_flush_bytes"), "tf32": False,
-                                "inputs": "same buffers refilled with new values before every call",
+                                "inputs": ("one set of buffers, read in place; the last call's inputs copied in "
+                                           "before it (large inputs)" if state.get("in_place") else
+                                           "same buffers refilled with new values before every call"),
+                                "in_place": bool(state.get("in_place")),
                                 "clock": "cuda events" if device == "cuda" else "cpu wall clock (test mode)",
                                 **spread(times)}
         synced_median = s["median"]
@@ -1578,15 +1612,16 @@ PROFILE_BUDGET_S = 30.0
 MIN_PROFILED_CALLS = 12
 
 
-def pass_plan(full_calls: int, n_pool: int, forward_s: list | None, opts: dict) -> dict:
+def pass_plan(full_calls: int, n_pool: int, forward_s: list | None, opts: dict, ref_s: float = 0.0) -> dict:
     """How many calls the profiling process makes, and how long they should
     take: all of them (one per pool set, then as many as the timed process
     makes) where that fits the budget at the speed its correctness trials ran
-    (their slowest forward call, measured on our clock), else as many as fit,
-    never fewer than the pool sets and MIN_PROFILED_CALLS. Fewer profiled
-    calls leave the runtime checks the same rules; only their number is
-    judged against what it was told."""
-    per = max(forward_s) if forward_s else None
+    (their slowest forward call, measured on our clock, or the reference's
+    slowest trial on the same inputs, ref_s, where that was slower), else as
+    many as fit, never fewer than the pool sets and MIN_PROFILED_CALLS. Fewer
+    profiled calls leave the runtime checks the same rules; only their number
+    is judged against what it was told."""
+    per = max(max(forward_s) if forward_s else 0.0, ref_s or 0.0) or None
     out = {"calls": full_calls, "full": full_calls, "per_call_s": None if per is None else round(per, 4),
            "expected_s": None}
     if not per or per <= 0:
@@ -1599,6 +1634,20 @@ def pass_plan(full_calls: int, n_pool: int, forward_s: list | None, opts: dict) 
         out["why"] = (f"one forward call took up to {per:.3g} s in the correctness trials: {out['calls']} of "
                       f"{full_calls} calls profiled, to fit about {budget:g} s")
     return out
+
+
+def timed_pass_s(opts: dict, extra_warmup: int, forward_s: list | None, ref_s: float, device: str) -> float:
+    """The time the timed calls get from their go at least: three times what
+    they should take at the slower of the candidate's own calls in its trials
+    and the reference's on the same inputs, plus 30 s, at most twice the
+    deadline (the pool's own backstop is four times it). The candidate's
+    deadline is then never what cuts a pass the harness planned short."""
+    from .timing import SYNCED_TRIALS, WALL_MAX_ROUNDS, WALL_REPEATS
+    per = max(max(forward_s) if forward_s else 0.0, ref_s or 0.0)
+    calls = opts["warmup"] + extra_warmup + opts["perf_trials"]
+    if device == "cuda":
+        calls += SYNCED_TRIALS + (2 * WALL_REPEATS * WALL_MAX_ROUNDS * 10 if opts.get("wall_check") else 0)
+    return min(2 * opts["timeout_s"], 3 * calls * per + 30)
 
 
 def _overrun_message(what: str, opts: dict, state: dict) -> str:

@@ -25,6 +25,45 @@ import threading
 import time
 
 PAGE_KB = 1024
+CUDA_CONTEXT_BYTES = 600 << 20  # device memory a process's CUDA context takes (counted per CUDA process)
+L2_FLUSH_BYTES = 256 << 20      # timing.l2_flush_buffer on an H200 (4 x its 60 MiB L2, at least 256 MiB)
+
+
+def device_accounting(input_bytes: float, output_bytes: float, timed: bool = True, n_sets: int = 5,
+                      pool_bytes: int = 0) -> dict:
+    """What one evaluation holds on its GPU, process by process, at each
+    one's peak (docs/EVAL.md, Device memory of one evaluation; the pool's
+    estimate_device is the same rule): copies of one call's inputs and
+    outputs, the rotated input sets of the timed calls (small inputs only),
+    a CUDA context per process and the L2 flush buffer. n_sets: the regular
+    trials of the first configuration (the sets the timed calls may rotate)."""
+    from .timing import POOL_BYTES, in_place, pool_size
+    pool_bytes = pool_bytes or POOL_BYTES
+    large = in_place(int(input_bytes), pool_bytes)
+    if large:
+        # The reference computes on the copy it hands over and keeps the last
+        # call's with its expected output; the candidate computes on its own
+        # copy (timed: one set of buffers read in place, the first set waiting
+        # on the host); the profiling process reads the reference's copy.
+        copies = {"reference": (1, 1), "candidate": (1, 1)}
+        if timed:
+            copies["profiling"] = (0, 1)
+        pool = 0.0
+    else:
+        # The reference computes on a private clone of the copy it hands over;
+        # timed, each process also holds the rotated sets, and the candidate
+        # and the profiling process the last call's inputs and their buffers.
+        copies = {"reference": (2, 1), "candidate": (2, 1) if timed else (1, 1)}
+        if timed:
+            copies["profiling"] = (2, 1)
+        k = pool_size(n_sets, max(1, int(input_bytes)), pool_bytes) if timed else 0
+        pool = 3.0 * k * input_bytes
+    n_in = sum(c[0] for c in copies.values())
+    n_out = sum(c[1] for c in copies.values())
+    data = n_in * input_bytes + n_out * output_bytes
+    fixed = len(copies) * CUDA_CONTEXT_BYTES + (L2_FLUSH_BYTES if timed else 0)
+    return {"in_place": large, "copies": copies, "data_bytes": data, "pool_bytes": pool,
+            "fixed_bytes": fixed, "bytes": data + pool + fixed}
 
 
 def _status_kb(pid: int, fields=("RssAnon", "RssShmem")) -> dict:

@@ -619,6 +619,12 @@ def supervise(child: Child, timeout_s: float, on_event=None, protect: frozenset 
                 else:
                     child._buf += data
                     deadline += _take_events(child, on_event)
+                    # A pass the harness planned (the timed calls) gets at
+                    # least the time it planned from its start (on_event sets it).
+                    grant = getattr(child, "min_left_s", 0.0)
+                    if grant:
+                        child.min_left_s = 0.0
+                        deadline = max(deadline, time.monotonic() + grant)
                     continue
         else:
             if pidfd is None:

@@ -61,24 +61,52 @@ def l2_flush_buffer(device):
 POOL_BYTES = 1 << 30   # the input sets the timed calls refill from stay on the GPU: at most this much of them
 
 
-def pool_size(n_sets: int, set_bytes: int) -> int:
+def pool_size(n_sets: int, set_bytes: int, pool_bytes: int = 0) -> int:
     """How many input sets the timed calls refill from: all n_sets while they
     fit in POOL_BYTES, fewer (at least one) when one set is large."""
-    return max(1, min(n_sets, POOL_BYTES // max(1, set_bytes)))
+    return max(1, min(n_sets, (pool_bytes or POOL_BYTES) // max(1, set_bytes)))
 
 
-def make_refill(buffers: list, pool: list[list], last: list, seed_last=None):
+def in_place(set_bytes: int, pool_bytes: int = 0) -> bool:
+    """Whether one call's inputs are large enough to be timed in place: more
+    than half of POOL_BYTES (the pool holds one set then anyway). In place,
+    every process holds one copy of the inputs (docs/EVAL.md, Device memory
+    of one evaluation): the candidate's timed calls read one set of buffers
+    without refilling them between calls (the L2 flush buffer evicts the
+    cache), and only the last call's inputs are copied in, from the
+    reference's copy; the reference computes each trial on the very copy it
+    hands over, before handing it over."""
+    return set_bytes > (pool_bytes or POOL_BYTES) // 2
+
+
+def pool_bytes_of(opts: dict, test_mode: bool) -> int:
+    """POOL_BYTES, or the test-only option test_pool_bytes in test mode (so
+    that CPU tests reach the in-place path with small inputs)."""
+    v = int(opts.get("test_pool_bytes") or 0) if test_mode else 0
+    return v if v > 0 else POOL_BYTES
+
+
+def make_refill(buffers: list, pool: list[list], last: list, seed_last=None, in_place: bool = False):
     """refill(i, is_last): copies pool[i % len(pool)] (or last) into the input
     buffers in place. Before the last call, seed_last() (when given) seeds the
     random generators as the reference seeded them for that call's expected
     output, so a module that draws random numbers (Dropout in training mode)
     is compared on the same draw. Outside the timed region: refill runs before
-    each call's start event."""
+    each call's start event. in_place: the calls before the last read the
+    buffers as they are (pool[0]'s values, copied in once by the caller), and
+    only the last call's inputs are copied in (large inputs, in_place())."""
     import torch
     from .layouts import copy_into
+    state = {"last": False}
 
     def refill(i: int, is_last: bool) -> None:
-        src = last if is_last else pool[i % len(pool)]
+        if in_place and not is_last:
+            if not state["last"]:
+                return
+            src = pool[0]  # a series after the last call: back to the first set
+        else:
+            src = last if is_last else pool[i % len(pool)]
+        state["last"] = is_last
         for b, s in zip(buffers, src):
             if isinstance(b, torch.Tensor) and isinstance(s, torch.Tensor):
                 copy_into(b, s)  # in place: the buffers keep their layout (strides, broadcast dims)
@@ -157,6 +185,7 @@ def time_cuda(call, refill, warmup: int, trials: int, flush, fed: bool = True) -
         flush.zero_()
         if cycles:
             torch.cuda._sleep(cycles)
+        out = None  # one call's output at a time: the previous one is freed before the next call
         starts[i].record()
         out = call()
         ends[i].record()
@@ -164,13 +193,17 @@ def time_cuda(call, refill, warmup: int, trials: int, flush, fed: bool = True) -
     return [s.elapsed_time(e) for s, e in zip(starts, ends)], out, info
 
 
-def time_cuda_with_synced(call, refill, warmup: int, trials: int, flush, mode: str):
+def time_cuda_with_synced(call, refill, warmup: int, trials: int, flush, mode: str, take_out=None):
     """The speed series in `mode` ("device" or "synced") and, beside it, the
     synced series the wall-clock check and the records use (the same list when
     mode is "synced"). Returns (times, output of the last timed call, info,
-    synced times)."""
+    synced times). take_out(out) (when given) takes the last timed call's
+    output before the synced series runs (to the host): the device then never
+    holds it beside the synced calls' outputs."""
     fed = mode == "device"
     times, out, info = time_cuda(call, refill, warmup, trials, flush, fed=fed)
+    if take_out is not None:
+        out = take_out(out)
     synced = time_cuda(call, refill, 0, SYNCED_TRIALS, flush, fed=False)[0] if fed else times
     return times, out, info, synced
 
@@ -211,6 +244,7 @@ def wall_batches(ctx, call, n: int, repeats: int = WALL_REPEATS, sync=None, prob
             ctx.send({"ev": "wall", "mark": "end", "batch": "null", "rep": rep, "n": n})
             ctx.send({"ev": "wall", "mark": "begin", "batch": "model", "rep": rep, "n": n})
             for _ in range(n):
+                out = None  # one output at a time on the device
                 out = call()
                 sync()
             ctx.send({"ev": "wall", "mark": "end", "batch": "model", "rep": rep, "n": n})

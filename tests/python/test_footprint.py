@@ -1,0 +1,201 @@
+"""Large inputs timed in place (timing.in_place): the footprint arithmetic,
+the refill rule, and end to end in CPU test mode, where the test-only option
+test_pool_bytes makes small inputs take the large-input path."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import cand, problem
+
+GB = 1e9
+
+
+def test_inputs_past_half_the_pool_are_timed_in_place():
+    from mkevolve_worker import timing
+    assert not timing.in_place(timing.POOL_BYTES // 2)
+    assert timing.in_place(timing.POOL_BYTES // 2 + 1)
+    assert timing.in_place(int(6.4 * GB))
+    assert timing.pool_size(5, int(6.4 * GB)) == 1
+    # The test-only pool size counts in test mode only.
+    assert timing.pool_bytes_of({"test_pool_bytes": 8}, test_mode=True) == 8
+    assert timing.pool_bytes_of({"test_pool_bytes": 8}, test_mode=False) == timing.POOL_BYTES
+    assert timing.in_place(5, timing.pool_bytes_of({"test_pool_bytes": 8}, test_mode=True))
+
+
+def test_in_place_refill_copies_only_the_last_calls_inputs():
+    import torch
+    from mkevolve_worker import timing
+    first, last = [torch.zeros(4)], [torch.ones(4)]
+    bufs = [first[0].clone()]
+    copies = []
+    orig = torch.Tensor.copy_
+
+    refill = timing.make_refill(bufs, [first], last, in_place=True)
+    try:
+        torch.Tensor.copy_ = lambda self, src, *a, **k: (copies.append(float(src.sum())), orig(self, src, *a, **k))[1]
+        for i in range(5):
+            refill(i, i == 4)
+        assert copies == [4.0], copies  # only the last call's inputs were copied in
+        assert torch.equal(bufs[0], last[0])
+        # A second series (the synced calls) starts again from the first set, once.
+        for i in range(3):
+            refill(i, i == 2)
+        assert copies == [4.0, 0.0, 4.0], copies
+    finally:
+        torch.Tensor.copy_ = orig
+    assert torch.equal(bufs[0], last[0])
+
+
+def test_a_rotating_refill_copies_before_every_call():
+    import torch
+    from mkevolve_worker import timing
+    pool = [[torch.full((2,), float(k))] for k in range(3)]
+    bufs = [torch.zeros(2)]
+    refill = timing.make_refill(bufs, pool, [torch.full((2,), 9.0)])
+    seen = []
+    for i in range(4):
+        refill(i, i == 3)
+        seen.append(float(bufs[0][0]))
+    assert seen == [0.0, 1.0, 2.0, 9.0]
+
+
+def test_the_timed_calls_hold_one_output_at_a_time(monkeypatch):
+    """time_cuda frees each call's output before the next call (the GPU held
+    two, and a third while the synced calls ran); faked CUDA, counted outputs."""
+    import torch
+    from mkevolve_worker import timing
+
+    class Ev:
+        def __init__(self, **_):
+            pass
+
+        def record(self):
+            pass
+
+        def elapsed_time(self, other):
+            return 1.0
+
+        def synchronize(self):
+            pass
+    monkeypatch.setattr(torch.cuda, "Event", Ev)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda *a: None, raising=False)
+    live = {"n": 0, "most": 0}
+
+    class Out:
+        def __init__(self):
+            live["n"] += 1
+            live["most"] = max(live["most"], live["n"])
+
+        def __del__(self):
+            live["n"] -= 1
+    taken = []
+    times, out, info, synced = timing.time_cuda_with_synced(
+        Out, lambda i, last: None, 2, 6, torch.zeros(1), "synced", take_out=lambda o: taken.append(o) or "host")
+    assert live["most"] == 1, live  # the previous call's output is gone before the next call
+    assert out == "host" and len(times) == 6
+    taken.clear()
+    live.update(n=0, most=0)
+    monkeypatch.setattr(timing, "spin_cycles_per_ms", lambda: 1.0)
+    timing.time_cuda_with_synced(Out, lambda i, last: None, 2, 6, torch.zeros(1), "device",
+                                 take_out=lambda o: None)
+    assert live["most"] == 1, live  # the last timed output left before the synced calls
+
+
+def test_device_accounting_of_a_large_timed_evaluation():
+    """The accounting docs/EVAL.md gives (and the pool's estimate_device):
+    6.4 GB in and out fit three times on an H200; the old 9 + 5 did not."""
+    from mkevolve_worker import footprint
+    i = o = 6.4 * GB
+    acc = footprint.device_accounting(i, o, timed=True)
+    assert acc["copies"] == {"reference": (1, 1), "candidate": (1, 1), "profiling": (0, 1)}
+    assert acc["data_bytes"] == pytest.approx(2 * i + 3 * o)
+    assert acc["bytes"] <= 3 * (i + o) + 2.2 * GB
+    assert 3 * acc["bytes"] < 139 * 2**30
+    assert 3 * (9 * i + 5 * o) > 139 * 2**30  # before
+    untimed = footprint.device_accounting(i, o, timed=False)
+    assert untimed["copies"] == {"reference": (1, 1), "candidate": (1, 1)}
+    small = footprint.device_accounting(64e6, 64e6, timed=True)
+    assert small["copies"]["reference"][0] == 2 and small["pool_bytes"] == 3 * 5 * 64e6
+
+
+def _large(**kw):
+    return dict(perf=True, perf_trials=5, warmup=2, test_pool_bytes=8, **kw)
+
+
+def test_an_honest_candidate_is_timed_in_place(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_ok"), **_large())
+    assert r["status"] == "correct", r
+    t = r["checks"]["timing"]
+    assert t["in_place"] is True and "in place" in t["inputs"], t
+    assert r["checks"]["timed_output"] == {"checked": True, "ok": True}
+    small = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=5, warmup=2)
+    assert small["checks"]["timing"]["in_place"] is False
+
+
+def test_caching_results_between_timed_calls_is_caught_in_place(worker_server):
+    r = worker_server.eval(problem("add"), cand("add_caching"), trials_dist="none", **_large())
+    assert r["status"] == "cheating" and r["kind"] == "stale_output", r
+    assert r["checks"]["timing"]["in_place"] is True
+    rule = r["checks"]["footprint"]["device_rule"]["copies"]
+    assert rule["profiling"] == {"inputs": 0, "outputs": 1}, rule
+
+
+def test_a_reference_that_draws_random_numbers_passes_in_place(worker_server):
+    r = worker_server.eval(problem("dropout_train"), cand("dropout_train_ref"), **_large())
+    assert r["status"] == "correct", r
+    cheat = worker_server.eval(problem("dropout_train"), cand("dropout_train_caching"), trials_dist="none",
+                               **_large())
+    assert cheat["status"] == "cheating" and cheat["kind"] == "stale_output", cheat
+    assert cheat["checks"]["timing"]["in_place"] is True
+
+
+def test_a_forward_that_changes_its_inputs_as_its_reference_does_is_refilled(worker_server, tmp_path):
+    """Timed in place, the calls would read what the previous call left; a
+    candidate that writes to its inputs (allowed: the reference does too) gets
+    them refilled before every call, and its last call is checked."""
+    p = tmp_path / "doubles.py"
+    p.write_text("""
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        x.mul_(2.0)
+        return x + 1.0
+
+def get_inputs():
+    return [torch.randn(64, 32)]
+
+def get_init_inputs():
+    return []
+""")
+    k = tmp_path / "doubles_new.py"
+    k.write_text(p.read_text().replace("class Model(", "class ModelNew("))
+    r = worker_server.eval(str(p), str(k), **_large())
+    assert r["status"] == "correct", r
+    assert r["checks"]["timed_output"] == {"checked": True, "ok": True}, r["checks"]["timed_output"]
+    mutate = tmp_path / "mutate_cache.py"
+    mutate.write_text("""
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.cache = None
+
+    def forward(self, x):
+        self.calls += 1
+        x.mul_(2.0)
+        if self.calls <= 6:
+            return x + 1.0
+        if self.cache is None:
+            self.cache = x + 1.0
+        return self.cache
+""")
+    cheat = worker_server.eval(str(p), str(mutate), trials_dist="none", **_large())
+    assert cheat["status"] == "cheating" and cheat["kind"] == "stale_output", cheat
+    assert cheat["checks"]["timing"]["in_place"] is True
