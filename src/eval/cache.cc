@@ -95,24 +95,25 @@ Result<std::shared_ptr<const CacheSeal>> CacheSeal::load() {
 Result<std::shared_ptr<const CacheSeal>> CacheSeal::open_or_make(const fs::path& path) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  // Made once, by whoever comes first: O_EXCL, readable by this user only.
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd >= 0) {
+  // Made once, by whoever comes first, and never seen half written: the key
+  // is written whole to a file of this process's own, then linked into place
+  // (link fails where another process's key is there already). Two jobs that
+  // started at once used to read a key file created but not yet written.
+  if (!fs::exists(path, ec)) {
     unsigned char raw[32];
-    std::string hex;
-    if (RAND_bytes(raw, sizeof raw) != 1) {
-      ::close(fd);
-      ::unlink(path.c_str());
+    if (RAND_bytes(raw, sizeof raw) != 1)
       return Error{"cannot draw a random cache key (OpenSSL RAND_bytes failed)", ErrorKind::kMissing};
-    }
+    std::string hex;
     for (unsigned char c : raw) hex += fmt::format("{:02x}", c);
     hex += "\n";
+    const fs::path tmp = path.string() + fmt::format(".new-{}-{}", ::getpid(), hex.substr(0, 8));
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return Error{tmp.string() + ": cannot write the cache key", ErrorKind::kMissing};
     bool ok = ::write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size()) && ::fsync(fd) == 0;
     ::close(fd);
-    if (!ok) {
-      ::unlink(path.c_str());
-      return Error{path.string() + ": cannot write the cache key", ErrorKind::kMissing};
-    }
+    if (ok && ::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST) ok = false;
+    ::unlink(tmp.c_str());
+    if (!ok) return Error{path.string() + ": cannot write the cache key", ErrorKind::kMissing};
   }
   auto text = read_file(path);
   if (!text) return Error{path.string() + ": cannot read the cache key: " + text.error(), ErrorKind::kMissing};

@@ -662,17 +662,20 @@ TEST_F(PoolTest, PrefetchedBaselinesAreMeasuredOnceAndServeTheFirstEvaluation) {
 }
 
 TEST_F(PoolTest, TheFirstCandidateStartsItsBaselinesBesideItself) {
-  // Two slots, one candidate that takes 3 s: its baselines start on the other
-  // slot while it runs, not after it on its own slot.
+  // Two slots, one candidate that runs until the test lets it go: its
+  // baselines start on the other slot while it runs, not after it on its own
+  // slot (no clock involved: the candidate waits for a file).
   auto o = options();
   o.slots_per_gpu = 2;
   o.host_capacity_bytes = 100.0 * (1 << 30);
   o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "0.01,0.01";  // an estimate: it need not run alone
   auto pool = make(o);
-  auto first = pool->submit(request(kernel("first", "# FAKE: slow 3\n# FAKE: correct\n")));
-  wait_logged("baseline", 1, 2.5);
+  const fs::path go = dir.path() / "go";
+  auto first = pool->submit(request(kernel("first", "# FAKE: until " + go.string() + "\n# FAKE: correct\n")));
+  wait_logged("baseline", 1, 30);
   EXPECT_EQ(logged("baseline"), 1);
   EXPECT_NE(first.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  ASSERT_TRUE(write_file_atomic(go, "go\n").ok());
   Verdict r = first.get();
   EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
   EXPECT_DOUBLE_EQ(r.eager.median_ms, 4.0);

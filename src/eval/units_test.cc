@@ -577,6 +577,32 @@ TEST(Cache, TheSealsSecretIsMadeOnceOutsideTheCachesReadableByItsUserAlone) {
   EXPECT_NE(bad.error().find("too short"), std::string::npos);
 }
 
+TEST(Cache, JobsThatStartTogetherShareOneWholeKey) {
+  // e2e_slurm's two jobs once read the key file between its creation and its
+  // write ("the cache key is too short"): no one may see it half written.
+  for (int round = 0; round < 20; ++round) {
+    TempDir dir("mk-seal-race");
+    const fs::path key = dir.path() / "cfg" / "cache-key";
+    std::vector<std::string> macs(8);
+    std::vector<std::string> errors(8);
+    std::vector<std::thread> ts;
+    for (int i = 0; i < 8; ++i)
+      ts.emplace_back([&, i] {
+        auto s = CacheSeal::open_or_make(key);
+        if (s.ok()) macs[i] = (*s)->mac("k", json{{"x", 1}});
+        else errors[i] = s.error();
+      });
+    for (auto& t : ts) t.join();
+    for (int i = 0; i < 8; ++i) {
+      EXPECT_EQ(errors[i], "") << "round " << round;
+      EXPECT_EQ(macs[i], macs[0]) << "round " << round;
+    }
+    size_t files = 0;
+    for (auto& e : fs::directory_iterator(key.parent_path())) files += e.is_regular_file();
+    EXPECT_EQ(files, 1u) << "a temporary key file was left behind";
+  }
+}
+
 TEST(Proc, KillsASetsidGrandchildFoundByToken) {
   std::string token = random_token();
   std::string marker = "mk-proc-test-" + token;

@@ -156,6 +156,10 @@ def do_eval(req):
             return
         elif action == "slow":
             time.sleep(float(args[0]))
+        elif action == "until":  # until PATH exists (at most 60 s): a candidate the test lets go
+            end = time.monotonic() + 60
+            while not os.path.exists(args[0]) and time.monotonic() < end:
+                time.sleep(0.02)
         elif action == "progress":
             send({"id": rid, "type": "progress", "phase": "correctness"})
             send({"id": rid, "type": "progress", "phase": "timing"})
