@@ -10,6 +10,7 @@
 
 #include "run/problem_run.h"
 #include "cli/args.h"
+#include "cli/flags.h"
 #include "cli/method_common.h"
 #include "cli/registry.h"
 #include "util/fs.h"
@@ -23,12 +24,13 @@ int adapt_cmd(int argc, char** argv) {
                "module at other shapes, or the same name) is checked with the run's verified subkernel first, with "
                "no LLM call; only the new or failing subproblems are evolved, with --budget kernel calls; then the "
                "subkernels are composed and verified end to end. Writes a run directory as `run` does (resume it "
-               "with `mkevolve run --resume DIR`, adapt it again). The eval settings, the LLM and the cheat judge are "
-               "the earlier run's unless given here.",
+               "with `mkevolve run --resume DIR`, adapt it again). The evaluator's settings (--trials, --timeout, "
+               "...), the LLM and the cheat judge are the earlier run's unless given here.",
                argv[0]};
   app.footer(help_footer({
                      "mkevolve adapt runs/model variant.py --out runs/variant",
                      "mkevolve adapt runs/model variant.py --out runs/variant --budget 16 --llm anthropic:claude-opus-4-5",
+                     "mkevolve adapt runs/model large.py --out runs/large --trials 2 --perf-trials 2 --warmup 1 --timeout 120",
                      "mkevolve run --resume runs/variant"},
                     {
                      {0, "a correct solution was written to DIR/solution"},
@@ -56,8 +58,10 @@ int adapt_cmd(int argc, char** argv) {
   group.emplace(app, "Budget");
   app.add_option("--budget", budget, "kernel LLM calls for the new or failing subproblems")->capture_default_str();
   group.reset();
-  method::add_env_flags(app, req.env, true);
+  Flags flags;
+  add_flags(app, "adapt", flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
+  req.env = flags.env;
   auto say = [](const std::string& m) {
     std::fprintf(stderr, "mkevolve adapt: %s\n", m.c_str());
     return kExitUsage;
@@ -73,6 +77,14 @@ int adapt_cmd(int argc, char** argv) {
   // The earlier run's settings (its tolerances, beam, token limits), one
   // iteration of --budget calls, no structure changes and no Swap or PostFuse.
   req.opts = *opts;
+  // Evaluator settings given here replace the earlier run's (a larger
+  // variant may want fewer trials or a longer --timeout).
+  {
+    Flags earlier;
+    earlier.search = req.opts;
+    take_given(app, "adapt", "Evaluation", flags, &earlier);
+    req.opts = earlier.search;
+  }
   req.opts.method = "adapt";
   req.opts.iterations = 1;
   req.opts.calls_per_iter = budget;
