@@ -14,11 +14,6 @@
 namespace mk::cli {
 
 namespace {
-std::vector<Command>& table() {
-  static std::vector<Command> t;
-  return t;
-}
-
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: mkevolve <command> [options]   (mkevolve help <command> for its options)\n\n"
@@ -35,12 +30,6 @@ void usage(FILE* out) {
                    "mkevolve --version (-V, version) prints the version.\n");
 }
 }  // namespace
-
-Register::Register(std::string name, std::string summary, CommandFn fn) {
-  table().push_back({std::move(name), std::move(summary), fn});
-}
-
-const std::vector<Command>& commands() { return table(); }
 
 }  // namespace mk::cli
 

@@ -10,6 +10,7 @@
 
 #include "run/problem_run.h"
 #include "cli/args.h"
+#include "cli/flags.h"
 #include "cli/method_common.h"
 #include "cli/registry.h"
 #include "util/fs.h"
@@ -23,12 +24,13 @@ int adapt_cmd(int argc, char** argv) {
                "module at other shapes, or the same name) is checked with the run's verified subkernel first, with "
                "no LLM call; only the new or failing subproblems are evolved, with --budget kernel calls; then the "
                "subkernels are composed and verified end to end. Writes a run directory as `run` does (resume it "
-               "with `mkevolve run --resume DIR`, adapt it again). The eval settings, the LLM and the cheat judge are "
-               "the earlier run's unless given here.",
+               "with `mkevolve run --resume DIR`, adapt it again). The evaluator's settings (--trials, --timeout, "
+               "...), the LLM and the cheat judge are the earlier run's unless given here.",
                argv[0]};
   app.footer(help_footer({
                      "mkevolve adapt runs/model variant.py --out runs/variant",
                      "mkevolve adapt runs/model variant.py --out runs/variant --budget 16 --llm anthropic:claude-opus-4-5",
+                     "mkevolve adapt runs/model large.py --out runs/large --trials 2 --perf-trials 2 --warmup 1 --timeout 120",
                      "mkevolve run --resume runs/variant"},
                     {
                      {0, "a correct solution was written to DIR/solution"},
@@ -40,7 +42,6 @@ int adapt_cmd(int argc, char** argv) {
   req.cmd = "adapt";
   std::string from, variant, out;
   int budget = 8;
-  std::string shapes;
   bool quiet = false, events_json = false;
   std::optional<OptionGroup> group;
   group.emplace(app, "Input and output");
@@ -57,14 +58,10 @@ int adapt_cmd(int argc, char** argv) {
   group.emplace(app, "Budget");
   app.add_option("--budget", budget, "kernel LLM calls for the new or failing subproblems")->capture_default_str();
   group.reset();
-  group.emplace(app, "Evaluation");
-  app.add_option("--shapes", shapes,
-                 "benchmark, check or search (as for run; default: the earlier run's, check for a run recorded "
-                 "before --shapes existed)")
-      ->check(CLI::IsMember({"benchmark", "check", "search"}));
-  group.reset();
-  method::add_env_flags(app, req.env, true);
+  Flags flags;
+  add_flags(app, "adapt", flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
+  req.env = flags.env;
   auto say = [](const std::string& m) {
     std::fprintf(stderr, "mkevolve adapt: %s\n", m.c_str());
     return kExitUsage;
@@ -80,6 +77,14 @@ int adapt_cmd(int argc, char** argv) {
   // The earlier run's settings (its tolerances, beam, token limits), one
   // iteration of --budget calls, no structure changes and no Swap or PostFuse.
   req.opts = *opts;
+  // Evaluator settings given here replace the earlier run's (a larger
+  // variant may want fewer trials or a longer --timeout).
+  {
+    Flags earlier;
+    earlier.search = req.opts;
+    take_given(app, "adapt", "Evaluation", flags, &earlier);
+    req.opts = earlier.search;
+  }
   req.opts.method = "adapt";
   req.opts.iterations = 1;
   req.opts.calls_per_iter = budget;
@@ -88,9 +93,11 @@ int adapt_cmd(int argc, char** argv) {
   req.opts.swap_tau.reset();
   req.opts.swap_with.clear();
   req.opts.reuse = std::move(*reuse);
-  // The variant's kernels are checked at its shape variants as the earlier run's were.
-  if (!shapes.empty()) req.opts.eval.shapes = shapes;
-  else if (!cfg.value("options", nlohmann::json::object()).value("eval", nlohmann::json::object()).contains("shapes"))
+  // The variant's kernels are checked at its shape variants as the earlier
+  // run's were (--shapes, given, was taken above); a run recorded before
+  // --shapes existed gets check.
+  if (app.get_option("--shapes")->count() == 0 &&
+      !cfg.value("options", nlohmann::json::object()).value("eval", nlohmann::json::object()).contains("shapes"))
     req.opts.eval.shapes = "check";
   // The earlier run's LLM, endpoint and cheat judge, unless this command names them.
   if (req.env.llm.empty()) {

@@ -18,11 +18,6 @@
 
 namespace mk::cli {
 
-/// Help of --python (add_env_flags, eval, check, calibrate).
-inline constexpr const char* kPythonHelp =
-    "the worker's Python (default: $MKEVOLVE_PYTHON, else config 'python', else the first of python3, "
-    "/usr/bin/python3, /usr/local/bin/python3 that has torch)";
-
 /// -q of the commands that write report files (report, bench-report): the
 /// same meaning in both.
 inline constexpr const char* kQuietFilesHelp =

@@ -13,6 +13,7 @@
 #include "bench/suite.h"
 #include "cli/method_common.h"
 #include "cli/args.h"
+#include "cli/flags.h"
 #include "cli/registry.h"
 #include "rundir/interrupt.h"
 #include "util/fs.h"
@@ -41,8 +42,9 @@ int bench_cmd(int argc, char** argv) {
   std::string out, shard_text = "0/1";
   int jobs = 1;
   bool quiet = false;
-  method::EnvFlags env_flags;
-  search::SearchOptions o;
+  Flags flags;
+  method::EnvFlags& env_flags = flags.env;
+  search::SearchOptions& o = flags.search;
   std::optional<OptionGroup> group;
   group.emplace(app, "Input and output");
   app.add_option("problems", problems, "problem files or directories (searched recursively for *.py with a Model)")
@@ -55,10 +57,8 @@ int bench_cmd(int argc, char** argv) {
       ->type_name("I/N");
   app.add_flag("-q,--quiet", quiet, "print only the final table");
   group.reset();
-  method::add_search_flags(app, o);
-  method::add_env_flags(app, env_flags, true);
-  o.eval.shapes = "check";  // the returned solution is also checked at shape variants
-  method::add_eval_flags(app, o.eval);
+  flags.search.eval.shapes = "check";  // the returned solution is also checked at shape variants
+  add_flags(app, "bench", flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto usage = [](const std::string& m) {
     std::fprintf(stderr, "mkevolve bench: %s\n", m.c_str());

@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/flags.h"
 #include "cli/registry.h"
 #include "eval/cache.h"
 #include "eval/calibration.h"
+#include "eval/calibration_file.h"
 #include "eval/gpus.h"
 #include "eval/pool.h"
 #include "eval/sources.h"
@@ -95,9 +97,11 @@ int run(int argc, char** argv) {
                      {0, "every problem was calibrated"},
                      {2, "bad usage, or a problem that could not be calibrated (named)"},
                      {3, "something missing on this machine: no GPU, torch or worker"}}));
-  std::string target, out, python, config_path;
-  int runs = 20, seed = 42, gpu = -1;
-  bool as_json = false, test_cpu = false;
+  std::string target, out;
+  int runs = 20, seed = 42;
+  bool as_json = false;
+  Flags flags;
+  const EnvFlags& env = flags.env;
   app.add_option("target", target,
                  "a problem file, or a run directory (its problem and every subproblem it has had)")
       ->required()
@@ -108,10 +112,7 @@ int run(int argc, char** argv) {
                  "the cache's calibration.json, which eval --tolerance calibrated reads)");
   app.add_option("--seed", seed, "seed for the weights (as eval's --seed)")->capture_default_str();
   app.add_flag("--json", as_json, "print each problem's calibration as one JSON line");
-  app.add_option("--gpu", gpu, "use only this visible GPU (index)");
-  app.add_option("--python", python, kPythonHelp)->type_name("PATH");
-  app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)");
-  app.add_flag("--test-cpu-unsafe", test_cpu)->group("");
+  add_flags(app, "calibrate", flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto say = [](const std::string& m) { std::fprintf(stderr, "mkevolve calibrate: %s\n", m.c_str()); };
 
@@ -121,40 +122,32 @@ int run(int argc, char** argv) {
     say(problems.error());
     return kExitUsage;
   }
-  fs::path file = !out.empty() ? fs::path(out)
-                  : is_run     ? fs::path(target) / "calibration.json"
-                               : eval::default_cache_root() / "calibration.json";
+  fs::path file = !out.empty() ? fs::path(out) : eval::calibration_file(is_run ? fs::path(target) : fs::path());
   auto cf = eval::CalibrationFile::load(file);
   if (!cf) {
     say(cf.error());
     return kExitUsage;
   }
-  auto config = discover_config("calibrate", config_path);
+  auto config = discover_config("calibrate", env.config_path);
   if (!config) {
     say(config.error());
     return kExitUsage;
   }
-  auto py = worker_python(python, *config);
+  auto py = worker_python(env.python, *config);
   if (!py) {
     say(py.error());
     return kExitUsage;
   }
-  eval::PoolOptions po;
-  po.python = *py;
-  po.test_mode = test_cpu;
-  po.slots_per_gpu = 1;
+  eval::PoolOptions po = pool_options(env, *py);
+  po.slots_per_gpu = 1;  // one problem at a time, each with the whole GPU
   po.prestart = false;
-  po.only_gpu = gpu;
-  if (!test_cpu) {
+  if (!env.test_cpu) {
     auto gpus = eval::discover_gpus();
     if (gpus.empty()) {
       say("no CUDA GPU visible: calibration runs the reference where it is evaluated, on a GPU");
       return kExitEnvironment;
     }
     po.gpus = gpus;
-  } else {
-    po.gpus = std::vector<eval::Gpu>{};
-    po.only_gpu = -1;
   }
   auto pool = eval::WorkerPool::create(po);
   if (!pool) {
@@ -173,7 +166,7 @@ int run(int argc, char** argv) {
       ++failed;
       continue;
     }
-    auto a = (*pool)->calibrate(p, runs, test_cpu, seed);
+    auto a = (*pool)->calibrate(p, runs, env.test_cpu, seed);
     if (!a) {
       say(a.error());
       ++failed;

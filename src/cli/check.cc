@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/flags.h"
 #include "cli/registry.h"
 #include "eval/inputs.h"
 #include "eval/pool.h"
@@ -35,20 +36,18 @@ int run(int argc, char** argv) {
                      {2, "bad usage, or a file that cannot be read"},
                      {3, "no Python to run the checker"}}));
   std::vector<std::string> files;
-  std::string python, config_path;
-  bool as_json = false, allow_pytorch = false;
+  bool as_json = false;
+  Flags flags;
   app.add_option("kernel", files, "candidate files (or solution package directories)")->required()->type_name("FILE");
   app.add_flag("--json", as_json, "one JSON object per file: {file, clean, violations}");
-  app.add_flag("--allow-pytorch", allow_pytorch, "Swap's policy: PyTorch compute is allowed");
-  app.add_option("--python", python, kPythonHelp)->type_name("PATH");
-  app.add_option("--config", config_path, "configuration file")->type_name("FILE");
+  add_flags(app, "check", flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
-  auto config = discover_config("check", config_path);
+  auto config = discover_config("check", flags.env.config_path);
   if (!config) {
     std::fprintf(stderr, "mkevolve check: %s\n", config.error().c_str());
     return kExitUsage;
   }
-  auto resolved = worker_python(python, *config);
+  auto resolved = worker_python(flags.env.python, *config);
   if (!resolved) {
     std::fprintf(stderr, "mkevolve check: %s\n", resolved.error().c_str());
     return kExitUsage;
@@ -66,7 +65,7 @@ int run(int argc, char** argv) {
       worst = kExitUsage;
       continue;
     }
-    auto sc = eval::run_static_check(py, *path, allow_pytorch);
+    auto sc = eval::run_static_check(py, *path, flags.search.eval.allow_pytorch);
     if (!sc) {
       std::fprintf(stderr, "mkevolve check: %s: %s\n", path->c_str(), sc.error().c_str());
       return kExitEnvironment;

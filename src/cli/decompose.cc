@@ -6,6 +6,7 @@
 
 #include "cli/method_common.h"
 #include "cli/args.h"
+#include "cli/flags.h"
 #include "cli/registry.h"
 #include "rundir/events.h"
 #include "util/fs.h"
@@ -55,8 +56,9 @@ int decompose_cmd(int argc, char** argv) {
                      {2, "bad usage or input"},
                      {3, "something missing on this machine: no LLM, an unreachable endpoint, no torch"}}));
   std::string problem_file, out;
-  method::EnvFlags env_flags;
-  search::SearchOptions o;
+  Flags flags;
+  method::EnvFlags& env_flags = flags.env;
+  search::SearchOptions& o = flags.search;
   bool no_cache = false, quiet = false;
   app.add_option("problem", problem_file, "the problem file (Model, get_inputs, get_init_inputs)")
       ->required()
@@ -66,10 +68,9 @@ int decompose_cmd(int argc, char** argv) {
       ->type_name("DIR");
   app.add_option("--workers", o.decompose_workers, "parallel decomposition workers K")->capture_default_str();
   app.add_option("--attempts", o.decompose_attempts, "tries per worker")->capture_default_str();
-  method::add_call_flags(app, o, false);
   app.add_flag("--no-cache", no_cache, "do not use the LLM response cache (~/.cache/mkevolve/llm-cache)");
   app.add_flag("-q,--quiet", quiet, "print only the result");
-  method::add_env_flags(app, env_flags, false);
+  add_flags(app, "decompose", flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (o.decompose_workers < 1 || o.decompose_attempts < 1) {
     std::fprintf(stderr, "mkevolve decompose: --workers and --attempts must be positive\n");

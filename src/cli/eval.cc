@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/flags.h"
 #include "cli/method_common.h"
 #include "cli/registry.h"
 #include "eval/batch_file.h"
 #include "eval/shapes.h"
 #include "eval/cache.h"
 #include "eval/calibration.h"
+#include "eval/calibration_file.h"
 #include "eval/gpus.h"
 #include "eval/inputs.h"
 #include "eval/pool.h"
@@ -320,12 +322,12 @@ int run(int argc, char** argv) {
                      {1, "a kernel is incorrect, cheats or fails"},
                      {2, "bad usage or input: a missing file, a broken problem file, a bad batch line"},
                      {3, "something missing on this machine: no GPU, torch or worker, or a problem too large for it"}}));
-  std::string problem, batch, python, config_path, cache_dir;
+  std::string problem, batch, cache_dir;
   std::vector<std::string> kernels;
-  bool as_json = false, no_perf = false, no_cache = false, test_cpu = false, allow_pytorch = false, no_prestart = false,
-       stream = false, roofline_blocks = false;
-  int gpu = -1, slots = 0;  // 0: auto
-  eval::EvalOptions opts;
+  bool as_json = false, no_perf = false, no_cache = false, stream = false, roofline_blocks = false;
+  Flags flags;
+  eval::EvalOptions& opts = flags.search.eval;
+  const EnvFlags& env = flags.env;
   std::vector<std::string> files;
   app.add_option("files", files,
                  "PROBLEM [KERNEL...]: the problem file, then its candidates (the same as --problem PROBLEM "
@@ -343,28 +345,14 @@ int run(int argc, char** argv) {
   app.add_flag("--stream", stream,
                "with --json: print each verdict as soon as it is in, in any order, with its 0-based "
                "\"index\" in the input (default: in input order)");
-  app.add_option("--gpu", gpu, "use only this visible GPU (index)");
-  opts.shapes = "check";  // a correct kernel is also run at shape variants, and told where it holds
-  method::add_eval_flags(app, opts);
   app.add_flag("--no-perf", no_perf, "correctness and cheat checks only, no timing");
   app.add_flag("--roofline", roofline_blocks,
                "print each correct kernel's roofline as an optimize prompt would show it (bytes, FLOPs, bound, "
                "headroom, kernels by time, registers, spills, occupancy)");
-  app.add_flag("--allow-pytorch", allow_pytorch, "Swap's policy: a PyTorch implementation may pass (it is marked)");
-  app.add_option("--python", python, kPythonHelp)->type_name("PATH");
-  app.add_option("--config", config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)")
-      ->type_name("FILE");
   app.add_option("--cache-dir", cache_dir, "verdict cache directory (default: ~/.cache/mkevolve/results)");
   app.add_flag("--no-cache", no_cache, "evaluate again even when a cached verdict exists (and store none)");
-  app.add_option("--slots-per-gpu", slots,
-                 "candidates evaluated at once per GPU at most, or auto: three quarters of the cores per GPU, at most 12 (the default); "
-                 "memory admission decides how many really run at once")
-      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}).description(""))
-      ->type_name("N|auto");
-  app.add_flag("--no-prestart", no_prestart, method::kNoPrestartHelp);
-  // Test-only: torch-only candidates on the CPU through the worker's test mode.
-  // Never a real measurement; hidden from --help on purpose.
-  app.add_flag("--test-cpu-unsafe", test_cpu)->group("");
+  opts.shapes = "check";  // a correct kernel is also run at shape variants, and told where it holds
+  add_flags(app, "eval", flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   bool have_problem = problem_opt->count() > 0, have_kernel = kernel_opt->count() > 0;
   const bool have_batch = batch_opt->count() > 0;
@@ -398,23 +386,22 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
   // --tolerance calibrated: the cache's calibration file (mkevolve calibrate PROBLEM writes it).
-  opts.calibration = eval::calibration_path(opts.tolerance, eval::default_cache_root() / "calibration.json");
+  opts.calibration = eval::calibration_path(opts.tolerance, eval::calibration_file({}));
   opts.measure_perf = !no_perf;
-  opts.allow_pytorch = allow_pytorch;
-  opts.test_cpu = test_cpu;
+  opts.test_cpu = env.test_cpu;
   if (opts.trials < 1 || opts.perf_trials < 1 || opts.warmup < 0 || opts.timeout_s <= 0 || opts.atol.value_or(0) < 0 ||
-      opts.rtol.value_or(0) < 0 || slots < 0) {
+      opts.rtol.value_or(0) < 0 || env.slots_per_gpu < 0) {
     std::fprintf(stderr, "mkevolve eval: --trials, --perf-trials, --timeout and --slots-per-gpu must be positive; "
                          "--warmup, --atol and --rtol not negative\n");
     return kExitUsage;
   }
 
-  auto config = discover_config("eval", config_path);
+  auto config = discover_config("eval", env.config_path);
   if (!config) {
     std::fprintf(stderr, "mkevolve eval: %s\n", config.error().c_str());
     return kExitUsage;
   }
-  auto resolved = worker_python(python, *config);
+  auto resolved = worker_python(env.python, *config);
   if (!resolved) {
     std::fprintf(stderr, "mkevolve eval: %s\n", resolved.error().c_str());
     return kExitUsage;
@@ -428,23 +415,15 @@ int run(int argc, char** argv) {
   if (!checked.errors.empty()) return kExitUsage;
   const std::vector<BatchPair>& pairs = checked.pairs;
 
-  eval::PoolOptions po;
-  po.python = py;
-  po.test_mode = test_cpu;
-  po.slots_per_gpu = slots;
-  po.prestart = !no_prestart;
-  po.only_gpu = gpu;
+  eval::PoolOptions po = pool_options(env, py);
   if (!no_cache) po.cache_dir = cache_dir.empty() ? eval::default_cache_root() / "results" : fs::path(cache_dir);
-  if (!test_cpu) {
+  if (!env.test_cpu) {
     auto gpus = eval::discover_gpus();
     if (gpus.empty()) {
       std::fprintf(stderr, "mkevolve eval: no CUDA GPU visible: eval needs a GPU (mkevolve check still works)\n");
       return kExitEnvironment;
     }
     po.gpus = gpus;
-  } else {
-    po.gpus = std::vector<eval::Gpu>{};  // test mode: the CPU slot, even on a GPU machine
-    po.only_gpu = -1;
   }
   auto pool = eval::WorkerPool::create(po);
   if (!pool) {

@@ -8,6 +8,7 @@
 
 #include "cli/method_common.h"
 #include "cli/args.h"
+#include "cli/flags.h"
 #include "cli/registry.h"
 
 namespace mk::cli {
@@ -51,14 +52,13 @@ int evolve_cmd(int argc, char** argv) {
   group.reset();
   group.emplace(app, "Budget");
   app.add_option("--budget", budget, "LLM calls to spend")->capture_default_str();
-  app.add_option("--beam-width", req.opts.beam_width, "beam width")->capture_default_str();
-  app.add_option("--expansion", req.opts.expansion, "children per beam member per round")->capture_default_str();
   group.reset();
-  method::add_call_flags(app, req.opts, true);
-  method::add_env_flags(app, req.env, true);
-  req.opts.eval.shapes = "check";  // the returned solution is also checked at shape variants
-  method::add_eval_flags(app, req.opts.eval);
+  Flags flags;
+  flags.search.eval.shapes = "check";  // the returned solution is also checked at shape variants
+  add_flags(app, "evolve", flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
+  req.opts = flags.search;
+  req.env = flags.env;
   if (budget < 1 || req.opts.beam_width < 1 || req.opts.expansion < 1) {
     std::fprintf(stderr, "mkevolve evolve: --budget, --beam-width and --expansion must be positive\n");
     return kExitUsage;

@@ -22,184 +22,11 @@
 
 namespace mk::cli::method {
 
-void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge) {
-  std::optional<OptionGroup> group;
-  group.emplace(app, "LLM");
-  app.add_option("--llm", f.llm,
-                 "LLM provider spec: openai:MODEL, anthropic:MODEL, bedrock:MODEL, exec:COMMAND, replay:FILE, or a "
-                 "[llm.providers.NAME] alias (default: $MKEVOLVE_LLM, llm.provider in the config, then ANTHROPIC_API_KEY or "
-                 "OPENAI_API_KEY with a default model)")
-      ->type_name("SPEC");
-  if (with_judge)
-    app.add_option("--judge", f.judge,
-                   "LLM cheat judge (a provider spec): reviews candidates that passed every programmatic check "
-                   "before they may enter a beam; its tokens are counted")
-        ->type_name("SPEC");
-  app.add_option("--base-url", f.base_url, "endpoint override for HTTP providers (recorded in the run: a resume uses it)")
-      ->type_name("URL");
-  app.add_flag("--allow-llm-change", f.allow_llm_change,
-               with_judge ? "with --resume: allow another --llm, --judge, --base-url or --config than the run started with"
-                          : "with --resume: allow another --llm, --base-url or --config than the run started with");
-  app.add_option("--llm-concurrency", f.llm_concurrency, "LLM requests in flight per provider (default: config, else 8)");
-  app.add_option("--record", f.record, "also append every LLM call to FILE in the replay format")->type_name("FILE");
-  app.add_option("--config", f.config_path, "configuration file (default: ./mkevolve.toml, ~/.config/mkevolve/config.toml)")
-      ->type_name("FILE");
-  group.reset();
-  group.emplace(app, "Machine");
-  app.add_option("--python", f.python, kPythonHelp)->type_name("PATH");
-  app.add_option("--gpu", f.gpu, "use only this visible GPU (index); default: all visible GPUs");
-  app.add_option("--slots-per-gpu", f.slots_per_gpu,
-                 "candidates evaluated at once per GPU at most, or auto: three quarters of the cores per GPU, at most 12 (the default); "
-                 "memory admission decides how many really run at once")
-      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}).description(""))
-      ->type_name("N|auto");
-  app.add_flag("--no-prestart", f.no_prestart, kNoPrestartHelp);
-  // CI only: the worker's CPU test mode (torch-only candidates, no timing that
-  // means anything). Hidden from --help on purpose.
-  app.add_flag("--test-cpu-unsafe", f.test_cpu)->group("");
-}
-
-void add_eval_flags(CLI::App& app, eval::EvalOptions& o) {
-  OptionGroup group(app, "Evaluation");
-  app.add_option("--trials", o.trials, "correctness trials per candidate, each with fresh random inputs")
-      ->capture_default_str();
-  app.add_option("--perf-trials", o.perf_trials, "timed calls per candidate")->capture_default_str();
-  app.add_option("--warmup", o.warmup, "warm-up calls before timing")->capture_default_str();
-  app.add_option("--timeout", o.timeout_s, "hard deadline per candidate, seconds")->capture_default_str();
-  app.add_option("--compile-timeout", o.compile_timeout_s,
-                 "deadline for the torch.compile baseline's compile step, seconds; past it the baseline has eager "
-                 "only (default: 2 x max(--timeout, 60))")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--atol", o.atol,
-                 "absolute tolerance for every output (default: by the output's dtype: 1e-4 for fp32, 1e-2 for "
-                 "fp16/bf16, 0.1 for fp8; or the problem's MKEVOLVE_TOLERANCE)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--rtol", o.rtol, "relative tolerance for every output (default: by dtype as --atol; fp8 0.2)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--pass-rate", o.pass_rate,
-                 "fraction of each output's elements that must be within tolerance, in (0, 1] (default 1; fp8 "
-                 "0.85); a NaN or inf where the reference is finite always fails")
-      ->check(CLI::Range(1e-9, 1.0));
-  app.add_option("--trials-dist", o.trials_dist,
-                 "extra correctness trials at other input scales (KernelBench-Verified's): a comma list of x1 (the "
-                 "regular trials), x3, x0.01 and neg (negated), or none")
-      ->check([](const std::string& v) -> std::string {
-        if (v == "none") return {};
-        std::string bad;
-        for (size_t a = 0; a <= v.size();) {
-          size_t b = v.find(',', a);
-          if (b == std::string::npos) b = v.size();
-          std::string x = v.substr(a, b - a);
-          if (x != "x1" && x != "x3" && x != "x0.01" && x != "neg") bad = x.empty() ? "(empty)" : x;
-          a = b + 1;
-        }
-        return bad.empty() ? std::string() : "unknown scale '" + bad + "'; use x1, x3, x0.01, neg or none";
-      })
-      ->capture_default_str();
-  app.add_option("--shapes", o.shapes,
-                 "benchmark: verify only at the problem's own input shapes; check: also run a correct kernel (for "
-                 "run, bench and adapt: the returned solution) at shape variants derived from the problem's size "
-                 "constants (batch_size, seq_len, ...) and report where it holds; search: every candidate must "
-                 "hold at the variants. Timing stays at the benchmark's shape")
-      ->check(CLI::IsMember({"benchmark", "check", "search"}))
-      ->capture_default_str();
-  app.add_option("--tolerance", o.tolerance,
-                 "default: tolerances by dtype, the problem's MKEVOLVE_TOLERANCE or --atol/--rtol; calibrated or "
-                 "FILE: each output at its own calibrated atol with rtol 0 (mkevolve calibrate; a problem the file "
-                 "lacks is calibrated first): for eval the cache's calibration.json, for run, evolve and bench the "
-                 "run directory's")
-      ->transform(CLI::Validator(
-          [](std::string& v) -> std::string {
-            if (v == "default" || v == "calibrated") return {};
-            std::error_code ec;
-            if (fs::is_directory(v, ec)) return v + " is a directory; --tolerance takes default, calibrated or a file";
-            v = fs::absolute(v).lexically_normal().string();  // a resume from elsewhere finds it
-            return {};
-          },
-          "default|calibrated|FILE"))
-      ->capture_default_str();
-  app.add_flag("--baseline-tf32", o.baseline_tf32,
-               "also time torch.compile with TF32 on (KernelBench-Verified's baselines), reported beside the "
-               "TF32-off baseline, which stays the reward");
-  app.add_option("--calibration-runs", o.calibration_runs,
-                 "with --tolerance calibrated|FILE: input seeds to calibrate a problem the file lacks")
-      ->check(CLI::Range(2, 1000))
-      ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed for inputs and weights")->capture_default_str();
-  app.add_option("--timing", o.timing,
-                 "device: GPU time, the host's launch latency hidden (repeatable); synced: each call launched onto "
-                 "an idle GPU, host latency included (KernelBench's way)")
-      ->check(CLI::IsMember({"device", "synced"}))
-      ->capture_default_str();
-  app.add_option("--profile", o.profile,
-                 "where the roofline's per-kernel figures come from: cupti (GPU time per kernel, every evaluation) "
-                 "or ncu (also Nsight Compute's counters for each correct candidate: measured DRAM bytes, "
-                 "throughput and achieved occupancy; needs ncu on the GPU machine, adds seconds per candidate)")
-      ->check(CLI::IsMember({"cupti", "ncu"}))
-      ->capture_default_str();
-}
-
 std::string tolerance_error(const eval::EvalOptions& o) {
   if (o.tolerance != "default" && (o.atol || o.rtol))
     return "--tolerance " + o.tolerance +
            " judges each output at its calibrated atol with rtol 0; drop --atol/--rtol (or use --tolerance default)";
   return {};
-}
-
-void add_call_flags(CLI::App& app, search::SearchOptions& o, bool with_judge) {
-  OptionGroup group(app, "LLM");
-  app.add_option("--max-tokens", o.max_tokens, "reply token limit per LLM call")->capture_default_str();
-  app.add_option("--reasoning-effort", o.reasoning_effort,
-                 with_judge ? "low, medium or high, for every call but the judge's: reasoning_effort for "
-                              "OpenAI-compatible servers, an extended-thinking budget (2048/8192/24576 tokens, on "
-                              "top of --max-tokens) for Claude on Anthropic and Bedrock"
-                            : "low, medium or high, for every call: reasoning_effort for OpenAI-compatible servers, "
-                              "an extended-thinking budget (2048/8192/24576 tokens, on top of --max-tokens) for "
-                              "Claude on Anthropic and Bedrock")
-      ->check(CLI::IsMember({"low", "medium", "high"}));
-  if (!with_judge) return;  // decompose asks no judge
-  app.add_option("--judge-failure", o.judge_failure,
-                 "when a --judge call still fails after 3 tries: hold (the candidate gets no verdict: no reward, "
-                 "kept out of the beam, its call given back to the budget) or pass (it counts as passed)")
-      ->check(CLI::IsMember({"hold", "pass"}))
-      ->capture_default_str();
-}
-
-void add_search_flags(CLI::App& app, search::SearchOptions& o) {
-  std::optional<OptionGroup> group;
-  group.emplace(app, "Method");
-  app.add_option("--method", o.method, "mkevolve, parallel, beam or single-split")
-      ->check(CLI::IsMember({"mkevolve", "parallel", "beam", "single-split"}))
-      ->capture_default_str();
-  app.add_flag("--fuse", o.fuse, "let LLMFuse merge subproblems when none fails (MKEvolve (Fuse))");
-  app.add_option("--allocate", o.allocate,
-                 "budget weights once every subkernel passes: runtime (the paper's rule) or headroom (runtime x "
-                 "headroom over the GPU's roofline)")
-      ->check(CLI::IsMember({"runtime", "headroom"}))
-      ->capture_default_str();
-  app.add_option("--swap", o.swap_tau,
-                 "off unless given (--swap alone: TAU = 0.9). After the search, replace subkernels slower than TAU x "
-                 "their subproblem's torch.compile with the PyTorch reference (or, in run, the --swap-with kernel); "
-                 "the solution is then marked as containing PyTorch")
-      ->expected(0, 1)
-      ->type_name("[TAU]")
-      ->default_str("0.9");
-  app.add_option("--postfuse", o.postfuse, "LLM calls for fusing the final modular solution into one kernel")
-      ->capture_default_str();
-  group.reset();
-  group.emplace(app, "Budget");
-  app.add_option("--iterations", o.iterations, "outer iterations T")->capture_default_str();
-  app.add_option("--refine-every", o.refine_every, "split/fuse every L iterations (when t mod L == 0)")
-      ->capture_default_str();
-  app.add_option("--calls-per-iter", o.calls_per_iter, "kernel-writing LLM calls per iteration")->capture_default_str();
-  app.add_option("--beam-width", o.beam_width, "beam width")->capture_default_str();
-  app.add_option("--expansion", o.expansion, "children per beam member per round")->capture_default_str();
-  app.add_option("--decompose-workers", o.decompose_workers, "parallel decomposition workers K")->capture_default_str();
-  app.add_option("--decompose-attempts", o.decompose_attempts, "tries per decomposition worker")
-      ->capture_default_str();
-  app.add_option("--refine-attempts", o.refine_attempts, "tries per split or fuse")->capture_default_str();
-  group.reset();
-  add_call_flags(app, o, true);
 }
 
 std::string search_options_error(const search::SearchOptions& o) {
@@ -286,19 +113,11 @@ int setup_pool(const std::string& cmd, const EnvFlags& flags, const fs::path& ev
     say(python.error());
     return kExitUsage;
   }
-  eval::PoolOptions po;
-  po.python = *python;
-  po.slots_per_gpu = std::max(0, flags.slots_per_gpu);
-  po.prestart = !flags.no_prestart;
+  eval::PoolOptions po = pool_options(flags, *python);
   po.start_servers = true;  // a search fills every slot at its first round
-  po.only_gpu = flags.gpu;
   po.cache_dir = eval_cache;
   po.work_dir = work_dir;
-  if (flags.test_cpu) {
-    po.test_mode = true;
-    po.gpus = std::vector<eval::Gpu>{};
-    po.only_gpu = -1;
-  } else {
+  if (!flags.test_cpu) {
     auto gpus = eval::discover_gpus();
     if (gpus.empty()) {
       if (need_gpu) {

@@ -1,4 +1,4 @@
-// Shared by `mkevolve decompose`, `evolve` and `run`: their flags, building the
+// Shared by `mkevolve decompose`, `evolve`, `run`, `adapt` and `bench`: building the
 // LLM provider stack and the worker pool (with clear "what is missing" errors,
 // exit 3), and the EventSink that feeds the run directory and the status line.
 #pragma once
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agents/prompts.h"
+#include "cli/flags.h"
 #include "run/problem_run.h"
 #include "eval/pool.h"
 #include "llm/accounting.h"
@@ -27,34 +28,11 @@ namespace mk::cli::method {
 
 namespace fs = std::filesystem;
 
-/// Where the LLM and the evaluator come from.
-struct EnvFlags {
-  std::string llm, judge, base_url, config_path, python, record;
-  int llm_concurrency = 0;
-  int gpu = -1;
-  int slots_per_gpu = 0;  ///< 0: auto (docs/EVAL.md, "How evaluation runs")
-  bool no_prestart = false;  ///< start each candidate's processes on demand (PoolOptions::prestart)
-  bool allow_llm_change = false;  ///< a resume may use another --llm, --judge, --base-url or --config
-  bool test_cpu = false;  ///< hidden: the worker's CPU test mode (CI end-to-end tests only)
-};
+using cli::EnvFlags;  // cli/flags.h: the flags that say where the LLM and the evaluator come from
 
-void add_env_flags(CLI::App& app, EnvFlags& f, bool with_judge);
-/// Help of --no-prestart (add_env_flags, and eval's own flag set).
-inline constexpr const char* kNoPrestartHelp =
-    "fork each candidate's processes when it arrives instead of keeping them warm beforehand (saves one CUDA "
-    "context per idle process on the GPU; each candidate then pays CUDA and profiler start-up)";
-/// The evaluator's settings (trials, timeouts, tolerances, --timing), for
-/// eval, run, bench and evolve alike.
-void add_eval_flags(CLI::App& app, eval::EvalOptions& o);
 /// A usage error of the tolerance flags ("" when none): --tolerance calibrated
 /// or FILE with --atol/--rtol.
 std::string tolerance_error(const eval::EvalOptions& o);
-/// --max-tokens and --reasoning-effort: how each LLM call is made (and
-/// --judge-failure, with_judge: for the commands that can ask a --judge).
-void add_call_flags(CLI::App& app, search::SearchOptions& o, bool with_judge);
-/// The method's settings shared by `run` and `bench`: --method, --fuse, --swap,
-/// --postfuse, T, L, the budgets, beam shape, attempt counts and add_call_flags.
-void add_search_flags(CLI::App& app, search::SearchOptions& o);
 /// Empty when the search settings are usable, else a one-line usage error.
 std::string search_options_error(const search::SearchOptions& o);
 

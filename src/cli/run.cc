@@ -6,6 +6,7 @@
 
 #include "cli/method_common.h"
 #include "cli/args.h"
+#include "cli/flags.h"
 #include "cli/registry.h"
 
 namespace mk::cli {
@@ -33,7 +34,7 @@ int run_cmd(int argc, char** argv) {
   req.cmd = "run";
   std::string problem, out, resume;
   bool quiet = false, events_json = false;
-  search::SearchOptions& o = req.opts;
+  Flags flags;
   std::optional<OptionGroup> group;
   group.emplace(app, "Input and output");
   app.add_option("problem", problem, "the problem file (Model, get_inputs, get_init_inputs)")->type_name("FILE");
@@ -44,14 +45,12 @@ int run_cmd(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "print nothing but the result");
   app.add_flag("--events-json", events_json, "print every event as one JSON line (for scripts)");
   group.reset();
-  method::add_search_flags(app, o);
-  app.add_option("--swap-with", req.swap_with, "NAME=FILE: Swap's alternative kernel for subproblem NAME (repeatable)")
-      ->type_name("NAME=FILE")
-      ->group("Method");
-  method::add_env_flags(app, req.env, true);
-  o.eval.shapes = "check";  // the returned solution is also checked at shape variants
-  method::add_eval_flags(app, o.eval);
+  flags.search.eval.shapes = "check";  // the returned solution is also checked at shape variants
+  add_flags(app, "run", flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
+  req.opts = flags.search;
+  req.env = flags.env;
+  req.swap_with = flags.swap_with;
   auto usage = [](const char* m) {
     std::fprintf(stderr, "mkevolve run: %s\n", m);
     return kExitUsage;
@@ -69,7 +68,7 @@ int run_cmd(int argc, char** argv) {
     req.problem_file = problem;
     req.out = out;
   }
-  if (std::string err = method::search_options_error(o); !err.empty()) return usage(err.c_str());
+  if (std::string err = method::search_options_error(req.opts); !err.empty()) return usage(err.c_str());
   req.mode = quiet ? report::StatusLine::Mode::kQuiet
                    : events_json ? report::StatusLine::Mode::kEventsJson : report::StatusLine::Mode::kAuto;
   return method::run_in_directory(std::move(req));

@@ -15,10 +15,12 @@
 
 #include "cli/method_common.h"
 #include "cli/args.h"
+#include "cli/flags.h"
 #include "cli/registry.h"
 #include "problem/compose.h"
 #include "rundir/events.h"
 #include "eval/calibration.h"
+#include "eval/calibration_file.h"
 #include "rundir/run_dir.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -68,16 +70,13 @@ int swap_cmd(int argc, char** argv) {
                      {2, "bad usage or input"},
                      {3, "something missing on this machine: no GPU, torch or worker"}}));
   std::string dir_s, name, with;
-  method::EnvFlags env_flags;
-  eval::EvalOptions eopts;
+  Flags flags;
+  method::EnvFlags& env_flags = flags.env;
+  eval::EvalOptions& eopts = flags.search.eval;
   app.add_option("dir", dir_s, "the run directory")->required()->type_name("DIR");
   app.add_option("--subkernel", name, "the subkernel (subproblem) to replace")->required();
   app.add_option("--with", with, "a file with a ModelNew for that subproblem, or `pytorch`")->required();
-  app.add_option("--python", env_flags.python, kPythonHelp)->type_name("PATH");
-  app.add_option("--config", env_flags.config_path, "config file")->type_name("FILE");
-  app.add_option("--gpu", env_flags.gpu, "use only this GPU");
-  app.add_flag("--test-cpu-unsafe", env_flags.test_cpu)->group("");
-  method::add_eval_flags(app, eopts);
+  add_flags(app, "swap", flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto say = [](const std::string& m) { std::fprintf(stderr, "mkevolve swap: %s\n", m.c_str()); };
   const fs::path dir = dir_s;
@@ -176,7 +175,7 @@ int swap_cmd(int argc, char** argv) {
 
   eopts.test_cpu = env_flags.test_cpu;
   // --tolerance calibrated: the run's own calibration.json, as in the run.
-  eopts.calibration = eval::calibration_path(eopts.tolerance, dir / "calibration.json");
+  eopts.calibration = eval::calibration_path(eopts.tolerance, eval::calibration_file(dir));
   // 1. Locally: the replacement against its own subproblem, on every configuration.
   eval::EvalRequest local;
   local.problem = sub_problem;

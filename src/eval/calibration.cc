@@ -1,8 +1,10 @@
 #include "eval/calibration.h"
+#include "eval/calibration_file.h"
 
 #include <cmath>
 #include <ctime>
 
+#include "eval/cache.h"
 #include "util/fs.h"
 
 namespace mk::eval {
@@ -93,6 +95,10 @@ json calibrated_option(const json& entry, const std::string& source) {
     outs[path] = kinds;
   }
   return json{{"outputs", outs}, {"source", source}};
+}
+
+fs::path calibration_file(const fs::path& run_dir) {
+  return (run_dir.empty() ? default_cache_root() : run_dir) / "calibration.json";
 }
 
 fs::path calibration_path(const std::string& tolerance, const fs::path& calibrated_default) {

@@ -10,6 +10,7 @@
 #include "run/summary_json.h"
 #include "eval/calibration.h"
 #include "eval/shapes.h"
+#include "eval/calibration_file.h"
 #include "problem/compose.h"
 #include "report/report.h"
 #include "rundir/event_log.h"
@@ -379,7 +380,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     ctx.opts = opts;
     // --tolerance calibrated: the run directory's calibration.json (mkevolve
     // calibrate DIR writes it; the pool adds each subproblem it lacks).
-    ctx.opts.eval.calibration = eval::calibration_path(opts.eval.tolerance, rd->root() / "calibration.json");
+    ctx.opts.eval.calibration = eval::calibration_path(opts.eval.tolerance, eval::calibration_file(rd->root()));
     ctx.gate = &gate;
     ctx.stop = &stop;
     ctx.acct = &acct;

@@ -96,7 +96,18 @@ expect "adapted package verifies" 0 "correct" -- "$BIN" eval --problem "$S/mlp_s
 # A finished adapt run resumes to nothing; it can be adapted again.
 expect "resume of the adapted run" 0 "already finished" -- "$BIN" run --resume r2 --python "$PY" --test-cpu-unsafe
 expect "adapt of an adapted run" 0 "solution: .*r3/solution" -- "$BIN" adapt r2 "$S/mlp_small_relu.py" \
-  --llm "replay:$S/mlp_small_relu_adapt_cpu.jsonl" --out r3 --budget 2 --python "$PY" --test-cpu-unsafe
+  --llm "replay:$S/mlp_small_relu_adapt_cpu.jsonl" --out r3 --budget 2 --python "$PY" --test-cpu-unsafe \
+  --trials 3 --timeout 100
+# The evaluator's settings given to adapt replace the earlier run's; the others stay.
+"$PY" - r2 r3 <<'PY'
+import json, sys
+ev = [json.load(open(f"{d}/config.json"))["options"]["eval"] for d in sys.argv[1:]]
+got = {k: ev[1][k] for k in ("trials", "timeout_s", "perf_trials", "warmup")}
+print("r3's evaluator settings:", got)
+sys.exit(0 if got == {"trials": 3, "timeout_s": 100, "perf_trials": ev[0]["perf_trials"], "warmup": ev[0]["warmup"]} else 1)
+PY
+if [[ $? -eq 0 ]]; then pass "adapt's --trials/--timeout replace the earlier run's, the rest is kept"
+else fail "adapt's evaluator flags in config.json"; fi
 "$PY" - r3 <<'PY'
 import json, sys
 evs = [json.loads(l) for l in open(f"{sys.argv[1]}/events.jsonl")]

@@ -46,6 +46,16 @@ expect "a flag of another command" 2 "unknown option '--zzzzzz'" -- "$BIN" repor
 grep -q "did you mean" "$T/err" && fail "a far-off flag got a suggestion: $(cat "$T/err")" || pass "no suggestion when none is near"
 expect "a mistyped command still names the nearest" 2 "did you mean 'report'" -- "$BIN" reprot r
 
+# adapt takes the evaluator's settings run takes (a large variant needs them):
+# the flags parse, and the command stops at the run directory that is not there.
+expect "adapt takes --trials/--perf-trials/--warmup/--timeout" 2 "noSuchRun" -- \
+  "$BIN" adapt noSuchRun variant.py --out adapted --trials 2 --perf-trials 2 --warmup 1 --timeout 120
+grep -qE "unknown option|not expected" "$T/err" && fail "adapt refused an evaluator flag: $(cat "$T/err")" ||
+  pass "adapt accepts the evaluator flags"
+for f in --trials --perf-trials --warmup --timeout --tolerance; do
+  grep -q -- "^  $f " help_adapt.txt || fail "help adapt does not list $f"
+done
+
 # Flags that contradict each other are refused, naming the conflict.
 mkdir -p someRun
 expect "run P.py --resume DIR is refused" 2 "either a problem file .* or --resume DIR .*not both" -- \
