@@ -29,7 +29,7 @@ fi
 
 say "checking Debian's packages (a fresh machine installs about 250 of them: about 3 minutes)"
 ./scripts/install-deps.sh
-say "building build/mkevolve only, -O2 without debug info (about 3 minutes on 2 cores the first time; seconds after)"
+say "building build/mkevolve only, -O2 without debug info (about 3 minutes on 2 cores the first time, seconds after; then the run)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target mkevolve -j"$(nproc)"
 BIN=$ROOT/build/mkevolve

@@ -113,7 +113,7 @@ int adapt_cmd(int argc, char** argv) {
   return method::run_in_directory(std::move(req));
 }
 
-static Register reg("adapt", "reuse a finished run's verified subkernels for a variant of its problem; evolve only "
+static Register reg_adapt("adapt", "reuse a finished run's verified subkernels for a variant of its problem; evolve only "
                              "the new or failing subproblems",
                     &adapt_cmd);
 

@@ -70,7 +70,7 @@ fs::path default_cache_dir() {
   return {};
 }
 
-int run(int argc, char** argv) {
+int ask_cmd_main(int argc, char** argv) {
   CLI::App app{"Sends one prompt to an LLM provider and prints the reply and its token usage. Use it to check a "
                "provider setup. SPEC is openai:MODEL, anthropic:MODEL, bedrock:MODEL, exec:COMMAND, replay:FILE "
                "or a [llm.providers.NAME] alias from the config. Without --llm: $MKEVOLVE_LLM, llm.provider, then "
@@ -209,7 +209,7 @@ int run(int argc, char** argv) {
   return kExitOk;
 }
 
-static Register reg("ask", "send one prompt to an LLM provider and print the reply and its token usage", &run);
+static Register reg_ask("ask", "send one prompt to an LLM provider and print the reply and its token usage", &ask_cmd_main);
 
 }  // namespace
 }  // namespace mk::cli

@@ -152,7 +152,7 @@ int bench_cmd(int argc, char** argv) {
   return kExitOk;
 }
 
-static Register reg("bench", "run a method over a suite of problems (resumable, concurrent, shardable)", &bench_cmd);
+static Register reg_bench("bench", "run a method over a suite of problems (resumable, concurrent, shardable)", &bench_cmd);
 
 }  // namespace
 }  // namespace mk::cli

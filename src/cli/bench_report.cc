@@ -98,7 +98,7 @@ int bench_report_cmd(int argc, char** argv) {
   return kExitOk;
 }
 
-static Register reg("bench-report", "merge bench directories and write the suite metrics (md, html, json, csv)",
+static Register reg_bench_report("bench-report", "merge bench directories and write the suite metrics (md, html, json, csv)",
                     &bench_report_cmd);
 
 }  // namespace

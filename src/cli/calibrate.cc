@@ -82,7 +82,7 @@ void print_entry(const fs::path& problem, const json& a) {
       std::printf("  %s inputs: not calibrated: %s\n", k.c_str(), why.is_string() ? why.get<std::string>().c_str() : "");
 }
 
-int run(int argc, char** argv) {
+int calibrate_cmd_main(int argc, char** argv) {
   CLI::App app{"Calibrate per-output tolerances (the paper's Appendix D): the reference in its own precision "
                "against a float64 run of it, over --runs input seeds and every kind of trial input (x1, signed, "
                "x3, x0.01, neg); each output's tolerance is max + 3 sigma of its error, at least one ulp of its "
@@ -193,9 +193,9 @@ int run(int argc, char** argv) {
   return failed ? kExitUsage : kExitOk;
 }
 
-const Register reg("calibrate",
+const Register reg_calibrate("calibrate",
                    "per-output tolerances from the reference against float64 (Appendix D), for --tolerance calibrated",
-                   &run);
+                   &calibrate_cmd_main);
 
 }  // namespace
 }  // namespace mk::cli

@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-int run(int argc, char** argv) {
+int check_cmd_main(int argc, char** argv) {
   CLI::App app{"Static checks of candidate kernels (no GPU, no torch): ModelNew must launch a Triton kernel; no "
                "torch compute on the data path, no side streams, patching, threads, processes or exec. Prints one "
                "line per violation: file:line: rule: message.",
@@ -85,7 +85,7 @@ int run(int argc, char** argv) {
   return worst;
 }
 
-const Register reg("check", "static cheat checks of candidate kernels (no GPU or torch needed)", &run);
+const Register reg_check("check", "static cheat checks of candidate kernels (no GPU or torch needed)", &check_cmd_main);
 
 }  // namespace
 }  // namespace mk::cli

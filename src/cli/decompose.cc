@@ -138,7 +138,7 @@ int decompose_cmd(int argc, char** argv) {
   return kExitOk;
 }
 
-static Register reg("decompose", "split a problem into verified subproblems with an LLM (LLMDecompose)",
+static Register reg_decompose("decompose", "split a problem into verified subproblems with an LLM (LLMDecompose)",
                     &decompose_cmd);
 
 }  // namespace

@@ -309,7 +309,7 @@ Checked check_inputs(const std::string& py, const std::string& problem, const st
   return c;
 }
 
-int run(int argc, char** argv) {
+int eval_cmd_main(int argc, char** argv) {
   CLI::App app{"Check candidate kernels against KernelBench-format problems: correctness, cheating, timing and "
                "speedup over PyTorch eager and torch.compile.",
                argv[0]};
@@ -501,7 +501,7 @@ int run(int argc, char** argv) {
   return all_correct ? kExitOk : kExitFailure;
 }
 
-const Register reg("eval", "verify, time and police candidate kernels against problems (GPU)", &run);
+const Register reg_eval("eval", "verify, time and police candidate kernels against problems (GPU)", &eval_cmd_main);
 
 }  // namespace
 }  // namespace mk::cli

@@ -77,7 +77,7 @@ int evolve_cmd(int argc, char** argv) {
   return method::run_in_directory(std::move(req));
 }
 
-static Register reg("evolve", "beam-search a Triton kernel for one problem with a budget of LLM calls", &evolve_cmd);
+static Register reg_evolve("evolve", "beam-search a Triton kernel for one problem with a budget of LLM calls", &evolve_cmd);
 
 }  // namespace
 }  // namespace mk::cli

@@ -13,7 +13,7 @@
 namespace mk::cli {
 namespace {
 
-int run(int argc, char** argv) {
+int report_cmd_main(int argc, char** argv) {
   CLI::App app{"Writes report.md and report.html (inline SVG charts, no scripts, no network) for a run directory: "
                "end-to-end and per-subkernel speedups per iteration, the evolving subproblem structure, tokens and "
                "calls by agent, the subkernel table, versions and the TF32 setting.",
@@ -42,7 +42,7 @@ int run(int argc, char** argv) {
   return kExitOk;
 }
 
-static Register reg("report", "write report.md and report.html for a run directory", &run);
+static Register reg_report("report", "write report.md and report.html for a run directory", &report_cmd_main);
 
 }  // namespace
 }  // namespace mk::cli

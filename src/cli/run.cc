@@ -74,7 +74,7 @@ int run_cmd(int argc, char** argv) {
   return method::run_in_directory(std::move(req));
 }
 
-static Register reg("run", "run MKEvolve (or a baseline) on a problem: decompose, evolve, compose; resumable",
+static Register reg_run("run", "run MKEvolve (or a baseline) on a problem: decompose, evolve, compose; resumable",
                     &run_cmd);
 
 }  // namespace

@@ -266,7 +266,7 @@ int swap_cmd(int argc, char** argv) {
   return kExitOk;
 }
 
-static Register reg("swap", "replace one subkernel of a run's solution and re-verify it", &swap_cmd);
+static Register reg_swap("swap", "replace one subkernel of a run's solution and re-verify it", &swap_cmd);
 
 }  // namespace
 }  // namespace mk::cli
