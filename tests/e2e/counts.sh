@@ -17,7 +17,7 @@
 #   the result equals an uninterrupted run's.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
-if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+need_torch
 
 PROBLEM=$REPO/examples/sessions/mlp_small.py        # hand-written fixture problem
 SESSION=$REPO/examples/sessions/mlp_small_cpu.jsonl  # hand-written fixture session

@@ -10,7 +10,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 
-if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+need_torch
 S=$REPO/examples/sessions
 KEY=sk-test-Zq8d7f6g5h4j3k2l1m0n
 LLM="exec:$PY $REPO/tests/e2e/lib/exec_replay.py $S/messy_cpu.jsonl --api-key $KEY"

@@ -21,7 +21,7 @@ if [[ -z ${MK_DISK_FULL_NS:-} ]]; then
   exit 0
 fi
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
-if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+need_torch
 
 source "$REPO/tests/e2e/lib/exec_session.bash"
 

@@ -5,7 +5,7 @@
 # through the real worker.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
-[[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
+need_binary
 
 cat >problem.py <<'PY'
 import torch

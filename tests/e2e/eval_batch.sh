@@ -5,7 +5,7 @@
 # through one worker server.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
-[[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
+need_binary
 
 mkdir -p probs kernels pkg batch
 cat >probs/relu2.py <<'PY'

@@ -14,7 +14,7 @@
 # MKEVOLVE_TEST_LARGE_GB (default 5) scale it up: 24576 and 20 are the old test.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
-[[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
+need_binary
 if ! "$PY" -c 'import torch' 2>/dev/null; then
   echo "skip: $PY has no torch"; exit 0
 fi

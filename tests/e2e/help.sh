@@ -6,7 +6,7 @@
 # are refused, naming the conflict. No worker, GPU or LLM needed.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
-[[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
+need_binary
 
 wide() { awk 'length($0) > 80 { print FILENAME ":" FNR ": " length($0) " columns" }' "$@"; }
 "$BIN" --help >top.txt 2>&1

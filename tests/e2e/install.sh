@@ -7,7 +7,7 @@
 # the key it resembles; $MKEVOLVE_LLM picks the LLM when --llm is absent.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
-[[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
+need_binary
 BUILD=$(dirname "$BIN")
 [[ -f $BUILD/cmake_install.cmake ]] || { echo "skip: $BUILD is not a CMake build folder"; exit 0; }
 

@@ -15,7 +15,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 
-if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+need_torch
 S=$REPO/examples/sessions
 SMALL=(--iterations 3 --calls-per-iter 4 --refine-every 4 --decompose-workers 1 --trials 2 --perf-trials 2 --warmup 1
        --timeout 120)

@@ -17,7 +17,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 export MKEVOLVE_HOME=$REPO
 
-if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+need_torch
 if "$PY" -c 'import triton' 2>/dev/null; then echo "skip: $PY has a real Triton (this test emulates it)"; exit 0; fi
 
 # The emulator as a `triton` package, seen by the worker's Python only.

@@ -10,8 +10,8 @@
 # Driven by the hand-written fixture session (replay:).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
-[[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
-if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+need_binary
+need_torch
 
 PROBLEM=$REPO/examples/sessions/mlp_small.py
 SESSION=$REPO/examples/sessions/mlp_small_cpu.jsonl

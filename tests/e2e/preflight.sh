@@ -6,8 +6,8 @@
 # calls) is never asked. A sound problem still runs.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
-[[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
-if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+need_binary
+need_torch
 
 cat >llm.sh <<'SH'
 #!/bin/sh

@@ -16,7 +16,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
 KILLS=${MKEVOLVE_RESUME_KILLS:-5}
 SEED=${MKEVOLVE_RESUME_SEED:-20261130}
-if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+need_torch
 
 source "$REPO/tests/e2e/lib/exec_session.bash"
 now_ms() { date +%s%3N; }

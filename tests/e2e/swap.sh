@@ -5,7 +5,7 @@
 # replacement is refused and leaves the solution byte for byte as it was.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash" "$@"
-if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+need_torch
 
 tree() { (cd "$1" && find . -type f -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum); }
 

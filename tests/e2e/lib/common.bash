@@ -70,3 +70,13 @@ assert torch.allclose(a(*x), b(*x), atol=1e-5, rtol=1e-5)
 PY
   )
 }
+
+# The binary under test must exist (a failed build is a failure, not a skip).
+need_binary() {
+  [[ -x $BIN ]] || { echo "FAIL no mkevolve binary at $BIN (did the build fail?)"; exit 1; }
+}
+
+# The worker's interpreter must have torch; without it the test is skipped.
+need_torch() {
+  if ! "$PY" -c 'import torch' 2>/dev/null; then echo "skip: $PY has no torch"; exit 0; fi
+}
