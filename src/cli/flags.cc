@@ -31,17 +31,19 @@ const Cmds kPython = {"eval", "check", "run", "bench", "evolve", "adapt", "decom
 // one member pointer).
 #define MK_FIELD(member) [](Flags& f) -> auto& { return f.member; }
 
+// One table entry; `is_flag`: a switch without a value (add_flag), else an
+// option that takes one (add_option).
 template <class Get>
-FlagSpec option(std::string names, std::string group, std::string help, Cmds cmds, Get get, Tweak tweak = {},
-                std::string env = {}) {
+FlagSpec entry(bool is_flag, std::string names, std::string group, std::string help, Cmds cmds, Get get,
+               Tweak tweak, std::string env) {
   FlagSpec s;
   s.names = std::move(names);
   s.group = std::move(group);
   s.help = std::move(help);
   s.env = std::move(env);
   s.commands = std::move(cmds);
-  s.add = [get, tweak](CLI::App& app, Flags& f, const FlagSpec& self) {
-    CLI::Option* o = app.add_option(self.names, get(f), self.help);
+  s.add = [is_flag, get, tweak](CLI::App& app, Flags& f, const FlagSpec& self) {
+    CLI::Option* o = is_flag ? app.add_flag(self.names, get(f), self.help) : app.add_option(self.names, get(f), self.help);
     o->group(self.group);
     if (tweak) tweak(o);
     return o;
@@ -51,19 +53,15 @@ FlagSpec option(std::string names, std::string group, std::string help, Cmds cmd
 }
 
 template <class Get>
+FlagSpec option(std::string names, std::string group, std::string help, Cmds cmds, Get get, Tweak tweak = {},
+                std::string env = {}) {
+  return entry(false, std::move(names), std::move(group), std::move(help), std::move(cmds), get, std::move(tweak),
+               std::move(env));
+}
+
+template <class Get>
 FlagSpec flag(std::string names, std::string group, std::string help, Cmds cmds, Get get) {
-  FlagSpec s;
-  s.names = std::move(names);
-  s.group = std::move(group);
-  s.help = std::move(help);
-  s.commands = std::move(cmds);
-  s.add = [get](CLI::App& app, Flags& f, const FlagSpec& self) {
-    CLI::Option* o = app.add_flag(self.names, get(f), self.help);
-    o->group(self.group);
-    return o;
-  };
-  s.copy = [get](const Flags& from, Flags& to) { get(to) = get(const_cast<Flags&>(from)); };
-  return s;
+  return entry(true, std::move(names), std::move(group), std::move(help), std::move(cmds), get, {}, {});
 }
 
 Tweak defaulted() {
