@@ -10,7 +10,7 @@
 #include "util/json_fields.h"
 #include "report/report_data.h"
 #include "report/svg.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "util/strings.h"
 
 namespace mk::report {
@@ -63,45 +63,49 @@ StatusLine::StatusLine(FILE* out, Options opts) : out_(out), opts_(opts) {
 StatusLine::~StatusLine() { finish(); }
 
 void StatusLine::update(const json& ev) {
-  const std::string type = str(ev, "type");
-  if (auto rs = rundir::events::RunStart::from_json(ev)) {
-    if (!rs->method.empty()) method_ = rs->method;
-    problem_ = rs->problem;
-    if (auto T = optnum(rs->settings, "T")) T_ = static_cast<int>(*T);
-    if (!opts_.max_calls)
-      if (auto v = optnum(rs->settings, "max_calls")) opts_.max_calls = static_cast<int64_t>(*v);
-    if (!opts_.max_tokens)
-      if (auto v = optnum(rs->settings, "token_budget")) opts_.max_tokens = static_cast<int64_t>(*v);
-    phase_.clear();
-  } else if (auto c = rundir::events::LlmCall::from_json(ev)) {
-    ++calls_;
-    if (rundir::events::is_kernel_agent(c->agent)) ++kernel_calls_;
-    if (c->cached) ++cached_;
-    tokens_ += c->billed_tokens();
-  } else if (rundir::events::Eval::from_json(ev)) {
-    ++evals_done_;
-  } else if (type == "eval_start") {  // live progress, not logged
-    ++evals_in_flight_;
-  } else if (type == "eval_done") {
-    evals_in_flight_ = std::max(0, evals_in_flight_ - 1);
-  } else if (auto tp = rundir::events::Topology::from_json(ev)) {
-    t_ = tp->iteration;
-    ok_ = failed_ = fresh_ = 0;
-    for (const auto& s : tp->subproblems) (s.status == "correct" ? ok_ : s.status == "failing" ? failed_ : fresh_)++;
-  } else if (auto it = rundir::events::Iteration::from_json(ev)) {
-    t_ = it->t;
-    ok_ = failed_ = fresh_ = 0;
-    for (const auto& s : it->subkernels) (s.correct ? ok_ : failed_)++;
-  } else if (auto b = rundir::events::Best::from_json(ev)) {
-    if (b->correct) best_ = b->speedup_compile;
-  } else if (rundir::events::Postfuse::from_json(ev)) {
-    phase_ = "post-fusion";
-  } else if (rundir::events::Swap::from_json(ev)) {
-    phase_ = "swap";
-  } else if (auto end = rundir::events::RunEnd::from_json(ev)) {
-    if (end->best_speedup_compile) best_ = end->best_speedup_compile;
-    phase_ = end->status;
-  }
+  std::visit(
+      records::Visit{
+          [&](const records::RunStart& rs) {
+            if (!rs.method.empty()) method_ = rs.method;
+            problem_ = rs.problem;
+            if (auto T = optnum(rs.settings, "T")) T_ = static_cast<int>(*T);
+            if (!opts_.max_calls)
+              if (auto v = optnum(rs.settings, "max_calls")) opts_.max_calls = static_cast<int64_t>(*v);
+            if (!opts_.max_tokens)
+              if (auto v = optnum(rs.settings, "token_budget")) opts_.max_tokens = static_cast<int64_t>(*v);
+            phase_.clear();
+          },
+          [&](const records::LlmCall& c) {
+            ++calls_;
+            if (records::is_kernel_agent(c.agent)) ++kernel_calls_;
+            if (c.cached) ++cached_;
+            tokens_ += c.billed_tokens();
+          },
+          [&](const records::Eval&) { ++evals_done_; },
+          [&](const records::EvalStart&) { ++evals_in_flight_; },  // live progress, not logged
+          [&](const records::EvalDone&) { evals_in_flight_ = std::max(0, evals_in_flight_ - 1); },
+          [&](const records::TopologyChange& tp) {
+            t_ = tp.iteration;
+            ok_ = failed_ = fresh_ = 0;
+            for (const auto& s : tp.subproblems)
+              (s.status == "correct" ? ok_ : s.status == "failing" ? failed_ : fresh_)++;
+          },
+          [&](const records::Iteration& it) {
+            t_ = it.t;
+            ok_ = failed_ = fresh_ = 0;
+            for (const auto& s : it.subkernels) (s.correct ? ok_ : failed_)++;
+          },
+          [&](const records::Best& b) {
+            if (b.correct) best_ = b.speedup_compile;
+          },
+          [&](const records::Postfuse&) { phase_ = "post-fusion"; },
+          [&](const records::Swap&) { phase_ = "swap"; },
+          [&](const records::RunEnd& end) {
+            if (end.best_speedup_compile) best_ = end.best_speedup_compile;
+            phase_ = end.status;
+          },
+          [](const auto&) {}},
+      records::parse_event(ev));
 }
 
 std::string StatusLine::current() const {
@@ -124,66 +128,73 @@ std::string StatusLine::current() const {
 std::string StatusLine::describe(const json& ev) const {
   std::string ts = str(ev, "ts");
   std::string when = ts.size() >= 19 ? ts.substr(11, 8) + " " : "";
-  if (auto rs = rundir::events::RunStart::from_json(ev)) {
-    std::string line = when + "start: " + rs->method + " on " + rs->problem;
-    if (rs->settings.is_object() && !rs->settings.empty()) line += " " + rs->settings.dump();
-    return line;
-  }
-  if (auto r = rundir::events::Resume::from_json(ev))
-    return when + "resumed a run with " + std::to_string(r->events_before) + " events";
-  // A failed call is said once, from its durable record (the live llm_done
-  // progress event only says a call ended).
-  if (auto c = rundir::events::LlmCall::from_json(ev)) {
-    if (c->ok) return "";
-    return when + "LLM call failed (" + c->agent + ", " + c->task + "): " + c->error;
-  }
-  if (auto tp = rundir::events::Topology::from_json(ev)) {
-    int ok = 0, bad = 0, fresh = 0;
-    for (const auto& s : tp->subproblems) (s.status == "correct" ? ok : s.status == "failing" ? bad : fresh)++;
-    std::string line = when + "t=" + std::to_string(tp->iteration) + " structure " +
-                       (tp->change.empty() ? "?" : tp->change) + ": " + std::to_string(tp->subproblems.size()) +
-                       " subproblems (" + std::to_string(ok) + "\u2713 " + std::to_string(bad) + "\u2717" +
-                       (fresh ? " " + std::to_string(fresh) + " new" : "") + ")";
-    if (!tp->detail.empty()) line += "; " + tp->detail;
-    return line;
-  }
-  if (auto it = rundir::events::Iteration::from_json(ev)) {
-    std::string line = when + "t=" + std::to_string(it->t) + (T_ > 0 ? "/" + std::to_string(T_) : "") +
-                       " done: end-to-end ";
-    const std::string& st = it->e2e.status;
-    line += st.empty() ? "not evaluated" : st;
-    if (st == "correct") line += " " + x(it->e2e.speedup_compile) + " vs torch.compile";
-    int ok = 0, bad = 0;
-    for (const auto& s : it->subkernels) (s.correct ? ok : bad)++;
-    line += "; subkernels " + std::to_string(ok) + "\u2713 " + std::to_string(bad) + "\u2717";
-    // The counts of the llm_call records seen so far (a resume feeds the
-    // status line the records its log already holds), as report.md counts them.
-    line += "; " + std::to_string(calls_) + " LLM calls, " + human_count(static_cast<double>(tokens_)) +
-            " tokens so far";
-    return line;
-  }
-  if (auto b = rundir::events::Best::from_json(ev)) {
-    if (!b->correct) return "";  // older logs held placeholders for iterations without a solution
-    // A correct solution whose torch.compile baseline is unknown (a torch
-    // without it, or a compile past its deadline) has speedup 0: say so.
-    if (!b->speedup_compile || *b->speedup_compile <= 0)
-      return when + "new best at t=" + std::to_string(b->t) +
-             ": correct end to end; its speedup vs torch.compile is unknown (no torch.compile baseline)";
-    return when + "new best: " + x(b->speedup_compile) + " vs torch.compile at t=" + std::to_string(b->t);
-  }
-  if (auto sw = rundir::events::Swap::from_json(ev))
-    return when + "swapped " + sw->name + ": " + sw->from + " -> " + sw->to + " (end-to-end " + x(sw->speedup_before) +
-           " -> " + x(sw->speedup_after) + ")";
-  if (auto pf = rundir::events::Postfuse::from_json(ev))
-    return when + "post-fusion attempt " + std::to_string(pf->attempt) + ": " + pf->status +
-           (pf->speedup_compile ? " " + x(pf->speedup_compile) : "");
-  if (auto end = rundir::events::RunEnd::from_json(ev)) {
-    std::string line = when + "run " + end->status + ": best " + x(end->best_speedup_compile) + " vs torch.compile";
-    if (!end->solution_dir.empty()) line += "; solution in " + end->solution_dir;
-    if (!end->message.empty()) line += "; " + end->message;
-    return line;
-  }
-  return "";
+  return std::visit(
+      records::Visit{
+          [&](const records::RunStart& rs) {
+            std::string line = when + "start: " + rs.method + " on " + rs.problem;
+            if (rs.settings.is_object() && !rs.settings.empty()) line += " " + rs.settings.dump();
+            return line;
+          },
+          [&](const records::Resume& r) {
+            return when + "resumed a run with " + std::to_string(r.events_before) + " events";
+          },
+          // A failed call is said once, from its durable record (the live llm_done
+          // progress event only says a call ended).
+          [&](const records::LlmCall& c) {
+            if (c.ok) return std::string();
+            return when + "LLM call failed (" + c.agent + ", " + c.task + "): " + c.error;
+          },
+          [&](const records::TopologyChange& tp) {
+            int ok = 0, bad = 0, fresh = 0;
+            for (const auto& s : tp.subproblems) (s.status == "correct" ? ok : s.status == "failing" ? bad : fresh)++;
+            std::string line = when + "t=" + std::to_string(tp.iteration) + " structure " +
+                               (tp.change.empty() ? "?" : tp.change) + ": " + std::to_string(tp.subproblems.size()) +
+                               " subproblems (" + std::to_string(ok) + "\u2713 " + std::to_string(bad) + "\u2717" +
+                               (fresh ? " " + std::to_string(fresh) + " new" : "") + ")";
+            if (!tp.detail.empty()) line += "; " + tp.detail;
+            return line;
+          },
+          [&](const records::Iteration& it) {
+            std::string line = when + "t=" + std::to_string(it.t) + (T_ > 0 ? "/" + std::to_string(T_) : "") +
+                               " done: end-to-end ";
+            const std::string& st = it.e2e.status;
+            line += st.empty() ? "not evaluated" : st;
+            if (st == "correct") line += " " + x(it.e2e.speedup_compile) + " vs torch.compile";
+            int ok = 0, bad = 0;
+            for (const auto& s : it.subkernels) (s.correct ? ok : bad)++;
+            line += "; subkernels " + std::to_string(ok) + "\u2713 " + std::to_string(bad) + "\u2717";
+            // The counts of the llm_call records seen so far (a resume feeds the
+            // status line the records its log already holds), as report.md counts them.
+            line += "; " + std::to_string(calls_) + " LLM calls, " + human_count(static_cast<double>(tokens_)) +
+                    " tokens so far";
+            return line;
+          },
+          [&](const records::Best& b) {
+            if (!b.correct) return std::string();  // older logs held placeholders for iterations without a solution
+            // A correct solution whose torch.compile baseline is unknown (a torch
+            // without it, or a compile past its deadline) has speedup 0: say so.
+            if (!b.speedup_compile || *b.speedup_compile <= 0)
+              return when + "new best at t=" + std::to_string(b.t) +
+                     ": correct end to end; its speedup vs torch.compile is unknown (no torch.compile baseline)";
+            return when + "new best: " + x(b.speedup_compile) + " vs torch.compile at t=" + std::to_string(b.t);
+          },
+          [&](const records::Swap& sw) {
+            return when + "swapped " + sw.name + ": " + sw.from + " -> " + sw.to + " (end-to-end " +
+                   x(sw.speedup_before) + " -> " + x(sw.speedup_after) + ")";
+          },
+          [&](const records::Postfuse& pf) {
+            return when + "post-fusion attempt " + std::to_string(pf.attempt) + ": " + pf.status +
+                   (pf.speedup_compile ? " " + x(pf.speedup_compile) : "");
+          },
+          [&](const records::RunEnd& end) {
+            std::string line =
+                when + "run " + end.status + ": best " + x(end.best_speedup_compile) + " vs torch.compile";
+            if (!end.solution_dir.empty()) line += "; solution in " + end.solution_dir;
+            if (!end.message.empty()) line += "; " + end.message;
+            return line;
+          },
+          [](const auto&) { return std::string(); }},
+      records::parse_event(ev));
 }
 
 void StatusLine::print_line(const std::string& line) {

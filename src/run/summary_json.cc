@@ -112,7 +112,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   // Eager speedups of correct whole-problem evaluations, by their compile speedup,
   // so a "best" event (which carries only the compile speedup) finds its eager one.
   std::vector<std::pair<double, double>> whole;
-  std::optional<rundir::events::RunEnd> end;
+  std::optional<records::RunEnd> end;
 
   auto known = [](double x) { return x > 0 ? std::optional<double>(x) : std::nullopt; };
   auto push_point = [&] {
@@ -134,34 +134,37 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
 
   double tf32 = 0;  // --baseline-tf32: the passing final check's speedup vs torch.compile with TF32 on
   for (const auto& e : events) {
-    if (!e.is_object()) continue;
-    if (auto c = rundir::events::LlmCall::from_json(e)) {
-      ++calls;
-      tokens += c->billed_tokens();  // as report.md and the status line count them
-    } else if (auto ev = rundir::events::Eval::from_json(e)) {
-      const bool is_whole = ev->e2e || ev->task == info.problem_name;
-      if (is_whole && ev->status == "correct")
-        whole.emplace_back(ev->speedup_compile.value_or(0), ev->speedup_eager.value_or(0));
-    } else if (auto b = rundir::events::Best::from_json(e)) {
-      best_correct = b->correct;
-      best_compile = b->speedup_compile.value_or(0);
-      best_pytorch = b->contains_pytorch_subkernels;
-      best_eager = 0;
-      for (auto it = whole.rbegin(); it != whole.rend(); ++it)
-        if (std::fabs(it->first - best_compile) <= 1e-9 * std::max(1.0, best_compile)) {
-          best_eager = it->second;
-          break;
-        }
-      push_point();
-    } else if (rundir::events::Iteration::from_json(e)) {
-      push_point();
-    } else if (auto fc = rundir::events::FinalCheck::from_json(e)) {
-      if (fc->passed) tf32 = fc->speedup_compile_tf32.value_or(0);
-    } else if (auto r = rundir::events::RunEnd::from_json(e)) {
-      end = std::move(r);
-    } else if (rundir::events::Resume::from_json(e)) {
-      end.reset();  // a later run_end (of the resumed process) decides
-    }
+    std::visit(
+        records::Visit{
+            [&](const records::LlmCall& c) {
+              ++calls;
+              tokens += c.billed_tokens();  // as report.md and the status line count them
+            },
+            [&](const records::Eval& ev) {
+              const bool is_whole = ev.e2e || ev.task == info.problem_name;
+              if (is_whole && ev.status == "correct")
+                whole.emplace_back(ev.speedup_compile.value_or(0), ev.speedup_eager.value_or(0));
+            },
+            [&](const records::Best& b) {
+              best_correct = b.correct;
+              best_compile = b.speedup_compile.value_or(0);
+              best_pytorch = b.contains_pytorch_subkernels;
+              best_eager = 0;
+              for (auto it = whole.rbegin(); it != whole.rend(); ++it)
+                if (std::fabs(it->first - best_compile) <= 1e-9 * std::max(1.0, best_compile)) {
+                  best_eager = it->second;
+                  break;
+                }
+              push_point();
+            },
+            [&](const records::Iteration&) { push_point(); },
+            [&](const records::FinalCheck& fc) {
+              if (fc.passed) tf32 = fc.speedup_compile_tf32.value_or(0);
+            },
+            [&](const records::RunEnd& r) { end = r; },
+            [&](const records::Resume&) { end.reset(); },  // a later run_end (of the resumed process) decides
+            [](const auto&) {}},
+        records::parse_event(e));
   }
 
   std::string status = "interrupted";

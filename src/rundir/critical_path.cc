@@ -173,19 +173,22 @@ TimeAccount time_account(const std::vector<json>& events) {
     // The records this account reads, and the outer iteration a record names
     // (records without one, and those whose type carries none, stay in the
     // current phase; an iteration record names its t).
-    std::optional<events::LlmCall> call;
-    std::optional<events::VerifyDecomposition> verify;
-    std::optional<events::Eval> ev;
-    std::optional<events::Iteration> iter;
-    std::optional<int> named;
-    if ((call = events::LlmCall::from_json(e))) named = call->iteration;
-    else if ((verify = events::VerifyDecomposition::from_json(e))) named = verify->iteration;
-    else if ((ev = events::Eval::from_json(e))) named = ev->iteration;
-    else if ((iter = events::Iteration::from_json(e))) named = iter->t;
-    else if (auto r = events::Topology::from_json(e)) named = r->iteration;
-    else if (auto r = events::ReplyError::from_json(e)) named = r->iteration;
-    else if (auto r = events::Judge::from_json(e)) named = r->iteration;
-    else if (auto r = events::Budget::from_json(e)) named = r->iteration;
+    const records::Event rec = records::parse_event(e);
+    const auto* call = std::get_if<records::LlmCall>(&rec);
+    const auto* verify = std::get_if<records::VerifyDecomposition>(&rec);
+    const auto* ev = std::get_if<records::Eval>(&rec);
+    const auto* iter = std::get_if<records::Iteration>(&rec);
+    const std::optional<int> named = std::visit(
+        records::Visit{[](const records::LlmCall& r) -> std::optional<int> { return r.iteration; },
+                       [](const records::VerifyDecomposition& r) -> std::optional<int> { return r.iteration; },
+                       [](const records::Eval& r) -> std::optional<int> { return r.iteration; },
+                       [](const records::Iteration& r) -> std::optional<int> { return r.t; },
+                       [](const records::TopologyChange& r) -> std::optional<int> { return r.iteration; },
+                       [](const records::ReplyError& r) -> std::optional<int> { return r.iteration; },
+                       [](const records::Judge& r) -> std::optional<int> { return r.iteration; },
+                       [](const records::Budget& r) -> std::optional<int> { return r.iteration; },
+                       [](const auto&) -> std::optional<int> { return std::nullopt; }},
+        rec);
     int p = cur;
     if (is_post_type(type)) p = post;
     else if (named) p = *named;
@@ -236,7 +239,7 @@ TimeAccount time_account(const std::vector<json>& events) {
         d.e2e_s += ev->waited_s.value_or(q + evs);
       } else {
         local_phase[ev->candidate] = p;
-        local_evals.insert_or_assign(ev->candidate, std::move(*ev));
+        local_evals.insert_or_assign(ev->candidate, *ev);
       }
     }
   }

@@ -1,11 +1,11 @@
 // The typed event records (run/events.h): each one's to_json and from_json
 // are inverses, a newer writer's fields survive a read and a write, and a
 // record of another type is not mistaken for one.
-#include "rundir/events.h"
+#include "records/events.h"
 
 #include <gtest/gtest.h>
 
-namespace mk::rundir::events {
+namespace mk::records {
 namespace {
 
 using nlohmann::json;
@@ -432,4 +432,4 @@ TEST(EventRecords, TheFinalCheckOutcomeIsTheDecidingCheckAfterTheLastResume) {
 }
 
 }  // namespace
-}  // namespace mk::rundir::events
+}  // namespace mk::records

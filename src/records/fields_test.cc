@@ -1,0 +1,130 @@
+// The field table's codec (records/fields.h) and the one parser of every
+// record (records::parse_event).
+#include "records/events.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace mk::records {
+namespace {
+
+struct Inner {
+  std::string name{};
+  int n = 0;
+  static constexpr auto fields() { return std::tuple{field("name", &Inner::name), field("n", &Inner::n)}; }
+};
+
+struct Sample {
+  std::string text{};
+  int64_t count = 0;
+  bool flag = true;
+  std::optional<double> maybe{};
+  std::optional<double> gone{};
+  std::vector<std::string> words{};
+  std::vector<Inner> inner{};
+  nlohmann::json obj{};
+  static constexpr auto fields() {
+    return std::tuple{field("text", &Sample::text),
+                      field("count", &Sample::count),
+                      field("flag", &Sample::flag),
+                      field("maybe", &Sample::maybe),
+                      field("gone", &Sample::gone, When::kIfSet),
+                      field("words", &Sample::words, When::kIfSet),
+                      field("inner", &Sample::inner),
+                      field("obj", &Sample::obj, When::kIfObject)};
+  }
+};
+
+TEST(FieldTable, WritesWhatTheTableSays) {
+  Sample s;
+  s.text = "a";
+  s.count = 3;
+  auto j = write_fields(s);
+  EXPECT_EQ(j, nlohmann::json::parse(R"({"text":"a","count":3,"flag":true,"maybe":null,"inner":[]})"));
+  s.gone = 1.5;
+  s.words = {"x"};
+  s.obj = nlohmann::json::array();  // not an object: not written
+  j = write_fields(s);
+  EXPECT_EQ(j["gone"], 1.5);
+  EXPECT_EQ(j["words"], nlohmann::json::array({"x"}));
+  EXPECT_FALSE(j.contains("obj"));
+}
+
+TEST(FieldTable, ReadingIsTolerant) {
+  // Mistyped fields keep their defaults; numbers are taken however written;
+  // array elements of the wrong type are skipped; an obj that is no object is not read.
+  auto j = nlohmann::json::parse(
+      R"({"text":7,"count":4.0,"flag":"yes","maybe":2,"words":["a",1,"b"],
+          "inner":[{"name":"k","n":2.9},"junk",{"n":"x"}],"obj":[1]})");
+  Sample s;
+  read_fields(j, s);
+  EXPECT_EQ(s.text, "");
+  EXPECT_EQ(s.count, 4);
+  EXPECT_TRUE(s.flag);
+  EXPECT_EQ(s.maybe, 2.0);
+  EXPECT_EQ(s.words, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(s.inner.size(), 2u);
+  EXPECT_EQ(s.inner[0].name, "k");
+  EXPECT_EQ(s.inner[0].n, 2);
+  EXPECT_EQ(s.inner[1].n, 0);
+  EXPECT_TRUE(s.obj.is_null());
+  EXPECT_EQ(field_keys<Inner>(), (std::vector<std::string>{"name", "n"}));
+}
+
+TEST(ParseEvent, DispatchesOnTheTypeOnce) {
+  LlmCall c;
+  c.agent = "generate";
+  c.task = "t";
+  auto j = c.to_json();
+  j["seq"] = 4;
+  j["newer_field"] = {{"x", 1}};
+  Event e = parse_event(j);
+  ASSERT_TRUE(std::holds_alternative<LlmCall>(e));
+  EXPECT_EQ(std::get<LlmCall>(e).agent, "generate");
+  EXPECT_EQ(type_of(e), "llm_call");
+  ASSERT_NE(meta_of(e), nullptr);
+  EXPECT_EQ(meta_of(e)->seq, 4);
+  EXPECT_EQ(to_json(e), j);  // a newer writer's field survives
+
+  // The live progress events have types of their own.
+  EXPECT_TRUE(std::holds_alternative<EvalStart>(parse_event({{"type", "eval_start"}, {"task", "x"}})));
+  EXPECT_TRUE(std::holds_alternative<EvalDone>(parse_event({{"type", "eval_done"}, {"status", "correct"}})));
+  EXPECT_TRUE(std::holds_alternative<LlmStart>(parse_event({{"type", "llm_start"}, {"agent", "a"}})));
+  LlmDone done(c);
+  auto dj = done.to_json();
+  EXPECT_EQ(dj["type"], "llm_done");
+  ASSERT_TRUE(std::holds_alternative<LlmDone>(parse_event(dj)));
+  EXPECT_EQ(std::get<LlmDone>(parse_event(dj)).agent, "generate");
+
+  // A type this build does not know, and what is no record, are kept whole.
+  nlohmann::json other = {{"type", "from_the_future"}, {"x", 1}};
+  Event u = parse_event(other);
+  ASSERT_TRUE(std::holds_alternative<UnknownRecord>(u));
+  EXPECT_EQ(type_of(u), "from_the_future");
+  EXPECT_EQ(to_json(u), other);
+  EXPECT_EQ(meta_of(u), nullptr);
+  EXPECT_EQ(type_of(parse_event(nlohmann::json::array())), "");
+  EXPECT_EQ(type_of(parse_event({{"type", 3}})), "");
+}
+
+TEST(ParseEvent, EveryRecordTypeRoundTrips) {
+  // One record of each type, written and parsed back: the same record, by its own parser.
+  std::vector<nlohmann::json> all = {
+      RunStart{}.to_json(),  Resume{}.to_json(),    Preflight{}.to_json(),     LlmCall{}.to_json(),
+      ReplyError{}.to_json(), VerifyDecomposition{}.to_json(), TopologyChange{}.to_json(), Budget{}.to_json(),
+      Eval{}.to_json(),      Judge{}.to_json(),     ReuseMatch{}.to_json(),    CompositionFailure{}.to_json(),
+      Iteration{}.to_json(), Best{}.to_json(),      Swap{}.to_json(),          SwapSkipped{}.to_json(),
+      SwapRejected{}.to_json(), Postfuse{}.to_json(), FinalCheck{}.to_json(),  RunEnd{}.to_json()};
+  std::set<std::string> types;
+  for (const auto& j : all) {
+    Event e = parse_event(j);
+    EXPECT_FALSE(std::holds_alternative<UnknownRecord>(e)) << j.dump();
+    EXPECT_EQ(to_json(e), j);
+    types.insert(type_of(e));
+  }
+  EXPECT_EQ(types.size(), all.size());  // no two records share a type
+}
+
+}  // namespace
+}  // namespace mk::records
