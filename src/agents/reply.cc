@@ -175,13 +175,13 @@ bool is_no_change_reply(const std::string& text) {
   return text.find("NO_CHANGE") != std::string::npos && extract_code_blocks(text).empty();
 }
 
-Result<Verdict> parse_verdict(const std::string& text) {
+Result<JudgeVerdict> parse_verdict(const std::string& text) {
   static const std::regex v(R"(VERDICT\s*[:=]\s*\**\s*(PASS|CHEAT|CHEATING)\b)", std::regex::icase);
   static const std::regex r(R"(REASON\s*[:=]\s*(.*))", std::regex::icase);
   std::smatch m;
   if (!std::regex_search(text, m, v))
     return Error{"the reply has no `VERDICT: PASS` or `VERDICT: CHEAT` line"};
-  Verdict out;
+  JudgeVerdict out;
   std::string word = m[1];
   for (auto& c : word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   out.cheating = word != "PASS";

@@ -31,11 +31,11 @@ Result<std::map<std::string, std::string>> parse_files_reply(const std::string& 
 /// The fuse agent may decline: the reply is NO_CHANGE and has no code.
 bool is_no_change_reply(const std::string& text);
 
-struct Verdict {
+struct JudgeVerdict {
   bool cheating = false;
   std::string reason;
 };
-Result<Verdict> parse_verdict(const std::string& text);
+Result<JudgeVerdict> parse_verdict(const std::string& text);
 
 /// What the re-ask prompt tells the LLM about the expected format.
 extern const char* kKernelFormatHint;

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "records/run_config.h"
 #include "run/problem_run.h"
 #include "cli/args.h"
 #include "cli/flags.h"
@@ -70,9 +71,9 @@ int adapt_cmd(int argc, char** argv) {
   auto reuse = run::load_reuse(from);
   if (!reuse) return say(reuse.error());
   auto cfg_read = read_json_file(fs::path(from) / "config.json");
-  nlohmann::json cfg = cfg_read ? *cfg_read : nlohmann::json();
-  if (!cfg.is_object()) return say(from + "/config.json: not a JSON object");
-  auto opts = search::options_from_json(cfg.value("options", nlohmann::json::object()));
+  auto cfg = records::RunConfig::from_json(cfg_read ? *cfg_read : nlohmann::json());
+  if (!cfg) return say(from + "/config.json: not a JSON object");
+  auto opts = search::options_from_json(cfg->options);
   if (!opts) return say(from + "/config.json: " + opts.error());
   // The earlier run's settings (its tolerances, beam, token limits), one
   // iteration of --budget calls, no structure changes and no Swap or PostFuse.
@@ -97,14 +98,14 @@ int adapt_cmd(int argc, char** argv) {
   // run's were (--shapes, given, was taken above); a run recorded before
   // --shapes existed gets check.
   if (app.get_option("--shapes")->count() == 0 &&
-      !cfg.value("options", nlohmann::json::object()).value("eval", nlohmann::json::object()).contains("shapes"))
+      !(cfg->options.is_object() && cfg->options.value("eval", nlohmann::json::object()).contains("shapes")))
     req.opts.eval.shapes = "check";
   // The earlier run's LLM, endpoint and cheat judge, unless this command names them.
   if (req.env.llm.empty()) {
-    req.env.llm = cfg.value("llm", "");
-    if (req.env.base_url.empty()) req.env.base_url = cfg.value("base_url", "");
+    req.env.llm = cfg->llm;
+    if (req.env.base_url.empty()) req.env.base_url = cfg->base_url;
   }
-  if (req.env.judge.empty()) req.env.judge = cfg.value("judge", "");
+  if (req.env.judge.empty()) req.env.judge = cfg->judge;
   req.problem_file = variant;
   req.out = out;
   if (std::string err = method::search_options_error(req.opts); !err.empty()) return say(err);

@@ -134,9 +134,9 @@ std::optional<NcuProfile> ncu_from(const nlohmann::json& checks) {
   return p;
 }
 
-std::optional<Verdict> analyze(const Work& w, const Peaks& p, double measured_ms) {
+std::optional<Fit> analyze(const Work& w, const Peaks& p, double measured_ms) {
   if (!(measured_ms > 0) || !(p.dram_gb_s > 0)) return std::nullopt;
-  Verdict v;
+  Fit v;
   v.measured_ms = measured_ms;
   const bool half = w.dtype == "float16" || w.dtype == "bfloat16";
   const bool fp8 = w.dtype.rfind("float8", 0) == 0;
@@ -187,7 +187,7 @@ std::string prompt_block(const eval::Verdict& r, const std::string& gpu_name) {
   }
   const Work* w = &a->work;
   const Peaks* p = &a->peaks;
-  const Verdict* v = &a->verdict;
+  const Fit* v = &a->verdict;
   std::string out;
   out += fmt::format("GPU {} ({}): DRAM {:.0f} GB/s; {} {:.3g} TFLOP/s.\n", p->gpu, p->source, p->dram_gb_s,
                      v->peak_name, v->peak_tflops_used);
@@ -295,7 +295,7 @@ std::string prompt_block(const eval::Verdict& r, const std::string& gpu_name) {
 nlohmann::json summary_json(const eval::Verdict& r, const std::string& gpu_name) {
   auto a = analyze(r, gpu_name);
   if (!a) return nullptr;
-  const Verdict* v = &a->verdict;
+  const Fit* v = &a->verdict;
   return {{"fraction", v->fraction},
           {"headroom", v->model_does_not_fit ? nlohmann::json(nullptr) : nlohmann::json(v->headroom)},
           {"bound", v->bound},
@@ -307,7 +307,7 @@ nlohmann::json summary_json(const eval::Verdict& r, const std::string& gpu_name)
 nlohmann::json analysis_json(const eval::Verdict& r, const std::string& gpu_name) {
   auto a = analyze(r, gpu_name);
   if (!a) return nullptr;
-  const Verdict& v = a->verdict;
+  const Fit& v = a->verdict;
   nlohmann::json j = summary_json(r, gpu_name);
   j["t_memory_ms"] = v.t_memory_ms;
   j["t_compute_ms"] = v.t_compute_ms;

@@ -80,7 +80,7 @@ struct NcuProfile {
 /// nullopt when the verdict has no checks.ncu (the profile was cupti).
 std::optional<NcuProfile> ncu_from(const nlohmann::json& checks);
 
-struct Verdict {
+struct Fit {
   double t_memory_ms = 0, t_compute_ms = 0, t_roof_ms = 0, measured_ms = 0;
   std::string bound;            ///< memory or compute
   double fraction = 0;          ///< t_roof / measured: 1 is at the roofline
@@ -92,14 +92,14 @@ struct Verdict {
 };
 
 /// The roofline of a call that took measured_ms, or nullopt without a time.
-std::optional<Verdict> analyze(const Work& w, const Peaks& p, double measured_ms);
+std::optional<Fit> analyze(const Work& w, const Peaks& p, double measured_ms);
 
 /// A correct, timed verdict's roofline on gpu_name, with what it came from;
 /// nullopt without a work record, a time or the GPU's peaks.
 struct Analysis {
   Work work;
   Peaks peaks;
-  Verdict verdict;
+  Fit verdict;
 };
 std::optional<Analysis> analyze(const eval::Verdict& r, const std::string& gpu_name);
 

@@ -128,3 +128,31 @@ TEST(ParseEvent, EveryRecordTypeRoundTrips) {
 
 }  // namespace
 }  // namespace mk::records
+
+#include "records/run_config.h"
+
+namespace mk::records {
+namespace {
+
+TEST(RunConfigRecord, RoundTripsAndKeepsANewerWritersFields) {
+  auto j = nlohmann::json::parse(R"({"command":"run","problem":"p","problem_file":"/x/p.py","problem_hash":"h",
+      "llm":"replay:s.jsonl","judge":"","base_url":"","config":"","test_cpu":true,
+      "options":{"method":"mkevolve"},"from_the_future":[1]})");
+  auto c = RunConfig::from_json(j);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->llm, "replay:s.jsonl");
+  EXPECT_TRUE(c->test_cpu);
+  EXPECT_EQ(c->problem_id, "");
+  EXPECT_EQ(c->to_json(), j);  // problem_id is not written for a lone run; the unknown field survives
+  c->problem_id = "L1-relu";
+  EXPECT_EQ(c->to_json()["problem_id"], "L1-relu");
+  EXPECT_FALSE(RunConfig::from_json(nlohmann::json::array()));
+  // Mistyped fields read as their defaults instead of throwing.
+  auto bad = RunConfig::from_json({{"llm", 3}, {"test_cpu", "yes"}});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->llm, "");
+  EXPECT_FALSE(bad->test_cpu);
+}
+
+}  // namespace
+}  // namespace mk::records

@@ -1,5 +1,7 @@
 #include "run/problem_run.h"
 
+#include "records/run_config.h"
+
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -160,8 +162,8 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
   }
   if (r.kernels.empty())
     return bad(man_path.string() + ": the solution has no Triton subkernel to reuse (only PyTorch stand-ins)");
-  if (auto cfg = read_json_file(dir / "config.json"); cfg && cfg->is_object())
-    r.judged = !cfg->value("judge", std::string()).empty();
+  if (auto cfg = read_json_file(dir / "config.json"); cfg)
+    if (auto c = records::RunConfig::from_json(*cfg)) r.judged = !c->judge.empty();
   // The kernel calls the run spent on each (and, for an adaptation, the ones it saved).
   if (auto events = rundir::read_event_log(dir / "events.jsonl")) {
     for (const auto& e : *events) {
@@ -180,20 +182,21 @@ Result<Resumed> open_for_resume(const fs::path& dir) {
   if (!opened) return Error{opened.error()};
   Resumed r;
   r.dir = std::move(*opened);
-  const auto& cfg = r.dir->config();
-  auto opts = search::options_from_json(cfg.value("options", nlohmann::json::object()));
+  auto cfg = records::RunConfig::from_json(r.dir->config());
+  if (!cfg) return Error{fmt::format("{}/config.json: not a JSON object", dir.string())};
+  auto opts = search::options_from_json(cfg->options);
   if (!opts) return Error{fmt::format("{}/config.json: {}", dir.string(), opts.error())};
   r.opts = *opts;
-  r.llm = cfg.value("llm", "");
-  r.judge = cfg.value("judge", "");
-  r.base_url = cfg.value("base_url", "");
-  r.config_path = cfg.value("config", "");
-  r.test_cpu = cfg.value("test_cpu", false);
-  r.problem_id = cfg.value("problem_id", "");
+  r.llm = cfg->llm;
+  r.judge = cfg->judge;
+  r.base_url = cfg->base_url;
+  r.config_path = cfg->config;
+  r.test_cpu = cfg->test_cpu;
+  r.problem_id = cfg->problem_id;
   auto p = problem::Problem::load(r.dir->root() / "problem.py");
   if (!p) return Error{p.error()};
   r.problem = std::move(*p);
-  r.problem.name = cfg.value("problem", r.problem.name);
+  if (r.dir->config().contains("problem")) r.problem.name = cfg->problem;
   return r;
 }
 
@@ -252,18 +255,19 @@ std::optional<nlohmann::json> finished_run_end(const std::vector<nlohmann::json>
 
 Result<std::unique_ptr<rundir::RunDir>> create_run(const fs::path& out, const NewRun& n, const problem::Problem& problem,
                                                 const search::SearchOptions& opts, const rundir::Versions& versions) {
-  nlohmann::json config = {{"command", n.cmd},
-                           {"problem", problem.name},
-                           {"problem_file", fs::absolute(n.problem_file).string()},
-                           {"problem_hash", problem.hash},
-                           {"llm", n.llm},
-                           {"judge", n.judge},
-                           {"base_url", n.base_url},
-                           {"config", n.config_path},
-                           {"test_cpu", n.test_cpu},
-                           {"options", search::to_json(opts)}};
-  if (!n.problem_id.empty()) config["problem_id"] = n.problem_id;
-  auto created = rundir::RunDir::create(out, config, versions);
+  records::RunConfig config;
+  config.command = n.cmd;
+  config.problem = problem.name;
+  config.problem_file = fs::absolute(n.problem_file).string();
+  config.problem_hash = problem.hash;
+  config.llm = n.llm;
+  config.judge = n.judge;
+  config.base_url = n.base_url;
+  config.config = n.config_path;
+  config.test_cpu = n.test_cpu;
+  config.options = search::to_json(opts);
+  config.problem_id = n.problem_id;
+  auto created = rundir::RunDir::create(out, config.to_json(), versions);
   if (!created) return Error{created.error()};
   auto rd = std::move(*created);
   if (auto st = rd->write_text("problem.py", problem.source); !st) return Error{st.error()};
