@@ -38,6 +38,7 @@ import time
 from . import children, errors, footprint, gpuclock, gpulock, isolation, layouts, loader, sandbox, spares, tensorio, timing
 from . import coverage
 from . import correctness as C
+from .verdict import WorkerVerdict
 
 
 class RequestError(Exception):
@@ -208,39 +209,39 @@ class Evaluator:
         opts = self._options(options)
         if opts["shapes"] != "benchmark" and opts["shape_variant"] is None:
             self._shapes_record(res, self._file(problem, "problem"), self._file(kernel, "kernel"), options, opts)
-        if (opts["profile_ncu"] and res["status"] == errors.CORRECT and opts["perf"] and not opts["test_cpu"]
-                and isinstance(res.get("checks"), dict)):
+        if (opts["profile_ncu"] and res.status == errors.CORRECT and opts["perf"] and not opts["test_cpu"]
+                and isinstance(res.checks, dict)):
             # Advisory hardware counters: never change the verdict.
-            res["checks"]["ncu"] = self.ncu_profile(self._file(problem, "problem"), self._file(kernel, "kernel"),
-                                                    opts)
-        if opts["baselines"] and res["status"] == errors.CORRECT and opts["perf"]:
+            res.checks["ncu"] = self.ncu_profile(self._file(problem, "problem"), self._file(kernel, "kernel"),
+                                                 opts)
+        if opts["baselines"] and res.status == errors.CORRECT and opts["perf"]:
             b = self.baseline(problem, options)
-            res["baseline_ms"] = {k: ({"median": b[k]["median_ms"], "mean": b[k]["mean_ms"]} if b.get(k) else None)
-                                  for k in ("eager", "compile")}
+            res.baseline_ms = {k: ({"median": b[k]["median_ms"], "mean": b[k]["mean_ms"]} if b.get(k) else None)
+                               for k in ("eager", "compile")}
             if b.get("compile_error"):
-                res["checks"]["baseline_compile_error"] = b["compile_error"]
-        return res
+                res.checks["baseline_compile_error"] = b["compile_error"]
+        return res.to_json()
 
-    def _shapes_record(self, res: dict, problem, kernel, options, opts: dict) -> None:
+    def _shapes_record(self, res: WorkerVerdict, problem, kernel, options, opts: dict) -> None:
         """checks.shapes: the shapes the candidate holds at ("held"), those it
         failed at with the error ("failed"), those the reference cannot run
         ("skipped"). search: from the evaluation itself (its variants were
         configurations); check: a correct candidate is evaluated once more
         at each variant alone (no timing), the verdict left as it is."""
         from . import shapes
-        checks = res.setdefault("checks", {}) if isinstance(res.get("checks", {}), dict) else {}
+        checks = res.checks if isinstance(res.checks, dict) else {}
         if opts["shapes"] == "search":
             rec = checks.get("shapes")
             if not isinstance(rec, dict):
                 return  # failed before the reference loaded the problem
             variants = list(rec.get("variants") or [])
             failed_at = rec.pop("failed_at", None)
-            if res["status"] == errors.CORRECT:
+            if res.status == errors.CORRECT:
                 rec["held"], rec["failed"] = variants, []
             elif failed_at in variants:
                 rec["held"] = variants[:variants.index(failed_at)]
                 rec["not_reached"] = variants[variants.index(failed_at) + 1:]  # the first failure ends it
-                rec["failed"] = [{"shape": failed_at, "error": errors.shorten(str(res.get("message", "")), 500)}]
+                rec["failed"] = [{"shape": failed_at, "error": errors.shorten(str(res.message), 500)}]
             else:
                 rec["held"], rec["failed"] = [], []
                 rec["not_reached"] = variants  # it failed at the benchmark's own configurations
@@ -249,7 +250,7 @@ class Evaluator:
         rec = {"mode": "check", "benchmark": d["benchmark"], "variants": [v["label"] for v in d["variants"]],
                "held": [], "failed": [], "skipped": [], "kept": d["kept"], "error": d["error"]}
         checks["shapes"] = rec
-        if res["status"] != errors.CORRECT:
+        if res.status != errors.CORRECT:
             rec["not_reached"] = rec["variants"]
             return
         for k, v in enumerate(d["variants"]):
@@ -263,17 +264,17 @@ class Evaluator:
             except ProblemError as e:
                 rec["skipped"].append({"shape": v["label"], "error": errors.shorten(str(e), 500)})
                 continue
-            if sub["status"] == errors.CORRECT:
+            if sub.status == errors.CORRECT:
                 rec["held"].append(v["label"])
-            elif sub["status"] == "no_verdict":
+            elif sub.status == "no_verdict":
                 # The harness failed, not the candidate: not known, never counted against it.
                 rec["skipped"].append({"shape": v["label"], "error": "no verdict: "
-                                       + errors.shorten(str(sub.get("message", "")), 400)})
+                                       + errors.shorten(str(sub.message), 400)})
             else:
-                rec["failed"].append({"shape": v["label"], "status": sub["status"], "kind": sub.get("kind"),
-                                      "error": errors.shorten(str(sub.get("message", "")), 500)})
+                rec["failed"].append({"shape": v["label"], "status": sub.status, "kind": sub.kind,
+                                      "error": errors.shorten(str(sub.message), 500)})
 
-    def _evaluate(self, problem, kernel, options=None) -> dict:
+    def _evaluate(self, problem, kernel, options=None) -> WorkerVerdict:
         t_start = time.monotonic()
         opts = self._options(options)
         if opts["tf32"]:
@@ -317,7 +318,7 @@ class Evaluator:
             # The reference side failed, not the candidate: no verdict (the
             # pool retries it, and a search never charges it to the candidate).
             out = res.no_verdict("reference_failed", str(e), t_start)
-        if res.coverage is not None and out["status"] != "no_verdict":
+        if res.coverage is not None and out.status != "no_verdict":
             out = self._judge_coverage(res, out, conditional, t_start)
         fp = res.checks.setdefault("footprint", {})
         fp.update(host_peak_bytes=sampler.peak_bytes, host_samples=sampler.samples,
@@ -327,7 +328,7 @@ class Evaluator:
         return out
 
     @staticmethod
-    def _judge_coverage(res, out: dict, conditional: list, t_start: float) -> dict:
+    def _judge_coverage(res, out: WorkerVerdict, conditional: list, t_start: float) -> WorkerVerdict:
         """The verdict once the candidate has run, for a candidate whose only
         static findings are PyTorch compute (coverage.py): a finding whose
         line ran, or whose running is unknown, makes it cheating, as the
@@ -340,7 +341,7 @@ class Evaluator:
             "rules": sorted(coverage.CONDITIONAL_RULES),
             "lines": [{"file": v.get("file"), "line": v.get("line"), "rule": v.get("rule"), **j} for v, j in lines],
             "processes": cov.record(),
-            "otherwise": {"status": out.get("status"), "kind": out.get("kind")},
+            "otherwise": {"status": out.status, "kind": out.kind},
         }
         counted = [(v, j) for v, j in lines if j["ran"] is not False]
         static["violations"] = [dict(v, ran=j["ran"]) for v, j in counted]
@@ -348,15 +349,15 @@ class Evaluator:
         warnings = [_warning_line(v) for v in static["warnings"]]
         if counted:
             reasons = [_ran_line(v, j) for v, j in counted]
-            if out.get("status") != errors.CORRECT:  # what else went wrong, for the LLM to fix too
-                warnings.append(f"otherwise: {out.get('status')} ({out.get('kind')}): "
-                                f"{_first_line(str(out.get('message', '')))}")
+            if out.status != errors.CORRECT:  # what else went wrong, for the LLM to fix too
+                warnings.append(f"otherwise: {out.status} ({out.kind}): "
+                                f"{_first_line(str(out.message))}")
             return res.fail("static_violation", "static check: " + "; ".join(reasons[:5]), t_start,
                             reasons + warnings)
-        out["reasons"] = list(out.get("reasons") or []) + warnings
+        out.reasons = list(out.reasons or []) + warnings
         where = ", ".join(f"{os.path.basename(str(v.get('file')))}:{v.get('line')}" for v in static["warnings"][:5])
-        out["message"] = (f"{out.get('message', '')}; warning: PyTorch compute on lines that never ran ({where}); "
-                          f"it was not counted as cheating, but remove it")
+        out.message = (f"{out.message}; warning: PyTorch compute on lines that never ran ({where}); "
+                       f"it was not counted as cheating, but remove it")
         return out
 
     def ncu_profile(self, problem: str, kernel: str, opts: dict) -> dict:
@@ -936,8 +937,8 @@ class Evaluator:
                 res.checks["shapes"] = {"mode": opts["shapes"], **{k: state["shapes"].get(k) for k in (
                     "benchmark", "variants", "skipped", "kept", "error")}}
             out = self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2)
-            if "shape_failed" in state and isinstance(out.get("checks"), dict) and "shapes" in out["checks"]:
-                out["checks"]["shapes"]["failed_at"] = state["shape_failed"]
+            if "shape_failed" in state and isinstance(out.checks, dict) and "shapes" in out.checks:
+                out.checks["shapes"]["failed_at"] = state["shape_failed"]
             return out
         finally:
             work.release()
@@ -1028,7 +1029,7 @@ class Evaluator:
         return {"ok": False, "kind": kind, "message": "in the second, profiled process of the candidate: " + message,
                 "stderr": prof.tail()}
 
-    def _finish(self, res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2) -> dict:
+    def _finish(self, res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2) -> WorkerVerdict:
         verdict = state["verdict"]
         for ch, which in ((cand, "candidate"), (state.get("prof"), "profiled")):
             if ch is not None and ch.pid in sampler.over:
@@ -1791,6 +1792,9 @@ def verdict_for_trial(t: dict, r: dict, cmeta: dict) -> dict:
 
 
 class _Result:
+    """What an evaluation has found so far; fail, no_verdict and ok turn it
+    into the verdict (verdict.WorkerVerdict)."""
+
     def __init__(self, opts: dict, device: str):
         self.opts = opts
         self.device = device
@@ -1801,35 +1805,33 @@ class _Result:
         self.subkernel_runtime_ms: dict | None = None
         self.coverage: coverage.Tracker | None = None  # static findings judged by what ran (coverage.py)
 
-    def _base(self, t_start: float) -> dict:
-        out = {"max_abs_err": self.max_abs_err, "runtime_ms": self.runtime_ms, "uses_pytorch": self.uses_pytorch,
-               "device": self.device, "checks": self.checks, "elapsed_s": round(time.monotonic() - t_start, 3)}
-        if self.subkernel_runtime_ms:
-            out["subkernel_runtime_ms"] = self.subkernel_runtime_ms
-        return out
+    def _verdict(self, t_start: float, status: str, kind: str, message: str, reasons: list,
+                 runtime_ms) -> WorkerVerdict:
+        return WorkerVerdict(max_abs_err=self.max_abs_err, runtime_ms=runtime_ms, uses_pytorch=self.uses_pytorch,
+                             device=self.device, checks=self.checks, elapsed_s=round(time.monotonic() - t_start, 3),
+                             subkernel_runtime_ms=self.subkernel_runtime_ms or None,
+                             status=status, kind=kind, message=message, reasons=reasons)
 
-    def fail(self, kind: str, message: str, t_start: float, reasons: list | None = None, stderr: str = "") -> dict:
+    def fail(self, kind: str, message: str, t_start: float, reasons: list | None = None,
+             stderr: str = "") -> WorkerVerdict:
         message = errors.redact_env_secrets(errors.shorten(message))
-        out = self._base(t_start)
-        out.update(status=errors.status_of(kind), kind=kind, message=message,
-                   reasons=reasons or [f"{kind}: {_first_line(message)}"])
+        status = errors.status_of(kind)
+        out = self._verdict(t_start, status, kind, message, reasons or [f"{kind}: {_first_line(message)}"],
+                            runtime_ms=self.runtime_ms if status == errors.CORRECT else None)
         if stderr:
-            out["stderr_tail"] = errors.redact_env_secrets(stderr[-1500:])
-        if out["status"] != errors.CORRECT:
-            out["runtime_ms"] = None
+            out.stderr_tail = errors.redact_env_secrets(stderr[-1500:])
         return out
 
-    def no_verdict(self, kind: str, message: str, t_start: float) -> dict:
+    def no_verdict(self, kind: str, message: str, t_start: float) -> WorkerVerdict:
         """The harness, not the candidate, failed (the reference side): no
         verdict on the candidate. The pool retries it; a search never charges it."""
-        out = self._base(t_start)
         message = errors.redact_env_secrets(errors.shorten(message))
-        out.update(status="no_verdict", kind=kind, message=message, reasons=[f"{kind}: {_first_line(message)}"],
-                   runtime_ms=None, retryable=True)
+        out = self._verdict(t_start, errors.NO_VERDICT, kind, message, [f"{kind}: {_first_line(message)}"],
+                            runtime_ms=None)
+        out.retryable = True
         return out
 
-    def ok(self, t_start: float) -> dict:
-        out = self._base(t_start)
+    def ok(self, t_start: float) -> WorkerVerdict:
         c = self.checks.get("correctness", {})
         msg = (f"correct on {c.get('trials_run', '?')} trials over {c.get('configs', '?')} input configuration(s), "
                f"max_abs_err {self.max_abs_err:.3g}" if self.max_abs_err is not None else "correct")
@@ -1837,5 +1839,4 @@ class _Result:
             msg += f"; median {self.runtime_ms['median']:.4g} ms"
         if self.uses_pytorch:
             msg += " (uses PyTorch kernels: allowed by policy)"
-        out.update(status=errors.CORRECT, kind="ok", message=msg, reasons=[])
-        return out
+        return self._verdict(t_start, errors.CORRECT, "ok", msg, [], runtime_ms=self.runtime_ms)
