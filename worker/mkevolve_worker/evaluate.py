@@ -1080,14 +1080,8 @@ class _CandidateRun:
 
     def __init__(self, ev: Evaluator, res: _Result, problem: str, kernel: str, opts: dict, device: str,
                  perf: bool, sampler: footprint.Sampler):
-        self.ev = ev
-        self.res = res
-        self.problem = problem
-        self.kernel = kernel
-        self.opts = opts
-        self.device = device
-        self.perf = perf
-        self.sampler = sampler
+        self.ev, self.res, self.sampler = ev, res, sampler
+        self.problem, self.kernel, self.opts, self.device, self.perf = problem, kernel, opts, device, perf
         self.ref_timeout = ev._ref_timeout(opts)
         self.state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "ref_last": False,
                       "alt_skipped": {}, "trials_run": 0, "worst": {"max_abs_err": 0.0, "rel_err": 0.0},
