@@ -1,6 +1,6 @@
 """Which of the static check's PyTorch-compute findings actually ran.
 
-The static check (static_check.py) sees every path forward could take, not
+The static check (static_check/) sees every path forward could take, not
 the one it does take. Honest LLM code often carries a PyTorch fallback that
 never runs: `if weight is None: weight = torch.randn(...) * scale`, `if not
 x.is_cuda: return F.gelu(x)`, `except Exception: return torch.matmul(a, b)`.

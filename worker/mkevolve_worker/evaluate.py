@@ -38,6 +38,7 @@ import time
 from . import children, errors, footprint, gpuclock, gpulock, isolation, layouts, loader, sandbox, spares, tensorio, timing
 from . import coverage
 from . import correctness as C
+from .verdict import WorkerVerdict
 
 
 class RequestError(Exception):
@@ -208,39 +209,39 @@ class Evaluator:
         opts = self._options(options)
         if opts["shapes"] != "benchmark" and opts["shape_variant"] is None:
             self._shapes_record(res, self._file(problem, "problem"), self._file(kernel, "kernel"), options, opts)
-        if (opts["profile_ncu"] and res["status"] == errors.CORRECT and opts["perf"] and not opts["test_cpu"]
-                and isinstance(res.get("checks"), dict)):
+        if (opts["profile_ncu"] and res.status == errors.CORRECT and opts["perf"] and not opts["test_cpu"]
+                and isinstance(res.checks, dict)):
             # Advisory hardware counters: never change the verdict.
-            res["checks"]["ncu"] = self.ncu_profile(self._file(problem, "problem"), self._file(kernel, "kernel"),
-                                                    opts)
-        if opts["baselines"] and res["status"] == errors.CORRECT and opts["perf"]:
+            res.checks["ncu"] = self.ncu_profile(self._file(problem, "problem"), self._file(kernel, "kernel"),
+                                                 opts)
+        if opts["baselines"] and res.status == errors.CORRECT and opts["perf"]:
             b = self.baseline(problem, options)
-            res["baseline_ms"] = {k: ({"median": b[k]["median_ms"], "mean": b[k]["mean_ms"]} if b.get(k) else None)
-                                  for k in ("eager", "compile")}
+            res.baseline_ms = {k: ({"median": b[k]["median_ms"], "mean": b[k]["mean_ms"]} if b.get(k) else None)
+                               for k in ("eager", "compile")}
             if b.get("compile_error"):
-                res["checks"]["baseline_compile_error"] = b["compile_error"]
-        return res
+                res.checks["baseline_compile_error"] = b["compile_error"]
+        return res.to_json()
 
-    def _shapes_record(self, res: dict, problem, kernel, options, opts: dict) -> None:
+    def _shapes_record(self, res: WorkerVerdict, problem, kernel, options, opts: dict) -> None:
         """checks.shapes: the shapes the candidate holds at ("held"), those it
         failed at with the error ("failed"), those the reference cannot run
         ("skipped"). search: from the evaluation itself (its variants were
         configurations); check: a correct candidate is evaluated once more
         at each variant alone (no timing), the verdict left as it is."""
         from . import shapes
-        checks = res.setdefault("checks", {}) if isinstance(res.get("checks", {}), dict) else {}
+        checks = res.checks if isinstance(res.checks, dict) else {}
         if opts["shapes"] == "search":
             rec = checks.get("shapes")
             if not isinstance(rec, dict):
                 return  # failed before the reference loaded the problem
             variants = list(rec.get("variants") or [])
             failed_at = rec.pop("failed_at", None)
-            if res["status"] == errors.CORRECT:
+            if res.status == errors.CORRECT:
                 rec["held"], rec["failed"] = variants, []
             elif failed_at in variants:
                 rec["held"] = variants[:variants.index(failed_at)]
                 rec["not_reached"] = variants[variants.index(failed_at) + 1:]  # the first failure ends it
-                rec["failed"] = [{"shape": failed_at, "error": errors.shorten(str(res.get("message", "")), 500)}]
+                rec["failed"] = [{"shape": failed_at, "error": errors.shorten(str(res.message), 500)}]
             else:
                 rec["held"], rec["failed"] = [], []
                 rec["not_reached"] = variants  # it failed at the benchmark's own configurations
@@ -249,7 +250,7 @@ class Evaluator:
         rec = {"mode": "check", "benchmark": d["benchmark"], "variants": [v["label"] for v in d["variants"]],
                "held": [], "failed": [], "skipped": [], "kept": d["kept"], "error": d["error"]}
         checks["shapes"] = rec
-        if res["status"] != errors.CORRECT:
+        if res.status != errors.CORRECT:
             rec["not_reached"] = rec["variants"]
             return
         for k, v in enumerate(d["variants"]):
@@ -263,17 +264,17 @@ class Evaluator:
             except ProblemError as e:
                 rec["skipped"].append({"shape": v["label"], "error": errors.shorten(str(e), 500)})
                 continue
-            if sub["status"] == errors.CORRECT:
+            if sub.status == errors.CORRECT:
                 rec["held"].append(v["label"])
-            elif sub["status"] == "no_verdict":
+            elif sub.status == "no_verdict":
                 # The harness failed, not the candidate: not known, never counted against it.
                 rec["skipped"].append({"shape": v["label"], "error": "no verdict: "
-                                       + errors.shorten(str(sub.get("message", "")), 400)})
+                                       + errors.shorten(str(sub.message), 400)})
             else:
-                rec["failed"].append({"shape": v["label"], "status": sub["status"], "kind": sub.get("kind"),
-                                      "error": errors.shorten(str(sub.get("message", "")), 500)})
+                rec["failed"].append({"shape": v["label"], "status": sub.status, "kind": sub.kind,
+                                      "error": errors.shorten(str(sub.message), 500)})
 
-    def _evaluate(self, problem, kernel, options=None) -> dict:
+    def _evaluate(self, problem, kernel, options=None) -> WorkerVerdict:
         t_start = time.monotonic()
         opts = self._options(options)
         if opts["tf32"]:
@@ -317,7 +318,7 @@ class Evaluator:
             # The reference side failed, not the candidate: no verdict (the
             # pool retries it, and a search never charges it to the candidate).
             out = res.no_verdict("reference_failed", str(e), t_start)
-        if res.coverage is not None and out["status"] != "no_verdict":
+        if res.coverage is not None and out.status != "no_verdict":
             out = self._judge_coverage(res, out, conditional, t_start)
         fp = res.checks.setdefault("footprint", {})
         fp.update(host_peak_bytes=sampler.peak_bytes, host_samples=sampler.samples,
@@ -327,7 +328,7 @@ class Evaluator:
         return out
 
     @staticmethod
-    def _judge_coverage(res, out: dict, conditional: list, t_start: float) -> dict:
+    def _judge_coverage(res, out: WorkerVerdict, conditional: list, t_start: float) -> WorkerVerdict:
         """The verdict once the candidate has run, for a candidate whose only
         static findings are PyTorch compute (coverage.py): a finding whose
         line ran, or whose running is unknown, makes it cheating, as the
@@ -340,7 +341,7 @@ class Evaluator:
             "rules": sorted(coverage.CONDITIONAL_RULES),
             "lines": [{"file": v.get("file"), "line": v.get("line"), "rule": v.get("rule"), **j} for v, j in lines],
             "processes": cov.record(),
-            "otherwise": {"status": out.get("status"), "kind": out.get("kind")},
+            "otherwise": {"status": out.status, "kind": out.kind},
         }
         counted = [(v, j) for v, j in lines if j["ran"] is not False]
         static["violations"] = [dict(v, ran=j["ran"]) for v, j in counted]
@@ -348,15 +349,15 @@ class Evaluator:
         warnings = [_warning_line(v) for v in static["warnings"]]
         if counted:
             reasons = [_ran_line(v, j) for v, j in counted]
-            if out.get("status") != errors.CORRECT:  # what else went wrong, for the LLM to fix too
-                warnings.append(f"otherwise: {out.get('status')} ({out.get('kind')}): "
-                                f"{_first_line(str(out.get('message', '')))}")
+            if out.status != errors.CORRECT:  # what else went wrong, for the LLM to fix too
+                warnings.append(f"otherwise: {out.status} ({out.kind}): "
+                                f"{_first_line(str(out.message))}")
             return res.fail("static_violation", "static check: " + "; ".join(reasons[:5]), t_start,
                             reasons + warnings)
-        out["reasons"] = list(out.get("reasons") or []) + warnings
+        out.reasons = list(out.reasons or []) + warnings
         where = ", ".join(f"{os.path.basename(str(v.get('file')))}:{v.get('line')}" for v in static["warnings"][:5])
-        out["message"] = (f"{out.get('message', '')}; warning: PyTorch compute on lines that never ran ({where}); "
-                          f"it was not counted as cheating, but remove it")
+        out.message = (f"{out.message}; warning: PyTorch compute on lines that never ran ({where}); "
+                       f"it was not counted as cheating, but remove it")
         return out
 
     def ncu_profile(self, problem: str, kernel: str, opts: dict) -> dict:
@@ -505,460 +506,23 @@ class Evaluator:
                            + errors.redact_env_secrets(ref2.tail()[-800:]))
 
     def _evaluate_candidate(self, res, problem, kernel, opts, device, perf, t_start, sampler):
-        ref_timeout = self._ref_timeout(opts)
-        state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "ref_last": False,
-                 "alt_skipped": {}, "trials_run": 0, "worst": {"max_abs_err": 0.0, "rel_err": 0.0},
-                 "constant": [], "files": [], "held": [], "pool_fds": [],
-                 "last_fd": None, "device_peaks": {}, "ref_s": 0.0, "input_bytes": 0, "output_bytes": 0,
-                 "layouts": {}, "failed_trial": None}
-        phase_s: list = []  # [phase, seconds since the candidate got its job]; for diagnosing slow evals
-
-        def mark(name: str) -> None:  # a milestone of the server's, reached now
-            phase_s.append([name, round(time.monotonic() - cand.started, 3)])
-        sources_before = _sources_digest(problem)
-        # The reference streams the trials (children.reference_body): it loads
-        # the problem before any candidate code runs (a candidate that rewrote
-        # the files could otherwise set its own expected outputs), then draws
-        # each trial's inputs and computes its expected output.
-        # Every GPU step of the correctness trials runs under the GPU's timing
-        # lock taken shared, from the reference's start to the last comparison:
-        # never while a neighbour is timed (gpulock.py).
-        # A live evaluation of the search's critical chain (priority: the rounds
-        # its subproblem has left) makes the shared steps of lower ones wait,
-        # so that its timed phase need not wait for their compiles (gpulock.py).
-        active = gpulock.register_active(self.timing_priority) if self.timing_priority > 0 else None
-        state["defer"] = {"left": gpulock.MAX_DEFER_S}
-        t_lock = time.monotonic()
+        """The candidate's verdict from its run beside the reference: the
+        trials streamed one at a time, then its profile and its timed calls
+        (the steps are _CandidateRun's, in this order)."""
+        run = _CandidateRun(self, res, problem, kernel, opts, device, perf, sampler)
+        run.start_reference()
         try:
-            work, res.checks["trials_lock"] = self._take_shared(opts, state["defer"])
-        except BaseException:
-            if active is not None:
-                active.close()
-            raise
-        self.progress("reference")
-        job2 = {"problem": problem, "opts": opts, "device": device, "perf": perf}
-        try:
-            ref2 = self.launcher.start("ref", "reference", job2)
-        except BaseException:
-            work.release()
-            if active is not None:
-                active.close()
-            raise
-        ref2.job_problem = problem
-        cand = prof = None
-        cov = res.coverage or coverage.Tracker([])
-        lock = gpulock.TimingLock(priority=self.timing_priority)
-        try:
-            if not isolation.wait_event(ref2, "loaded", ref_timeout):
-                self._reference_failed(ref2, "loading the problem", ref_timeout)
-            loaded = [e for e in ref2.events if e.get("ev") == "loaded"][-1]
-            if isinstance(loaded.get("shapes"), dict):
-                state["shapes"] = dict(loaded["shapes"], variants=[str(x) for x in loaded.get("variants") or []])
-            if loaded.get("n_configs") == 0 and "shapes" in state:
-                # The one shape variant asked for (check mode) is one the reference cannot run.
-                skipped = state["shapes"].get("skipped") or [{"shape": "?", "error": "the reference skipped it"}]
-                raise ShapeSkipped(skipped[0])
-            n_configs = int(loaded.get("n_configs") or 1)
-            plan = C.plan_trials(n_configs, opts, state.get("shapes", {}).get("variants"))
-            ref_plan = plan + ([C.timing_inputs_trial(opts)] if perf else [])
-            first_fd = self._ref_fd(ref2, "drawing the first trial's inputs", ref_timeout)
-            state["held"].append(first_fd)
-            try:
-                # Its form only (meta tensors: device memory is not mapped here).
-                first_obj, first_meta = tensorio.load_fd(first_fd, ipc="meta")
-            except (OSError, tensorio.FormatError) as e:
-                raise HarnessError(f"{problem}: the reference's inputs could not be read ({e})") from None
-            state["input_bytes"] = C.tree_nbytes(first_obj)
-            res.checks["handover"] = {"inputs": _handover_kind(first_meta)}
-            # The timed calls refill their input buffers from a pool of the
-            # trials' own input sets: every normal trial of config 0 when they
-            # are small, only the first when one set is large (each set stays
-            # on the GPU through the timed phase).
-            # Large inputs (timing.in_place) are timed in place: the candidate
-            # keeps the first set on the host until its timed phase, the
-            # reference keeps none of them, the profiling process gets the last
-            # call's only (docs/EVAL.md, Device memory of one evaluation).
-            normal0 = [t["id"] for t in plan if t["config"] == 0 and not t["alt"]]
-            pool_bytes = state["pool_bytes"] = timing.pool_bytes_of(opts, self.test_mode)
-            set_bytes = C.tree_nbytes(first_obj.get("inputs") if isinstance(first_obj, dict) else first_obj)
-            state["in_place"] = bool(perf and timing.in_place(set_bytes, pool_bytes) and not opts.get("input_layouts"))
-            k = timing.pool_size(len(normal0), set_bytes, pool_bytes) if perf else 0
-            keep = set(normal0[:k])
-            retain = set() if state["in_place"] else keep  # the reference's copies the profiling process gets
-            del first_obj
-            job = {"kernel": kernel, "opts": opts, "device": device, "perf": perf,
-                   "extra_warmup": _RNG.randint(0, 15)}
-            if cov.active:
-                job["coverage"] = {"targets": cov.targets}  # the lines whose running decides (coverage.py)
-            state["extra_warmup"] = job["extra_warmup"]
-            state["profiled_calls"] = children.profiled_calls(job, len(retain))
-            self.progress("candidate")
-            cand = self.launcher.start("cand", "candidate", job, cpu_seconds=opts["timeout_s"])
-            cov.given("candidate", required=True)  # it imports the candidate at once
-            sampler.watch(cand.pid, int(opts.get("host_mem_limit_bytes") or 0))
-            # The runtime profile runs in a second process of the same candidate,
-            # beside this one (children.profile_body).
-            if perf and opts["profile"]:
-                prof = self.launcher.start("prof", "profile", job, cpu_seconds=opts["timeout_s"])
-                cov.given("profiling")
-                sampler.watch(prof.pid, int(opts.get("host_mem_limit_bytes") or 0))
-            state["prof"] = prof
-            sampler.roles.update({ref2.pid: "reference", cand.pid: "candidate",
-                                  **({prof.pid: "profiling"} if prof is not None else {})})
-            # The next candidate's processes warm up while this one runs,
-            # unless the pool asked for them later (request field "spares":
-            # "later"; it sends op "refill" once the GPU is quiet, so that
-            # a round's warm-ups do not compete with the round's evaluations).
-            if self.refill_at_start:
-                self.launcher.refill()
-            res.checks["isolation"] = {"pid": cand.pid, "network": "unknown", "cwd": "private temp dir",
-                                       "env": "scrubbed", "prestarted": cand.prestarted,
-                                       # what an fp32 tl.dot naming no precision computed in
-                                       "triton_f32_default": ("triton's own (plain_env)" if opts.get("plain_env")
-                                                              else spares.TRITON_F32_DEFAULT)}
-            res.checks["phases_s"] = phase_s
-            if res.checks["trials_lock"].get("deferred_s", 0) > 0:
-                # Before the candidate's start: shows the wait as the step into the reference's first milestone.
-                phase_s.append(["deferred to higher-priority evaluations", round(t_lock - cand.started, 3)])
-            trial_no = {"i": 0}
-
-            def held_bytes():
-                n = 0
-                for fd in _held_fds(state):
-                    try:
-                        n += os.fstat(fd).st_size
-                    except OSError:
-                        pass
-                sampler.held_bytes = n
-
-            def send_trial(i: int, fd: int) -> None:
-                t = plan[i]
-                cov.given("candidate")
-                isolation.send_msg(cand, {"op": "trial", "trial": t, "keep": t["id"] in keep,
-                                          "in_place": state["in_place"]}, [fd])
-                if t["id"] in retain:
-                    state["pool_fds"].append(fd)
-                else:
-                    os.close(fd)
-                state["held"].remove(fd)
-                held_bytes()
-
-            def kill_candidate():
-                work.release()
-                state["killed"] = True
-                for ch in (cand, prof):
-                    if ch is not None:
-                        try:
-                            os.killpg(ch.pid, signal.SIGKILL)
-                        except OSError:
-                            pass
-
-            def on_trial_output(child, ev):
-                i = trial_no["i"]
-                t = plan[i]
-                if ev.get("id") != t["id"]:
-                    state["verdict"] = {"ok": False, "kind": "malformed_result",
-                                        "message": f"the candidate reported trial {ev.get('id')!r}, expected "
-                                                   f"{t['id']}"}
-                    return kill_candidate()
-                out_fd = isolation.receive_fd(cand, 10.0)
-                if out_fd is None or not tensorio.is_sealed(out_fd):
-                    if out_fd is not None:
-                        os.close(out_fd)
-                    state["verdict"] = {"ok": False, "kind": "malformed_result",
-                                        "message": f"the candidate handed over no sealed output for trial {t['id']}"}
-                    return kill_candidate()
-                try:
-                    return check_trial(i, t, out_fd)
-                finally:
-                    os.close(out_fd)
-
-            def check_trial(i: int, t: dict, out_fd: int):
-                # The file is read here only to check its form and size (it is
-                # mapped, not copied); the reference compares its values.
-                try:
-                    cand_obj, cmeta = tensorio.load_fd(out_fd, ipc="meta" if device == "cuda" else "refuse")
-                    res.checks["handover"]["outputs"] = _handover_kind(cmeta)
-                    if not isinstance(cand_obj, dict) or "out" not in cand_obj:
-                        raise tensorio.FormatError("missing outputs")
-                    state["output_bytes"] = max(state["output_bytes"], C.tree_nbytes(cand_obj["out"]))
-                except (OSError, tensorio.FormatError) as e:
-                    state["verdict"] = {"ok": False, "kind": "malformed_result",
-                                        "message": f"the candidate's output could not be read ({e})"}
-                    return kill_candidate()
-                del cand_obj
-                if isinstance(cmeta.get("mutated"), list) and any(m is True for m in cmeta["mutated"]):
-                    state["cand_mutated"] = True  # its profiling process then computes on a copy of its own
-                if isinstance(cmeta.get("files"), list):
-                    # A boxed candidate names the copies in its box: the originals were checked.
-                    state["files"] = [cand.box.original_path(f) for f in cmeta["files"]] \
-                        if cand.box is not None else cmeta["files"]
-                # Only now, with the candidate's output for this trial fixed,
-                # is it compared, in the reference's process.
-                keep_pids = frozenset({cand.pid} | ({prof.pid} if prof is not None else set()))
-                if i == 0:
-                    self.progress("reference")
-                    mark("output of the first trial received")
-                rev = self._ref_step(ref2, f"on trial {t['id']}", ref_timeout, keep_pids)
-                _keep_layout(state, t["id"], rev)
-                if i == 0:
-                    mark("reference ran the first trial")
-                if isinstance(rev.get("ref_s"), (int, float)):
-                    state["ref_s"] = max(state["ref_s"], float(rev["ref_s"]))
-                if isinstance(rev.get("device_peak"), int):
-                    state["device_peaks"]["ref"] = max(state["device_peaks"].get("ref", 0), rev["device_peak"])
-                if isinstance(rev.get("work"), dict) and "work" not in res.checks:
-                    res.checks["work"] = rev["work"]  # what one call must do, for the roofline (workmodel.py)
-                if rev.get("skip"):
-                    state["alt_skipped"][t["id"]] = str(rev["skip"])[:300]
-                else:
-                    r = wrong_device(t, cmeta, device)
-                    if r is None:
-                        if i == 0:
-                            self.progress("compare")
-                        r = verdict_for_trial(t, self._ref_compare(ref2, "compare", t["id"], out_fd,
-                                                                   f"on trial {t['id']}", ref_timeout, keep_pids,
-                                                                   retain=t["id"] in retain),
-                                              cmeta)
-                    state["trials_run"] += 1
-                    if i == 0:
-                        mark("first trial compared")
-                    if r.get("constant") is not None:
-                        state["constant"].append(r["constant"])
-                    if not r["ok"]:
-                        # On a layout trial, the message says which view of which input it was given.
-                        r["message"] = _with_note(r.get("message", ""), _layout_note(opts, t, state))
-                        if t.get("shape") and opts.get("shape_variant") is None:
-                            r["message"] = (f"failed at shape variant {t['shape']} (benchmark: "
-                                            f"{state['shapes'].get('benchmark')}): " + r["message"])
-                            state["shape_failed"] = t["shape"]
-                        state["verdict"] = r
-                        return kill_candidate()
-                    C._merge_worst(state["worst"], r)
-                # The reference draws the next trial only once this one is
-                # compared (one trial's data at a time).
-                next_fd = None
-                if i + 1 < len(ref_plan):
-                    next_fd = self._ref_fd(ref2, f"drawing the inputs of trial {ref_plan[i + 1]['id']}",
-                                           ref_timeout, keep_pids)
-                    state["held"].append(next_fd)
-                    held_bytes()
-                trial_no["i"] = i + 1
-                if i + 1 < len(plan):
-                    return send_trial(i + 1, next_fd)
-                # Every trial passed. The last timed call's inputs (drawn
-                # last) go to the candidate; the reference keeps its expected
-                # output for the check after the timed calls.
-                if next_fd is not None:
-                    _keep_layout(state, "last", self._ref_step(ref2, "on the timing trial", ref_timeout, keep_pids))
-                    state["ref_last"] = True
-                    state["held"].remove(next_fd)
-                    state["last_fd"] = next_fd
-                    isolation.send_msg(cand, {"op": "last", "trial": ref_plan[-1], "in_place": state["in_place"]},
-                                       [next_fd])
-                isolation.send_msg(cand, {"op": "done"})
-                work.release()  # the correctness trials are over
-                normal = [c for c in state["constant"] if c is not None]
-                warnings = []
-                if normal and all(normal):
-                    warnings.append("the reference output is constant on every trial, so correctness cannot tell "
-                                    "a no-op kernel from a real one")
-                state["verdict"] = {"ok": True, **state["worst"], "warnings": warnings}
-                if prof is not None and state["last_fd"] is not None:
-                    # The profiling process gets the timed calls' inputs now.
-                    n_pool = len(state["pool_fds"])
-                    plan_calls = pass_plan(state["profiled_calls"], n_pool, state.get("forward_s"), opts,
-                                           state["ref_s"])
-                    if plan_calls["calls"] < state["profiled_calls"]:
-                        res.checks["profile_calls"] = plan_calls
-                    state["profiled_calls"] = plan_calls["calls"]
-                    state["burst_s"] = plan_calls["expected_s"]
-                    cov.given("profiling", required=True)  # from now on it runs the candidate on inputs
-                    isolation.send_msg(prof, {"op": "pool", "n_more": state["profiled_calls"] - n_pool,
-                                              "in_place": state["in_place"],
-                                              # Large inputs left alone by every trial's forward: the
-                                              # profiled calls read the reference's copy where it is.
-                                              "map": state["in_place"] and not state.get("cand_mutated"),
-                                              # each set's layout (input_layouts), as its trial's
-                                              "layouts": [t.get("layout") for t in plan if t["id"] in retain]},
-                                       state["pool_fds"] + [state["last_fd"]])
-                for fd in state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] is not None else []):
-                    os.close(fd)
-                state["pool_fds"], state["last_fd"] = [], None
-                held_bytes()
-                mark("compared")
-
-            def on_event(child, ev):
-                if ev.get("ev") in ("output", "correctness_ready") and cov.active:
-                    cov.reported("candidate", ev.get("cov"), f"trial {str(ev.get('id'))[:40]}"
-                                 if ev["ev"] == "output" else "the correctness trials")
-                elif ev.get("ev") == "ran" and cov.active:  # a flagged line ran just now
-                    i = trial_no["i"]
-                    cov.ran_now("candidate", ev.get("i"), "the timed calls" if state.get("gate") == "timing" else
-                                f"trial {plan[i]['id']}" if i < len(plan) else "the correctness trials")
-                if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str):
-                    state["phase"] = ev["phase"][:200]
-                    if len(phase_s) < 64:
-                        phase_s.append([state["phase"], round(ev["_t"] - child.started, 3)])
-                    # How long one of its forward calls takes here and now, from its
-                    # correctness trials (our clock): what the harness's own passes
-                    # are sized by (pass_plan).
-                    if state["phase"].startswith("running forward"):
-                        state["fwd_start"] = ev["_t"]
-                    elif state["phase"].startswith("forward returned") and state.get("fwd_start") is not None:
-                        state.setdefault("forward_s", []).append(ev["_t"] - state.pop("fwd_start"))
-                elif ev.get("ev") == "isolation" and ev.get("network") in ("none", "shared"):
-                    res.checks["isolation"]["network"] = ev["network"]
-                elif ev.get("ev") == "output" and state["verdict"] is None and state["error"] is None:
-                    try:
-                        if _sources_digest(problem) != sources_before:
-                            # A candidate that rewrites the problem's files is cheating,
-                            # whatever it hoped to gain.
-                            state["verdict"] = {"ok": False, "kind": "problem_tampered",
-                                                "message": "the problem's source files changed while the "
-                                                           "candidate ran"}
-                            return kill_candidate()
-                        on_trial_output(child, ev)
-                    except ProblemError as e:
-                        state["error"] = e
-                        kill_candidate()
-                elif ev.get("ev") == "correctness_ready":
-                    if isinstance(ev.get("device_peak"), int):
-                        state["device_peaks"]["cand"] = ev["device_peak"]
-                    if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
-                        state["phase"] = "waiting for its profile"
-                        state["gate"] = "profiling"
-                        cov.given("candidate")
-                        child.go()
-                    elif not (state["verdict"] is not None and state["verdict"]["ok"] and not perf):
-                        kill_candidate()
-                elif ev.get("ev") == "wall" and ev.get("mark") == "round_end" and state.get("gate") == "timing":
-                    # Another round of wall-clock batches only while the check fails:
-                    # other processes' work can inflate one round; work the events
-                    # miss inflates every round. The server counts the rounds and
-                    # answers each once, in order (anything else is ignored), so a
-                    # child cannot buy time with made-up events. The final verdict
-                    # (_finish) takes every round and the synced times from timing.json.
-                    rounds = state.setdefault("wall_rounds", timing.WallRounds())
-                    answer = rounds.answer(child.events, ev)
-                    if answer == "go":
-                        time.sleep(0.05 * rounds.rounds)  # let a burst of other work pass; the deadline is paused
-                        cov.given("candidate")
-                        child.go()
-                    elif answer == "stop":
-                        child.stop()
-                elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not lock.held:
-                    if prof is not None:
-                        # The profiling process must be done: nothing else of this
-                        # candidate may run on the GPU while it is timed.
-                        self.progress("profiling")
-                        state["runtime"] = self._collect_profile(prof, opts, frozenset({child.pid, ref2.pid}),
-                                                                state["defer"], state.get("burst_s"))
-                        ready = [e for e in prof.events if e.get("ev") == "profile_ready"]
-                        if ready and cov.active:  # it reported, then was let go for its burst
-                            cov.reported("profiling", ready[-1].get("cov"), "the profiling process's set-up")
-                            cov.given("profiling")
-                        res.checks["profile_lock"] = state["runtime"].pop("lock", None)
-                        go_t = (res.checks["profile_lock"] or {}).pop("go_t", None)
-                        if go_t is not None:
-                            phase_s.append(["profile burst let go", round(go_t - cand.started, 3)])
-                        phase_s.extend(_child_milestones(prof, "profiler", cand.started))
-                        mark("profile collected")
-                    # One timed phase per GPU at a time (gpulock.py); the wait does
-                    # not count against the deadline. Nor do the next candidate's
-                    # processes still warming up (spares.py) run beside it.
-                    self.progress("waiting for the GPU")
-                    res.checks["spares_warm_wait_s"] = round(self.launcher.wait_warm(opts["timeout_s"]), 3)
-                    mark("next candidate's spares warm")
-                    res.checks["timing_lock"] = lock.acquire(opts["timeout_s"])
-                    if device == "cuda":
-                        state["clock"] = gpuclock.Sampler().start()
-                    mark("timing lock taken")
-                    self.progress("timing")
-                    state["phase"] = "timing"
-                    state["gate"] = "timing"
-                    # The timed pass's own time, from now (sized by the slower of the
-                    # candidate's and the reference's calls on the same inputs).
-                    child.min_left_s = timed_pass_s(opts, state.get("extra_warmup") or 0, state.get("forward_s"),
-                                                    state["ref_s"], device)
-                    res.checks["timed_pass_s"] = round(child.min_left_s, 3)
-                    cov.given("candidate")
-                    child.go()
-
-            send_trial(0, first_fd)
-            try:
-                # The reference lives on when the candidate is done: it
-                # compares the timed output, or shows that a trial the
-                # candidate failed on is sound.
-                isolation.supervise(cand, opts["timeout_s"], on_event, protect=frozenset({ref2.pid}))
-            except BaseException:
-                isolation.finish(cand)  # never leave the candidate running once the lock is gone
-                raise
-            finally:
-                lock.release()
-                if active is not None:
-                    active.close()  # its timed phase is over: lower ones need not wait for the rest
-                if state.get("clock") is not None:
-                    # The GPU's clock while this candidate was timed (gpuclock.py).
-                    res.checks["gpu_clock"] = state.pop("clock").stop()
-            mark("exited")
-            # The reference's first-trial milestones, stamped by the reference itself.
-            phase_s.extend(_child_milestones(ref2, "reference", cand.started, ev_name="ref_phase", clock="t"))
-            res.checks["isolation"]["warm"] = _warm_record(cand)
-            res.checks["isolation"].update(sandbox.isolation_fields(cand, prof))  # what was in force (sandbox.py)
-            if state["error"] is not None:
-                raise state["error"]
-            if state["verdict"] is None and trial_no["i"] < len(plan) and not state["killed"]:
-                # The candidate failed before handing over trial i's output.
-                # Its failure is its own only if the reference gets through
-                # the same trial (a broken problem is never charged to it).
-                keep_pids = frozenset({cand.pid})
-                failed = plan[trial_no["i"]]
-                _keep_layout(state, failed["id"], self._ref_step(ref2, f"on trial {failed['id']}", ref_timeout,
-                                                                 keep_pids))
-                state["failed_trial"] = failed
-            res.checks["correctness"] = {
-                "configs": n_configs, "trials_per_config": opts["trials"],
-                "candidate_first_trials": opts["candidate_first_trials"], "alt_dist_trials": opts["alt_dist_trials"],
-                "trials_dist": opts["trials_dist"],
-                "dist_trials": [t["id"] for t in plan if t.get("dist")],
-                "alt_skipped": state["alt_skipped"], "tf32": False, "trials_run": state["trials_run"],
-                # The tolerance each output dtype was judged by, with where each
-                # value came from (flag, problem, dtype default); atol/rtol are
-                # the first output's.
-                **_tolerance_record(state["worst"], opts),
-                "order": "trials streamed one at a time; each trial's expected output comes out of its own "
-                         "process only after the candidate handed over its output for that trial",
-            }
-            if opts.get("input_layouts"):
-                res.checks["layouts"] = _layouts_record(state, opts, perf)
-            if "shapes" in state:
-                res.checks["shapes"] = {"mode": opts["shapes"], **{k: state["shapes"].get(k) for k in (
-                    "benchmark", "variants", "skipped", "kept", "error")}}
-            out = self._finish(res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2)
-            if "shape_failed" in state and isinstance(out.get("checks"), dict) and "shapes" in out["checks"]:
-                out["checks"]["shapes"]["failed_at"] = state["shape_failed"]
+            run.load_problem()
+            run.draw_first_inputs()
+            run.start_candidate()
+            run.run_trials()
+            run.after_exit()
+            out = self._finish(res, run.cand, run.state, kernel, opts, device, perf, t_start, sampler, run.ref2)
+            if "shape_failed" in run.state and isinstance(out.checks, dict) and "shapes" in out.checks:
+                out.checks["shapes"]["failed_at"] = run.state["shape_failed"]
             return out
         finally:
-            work.release()
-            if active is not None:
-                active.close()
-            for fd in _held_fds(state):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            sampler.held_bytes = 0
-            for other in (ref2, prof):  # still running when the candidate failed early
-                if other is not None:
-                    if other.exit_status is None:
-                        isolation.finish(other)
-            self._record_footprint(res, state, ref2, prof)
-            if cov.active:
-                _final_coverage(cov, cand, prof)
-            for other in (ref2, prof, cand):
-                if other is not None:
-                    isolation.cleanup_dir(other.dir)
+            run.clean_up()
 
     def _record_footprint(self, res, state, ref2, prof) -> None:
         peaks = dict(state["device_peaks"])
@@ -1028,7 +592,7 @@ class Evaluator:
         return {"ok": False, "kind": kind, "message": "in the second, profiled process of the candidate: " + message,
                 "stderr": prof.tail()}
 
-    def _finish(self, res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2) -> dict:
+    def _finish(self, res, cand, state, kernel, opts, device, perf, t_start, sampler, ref2) -> WorkerVerdict:
         verdict = state["verdict"]
         for ch, which in ((cand, "candidate"), (state.get("prof"), "profiled")):
             if ch is not None and ch.pid in sampler.over:
@@ -1507,6 +1071,544 @@ class Evaluator:
 # ---------------------------------------------------------------------------
 
 
+class _CandidateRun:
+    """One candidate's evaluation in progress (Evaluator._evaluate_candidate):
+    its processes and the reference's, the trial plan, and what the server
+    has seen so far (state). Each public method is one step, called in the
+    order they are defined; on_event and what it calls run inside
+    run_trials, for each event of the candidate's process."""
+
+    def __init__(self, ev: Evaluator, res: _Result, problem: str, kernel: str, opts: dict, device: str,
+                 perf: bool, sampler: footprint.Sampler):
+        self.ev, self.res, self.sampler = ev, res, sampler
+        self.problem, self.kernel, self.opts, self.device, self.perf = problem, kernel, opts, device, perf
+        self.ref_timeout = ev._ref_timeout(opts)
+        self.state = {"phase": "starting", "verdict": None, "killed": False, "error": None, "ref_last": False,
+                      "alt_skipped": {}, "trials_run": 0, "worst": {"max_abs_err": 0.0, "rel_err": 0.0},
+                      "constant": [], "files": [], "held": [], "pool_fds": [],
+                      "last_fd": None, "device_peaks": {}, "ref_s": 0.0, "input_bytes": 0, "output_bytes": 0,
+                      "layouts": {}, "failed_trial": None}
+        self.phase_s: list = []  # [phase, seconds since the candidate got its job]; for diagnosing slow evals
+        self.sources_before = _sources_digest(problem)
+        self.active = self.work = self.t_lock = None
+        self.ref2 = self.cand = self.prof = None
+        self.cov = self.lock = None
+        self.n_configs = self.plan = self.ref_plan = self.first_fd = None
+        self.keep = self.retain = frozenset()
+        self.trial_no = 0  # the trial whose output is awaited
+
+    def mark(self, name: str) -> None:
+        """A milestone of the server's, reached now."""
+        self.phase_s.append([name, round(time.monotonic() - self.cand.started, 3)])
+
+    # -- the steps, in order --
+
+    def start_reference(self) -> None:
+        """Takes the GPU's timing lock shared and starts the reference's process."""
+        ev, state = self.ev, self.state
+        # The reference streams the trials (children.reference_body): it loads
+        # the problem before any candidate code runs (a candidate that rewrote
+        # the files could otherwise set its own expected outputs), then draws
+        # each trial's inputs and computes its expected output.
+        # Every GPU step of the correctness trials runs under the GPU's timing
+        # lock taken shared, from the reference's start to the last comparison:
+        # never while a neighbour is timed (gpulock.py).
+        # A live evaluation of the search's critical chain (priority: the rounds
+        # its subproblem has left) makes the shared steps of lower ones wait,
+        # so that its timed phase need not wait for their compiles (gpulock.py).
+        self.active = gpulock.register_active(ev.timing_priority) if ev.timing_priority > 0 else None
+        state["defer"] = {"left": gpulock.MAX_DEFER_S}
+        self.t_lock = time.monotonic()
+        try:
+            self.work, self.res.checks["trials_lock"] = ev._take_shared(self.opts, state["defer"])
+        except BaseException:
+            if self.active is not None:
+                self.active.close()
+            raise
+        ev.progress("reference")
+        job2 = {"problem": self.problem, "opts": self.opts, "device": self.device, "perf": self.perf}
+        try:
+            self.ref2 = ev.launcher.start("ref", "reference", job2)
+        except BaseException:
+            self.work.release()
+            if self.active is not None:
+                self.active.close()
+            raise
+        self.ref2.job_problem = self.problem
+        self.cov = self.res.coverage or coverage.Tracker([])
+        self.lock = gpulock.TimingLock(priority=ev.timing_priority)
+
+    def load_problem(self) -> None:
+        """Waits for the reference to load the problem; plans the trials."""
+        ref2, state, opts = self.ref2, self.state, self.opts
+        if not isolation.wait_event(ref2, "loaded", self.ref_timeout):
+            self.ev._reference_failed(ref2, "loading the problem", self.ref_timeout)
+        loaded = [e for e in ref2.events if e.get("ev") == "loaded"][-1]
+        if isinstance(loaded.get("shapes"), dict):
+            state["shapes"] = dict(loaded["shapes"], variants=[str(x) for x in loaded.get("variants") or []])
+        if loaded.get("n_configs") == 0 and "shapes" in state:
+            # The one shape variant asked for (check mode) is one the reference cannot run.
+            skipped = state["shapes"].get("skipped") or [{"shape": "?", "error": "the reference skipped it"}]
+            raise ShapeSkipped(skipped[0])
+        self.n_configs = int(loaded.get("n_configs") or 1)
+        self.plan = C.plan_trials(self.n_configs, opts, state.get("shapes", {}).get("variants"))
+        self.ref_plan = self.plan + ([C.timing_inputs_trial(opts)] if self.perf else [])
+
+    def draw_first_inputs(self) -> None:
+        """The first trial's inputs from the reference (held until they are
+        sent), and which trials' inputs the timed calls reuse."""
+        state, opts, perf = self.state, self.opts, self.perf
+        self.first_fd = first_fd = self.ev._ref_fd(self.ref2, "drawing the first trial's inputs", self.ref_timeout)
+        state["held"].append(first_fd)
+        try:
+            # Its form only (meta tensors: device memory is not mapped here).
+            first_obj, first_meta = tensorio.load_fd(first_fd, ipc="meta")
+        except (OSError, tensorio.FormatError) as e:
+            raise HarnessError(f"{self.problem}: the reference's inputs could not be read ({e})") from None
+        state["input_bytes"] = C.tree_nbytes(first_obj)
+        self.res.checks["handover"] = {"inputs": _handover_kind(first_meta)}
+        # The timed calls refill their input buffers from a pool of the
+        # trials' own input sets: every normal trial of config 0 when they
+        # are small, only the first when one set is large (each set stays
+        # on the GPU through the timed phase).
+        # Large inputs (timing.in_place) are timed in place: the candidate
+        # keeps the first set on the host until its timed phase, the
+        # reference keeps none of them, the profiling process gets the last
+        # call's only (docs/EVAL.md, Device memory of one evaluation).
+        normal0 = [t["id"] for t in self.plan if t["config"] == 0 and not t["alt"]]
+        pool_bytes = state["pool_bytes"] = timing.pool_bytes_of(opts, self.ev.test_mode)
+        set_bytes = C.tree_nbytes(first_obj.get("inputs") if isinstance(first_obj, dict) else first_obj)
+        state["in_place"] = bool(perf and timing.in_place(set_bytes, pool_bytes) and not opts.get("input_layouts"))
+        k = timing.pool_size(len(normal0), set_bytes, pool_bytes) if perf else 0
+        self.keep = set(normal0[:k])
+        self.retain = set() if state["in_place"] else self.keep  # the reference's copies the profiling process gets
+
+    def start_candidate(self) -> None:
+        """Starts the candidate's process (and its profiling process, when it
+        is timed) and records how it is isolated."""
+        ev, res, state, opts, cov, sampler = self.ev, self.res, self.state, self.opts, self.cov, self.sampler
+        job = {"kernel": self.kernel, "opts": opts, "device": self.device, "perf": self.perf,
+               "extra_warmup": _RNG.randint(0, 15)}
+        if cov.active:
+            job["coverage"] = {"targets": cov.targets}  # the lines whose running decides (coverage.py)
+        state["extra_warmup"] = job["extra_warmup"]
+        state["profiled_calls"] = children.profiled_calls(job, len(self.retain))
+        ev.progress("candidate")
+        cand = self.cand = ev.launcher.start("cand", "candidate", job, cpu_seconds=opts["timeout_s"])
+        cov.given("candidate", required=True)  # it imports the candidate at once
+        sampler.watch(cand.pid, int(opts.get("host_mem_limit_bytes") or 0))
+        # The runtime profile runs in a second process of the same candidate,
+        # beside this one (children.profile_body).
+        if self.perf and opts["profile"]:
+            self.prof = ev.launcher.start("prof", "profile", job, cpu_seconds=opts["timeout_s"])
+            cov.given("profiling")
+            sampler.watch(self.prof.pid, int(opts.get("host_mem_limit_bytes") or 0))
+        prof = state["prof"] = self.prof
+        sampler.roles.update({self.ref2.pid: "reference", cand.pid: "candidate",
+                              **({prof.pid: "profiling"} if prof is not None else {})})
+        # The next candidate's processes warm up while this one runs,
+        # unless the pool asked for them later (request field "spares":
+        # "later"; it sends op "refill" once the GPU is quiet, so that
+        # a round's warm-ups do not compete with the round's evaluations).
+        if ev.refill_at_start:
+            ev.launcher.refill()
+        res.checks["isolation"] = {"pid": cand.pid, "network": "unknown", "cwd": "private temp dir",
+                                   "env": "scrubbed", "prestarted": cand.prestarted,
+                                   # what an fp32 tl.dot naming no precision computed in
+                                   "triton_f32_default": ("triton's own (plain_env)" if opts.get("plain_env")
+                                                          else spares.TRITON_F32_DEFAULT)}
+        res.checks["phases_s"] = self.phase_s
+        if res.checks["trials_lock"].get("deferred_s", 0) > 0:
+            # Before the candidate's start: shows the wait as the step into the reference's first milestone.
+            self.phase_s.append(["deferred to higher-priority evaluations", round(self.t_lock - cand.started, 3)])
+
+    def run_trials(self) -> None:
+        """Sends the first trial and supervises the candidate until it exits:
+        the trials, its profile and its timed calls (on_event)."""
+        state = self.state
+        self.send_trial(0, self.first_fd)
+        try:
+            # The reference lives on when the candidate is done: it
+            # compares the timed output, or shows that a trial the
+            # candidate failed on is sound.
+            isolation.supervise(self.cand, self.opts["timeout_s"], self.on_event, protect=frozenset({self.ref2.pid}))
+        except BaseException:
+            isolation.finish(self.cand)  # never leave the candidate running once the lock is gone
+            raise
+        finally:
+            self.lock.release()
+            if self.active is not None:
+                self.active.close()  # its timed phase is over: lower ones need not wait for the rest
+            if state.get("clock") is not None:
+                # The GPU's clock while this candidate was timed (gpuclock.py).
+                self.res.checks["gpu_clock"] = state.pop("clock").stop()
+        self.mark("exited")
+
+    def after_exit(self) -> None:
+        """Records what the exited candidate's processes did; for a failure
+        before an output, lets the reference show that the trial is sound."""
+        res, state, opts, cand, plan = self.res, self.state, self.opts, self.cand, self.plan
+        # The reference's first-trial milestones, stamped by the reference itself.
+        self.phase_s.extend(_child_milestones(self.ref2, "reference", cand.started, ev_name="ref_phase", clock="t"))
+        res.checks["isolation"]["warm"] = _warm_record(cand)
+        res.checks["isolation"].update(sandbox.isolation_fields(cand, self.prof))  # what was in force (sandbox.py)
+        if state["error"] is not None:
+            raise state["error"]
+        if state["verdict"] is None and self.trial_no < len(plan) and not state["killed"]:
+            # The candidate failed before handing over trial i's output.
+            # Its failure is its own only if the reference gets through
+            # the same trial (a broken problem is never charged to it).
+            keep_pids = frozenset({cand.pid})
+            failed = plan[self.trial_no]
+            _keep_layout(state, failed["id"], self.ev._ref_step(self.ref2, f"on trial {failed['id']}",
+                                                                self.ref_timeout, keep_pids))
+            state["failed_trial"] = failed
+        res.checks["correctness"] = {
+            "configs": self.n_configs, "trials_per_config": opts["trials"],
+            "candidate_first_trials": opts["candidate_first_trials"], "alt_dist_trials": opts["alt_dist_trials"],
+            "trials_dist": opts["trials_dist"],
+            "dist_trials": [t["id"] for t in plan if t.get("dist")],
+            "alt_skipped": state["alt_skipped"], "tf32": False, "trials_run": state["trials_run"],
+            # The tolerance each output dtype was judged by, with where each
+            # value came from (flag, problem, dtype default); atol/rtol are
+            # the first output's.
+            **_tolerance_record(state["worst"], opts),
+            "order": "trials streamed one at a time; each trial's expected output comes out of its own "
+                     "process only after the candidate handed over its output for that trial",
+        }
+        if opts.get("input_layouts"):
+            res.checks["layouts"] = _layouts_record(state, opts, self.perf)
+        if "shapes" in state:
+            res.checks["shapes"] = {"mode": opts["shapes"], **{k: state["shapes"].get(k) for k in (
+                "benchmark", "variants", "skipped", "kept", "error")}}
+
+    def clean_up(self) -> None:
+        """Whatever happened: releases the lock, closes the held inputs,
+        finishes every process, records the footprint and the coverage."""
+        state, ref2, prof, cand = self.state, self.ref2, self.prof, self.cand
+        self.work.release()
+        if self.active is not None:
+            self.active.close()
+        for fd in _held_fds(state):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.sampler.held_bytes = 0
+        for other in (ref2, prof):  # still running when the candidate failed early
+            if other is not None:
+                if other.exit_status is None:
+                    isolation.finish(other)
+        self.ev._record_footprint(self.res, state, ref2, prof)
+        if self.cov.active:
+            _final_coverage(self.cov, cand, prof)
+        for other in (ref2, prof, cand):
+            if other is not None:
+                isolation.cleanup_dir(other.dir)
+
+    # -- the trials --
+
+    def held_bytes(self) -> None:
+        n = 0
+        for fd in _held_fds(self.state):
+            try:
+                n += os.fstat(fd).st_size
+            except OSError:
+                pass
+        self.sampler.held_bytes = n
+
+    def send_trial(self, i: int, fd: int) -> None:
+        state = self.state
+        t = self.plan[i]
+        self.cov.given("candidate")
+        isolation.send_msg(self.cand, {"op": "trial", "trial": t, "keep": t["id"] in self.keep,
+                                       "in_place": state["in_place"]}, [fd])
+        if t["id"] in self.retain:
+            state["pool_fds"].append(fd)
+        else:
+            os.close(fd)
+        state["held"].remove(fd)
+        self.held_bytes()
+
+    def kill_candidate(self) -> None:
+        self.work.release()
+        self.state["killed"] = True
+        for ch in (self.cand, self.prof):
+            if ch is not None:
+                try:
+                    os.killpg(ch.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def on_trial_output(self, child, ev) -> None:
+        i = self.trial_no
+        t = self.plan[i]
+        if ev.get("id") != t["id"]:
+            self.state["verdict"] = {"ok": False, "kind": "malformed_result",
+                                     "message": f"the candidate reported trial {ev.get('id')!r}, expected "
+                                                f"{t['id']}"}
+            return self.kill_candidate()
+        out_fd = isolation.receive_fd(self.cand, 10.0)
+        if out_fd is None or not tensorio.is_sealed(out_fd):
+            if out_fd is not None:
+                os.close(out_fd)
+            self.state["verdict"] = {"ok": False, "kind": "malformed_result",
+                                     "message": f"the candidate handed over no sealed output for trial {t['id']}"}
+            return self.kill_candidate()
+        try:
+            return self.check_trial(i, t, out_fd)
+        finally:
+            os.close(out_fd)
+
+    def check_trial(self, i: int, t: dict, out_fd: int) -> None:
+        """Trial i's output, handed over as out_fd: its form checked here, its
+        values compared by the reference; then the next trial, or the end
+        of the trials."""
+        ev, res, state, opts, cand, prof = self.ev, self.res, self.state, self.opts, self.cand, self.prof
+        # The file is read here only to check its form and size (it is
+        # mapped, not copied); the reference compares its values.
+        try:
+            cand_obj, cmeta = tensorio.load_fd(out_fd, ipc="meta" if self.device == "cuda" else "refuse")
+            res.checks["handover"]["outputs"] = _handover_kind(cmeta)
+            if not isinstance(cand_obj, dict) or "out" not in cand_obj:
+                raise tensorio.FormatError("missing outputs")
+            state["output_bytes"] = max(state["output_bytes"], C.tree_nbytes(cand_obj["out"]))
+        except (OSError, tensorio.FormatError) as e:
+            state["verdict"] = {"ok": False, "kind": "malformed_result",
+                                "message": f"the candidate's output could not be read ({e})"}
+            return self.kill_candidate()
+        del cand_obj
+        if isinstance(cmeta.get("mutated"), list) and any(m is True for m in cmeta["mutated"]):
+            state["cand_mutated"] = True  # its profiling process then computes on a copy of its own
+        if isinstance(cmeta.get("files"), list):
+            # A boxed candidate names the copies in its box: the originals were checked.
+            state["files"] = [cand.box.original_path(f) for f in cmeta["files"]] \
+                if cand.box is not None else cmeta["files"]
+        # Only now, with the candidate's output for this trial fixed,
+        # is it compared, in the reference's process.
+        keep_pids = frozenset({cand.pid} | ({prof.pid} if prof is not None else set()))
+        if i == 0:
+            ev.progress("reference")
+            self.mark("output of the first trial received")
+        rev = ev._ref_step(self.ref2, f"on trial {t['id']}", self.ref_timeout, keep_pids)
+        _keep_layout(state, t["id"], rev)
+        if i == 0:
+            self.mark("reference ran the first trial")
+        if isinstance(rev.get("ref_s"), (int, float)):
+            state["ref_s"] = max(state["ref_s"], float(rev["ref_s"]))
+        if isinstance(rev.get("device_peak"), int):
+            state["device_peaks"]["ref"] = max(state["device_peaks"].get("ref", 0), rev["device_peak"])
+        if isinstance(rev.get("work"), dict) and "work" not in res.checks:
+            res.checks["work"] = rev["work"]  # what one call must do, for the roofline (workmodel.py)
+        if rev.get("skip"):
+            state["alt_skipped"][t["id"]] = str(rev["skip"])[:300]
+        else:
+            r = wrong_device(t, cmeta, self.device)
+            if r is None:
+                if i == 0:
+                    ev.progress("compare")
+                r = verdict_for_trial(t, ev._ref_compare(self.ref2, "compare", t["id"], out_fd,
+                                                         f"on trial {t['id']}", self.ref_timeout, keep_pids,
+                                                         retain=t["id"] in self.retain),
+                                      cmeta)
+            state["trials_run"] += 1
+            if i == 0:
+                self.mark("first trial compared")
+            if r.get("constant") is not None:
+                state["constant"].append(r["constant"])
+            if not r["ok"]:
+                # On a layout trial, the message says which view of which input it was given.
+                r["message"] = _with_note(r.get("message", ""), _layout_note(opts, t, state))
+                if t.get("shape") and opts.get("shape_variant") is None:
+                    r["message"] = (f"failed at shape variant {t['shape']} (benchmark: "
+                                    f"{state['shapes'].get('benchmark')}): " + r["message"])
+                    state["shape_failed"] = t["shape"]
+                state["verdict"] = r
+                return self.kill_candidate()
+            C._merge_worst(state["worst"], r)
+        # The reference draws the next trial only once this one is
+        # compared (one trial's data at a time).
+        next_fd = None
+        if i + 1 < len(self.ref_plan):
+            next_fd = ev._ref_fd(self.ref2, f"drawing the inputs of trial {self.ref_plan[i + 1]['id']}",
+                                 self.ref_timeout, keep_pids)
+            state["held"].append(next_fd)
+            self.held_bytes()
+        self.trial_no = i + 1
+        if i + 1 < len(self.plan):
+            return self.send_trial(i + 1, next_fd)
+        return self.trials_passed(next_fd, keep_pids)
+
+    def trials_passed(self, next_fd, keep_pids: frozenset) -> None:
+        """Every trial passed. The last timed call's inputs (drawn last) go to
+        the candidate; the reference keeps its expected output for the check
+        after the timed calls. The profiling process gets the timed calls'
+        inputs."""
+        res, state, cand, prof, cov = self.res, self.state, self.cand, self.prof, self.cov
+        if next_fd is not None:
+            _keep_layout(state, "last", self.ev._ref_step(self.ref2, "on the timing trial", self.ref_timeout,
+                                                          keep_pids))
+            state["ref_last"] = True
+            state["held"].remove(next_fd)
+            state["last_fd"] = next_fd
+            isolation.send_msg(cand, {"op": "last", "trial": self.ref_plan[-1], "in_place": state["in_place"]},
+                               [next_fd])
+        isolation.send_msg(cand, {"op": "done"})
+        self.work.release()  # the correctness trials are over
+        normal = [c for c in state["constant"] if c is not None]
+        warnings = []
+        if normal and all(normal):
+            warnings.append("the reference output is constant on every trial, so correctness cannot tell "
+                            "a no-op kernel from a real one")
+        state["verdict"] = {"ok": True, **state["worst"], "warnings": warnings}
+        if prof is not None and state["last_fd"] is not None:
+            # The profiling process gets the timed calls' inputs now.
+            n_pool = len(state["pool_fds"])
+            plan_calls = pass_plan(state["profiled_calls"], n_pool, state.get("forward_s"), self.opts,
+                                   state["ref_s"])
+            if plan_calls["calls"] < state["profiled_calls"]:
+                res.checks["profile_calls"] = plan_calls
+            state["profiled_calls"] = plan_calls["calls"]
+            state["burst_s"] = plan_calls["expected_s"]
+            cov.given("profiling", required=True)  # from now on it runs the candidate on inputs
+            isolation.send_msg(prof, {"op": "pool", "n_more": state["profiled_calls"] - n_pool,
+                                      "in_place": state["in_place"],
+                                      # Large inputs left alone by every trial's forward: the
+                                      # profiled calls read the reference's copy where it is.
+                                      "map": state["in_place"] and not state.get("cand_mutated"),
+                                      # each set's layout (input_layouts), as its trial's
+                                      "layouts": [t.get("layout") for t in self.plan if t["id"] in self.retain]},
+                               state["pool_fds"] + [state["last_fd"]])
+        for fd in state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] is not None else []):
+            os.close(fd)
+        state["pool_fds"], state["last_fd"] = [], None
+        self.held_bytes()
+        self.mark("compared")
+
+    # -- the candidate's events --
+
+    def on_event(self, child, ev) -> None:
+        """One event of the candidate's process (isolation.supervise)."""
+        state, cov = self.state, self.cov
+        if ev.get("ev") in ("output", "correctness_ready") and cov.active:
+            cov.reported("candidate", ev.get("cov"), f"trial {str(ev.get('id'))[:40]}"
+                         if ev["ev"] == "output" else "the correctness trials")
+        elif ev.get("ev") == "ran" and cov.active:  # a flagged line ran just now
+            i = self.trial_no
+            cov.ran_now("candidate", ev.get("i"), "the timed calls" if state.get("gate") == "timing" else
+                        f"trial {self.plan[i]['id']}" if i < len(self.plan) else "the correctness trials")
+        if ev.get("ev") == "phase" and isinstance(ev.get("phase"), str):
+            self.on_phase(child, ev)
+        elif ev.get("ev") == "isolation" and ev.get("network") in ("none", "shared"):
+            self.res.checks["isolation"]["network"] = ev["network"]
+        elif ev.get("ev") == "output" and state["verdict"] is None and state["error"] is None:
+            self.on_output(child, ev)
+        elif ev.get("ev") == "correctness_ready":
+            self.on_correctness_ready(child, ev)
+        elif ev.get("ev") == "wall" and ev.get("mark") == "round_end" and state.get("gate") == "timing":
+            self.on_wall_round(child, ev)
+        elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not self.lock.held:
+            self.on_timing_ready(child, ev)
+
+    def on_phase(self, child, ev) -> None:
+        state = self.state
+        state["phase"] = ev["phase"][:200]
+        if len(self.phase_s) < 64:
+            self.phase_s.append([state["phase"], round(ev["_t"] - child.started, 3)])
+        # How long one of its forward calls takes here and now, from its
+        # correctness trials (our clock): what the harness's own passes
+        # are sized by (pass_plan).
+        if state["phase"].startswith("running forward"):
+            state["fwd_start"] = ev["_t"]
+        elif state["phase"].startswith("forward returned") and state.get("fwd_start") is not None:
+            state.setdefault("forward_s", []).append(ev["_t"] - state.pop("fwd_start"))
+
+    def on_output(self, child, ev) -> None:
+        state = self.state
+        try:
+            if _sources_digest(self.problem) != self.sources_before:
+                # A candidate that rewrites the problem's files is cheating,
+                # whatever it hoped to gain.
+                state["verdict"] = {"ok": False, "kind": "problem_tampered",
+                                    "message": "the problem's source files changed while the "
+                                               "candidate ran"}
+                return self.kill_candidate()
+            self.on_trial_output(child, ev)
+        except ProblemError as e:
+            state["error"] = e
+            self.kill_candidate()
+
+    def on_correctness_ready(self, child, ev) -> None:
+        state, perf = self.state, self.perf
+        if isinstance(ev.get("device_peak"), int):
+            state["device_peaks"]["cand"] = ev["device_peak"]
+        if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
+            state["phase"] = "waiting for its profile"
+            state["gate"] = "profiling"
+            self.cov.given("candidate")
+            child.go()
+        elif not (state["verdict"] is not None and state["verdict"]["ok"] and not perf):
+            self.kill_candidate()
+
+    def on_wall_round(self, child, ev) -> None:
+        # Another round of wall-clock batches only while the check fails:
+        # other processes' work can inflate one round; work the events
+        # miss inflates every round. The server counts the rounds and
+        # answers each once, in order (anything else is ignored), so a
+        # child cannot buy time with made-up events. The final verdict
+        # (_finish) takes every round and the synced times from timing.json.
+        rounds = self.state.setdefault("wall_rounds", timing.WallRounds())
+        answer = rounds.answer(child.events, ev)
+        if answer == "go":
+            time.sleep(0.05 * rounds.rounds)  # let a burst of other work pass; the deadline is paused
+            self.cov.given("candidate")
+            child.go()
+        elif answer == "stop":
+            child.stop()
+
+    def on_timing_ready(self, child, ev) -> None:
+        """The candidate is ready to be timed: first its profiling process
+        runs its burst and ends, then the timed calls start under the GPU's
+        timing lock."""
+        evr, res, state, opts, prof, cov = self.ev, self.res, self.state, self.opts, self.prof, self.cov
+        if prof is not None:
+            # The profiling process must be done: nothing else of this
+            # candidate may run on the GPU while it is timed.
+            evr.progress("profiling")
+            state["runtime"] = evr._collect_profile(prof, opts, frozenset({child.pid, self.ref2.pid}),
+                                                    state["defer"], state.get("burst_s"))
+            ready = [e for e in prof.events if e.get("ev") == "profile_ready"]
+            if ready and cov.active:  # it reported, then was let go for its burst
+                cov.reported("profiling", ready[-1].get("cov"), "the profiling process's set-up")
+                cov.given("profiling")
+            res.checks["profile_lock"] = state["runtime"].pop("lock", None)
+            go_t = (res.checks["profile_lock"] or {}).pop("go_t", None)
+            if go_t is not None:
+                self.phase_s.append(["profile burst let go", round(go_t - self.cand.started, 3)])
+            self.phase_s.extend(_child_milestones(prof, "profiler", self.cand.started))
+            self.mark("profile collected")
+        # One timed phase per GPU at a time (gpulock.py); the wait does
+        # not count against the deadline. Nor do the next candidate's
+        # processes still warming up (spares.py) run beside it.
+        evr.progress("waiting for the GPU")
+        res.checks["spares_warm_wait_s"] = round(evr.launcher.wait_warm(opts["timeout_s"]), 3)
+        self.mark("next candidate's spares warm")
+        res.checks["timing_lock"] = self.lock.acquire(opts["timeout_s"])
+        if self.device == "cuda":
+            state["clock"] = gpuclock.Sampler().start()
+        self.mark("timing lock taken")
+        evr.progress("timing")
+        state["phase"] = "timing"
+        state["gate"] = "timing"
+        # The timed pass's own time, from now (sized by the slower of the
+        # candidate's and the reference's calls on the same inputs).
+        child.min_left_s = timed_pass_s(opts, state.get("extra_warmup") or 0, state.get("forward_s"),
+                                        state["ref_s"], self.device)
+        res.checks["timed_pass_s"] = round(child.min_left_s, 3)
+        cov.given("candidate")
+        child.go()
+
+
 def _child_milestones(child, label: str, since: float, ev_name: str = "phase", clock: str = "_t") -> list:
     """A child's milestone events (ev_name; `clock` holds when: "_t", our clock
     when the event arrived, or "t", the machine's monotonic clock as the child
@@ -1791,6 +1893,9 @@ def verdict_for_trial(t: dict, r: dict, cmeta: dict) -> dict:
 
 
 class _Result:
+    """What an evaluation has found so far; fail, no_verdict and ok turn it
+    into the verdict (verdict.WorkerVerdict)."""
+
     def __init__(self, opts: dict, device: str):
         self.opts = opts
         self.device = device
@@ -1801,35 +1906,33 @@ class _Result:
         self.subkernel_runtime_ms: dict | None = None
         self.coverage: coverage.Tracker | None = None  # static findings judged by what ran (coverage.py)
 
-    def _base(self, t_start: float) -> dict:
-        out = {"max_abs_err": self.max_abs_err, "runtime_ms": self.runtime_ms, "uses_pytorch": self.uses_pytorch,
-               "device": self.device, "checks": self.checks, "elapsed_s": round(time.monotonic() - t_start, 3)}
-        if self.subkernel_runtime_ms:
-            out["subkernel_runtime_ms"] = self.subkernel_runtime_ms
-        return out
+    def _verdict(self, t_start: float, status: str, kind: str, message: str, reasons: list,
+                 runtime_ms) -> WorkerVerdict:
+        return WorkerVerdict(max_abs_err=self.max_abs_err, runtime_ms=runtime_ms, uses_pytorch=self.uses_pytorch,
+                             device=self.device, checks=self.checks, elapsed_s=round(time.monotonic() - t_start, 3),
+                             subkernel_runtime_ms=self.subkernel_runtime_ms or None,
+                             status=status, kind=kind, message=message, reasons=reasons)
 
-    def fail(self, kind: str, message: str, t_start: float, reasons: list | None = None, stderr: str = "") -> dict:
+    def fail(self, kind: str, message: str, t_start: float, reasons: list | None = None,
+             stderr: str = "") -> WorkerVerdict:
         message = errors.redact_env_secrets(errors.shorten(message))
-        out = self._base(t_start)
-        out.update(status=errors.status_of(kind), kind=kind, message=message,
-                   reasons=reasons or [f"{kind}: {_first_line(message)}"])
+        status = errors.status_of(kind)
+        out = self._verdict(t_start, status, kind, message, reasons or [f"{kind}: {_first_line(message)}"],
+                            runtime_ms=self.runtime_ms if status == errors.CORRECT else None)
         if stderr:
-            out["stderr_tail"] = errors.redact_env_secrets(stderr[-1500:])
-        if out["status"] != errors.CORRECT:
-            out["runtime_ms"] = None
+            out.stderr_tail = errors.redact_env_secrets(stderr[-1500:])
         return out
 
-    def no_verdict(self, kind: str, message: str, t_start: float) -> dict:
+    def no_verdict(self, kind: str, message: str, t_start: float) -> WorkerVerdict:
         """The harness, not the candidate, failed (the reference side): no
         verdict on the candidate. The pool retries it; a search never charges it."""
-        out = self._base(t_start)
         message = errors.redact_env_secrets(errors.shorten(message))
-        out.update(status="no_verdict", kind=kind, message=message, reasons=[f"{kind}: {_first_line(message)}"],
-                   runtime_ms=None, retryable=True)
+        out = self._verdict(t_start, errors.NO_VERDICT, kind, message, [f"{kind}: {_first_line(message)}"],
+                            runtime_ms=None)
+        out.retryable = True
         return out
 
-    def ok(self, t_start: float) -> dict:
-        out = self._base(t_start)
+    def ok(self, t_start: float) -> WorkerVerdict:
         c = self.checks.get("correctness", {})
         msg = (f"correct on {c.get('trials_run', '?')} trials over {c.get('configs', '?')} input configuration(s), "
                f"max_abs_err {self.max_abs_err:.3g}" if self.max_abs_err is not None else "correct")
@@ -1837,5 +1940,4 @@ class _Result:
             msg += f"; median {self.runtime_ms['median']:.4g} ms"
         if self.uses_pytorch:
             msg += " (uses PyTorch kernels: allowed by policy)"
-        out.update(status=errors.CORRECT, kind="ok", message=msg, reasons=[])
-        return out
+        return self._verdict(t_start, errors.CORRECT, "ok", msg, [], runtime_ms=self.runtime_ms)
