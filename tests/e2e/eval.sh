@@ -105,7 +105,7 @@ expect "no GPU" 3 "no CUDA GPU visible: eval needs a GPU \(mkevolve check still 
 expect "no python" 3 "/nonexistent/python" -- "$BIN" eval --problem problem.py --kernel good.py --python /nonexistent/python
 
 # check: the static checker, no GPU or torch needed.
-if [[ -f $REPO/worker/mkevolve_worker/static_check.py ]]; then
+if [[ -f $REPO/worker/mkevolve_worker/static_check/__init__.py ]]; then
   expect "check clean" 0 "" -- "$BIN" check clean.py --python "$PY"
   expect "check cheat" 1 "cheat.py:[0-9]+: [a-z-]+: " -- "$BIN" check cheat.py --python "$PY"
   expect "check json" 1 '"clean":false' -- "$BIN" check --json cheat.py --python "$PY"
