@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "eval/cache.h"
@@ -139,6 +140,33 @@ TEST(Verdict, RoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(back->baseline_s, 1.0);
   EXPECT_EQ(back->raw, r.raw);
   EXPECT_EQ(back->to_json(), j);  // one form: read and written again, nothing changes
+}
+
+// The worker writes its verdict from one dataclass (mkevolve_worker/verdict.py);
+// every key it can write is either read into a typed member here or kept in
+// raw on purpose. A new worker field fails this until someone decides which.
+TEST(Verdict, EveryKeyTheWorkerWritesHasAPlaceInTheCppTable) {
+  SubprocessOptions o;
+  o.argv = {testing::test_python(), "-c",
+            "import json, sys; sys.path.insert(0, 'worker'); "
+            "from mkevolve_worker.verdict import worker_fields; print(json.dumps(worker_fields()))"};
+  o.cwd = MKEVOLVE_SOURCE_DIR;
+  auto r = run_subprocess(o, {}, std::chrono::seconds(60));
+  ASSERT_TRUE(r.ok()) << r.describe() << ": " << r.err;
+  auto worker = json::parse(r.out);
+  ASSERT_TRUE(worker.is_array());
+  ASSERT_GE(worker.size(), 10u);
+  auto typed = verdict_typed_keys(), kept = verdict_worker_raw_keys();
+  for (const auto& k : worker) {
+    const std::string key = k.get<std::string>();
+    const bool is_typed = std::find(typed.begin(), typed.end(), key) != typed.end();
+    const bool is_kept = std::find(kept.begin(), kept.end(), key) != kept.end();
+    EXPECT_TRUE(is_typed || is_kept) << "the worker writes '" << key << "', which eval::Verdict neither reads nor keeps";
+    EXPECT_FALSE(is_typed && is_kept) << key << " is both typed and kept raw";
+  }
+  // And the raw keys named here are the worker's, not stale names.
+  for (const auto& key : kept)
+    EXPECT_NE(std::find(worker.begin(), worker.end(), key), worker.end()) << key << " is no longer written by the worker";
 }
 
 TEST(Verdict, UnknownIsNullAndANewerWritersFieldsAreKept) {

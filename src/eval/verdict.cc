@@ -29,6 +29,12 @@ constexpr std::string_view kTyped[] = {"status",      "kind",     "reasons",    
                                        // the flat summary of older builds (read, never written)
                                        "speedup_compile", "speedup_eager", "compile_ms", "eager_ms"};
 
+// The worker's fields this build keeps in raw on purpose (read where they
+// are used: checks by roofline, shapes, the pool and the prompts; the rest
+// by the pool's retry logic and the eval command's --json).
+constexpr std::string_view kWorkerRaw[] = {"checks", "device", "elapsed_s", "subkernel_runtime_ms", "stderr_tail",
+                                           "retryable"};
+
 bool typed(const std::string& key) {
   for (auto k : kTyped)
     if (key == k) return true;
@@ -52,6 +58,9 @@ json median_or_null(const Timing& t) { return t.valid ? json(t.median_ms) : json
 json positive_or_null(double x) { return x > 0 ? json(x) : json(nullptr); }
 
 }  // namespace
+
+std::vector<std::string> verdict_typed_keys() { return {std::begin(kTyped), std::end(kTyped)}; }
+std::vector<std::string> verdict_worker_raw_keys() { return {std::begin(kWorkerRaw), std::end(kWorkerRaw)}; }
 
 const char* to_string(Status s) {
   for (const auto& e : kStatusNames)

@@ -73,6 +73,13 @@ struct Verdict {
   static Result<Verdict> from_json(const nlohmann::json& j);
 };
 
+/// The verdict's table, as a test holds the worker's (mkevolve_worker.verdict)
+/// against it: the top-level keys read into the typed members above, and the
+/// worker's keys kept in `raw` on purpose. A key the worker writes that is in
+/// neither is a field nobody decided about.
+std::vector<std::string> verdict_typed_keys();
+std::vector<std::string> verdict_worker_raw_keys();
+
 /// A timing as the worker writes it: a number (the median), or an object with
 /// median/mean or median_ms/mean_ms. Anything else is invalid.
 Timing parse_timing(const nlohmann::json& j);
