@@ -156,3 +156,33 @@ TEST(RunConfigRecord, RoundTripsAndKeepsANewerWritersFields) {
 
 }  // namespace
 }  // namespace mk::records
+
+#include "records/tally.h"
+
+namespace mk::records {
+namespace {
+
+TEST(LlmTally, CountsWhatEveryViewShows) {
+  LlmTally t;
+  LlmCall paid;
+  paid.agent = "generate";
+  paid.usage = {100, 20, 5, 1, false};
+  LlmCall cached = paid;
+  cached.agent = "decompose";
+  cached.cached = true;
+  LlmCall failed;
+  failed.agent = "debug";
+  failed.ok = false;
+  failed.usage.estimated = true;
+  for (const auto& c : {paid, cached, failed}) t.add(c);
+  EXPECT_EQ(t.calls, 3);
+  EXPECT_EQ(t.cached, 1);
+  EXPECT_EQ(t.failed, 1);
+  EXPECT_EQ(t.kernel_calls, 2);  // generate and debug; decompose is outside the kernel budget
+  EXPECT_EQ(t.total(), 126);     // the cached reply's tokens were paid for by the call that filled the cache
+  EXPECT_EQ(t.total(), paid.billed_tokens() + cached.billed_tokens() + failed.billed_tokens());
+  EXPECT_TRUE(t.estimated);
+}
+
+}  // namespace
+}  // namespace mk::records

@@ -71,7 +71,7 @@ std::string status_word(const ReportData& s) {
   return s.end_status.empty() ? "ended" : s.end_status;
 }
 
-std::string tokens_note(const TokenTotals& t) {
+std::string tokens_note(const records::LlmTally& t) {
   return human_count(static_cast<double>(t.total())) + (t.estimated ? " (some estimated)" : "");
 }
 
@@ -491,7 +491,7 @@ std::string render_markdown(const ReportData& s) {
     md += "Cached replies cost nothing and are not counted in the token columns.\n\n";
     md += "| agent | calls | cached | failed | truncated | input | output | cache read | cache write | total tokens |\n";
     md += "|---|---|---|---|---|---|---|---|---|---|\n";
-    auto row = [&](const std::string& name, const TokenTotals& t) {
+    auto row = [&](const std::string& name, const records::LlmTally& t) {
       md += "| " + md_cell(name) + " | " + std::to_string(t.calls) + " | " + std::to_string(t.cached) + " | " +
             std::to_string(t.failed) + " | " + std::to_string(t.truncated) + " | " + grouped(t.input) + " | " +
             grouped(t.output) + " | " + grouped(t.cache_read) + " | " + grouped(t.cache_write) + " | " +
@@ -884,7 +884,7 @@ std::string render_html(const ReportData& s) {
     h += "<div class=\"chart\">" + agent_chart(s) + "</div>";
     h += "<table><tr><th>agent</th><th>calls</th><th>cached</th><th>failed</th><th>truncated</th><th>input</th>"
          "<th>output</th><th>cache read</th><th>cache write</th><th>total</th></tr>";
-    auto row = [&](const std::string& name, const TokenTotals& t, bool total) {
+    auto row = [&](const std::string& name, const records::LlmTally& t, bool total) {
       h += std::string(total ? "<tr class=\"total\">" : "<tr>") + td(escape(name)) + td(std::to_string(t.calls)) +
            td(std::to_string(t.cached)) + td(std::to_string(t.failed)) + td(std::to_string(t.truncated)) +
            td(grouped(t.input)) + td(grouped(t.output)) + td(grouped(t.cache_read)) + td(grouped(t.cache_write)) +

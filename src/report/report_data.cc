@@ -17,21 +17,6 @@ namespace {
 using nlohmann::json;
 using namespace fields;
 
-void add_usage(TokenTotals& t, const rundir::events::LlmCall& c) {
-  ++t.calls;
-  if (c.cached) ++t.cached;
-  if (!c.ok) ++t.failed;
-  if (c.truncated) ++t.truncated;
-  // A cached reply cost nothing this time; its tokens were paid for by the call that filled the cache.
-  if (!c.cached) {
-    t.input += c.usage.input;
-    t.output += c.usage.output;
-    t.cache_read += c.usage.cache_read;
-    t.cache_write += c.usage.cache_write;
-  }
-  if (c.usage.estimated) t.estimated = true;
-}
-
 std::optional<int64_t> budget(const json& settings, const json& config, std::initializer_list<const char*> keys) {
   for (const json* src : {&settings, &config}) {
     if (!src->is_object()) continue;
@@ -64,7 +49,7 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
   s.versions = versions.is_object() ? versions : json::object();
   s.config = config.is_object() ? config : json::object();
   s.events = static_cast<int64_t>(events.size());
-  std::map<std::string, TokenTotals> agents;
+  std::map<std::string, records::LlmTally> agents;
   std::map<int, IterationRow> iterations;
   std::map<int, StructureColumn> structure;
   std::vector<std::string> order;
@@ -104,10 +89,10 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
       s.llm_changes.push_back(fmt::format("{} '{}' -> '{}' (resume {})", c.flag, c.from, c.to, s.resumes));
         },
         [&](const records::LlmCall& c) {
-    add_usage(agents[c.agent.empty() ? "(unknown)" : c.agent], c);
-    add_usage(s.by_task[c.task], c);
-    add_usage(s.llm_total, c);
-    if (rundir::events::is_kernel_agent(c.agent)) ++s.kernel_calls;
+    agents[c.agent.empty() ? "(unknown)" : c.agent].add(c);
+    s.by_task[c.task].add(c);
+    s.llm_total.add(c);
+    s.kernel_calls = s.llm_total.kernel_calls;
         },
         [&](const records::Eval& e) {
     ++s.evals_by_status[e.status.empty() ? "unknown" : e.status];

@@ -13,16 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "rundir/critical_path.h"
+#include "records/tally.h"
 #include "rundir/events.h"
 
 namespace mk::report {
-
-struct TokenTotals {
-  int64_t calls = 0, cached = 0, failed = 0, truncated = 0;
-  int64_t input = 0, output = 0, cache_read = 0, cache_write = 0;
-  bool estimated = false;
-  int64_t total() const { return input + output + cache_read + cache_write; }
-};
 
 struct SubkernelPoint {
   bool correct = false;
@@ -63,7 +57,7 @@ struct SubkernelRow {
   std::string status;  ///< correct, failing, new
   std::optional<double> runtime_ms, speedup_compile, share;
   bool uses_pytorch = false;
-  TokenTotals usage;   ///< LLM calls made for this subproblem
+  records::LlmTally usage;   ///< LLM calls made for this subproblem
   std::optional<double> roofline_fraction, headroom;  ///< against the GPU's roofline, when known
   std::string bound;   ///< memory or compute (with roofline_fraction)
   std::string reused_from;  ///< mkevolve adapt: the run its verified subkernel came from ("" if none)
@@ -93,9 +87,9 @@ struct ReportData {
   std::map<std::string, std::string> lineage; ///< name -> "split of 4" / "fusion of 4a + 4b"
   StructureGrid grid;
 
-  std::vector<std::pair<std::string, TokenTotals>> agents;  ///< by agent, most tokens first
-  std::map<std::string, TokenTotals> by_task;
-  TokenTotals llm_total;
+  std::vector<std::pair<std::string, records::LlmTally>> agents;  ///< by agent, most tokens first
+  std::map<std::string, records::LlmTally> by_task;
+  records::LlmTally llm_total;
   /// The calls the kernel budget (max_calls) counts: generate, debug, optimize, postfuse.
   int64_t kernel_calls = 0;
   std::map<std::string, int64_t> evals_by_status;

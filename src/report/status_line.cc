@@ -76,10 +76,7 @@ void StatusLine::update(const json& ev) {
             phase_.clear();
           },
           [&](const records::LlmCall& c) {
-            ++calls_;
-            if (records::is_kernel_agent(c.agent)) ++kernel_calls_;
-            if (c.cached) ++cached_;
-            tokens_ += c.billed_tokens();
+            llm_.add(c);
           },
           [&](const records::Eval&) { ++evals_done_; },
           [&](const records::EvalStart&) { ++evals_in_flight_; },  // live progress, not logged
@@ -115,9 +112,9 @@ std::string StatusLine::current() const {
   if (fresh_) s += " " + std::to_string(fresh_) + " new";
   s += " \u00b7 best " + x(best_);
   // The budget counts kernel calls only (decompose, split, fuse, judge are extra).
-  s += " \u00b7 LLM " + std::to_string(calls_) + " calls" +
-       (opts_.max_calls ? " (kernel " + std::to_string(kernel_calls_) + "/" + std::to_string(*opts_.max_calls) + ")" : "") +
-       ", " + human_count(static_cast<double>(tokens_)) +
+  s += " \u00b7 LLM " + std::to_string(llm_.calls) + " calls" +
+       (opts_.max_calls ? " (kernel " + std::to_string(llm_.kernel_calls) + "/" + std::to_string(*opts_.max_calls) + ")" : "") +
+       ", " + human_count(static_cast<double>(llm_.total())) +
        (opts_.max_tokens ? "/" + human_count(static_cast<double>(*opts_.max_tokens)) : "") + " tokens";
   s += " \u00b7 " + std::to_string(evals_in_flight_) + " eval" + (evals_in_flight_ == 1 ? "" : "s") + " running";
   if (!phase_.empty()) s += " \u00b7 " + phase_;
@@ -165,7 +162,7 @@ std::string StatusLine::describe(const json& ev) const {
             line += "; subkernels " + std::to_string(ok) + "\u2713 " + std::to_string(bad) + "\u2717";
             // The counts of the llm_call records seen so far (a resume feeds the
             // status line the records its log already holds), as report.md counts them.
-            line += "; " + std::to_string(calls_) + " LLM calls, " + human_count(static_cast<double>(tokens_)) +
+            line += "; " + std::to_string(llm_.calls) + " LLM calls, " + human_count(static_cast<double>(llm_.total())) +
                     " tokens so far";
             return line;
           },

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records/tally.h"
+
 namespace mk::report {
 
 class StatusLine {
@@ -68,8 +70,7 @@ class StatusLine {
   int T_ = 0;
   int ok_ = 0, failed_ = 0, fresh_ = 0;
   std::optional<double> best_;
-  int64_t calls_ = 0, tokens_ = 0, cached_ = 0;
-  int64_t kernel_calls_ = 0;  ///< generate, debug, optimize, postfuse: what the budget (max_calls) counts
+  records::LlmTally llm_;  ///< the llm_call records seen (kernel_calls: what the budget, max_calls, counts)
   int evals_in_flight_ = 0;
   int64_t evals_done_ = 0;
   std::string phase_;

@@ -5,6 +5,7 @@
 
 #include "eval/verdict.h"
 #include "rundir/critical_path.h"
+#include "records/tally.h"
 #include "rundir/events.h"
 #include "util/fs.h"
 
@@ -106,6 +107,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   o.problem_name = info.problem_name.empty() ? info.problem_id : info.problem_name;
   o.method = info.method;
 
+  records::LlmTally llm;
   int64_t calls = 0, tokens = 0;
   bool best_correct = false, best_pytorch = false;
   double best_compile = 0, best_eager = 0;
@@ -137,8 +139,9 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
     std::visit(
         records::Visit{
             [&](const records::LlmCall& c) {
-              ++calls;
-              tokens += c.billed_tokens();  // as report.md and the status line count them
+              llm.add(c);  // as report.md and the status line count them
+              calls = llm.calls;
+              tokens = llm.total();
             },
             [&](const records::Eval& ev) {
               const bool is_whole = ev.e2e || ev.task == info.problem_name;
