@@ -138,6 +138,13 @@ json Verdict::to_json() const {
   return j;
 }
 
+json summary_json(const Verdict& r) {
+  Verdict s = r;
+  s.raw = json::object();
+  s.queued_s = s.eval_s = s.baseline_s = 0;
+  return s.to_json();
+}
+
 // Besides the JSON form and the worker's answer, from_json reads the flat
 // summary older builds embedded in events, manifests and candidates' records
 // (speedup_compile, speedup_eager, compile_ms, eager_ms, feedback), so their

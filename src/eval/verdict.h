@@ -73,6 +73,13 @@ struct Verdict {
   static Result<Verdict> from_json(const nlohmann::json& j);
 };
 
+/// The verdict as records embed it (a candidate's result, the solution
+/// manifest, swap events): its JSON form without raw (the worker's checks)
+/// and without the pool's wall-clock times (queued_s, eval_s, baseline_s),
+/// so that a resumed or replayed run writes the same records. The one
+/// trimmed form: the search, `mkevolve swap` and the manifest all use it.
+nlohmann::json summary_json(const Verdict& r);
+
 /// The verdict's table, as a test holds the worker's (mkevolve_worker.verdict)
 /// against it: the top-level keys read into the typed members above, and the
 /// worker's keys kept in `raw` on purpose. A key the worker writes that is in

@@ -112,10 +112,8 @@ nlohmann::json timed_result_json(const eval::Verdict& r) {
 
 nlohmann::json result_json(const eval::Verdict& r) {
   eval::Verdict s = r;
-  s.raw = nlohmann::json::object();               // the worker's checks stay out of the records
-  s.queued_s = s.eval_s = s.baseline_s = 0;       // and wall-clock times (a resume logs the same)
   s.feedback = agents::trim_text(r.feedback, 10, 10, 2000);
-  return s.to_json();
+  return eval::summary_json(s);
 }
 
 nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round,
