@@ -39,7 +39,7 @@ int swap_cmd(int argc, char** argv) {
   req.subkernel = name;
   req.with = with;
   req.env = flags.env;
-  req.eval = flags.search.eval;
+  req.options = flags.search.eval;
   return run::swap_in_directory(std::move(req), method::env_setup());
 }
 

@@ -56,7 +56,7 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
   const std::string& name = req.subkernel;
   const std::string& with = req.with;
   EnvFlags& env_flags = req.env;
-  eval::EvalOptions& eopts = req.eval;
+  eval::EvalOptions& eopts = req.options;
   auto say = [](const std::string& m) { std::fprintf(stderr, "mkevolve swap: %s\n", m.c_str()); };
   const fs::path dir = req.dir;
   const fs::path sol = dir / "solution";

@@ -15,11 +15,11 @@ namespace mk::run {
 namespace fs = std::filesystem;
 
 struct SwapRequest {
-  fs::path dir;              ///< the run directory
-  std::string subkernel;     ///< the subkernel (subproblem) to replace
-  std::string with;          ///< a file with a ModelNew for that subproblem, or "pytorch"
-  EnvFlags env;              ///< where the evaluator comes from
-  eval::EvalOptions eval;    ///< how the replacement and the package are evaluated
+  fs::path dir;               ///< the run directory
+  std::string subkernel;      ///< the subkernel (subproblem) to replace
+  std::string with;           ///< a file with a ModelNew for that subproblem, or "pytorch"
+  EnvFlags env;               ///< where the evaluator comes from
+  eval::EvalOptions options;  ///< how the replacement and the package are evaluated
 };
 /// Verifies and installs the replacement (setup.pool builds the worker pool;
 /// DIR/solution is untouched when anything fails), printing each check's
