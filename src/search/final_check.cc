@@ -17,6 +17,7 @@
 namespace mk::search {
 
 using problem::Topology;
+
 using detail::compose_and_evaluate;
 using detail::emit;
 

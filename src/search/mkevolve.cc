@@ -16,6 +16,7 @@
 namespace mk::search {
 
 using problem::Topology;
+
 using detail::announce_best;
 using detail::emit;
 using detail::final_check;

@@ -1,6 +1,6 @@
-// After the search: Swap (--swap TAU, `mkevolve swap`: subkernels slower than
-// TAU x torch.compile replaced by PyTorch or a given kernel) and PostFuse
-// (--postfuse N: one more beam search for a single fused kernel).
+// After the search: PostFuse (--postfuse N: one more beam search, for a single
+// fused kernel) and Swap (--swap TAU: subkernels slower than TAU x
+// torch.compile replaced by their PyTorch reference or a --swap-with kernel).
 #include <fmt/format.h>
 
 #include "problem/compose.h"
