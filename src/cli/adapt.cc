@@ -10,6 +10,7 @@
 
 #include "records/run_config.h"
 #include "run/problem_run.h"
+#include "run/run_in_directory.h"
 #include "cli/args.h"
 #include "cli/flags.h"
 #include "cli/method_common.h"
@@ -39,7 +40,7 @@ int adapt_cmd(int argc, char** argv) {
                      {2, "bad usage or input: a flag, a broken problem file, an --out that cannot hold a run"},
                      {3, "something missing on this machine: no GPU, no torch, no LLM, an unreachable endpoint or a refused key, a full disk"},
                      {130, "interrupted (continue with mkevolve run --resume DIR)"}}));
-  method::RunRequest req;
+  run::RunRequest req;
   req.cmd = "adapt";
   std::string from, variant, out;
   int budget = 8;
@@ -111,7 +112,7 @@ int adapt_cmd(int argc, char** argv) {
   if (std::string err = method::search_options_error(req.opts); !err.empty()) return say(err);
   req.mode = quiet ? report::StatusLine::Mode::kQuiet
                    : events_json ? report::StatusLine::Mode::kEventsJson : report::StatusLine::Mode::kAuto;
-  return method::run_in_directory(std::move(req));
+  return run::run_in_directory(std::move(req), method::env_setup());
 }
 
 static Register reg_adapt("adapt", "reuse a finished run's verified subkernels for a variant of its problem; evolve only "

@@ -381,7 +381,7 @@ int eval_cmd_main(int argc, char** argv) {
     std::fprintf(stderr, "mkevolve eval: %s\n", usage);
     return kExitUsage;
   }
-  if (std::string e = method::tolerance_error(opts); !e.empty()) {
+  if (std::string e = eval::tolerance_error(opts); !e.empty()) {
     std::fprintf(stderr, "mkevolve eval: %s\n", e.c_str());
     return kExitUsage;
   }

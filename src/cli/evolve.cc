@@ -10,6 +10,7 @@
 #include "cli/args.h"
 #include "cli/flags.h"
 #include "cli/registry.h"
+#include "run/run_in_directory.h"
 
 namespace mk::cli {
 namespace {
@@ -36,7 +37,7 @@ int evolve_cmd(int argc, char** argv) {
                      {2, "bad usage or input: a flag, a broken problem file, an --out that cannot hold a run"},
                      {3, "something missing on this machine: no GPU, no torch, no LLM, an unreachable endpoint or a refused key, a full disk"},
                      {130, "interrupted (continue with mkevolve run --resume DIR)"}}));
-  method::RunRequest req;
+  run::RunRequest req;
   req.cmd = "evolve";
   std::string problem, out;
   int budget = 32;
@@ -63,7 +64,7 @@ int evolve_cmd(int argc, char** argv) {
     std::fprintf(stderr, "mkevolve evolve: --budget, --beam-width and --expansion must be positive\n");
     return kExitUsage;
   }
-  if (std::string e = method::tolerance_error(req.opts.eval); !e.empty()) {
+  if (std::string e = eval::tolerance_error(req.opts.eval); !e.empty()) {
     std::fprintf(stderr, "mkevolve evolve: %s\n", e.c_str());
     return kExitUsage;
   }
@@ -74,7 +75,7 @@ int evolve_cmd(int argc, char** argv) {
   req.out = out.empty() ? default_out(problem) : out;
   req.mode = quiet ? report::StatusLine::Mode::kQuiet
                    : events_json ? report::StatusLine::Mode::kEventsJson : report::StatusLine::Mode::kAuto;
-  return method::run_in_directory(std::move(req));
+  return run::run_in_directory(std::move(req), method::env_setup());
 }
 
 static Register reg_evolve("evolve", "beam-search a Triton kernel for one problem with a budget of LLM calls", &evolve_cmd);

@@ -14,20 +14,13 @@
 #include <vector>
 
 #include "eval/pool.h"
+#include "run/run_env.h"
 #include "search/search.h"
 
 namespace mk::cli {
 
-/// Where the LLM and the evaluator come from.
-struct EnvFlags {
-  std::string llm, judge, base_url, config_path, python, record;
-  int llm_concurrency = 0;
-  int gpu = -1;
-  int slots_per_gpu = 0;  ///< 0: auto (docs/EVAL.md, "How evaluation runs")
-  bool no_prestart = false;  ///< start each candidate's processes on demand (PoolOptions::prestart)
-  bool allow_llm_change = false;  ///< a resume may use another --llm, --judge, --base-url or --config
-  bool test_cpu = false;  ///< hidden: the worker's CPU test mode (CI end-to-end tests only)
-};
+/// Where the LLM and the evaluator come from (run/run_env.h).
+using run::EnvFlags;
 
 /// Every value a table flag can set. Defaults are the members' own
 /// (SearchOptions, EvalOptions, EnvFlags); help shows them.

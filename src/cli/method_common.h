@@ -1,6 +1,7 @@
-// Shared by `mkevolve decompose`, `evolve`, `run`, `adapt` and `bench`: building the
-// LLM provider stack and the worker pool (with clear "what is missing" errors,
-// exit 3), and the EventSink that feeds the run directory and the status line.
+// Shared by `mkevolve decompose`, `evolve`, `run`, `adapt`, `bench` and `swap`:
+// building the LLM provider stack and the worker pool (with clear "what is
+// missing" errors, exit 3). The run core they hand it to is run/'s
+// (run_in_directory.h, swap.h, problem_run.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@
 #include "agents/prompts.h"
 #include "cli/flags.h"
 #include "run/problem_run.h"
+#include "run/run_env.h"
 #include "eval/pool.h"
 #include "llm/accounting.h"
 #include "llm/provider.h"
@@ -30,23 +32,11 @@ namespace fs = std::filesystem;
 
 using cli::EnvFlags;  // cli/flags.h: the flags that say where the LLM and the evaluator come from
 
-/// A usage error of the tolerance flags ("" when none): --tolerance calibrated
-/// or FILE with --atol/--rtol.
-std::string tolerance_error(const eval::EvalOptions& o);
 /// Empty when the search settings are usable, else a one-line usage error.
 std::string search_options_error(const search::SearchOptions& o);
 
-/// Everything a search needs from the outside world. Not movable (providers
-/// point at `acc`).
-struct Env {
-  std::optional<Config> config;
-  llm::Accounting acc;
-  std::shared_ptr<llm::Provider> llm, judge;
-  std::unique_ptr<eval::WorkerPool> pool;
-  agents::Prompts prompts;
-  std::string hardware;
-  rundir::Versions versions;
-};
+/// Everything a search needs from the outside world (run/run_env.h).
+using run::Env;
 
 /// Builds the providers (caching into llm_cache when non-empty) and the pool
 /// (need_gpu: a CUDA GPU is required unless --test-cpu-unsafe; server logs and
@@ -63,28 +53,14 @@ int setup_llm(const std::string& cmd, const EnvFlags& flags, const fs::path& llm
               std::vector<std::string>* missing);
 int setup_pool(const std::string& cmd, const EnvFlags& flags, const fs::path& eval_cache, const fs::path& work_dir,
                bool need_gpu, Env* env, std::vector<std::string>* missing);
-/// Prints the missing things; kExitEnvironment if any, else 0.
-int report_missing(const std::string& cmd, const std::vector<std::string>& missing);
+/// setup_llm and setup_pool, as the run core calls them (run::run_in_directory,
+/// run::swap_in_directory).
+run::EnvSetup env_setup();
 
-/// What the runs of this process share, for run::run_problem.
-run::Shared shared_of(const Env& env);
+using run::report_missing;  ///< prints the missing things; kExitEnvironment if any, else 0
+using run::shared_of;       ///< what the runs of this process share, for run::run_problem
 
 using RunSink = run::RunSink;
 using StopWatcher = run::StopWatcher;
-
-/// Runs ctx.opts.method on `problem` in a run directory (new, or resumed when
-/// resume is set), writes the solution package and the report, prints where
-/// things are. Returns the exit status.
-struct RunRequest {
-  std::string cmd;                 ///< "run" or "evolve"
-  fs::path problem_file;           ///< unused on resume
-  fs::path out;                    ///< the run directory
-  bool resume = false;
-  search::SearchOptions opts;
-  EnvFlags env;
-  report::StatusLine::Mode mode = report::StatusLine::Mode::kAuto;
-  std::vector<std::string> swap_with;  ///< NAME=FILE
-};
-int run_in_directory(RunRequest req);
 
 }  // namespace mk::cli::method

@@ -9,16 +9,9 @@
 
 namespace mk::cli {
 
-/// Process exit statuses, shared by every subcommand: each is the one table's
-/// (util/exit_code.h) status for an error kind. A command that holds an error
-/// returns exit_code(error.kind).
-enum Exit : int {
-  kExitOk = kExitStatusOk,
-  kExitFailure = exit_code(ErrorKind::kOther),           ///< the command ran and the answer is "no"
-  kExitUsage = exit_code(ErrorKind::kBadInput),          ///< bad flags or bad input files
-  kExitEnvironment = exit_code(ErrorKind::kMissing),     ///< something missing on this machine
-  kExitInterrupted = exit_code(ErrorKind::kInterrupted),
-};
+// The exit statuses (util/exit_code.h), by the names every command and main.cc use.
+using mk::Exit;
+using mk::kExitOk, mk::kExitFailure, mk::kExitUsage, mk::kExitEnvironment, mk::kExitInterrupted;
 
 using CommandFn = int (*)(int argc, char** argv);  ///< argv[0] is "mkevolve <name>"
 

@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/flags.h"
 #include "cli/registry.h"
+#include "run/run_in_directory.h"
 
 namespace mk::cli {
 namespace {
@@ -30,7 +31,7 @@ int run_cmd(int argc, char** argv) {
                      {2, "bad usage or input: a flag, a broken problem file, an --out that cannot hold a run"},
                      {3, "something missing on this machine: no GPU, no torch, no LLM, an unreachable endpoint or a refused key, a full disk"},
                      {130, "interrupted (continue with mkevolve run --resume DIR)"}}));
-  method::RunRequest req;
+  run::RunRequest req;
   req.cmd = "run";
   std::string problem, out, resume;
   bool quiet = false, events_json = false;
@@ -71,7 +72,7 @@ int run_cmd(int argc, char** argv) {
   if (std::string err = method::search_options_error(req.opts); !err.empty()) return usage(err.c_str());
   req.mode = quiet ? report::StatusLine::Mode::kQuiet
                    : events_json ? report::StatusLine::Mode::kEventsJson : report::StatusLine::Mode::kAuto;
-  return method::run_in_directory(std::move(req));
+  return run::run_in_directory(std::move(req), method::env_setup());
 }
 
 static Register reg_run("run", "run MKEvolve (or a baseline) on a problem: decompose, evolve, compose; resumable",

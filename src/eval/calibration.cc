@@ -107,4 +107,11 @@ fs::path calibration_path(const std::string& tolerance, const fs::path& calibrat
   return fs::path(tolerance);
 }
 
+std::string tolerance_error(const eval::EvalOptions& o) {
+  if (o.tolerance != "default" && (o.atol || o.rtol))
+    return "--tolerance " + o.tolerance +
+           " judges each output at its calibrated atol with rtol 0; drop --atol/--rtol (or use --tolerance default)";
+  return {};
+}
+
 }  // namespace mk::eval

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/evaluator.h"
 #include "util/result.h"
 
 namespace mk::eval {
@@ -54,5 +55,9 @@ nlohmann::json calibrated_option(const nlohmann::json& entry, const std::string&
 /// "calibrated" (the given default file) or a path. The calibration file to
 /// use, empty for "default".
 std::filesystem::path calibration_path(const std::string& tolerance, const std::filesystem::path& calibrated_default);
+
+/// A usage error of the tolerance flags ("" when none): --tolerance calibrated
+/// or FILE with --atol/--rtol.
+std::string tolerance_error(const EvalOptions& o);
 
 }  // namespace mk::eval

@@ -1,3 +1,7 @@
+// The worker pool proper: its queue and slots (one server each), the
+// evaluations it runs, and its other ops (problem check, decomposition check,
+// hardware info, pinning, static check). Baselines: pool_baselines.cc;
+// calibration: pool_calibration.cc.
 #include "eval/pool.h"
 
 #include <cctype>
@@ -11,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "eval/proc.h"
+#include "eval/pool_internal.h"
 #include "eval/protocol.h"
 #include "eval/sources.h"
 #include "util/env.h"
@@ -23,28 +28,15 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-struct WorkerPool::Slot {
-  int index = 0;
-  int gpu = -1;              ///< visible GPU index, -1 for the CPU slot
-  std::string gpu_name;      ///< "cpu" for the CPU slot
-  std::string device;        ///< CUDA_VISIBLE_DEVICES for its server
-  /// Shared by every slot (and every pool on the host) on the same physical GPU:
-  /// the worker holds it while a candidate or baseline is timed (gpulock.py).
-  fs::path timing_lock;
-  fs::path dir;
-  std::unique_ptr<Server> server;  ///< used by the slot thread only, except under server_mu
-  std::mutex server_mu;
-  bool busy = false;               ///< under server_mu
-  bool running = false;            ///< a job runs here (under the pool's mu_)
-  /// An evaluation left its spares to a later refill (under mu_), since owed_since.
-  bool spares_owed = false;
-  std::chrono::steady_clock::time_point owed_since;
-  std::thread thread;
-};
+using detail::absolute_path;
+using detail::clip_tail;
+using detail::fmt_seconds;
+using detail::footprint_key;
+using detail::kGiB;
+using detail::timed_without_lock;
 
-namespace {
-/// True when a worker answer says its timing ran without the GPU timing lock
-/// (checks.timing_lock for an eval, timing_lock for a baseline; held: false).
+namespace detail {
+
 bool timed_without_lock(const json& answer) {
   if (!answer.is_object()) return false;
   const json* rec = nullptr;
@@ -62,7 +54,29 @@ bool timed_without_lock(const json& answer) {
   auto c = answer.find("compile_timing_lock");
   return c != answer.end() && unheld(&*c);
 }
-}  // namespace
+
+std::string fmt_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+std::string clip_tail(const std::string& s, size_t n) { return s.size() > n ? "..." + s.substr(s.size() - n) : s; }
+
+fs::path absolute_path(const fs::path& p) {
+  std::error_code ec;
+  fs::path a = fs::absolute(p, ec);
+  return ec ? p : a.lexically_normal();
+}
+
+std::string footprint_key(const std::string& problem_hash, const EvalIdentity& id, const EvalOptions& o) {
+  Hasher fh;
+  fh.update(problem_hash).update(id.gpu_model).update(id.torch).update(id.worker).update(o.test_cpu ? "cpu" : "gpu");
+  if (o.measure_perf) fh.update("timed");
+  return fh.hex();
+}
+
+}  // namespace detail
 
 const std::vector<std::string>& default_pythons() {
   static const std::vector<std::string> c = {"python3", "/usr/bin/python3", "/usr/local/bin/python3"};
@@ -93,14 +107,6 @@ std::chrono::milliseconds seconds_ms(double s) {
   return std::chrono::milliseconds(static_cast<long long>(std::max(0.0, s) * 1000.0));
 }
 
-std::string fmt_seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
-
-std::string clip_tail(const std::string& s, size_t n) { return s.size() > n ? "..." + s.substr(s.size() - n) : s; }
-
 // Hash of the verifier's own sources: a changed worker invalidates cached verdicts.
 std::string hash_worker(const fs::path& worker_dir, const std::vector<std::string>& command) {
   Hasher h;
@@ -120,12 +126,6 @@ std::string hash_worker(const fs::path& worker_dir, const std::vector<std::strin
     h.update(t ? *t : std::string());
   }
   return h.hex();
-}
-
-fs::path absolute_path(const fs::path& p) {
-  std::error_code ec;
-  fs::path a = fs::absolute(p, ec);
-  return ec ? p : a.lexically_normal();
 }
 
 }  // namespace
@@ -645,8 +645,6 @@ void WorkerPool::deliver(const std::string& flight, const Promise& leader, Verdi
 }
 
 namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 double num_at(const json& j, const char* a, const char* b) {
   if (!j.is_object() || !j.contains(a) || !j[a].is_object()) return 0;
   const json& o = j[a];
@@ -667,17 +665,6 @@ std::optional<Footprint> measured_footprint(const json& raw) {
   // Only an evaluation that got through its trials saw the whole footprint.
   if (f.host_bytes <= 0 || f.output_bytes <= 0) return std::nullopt;
   return f;
-}
-
-/// A problem's footprint is kept per problem sources and machine (GPU model,
-/// torch, worker sources, CPU test mode or not), and per whether the
-/// evaluation is timed: a timed one also holds the timed calls' inputs in the
-/// candidate and a third process, the profiling one.
-std::string footprint_key(const std::string& problem_hash, const EvalIdentity& id, const EvalOptions& o) {
-  Hasher fh;
-  fh.update(problem_hash).update(id.gpu_model).update(id.torch).update(id.worker).update(o.test_cpu ? "cpu" : "gpu");
-  if (o.measure_perf) fh.update("timed");
-  return fh.hex();
 }
 
 bool harness_failure(const Verdict& r) {
@@ -893,117 +880,6 @@ mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu, con
   return st;
 }
 
-namespace {
-/// What one calibration of a problem may hold, given its footprint: the
-/// reference's data in its own dtype plus the same in float64 (four times a
-/// 16-bit type's bytes), so 5 x (inputs + outputs), and never less than one
-/// evaluation of the problem holds. On the GPU the data lives there; in test
-/// mode on the host. {host, device} bytes.
-std::pair<double, double> calibration_reservation(const Footprint& fp, bool test_cpu) {
-  double data = 5 * (fp.input_bytes + fp.output_bytes);
-  double host = std::max(fp.host_bytes, test_cpu ? data + 3 * kGiB : 0.0);
-  double dev = test_cpu ? 0.0 : std::max(fp.device_bytes, data + 0.6 * kGiB);
-  return {host, dev};
-}
-}  // namespace
-
-Result<json> WorkerPool::calibrate_on(Slot& slot, const fs::path& problem, int runs, bool test_cpu, int seed) {
-  if (slot.gpu < 0 && !test_cpu) return Error{"no CUDA GPU visible: calibration needs a GPU"};
-  if (auto st = ensure_server(slot); !st) return Error{st.error()};
-  // Memory admission as for an evaluation of the problem (a calibration runs
-  // beside the evaluations of other problems): by its footprint, alone while
-  // none is known.
-  std::optional<Admission::Ticket> ticket;
-  if (opts_.memory_admission) {
-    std::optional<Footprint> fp;
-    if (auto ph = hash_sources(problem)) fp = default_footprint(slot, problem, *ph, test_cpu);
-    if (std::string what = too_large(slot, fp); !what.empty())
-      return Error{problem.string() + ": one evaluation of this problem needs " + what};
-    auto [host, dev] = fp ? calibration_reservation(*fp, test_cpu) : std::pair<double, double>{0, 0};
-    ticket = admission_->acquire(slot.gpu, host, dev, !fp, [this] { return stopping(); });
-    if (!ticket) return Error{"the evaluator shut down before calibrating " + problem.string()};
-  }
-  json msg{{"op", "calibrate"},
-           {"problem", problem.string()},
-           {"runs", runs},
-           {"options", {{"test_cpu", test_cpu}, {"seed", seed}}}};
-  // Each run draws five kinds of inputs and runs the reference twice on each.
-  auto rep = call(slot, std::move(msg), opts_.deadline_factor * 600 * std::max(1.0, runs / 10.0) + opts_.grace_s);
-  if (ticket) admission_->release(*ticket);
-  if (rep.outcome != Server::Outcome::kAnswered)
-    return Error{"the evaluation server failed while calibrating " + problem.string() + ": " +
-                 clip_tail(rep.detail, 500)};
-  const json& m = rep.message;
-  if (m.value("type", "") == "error")
-    return Error{m.contains("message") && m["message"].is_string() ? m["message"].get<std::string>()
-                                                                   : problem.string() + ": calibration failed"};
-  json out = m;
-  out.erase("id");
-  out.erase("type");
-  if (auto st = check_calibration_answer(out); !st)
-    return Error{"the worker's calibration of " + problem.string() + ": " + st.error()};
-  return out;
-}
-
-Result<json> WorkerPool::calibrate(const fs::path& problem, int runs, bool test_cpu, int seed) {
-  auto promise = std::make_shared<std::promise<Result<json>>>();
-  auto fut = promise->get_future();
-  fs::path p = absolute_path(problem);
-  Job job;
-  job.run = [this, promise, p, runs, test_cpu, seed](Slot& slot) {
-    promise->set_value(calibrate_on(slot, p, runs, test_cpu, seed));
-  };
-  job.cancel = [promise](const std::string& why) { promise->set_value(Error{why}); };
-  enqueue(std::move(job));
-  return fut.get();
-}
-
-Result<json> WorkerPool::calibrated_for(Slot& slot, const EvalRequest& req, const std::string& problem_hash) {
-  const fs::path file = absolute_path(req.options.calibration);
-  const std::string flight = file.string() + "\n" + problem_hash;
-  std::shared_ptr<CalibrationFile> cf;
-  std::shared_ptr<std::promise<Result<json>>> mine;
-  std::shared_future<Result<json>> theirs;
-  {
-    std::lock_guard lock(calib_mu_);
-    auto& slot_file = calib_files_[file.string()];
-    if (!slot_file) {
-      auto loaded = CalibrationFile::load(file);
-      if (!loaded) {
-        calib_files_.erase(file.string());
-        return Error{loaded.error()};
-      }
-      slot_file = std::make_shared<CalibrationFile>(*loaded);
-    }
-    cf = slot_file;
-    if (auto e = cf->entry(problem_hash)) return calibrated_option(*e, file.string());
-    if (auto it = calib_inflight_.find(flight); it != calib_inflight_.end()) {
-      theirs = it->second;
-    } else {
-      mine = std::make_shared<std::promise<Result<json>>>();
-      calib_inflight_[flight] = mine->get_future().share();
-    }
-  }
-  if (theirs.valid()) {
-    auto r = theirs.get();
-    if (!r) return Error{r.error()};
-    return calibrated_option(*r, file.string());
-  }
-  // Not in the file: measured here, on this slot, with the evaluation's seed.
-  Result<json> r = calibrate_on(slot, absolute_path(req.problem), req.options.calibration_runs, req.options.test_cpu,
-                                req.options.seed);
-  if (r) {
-    if (auto st = cf->put(problem_hash, absolute_path(req.problem), *r); !st) r = Error{st.error()};
-  }
-  mine->set_value(r);
-  {
-    std::lock_guard lock(calib_mu_);
-    calib_inflight_.erase(flight);
-  }
-  if (!r) return Error{r.error()};
-  return calibrated_option(*r, file.string());
-}
-
 Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
   if (slot.gpu < 0 && !req_in.options.test_cpu)
     return pool_failure(Status::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
@@ -1139,174 +1015,6 @@ Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
     (void)results_->put(key, r, about);  // a full disk only costs a re-evaluation later
   }
   return r;
-}
-
-EvalIdentity WorkerPool::baseline_identity(const Slot& slot) const {
-  EvalIdentity id = identity_for(slot);
-  if (id.torch.empty()) {  // the candidate took the server down: use the pool-wide identity
-    std::lock_guard lock(mu_);
-    id.torch = torch_.value_or("");
-  }
-  return id;
-}
-
-void WorkerPool::prefetch_baselines(const fs::path& problem, const EvalOptions& options) {
-  queue_baselines(problem, options, /*background=*/true);
-}
-
-void WorkerPool::queue_baselines(const fs::path& problem, const EvalOptions& options, bool background) {
-  if (!options.measure_perf || (options.test_cpu && !opts_.test_mode) || (gpus_.empty() && !options.test_cpu)) return;
-  EvalRequest req;
-  req.problem = absolute_path(problem);
-  req.options = options;
-  req.task = "baselines";
-  Job job;
-  job.gpu = options.gpu;
-  job.background = background;
-  job.run = [this, req, background](Slot& slot) {
-    if (slot.gpu < 0 && !req.options.test_cpu) return;
-    auto ph = hash_sources(req.problem);
-    if (!ph || !ensure_server(slot)) return;  // the first evaluation of the problem will say why
-    EvalIdentity id = baseline_identity(slot);
-    std::string key = baseline_key(*ph, id, req.options);
-    if (baselines_ && baselines_->get(key)) return;
-    {
-      // An evaluation got there first and measures them: nothing to add. Nor
-      // when the candidate that queued them measured them itself meanwhile
-      // (one slot: it got there before this job).
-      std::lock_guard lock(baseline_mu_);
-      if (baseline_inflight_.count(key)) return;
-      if (!background && !baseline_started_.count(key)) return;
-    }
-    // Admitted by the problem's footprint, estimated here when none was measured
-    // yet (as its first evaluation would), so that it need not run alone.
-    if (opts_.memory_admission) (void)footprint_for(slot, req, footprint_key(*ph, id, req.options));
-    (void)measure_baselines(slot, req, *ph, id, key);
-  };
-  job.cancel = [](const std::string&) {};
-  enqueue(std::move(job));
-}
-
-Result<Baseline> WorkerPool::measure_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash,
-                                               const EvalIdentity& id, const std::string& key) {
-  std::shared_future<Result<Baseline>> fut;
-  std::shared_ptr<std::promise<Result<Baseline>>> mine;
-  {
-    std::lock_guard lock(baseline_mu_);
-    auto it = baseline_inflight_.find(key);
-    if (it != baseline_inflight_.end()) {
-      fut = it->second;
-    } else {
-      mine = std::make_shared<std::promise<Result<Baseline>>>();
-      fut = mine->get_future().share();
-      baseline_inflight_.emplace(key, fut);
-      baseline_started_.erase(key);  // a queued job for them has nothing left to do
-    }
-  }
-  if (mine) {
-    Result<Baseline> got = Error{"no baseline"};
-    if (auto st = ensure_server(slot); !st) {
-      got = Error{st.error()};
-    } else {
-      {
-        std::lock_guard lock(mu_);
-        ++stats_.baseline_runs;
-      }
-      EvalOptions bo = req.options;
-      json msg{{"op", "baseline"}, {"problem", req.problem.string()}, {"options", options_to_json(bo)}};
-      // The baseline process holds the problem's timing inputs on the host and
-      // the GPU like an evaluation does: it is admitted by the same footprint
-      // (alone while that is unknown).
-      std::optional<Admission::Ticket> ticket;
-      if (opts_.memory_admission) {
-        auto fp = footprints_->get(footprint_key(problem_hash, id, req.options));
-        ticket = admission_->acquire(slot.gpu, fp ? fp->host_bytes : 0, fp ? fp->device_bytes : 0, !fp,
-                                     [this] { return stopping(); });
-      }
-      auto rep = ticket || !opts_.memory_admission
-                     ? call(slot, std::move(msg), opts_.baseline_timeout_s)
-                     : Server::Reply{Server::Outcome::kDied, {}, "the evaluator shut down"};
-      if (ticket) admission_->release(*ticket);
-      if (rep.outcome == Server::Outcome::kAnswered)
-        got = parse_baseline(rep.message);
-      else
-        got = Error{"baseline measurement failed: " + (rep.outcome == Server::Outcome::kTimeout
-                                                          ? "no answer within " + fmt_seconds(opts_.baseline_timeout_s) + " s"
-                                                          : clip_tail(rep.detail, 300))};
-    }
-    if (got && baselines_ && !timed_without_lock(got->raw)) {
-      json about{{"problem", req.problem.string()}, {"gpu_model", id.gpu_model}, {"torch", id.torch}};
-      (void)baselines_->put(key, *got, about);
-    }
-    mine->set_value(got);
-    if (!got) {  // let a later request try again
-      std::lock_guard lock(baseline_mu_);
-      baseline_inflight_.erase(key);
-    }
-  }
-  return fut.get();
-}
-
-void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::string& problem_hash, Verdict& r) {
-  if (r.eager.valid) return;  // the worker measured them itself
-  EvalIdentity id = baseline_identity(slot);
-  std::string key = baseline_key(problem_hash, id, req.options);
-  if (baselines_) {
-    if (auto b = baselines_->get(key)) {
-      r.eager = b->eager;
-      r.compiled = b->compiled;
-      return;
-    }
-  }
-  const Result<Baseline> b = measure_baselines(slot, req, problem_hash, id, key);
-  if (b) {
-    r.eager = b->eager;
-    r.compiled = b->compiled;
-    // The GPU's clock while the baselines were timed, beside the candidate's
-    // own (checks.gpu_clock): a speedup compares two moments of the GPU.
-    if (b->raw.is_object() && b->raw.contains("gpu_clock") && b->raw["gpu_clock"].is_object()) {
-      if (!r.raw.is_object()) r.raw = json::object();
-      if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
-      r.raw["checks"]["baseline_gpu_clock"] = b->raw["gpu_clock"];
-    }
-    // Why there is no torch.compile figure (a compile error, or its step's deadline).
-    if (!b->compiled.valid && b->raw.is_object() && b->raw.contains("compile_error") &&
-        b->raw["compile_error"].is_string()) {
-      if (!r.raw.is_object()) r.raw = json::object();
-      if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
-      r.raw["checks"]["baseline_compile_error"] = b->raw["compile_error"];
-    }
-    if (timed_without_lock(b->raw)) {  // fine for now, not for the verdict cache
-      if (!r.raw.is_object()) r.raw = json::object();
-      r.raw["baseline_timed_without_lock"] = true;
-    }
-  } else {
-    if (!r.raw.is_object()) r.raw = json::object();
-    r.raw["baseline_error"] = b.error();
-  }
-}
-
-void WorkerPool::add_tf32_baseline(Slot& slot, const EvalRequest& req, const std::string& problem_hash, Verdict& r) {
-  EvalRequest t = req;
-  t.options.tf32 = true;
-  t.options.calibrated = nullptr;
-  EvalIdentity id = baseline_identity(slot);
-  std::string key = baseline_key(problem_hash, id, t.options);
-  std::optional<Baseline> cached = baselines_ ? baselines_->get(key) : std::nullopt;
-  Result<Baseline> b = cached ? Result<Baseline>(*cached) : measure_baselines(slot, t, problem_hash, id, key);
-  if (!r.raw.is_object()) r.raw = json::object();
-  if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
-  if (!b) {
-    r.raw["checks"]["baseline_tf32"] = {{"error", b.error()}};
-    return;
-  }
-  r.compiled_tf32 = b->compiled;
-  json rec{{"tf32", true},
-           {"eager_ms", b->eager.valid ? json(b->eager.median_ms) : json(nullptr)},
-           {"compile_ms", b->compiled.valid ? json(b->compiled.median_ms) : json(nullptr)}};
-  if (b->raw.is_object() && b->raw.contains("compile_error")) rec["compile_error"] = b->raw["compile_error"];
-  r.raw["checks"]["baseline_tf32"] = rec;
-  if (timed_without_lock(b->raw)) r.raw["baseline_timed_without_lock"] = true;
 }
 
 namespace {

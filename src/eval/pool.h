@@ -1,6 +1,7 @@
 // The worker pool: the real Evaluator. One worker server per visible GPU (or
 // several: slots_per_gpu), a shared queue, per-request deadlines, restarts of
-// dead or hung servers, and the result and baseline caches.
+// dead or hung servers, and the result and baseline caches. Defined in pool.cc
+// (the queue and slots), pool_baselines.cc and pool_calibration.cc.
 //
 //   auto pool = WorkerPool::create(opts);        // discovers GPUs, starts nothing yet
 //   if (auto st = (*pool)->probe(); !st) ...      // environment problems (exit 3)

@@ -1,6 +1,9 @@
-// Helpers shared by the search's .cc files (not part of the public interface).
+// Helpers shared by the search's .cc files (not part of the public interface):
+// beam.cc, topology.cc, mkevolve.cc (run_method), mkevolve_loop.cc,
+// final_check.cc, evaluate_composed.cc, swap_postfuse.cc, reuse.cc, options.cc.
 #pragma once
 
+#include <future>
 #include <map>
 #include <optional>
 #include <string>
@@ -83,5 +86,81 @@ rundir::events::Topology topology_event(int iteration, const std::string& reason
                               const std::map<std::string, std::string>& status, const std::string& detail,
                               const std::vector<std::string>& from = {}, const std::vector<std::string>& into = {});
 
+/// An end-to-end evaluation and its eval event, not yet emitted (the event is
+/// empty when nothing was evaluated: the package could not be written).
+struct Composed {
+  eval::Verdict r;
+  std::optional<rundir::events::Eval> event;
+  /// The kernels as evaluated: with options.plain_env, pinned (each Triton
+  /// dot naming its precision), which are the ones to ship once it passes.
+  std::map<std::string, std::string> kernels;
+  nlohmann::json precision;  ///< the pinning's account (Evaluator::pin_precision); null when not pinned
+};
+
+}  // namespace mk::search::detail
+
+namespace mk::search {
+
+using detail::Composed;
+
+/// A final check started before the search ended (the last iteration's
+/// end-to-end evaluation runs beside it): the solution it checks, and its result.
+struct SearchContext::EarlyCheck {
+  std::map<std::string, std::string> kernels;
+  std::string top_level;
+  bool allow_pytorch = false;
+  std::shared_future<Composed> result;
+  bool taken = false;
+};
+
+}  // namespace mk::search
+
+namespace mk::search::detail {
+
+/// Sends e to ctx.sink, when there is one.
+void emit(SearchContext& ctx, const nlohmann::json& e);
+/// A single-kernel solution of the whole problem (the baselines, PostFuse).
+Solution monolithic_solution(const problem::Problem& problem, const Candidate& best, const std::string& method,
+                             int iteration);
+/// A new best: its event, and its place in the history the final check
+/// falls back along.
+void announce_best(SearchContext& ctx, const Solution& s);
+
+/// A subproblem's beam: by name, source and the layouts the top level passes
+/// its inputs in, so that two subproblems with the same code get a beam each,
+/// and a changed subproblem (or one called with other layouts) starts afresh.
+std::string beam_key(const problem::Subproblem& sp);
+/// Where a subproblem's reference file lives in the workspace.
+fs::path subproblem_file(const SearchContext& ctx, const problem::Subproblem& sp);
+/// LLMEvolveKernel's task for a subproblem: its file, its source, and the
+/// layouts the top level passes its inputs in.
+KernelTask subproblem_task(const SearchContext& ctx, const problem::Subproblem& sp);
+
+/// Composes the package under dir (its dots pinned with options.plain_env) and
+/// evaluates it end to end; the eval event is left to the caller.
+Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& problem, const problem::Topology& topo,
+                              const std::map<std::string, std::string>& kernels, const fs::path& dir,
+                              bool allow_pytorch, const std::string& label, const eval::EvalOptions& options);
+/// Starts the final check of a solution that the search may return, on a
+/// thread of its own; run_method takes its result instead of checking again.
+void start_early_check(SearchContext& ctx, const problem::Problem& problem, const problem::Topology& topo,
+                       const std::map<std::string, std::string>& kernels, bool allow_pytorch);
+/// The final check of `best` (when it is correct), with its fallbacks: `best`
+/// becomes what it settled on, or incorrect when nothing passed.
+void final_check(SearchContext& ctx, const problem::Problem& problem, Solution& best);
+
+/// mkevolve adapt: each subproblem of the variant that matches one of the
+/// earlier run's starts its beam with that run's subkernel, re-verified here
+/// on the variant's subproblem with no kernel LLM call (the cheat judge, when
+/// one is set, reviews it only if the earlier run had none). A correct one
+/// needs no kernel calls; a failing one is the first member its debug prompts
+/// start from; one without a verdict is left out. The calls an earlier
+/// subkernel cost are saved once, by the first subproblem that reuses it.
+void seed_reused(SearchContext& ctx, const Reuse& r, const problem::Topology& topo,
+                 std::map<std::string, BeamState>& beams);
+/// The MKEvolve outer loop (Algorithms 1 and 2; also single-split and adapt).
+Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem);
+/// PostFuse: up to --postfuse calls for one fused kernel; the solution when it beats best.
+std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& problem, const Solution& best);
 
 }  // namespace mk::search::detail

@@ -134,7 +134,7 @@ struct SearchContext {
   /// beam or of all samples (an earlier best among them), for the final
   /// check to fall back on beside the bests.
   std::vector<std::shared_ptr<const Solution>> runners_up;
-  /// Final checks started before the search ended (mkevolve.cc): the last
+  /// Final checks started before the search ended (final_check.cc): the last
   /// iteration runs the final check of each solution it may return beside its
   /// own end-to-end evaluation, and run_method takes their results.
   struct EarlyCheck;

@@ -26,4 +26,15 @@ constexpr int exit_code(ErrorKind kind) {
   return 1;
 }
 
+/// Process exit statuses, shared by every subcommand and the run core: each
+/// is the one table's status for an error kind. A command that holds an error
+/// returns exit_code(error.kind).
+enum Exit : int {
+  kExitOk = kExitStatusOk,
+  kExitFailure = exit_code(ErrorKind::kOther),           ///< the command ran and the answer is "no"
+  kExitUsage = exit_code(ErrorKind::kBadInput),          ///< bad flags or bad input files
+  kExitEnvironment = exit_code(ErrorKind::kMissing),     ///< something missing on this machine
+  kExitInterrupted = exit_code(ErrorKind::kInterrupted),
+};
+
 }  // namespace mk
