@@ -139,12 +139,10 @@ std::string eval_feedback(const eval::Verdict& r) {
     if (r.reasons.size() > 6) out += fmt::format("- ... and {} more\n", r.reasons.size() - 6);
   }
   if (!r.feedback.empty()) out += "Details:\n" + trim_text(r.feedback, 20, 30, 4000) + "\n";
-  if (r.status == eval::Status::kIncorrect && r.max_abs_err.value_or(0) > 0) {
+  if (r.status == eval::VerdictStatus::kIncorrect && r.max_abs_err.value_or(0) > 0) {
     // The tolerances the evaluator applied, as it reports them (--atol/--rtol).
     const nlohmann::json* c = nullptr;
-    if (r.raw.is_object() && r.raw.contains("checks") && r.raw["checks"].is_object() &&
-        r.raw["checks"].contains("correctness") && r.raw["checks"]["correctness"].is_object())
-      c = &r.raw["checks"]["correctness"];
+    if (auto it = r.checks().find("correctness"); it != r.checks().end() && it->is_object()) c = &*it;
     if (c && (*c).contains("atol") && (*c)["atol"].is_number() && (*c).contains("rtol") && (*c)["rtol"].is_number())
       out += fmt::format("Largest absolute error: {:.3g} (allowed: |diff| <= atol + rtol * |expected|, atol = {:.3g}, "
                          "rtol = {:.3g})\n",

@@ -52,7 +52,7 @@ TEST(Prompts, TheOptimizePromptCarriesTheRooflineAndTheDebugPromptDoesNot) {
   auto p = repo_prompts();
   KernelContext k{&p, "- GPU: NVIDIA H200", "NVIDIA H200"};
   eval::Verdict r;
-  r.status = eval::Status::kCorrect;
+  r.status = eval::VerdictStatus::kCorrect;
   r.runtime = {3.0209, 3.0209, true};
   r.speedup_compile = r.speedup_eager = 1.0;
   const double n = 4096.0 * 393216.0 * 4;  // KernelBench level1/19_ReLU, fp32
@@ -68,7 +68,7 @@ TEST(Prompts, TheOptimizePromptCarriesTheRooflineAndTheDebugPromptDoesNot) {
   EXPECT_NE(u.find("relu_kernel"), std::string::npos) << u;
   // The debug prompt of a failing kernel stays as it was.
   eval::Verdict bad = r;
-  bad.status = eval::Status::kIncorrect;
+  bad.status = eval::VerdictStatus::kIncorrect;
   auto dbg = debug_prompt(k, "class Model: pass", "class ModelNew: pass", bad);
   ASSERT_TRUE(dbg.ok()) << dbg.error();
   EXPECT_EQ(dbg->messages[0].content.find("Where its time goes"), std::string::npos);
@@ -193,7 +193,7 @@ TEST(Reply, Verdicts) {
 
 TEST(Feedback, ConciseAndTrimmed) {
   eval::Verdict r;
-  r.status = eval::Status::kRuntimeError;
+  r.status = eval::VerdictStatus::kRuntimeError;
   r.kind = "illegal_memory_access";
   std::string tb;
   for (int i = 0; i < 500; ++i) tb += "  File \"x.py\", line " + std::to_string(i) + "\n";
@@ -204,7 +204,7 @@ TEST(Feedback, ConciseAndTrimmed) {
   EXPECT_NE(f.find("lines omitted"), std::string::npos);
   EXPECT_LT(f.size(), 5000u);
   eval::Verdict ok;
-  ok.status = eval::Status::kCorrect;
+  ok.status = eval::VerdictStatus::kCorrect;
   ok.runtime = {1.0, 1.0, true};
   ok.compiled = {1.5, 1.5, true};
   ok.eager = {2.0, 2.0, true};

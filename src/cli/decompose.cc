@@ -8,7 +8,7 @@
 #include "cli/args.h"
 #include "cli/flags.h"
 #include "cli/registry.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "util/fs.h"
 
 namespace mk::cli {
@@ -26,12 +26,12 @@ class PrintSink : public search::EventSink {
   explicit PrintSink(bool quiet) : quiet_(quiet) {}
   void emit(const nlohmann::json& e) override {
     if (quiet_) return;
-    if (auto v = rundir::events::parse_verify_decomposition(e)) {
+    if (auto v = records::VerifyDecomposition::from_json(e)) {
       std::printf("decompose: sample %d %s\n", v->sample, v->ok ? "passed verification" : "failed verification");
       for (const auto& f : v->failures) std::printf("  - %s\n", f.c_str());
-    } else if (auto r = rundir::events::parse_reply_error(e)) {
+    } else if (auto r = records::ReplyError::from_json(e)) {
       std::printf("decompose: unusable reply: %s\n", r->error.c_str());
-    } else if (auto c = rundir::events::LlmCall::from_json(e); c && !c->ok) {
+    } else if (auto c = records::LlmCall::from_json(e); c && !c->ok) {
       std::printf("decompose: LLM call failed: %s\n", c->error.c_str());
     }
     std::fflush(stdout);
@@ -87,7 +87,7 @@ int decompose_cmd(int argc, char** argv) {
 
   mk::TempDir work("mkevolve-decompose");
   PrintSink sink(quiet);
-  search::Accounting acct;
+  search::AgentAccounting acct;
   agents::Gate gate(16);
   std::atomic<bool> stop{false};
   search::SearchContext ctx;
@@ -121,15 +121,14 @@ int decompose_cmd(int argc, char** argv) {
     std::fprintf(stderr, "mkevolve decompose: %s\n", st.error().c_str());
     return kExitFailure;
   }
-  auto tokens = acct.to_json();
   if (topo.monolithic) {
     std::printf("no decomposition passed verification after %d LLM calls; wrote the fallback (the original module "
                 "as the only subproblem) to %s\n",
-                tokens.value("calls", 0), out.c_str());
+                acct.calls(), out.c_str());
     return kExitFailure;
   }
   std::printf("decomposed %s into %zu subproblems (%d LLM calls, %lld tokens; verified %s):\n", problem->name.c_str(),
-              topo.subproblems.size(), tokens.value("calls", 0), static_cast<long long>(tokens.value("tokens", 0LL)),
+              topo.subproblems.size(), acct.calls(), static_cast<long long>(acct.tokens()),
               o.eval.test_cpu ? "on the CPU" : "on the GPU");
   for (const auto& sp : topo.subproblems)
     std::printf("  %s/subkernel_problems/%s.py%s\n", out.c_str(), sp.name.c_str(),

@@ -195,7 +195,7 @@ void print_table(const std::vector<BatchPair>& pairs, const std::vector<Verdict>
       std::printf("  %s:\n    %s", name.c_str(), block.c_str());
       continue;
     }
-    const auto& v = a->verdict;
+    const auto& v = a->fit;
     if (v.model_does_not_fit)
       std::printf("  %s: %s-bound; measured below its roofline time (%.4g ms): the byte/FLOP model does not fit it\n",
                   name.c_str(), v.bound.c_str(), v.t_roof_ms);

@@ -540,23 +540,23 @@ std::optional<EvalIdentity> WorkerPool::identity_for_gpu(int gpu) const {
 std::future<Verdict> WorkerPool::submit(EvalRequest req) {
   auto promise = std::make_shared<std::promise<Verdict>>();
   auto fut = promise->get_future();
-  auto fail_now = [&](Status st, std::string kind, std::string msg) {
+  auto fail_now = [&](VerdictStatus st, std::string kind, std::string msg) {
     promise->set_value(pool_failure(st, std::move(kind), std::move(msg)));
     return std::move(fut);
   };
   req.problem = absolute_path(req.problem);
   auto kernel = resolve_kernel_path(req.kernel);
-  if (!kernel) return fail_now(Status::kCrashed, "bad_input", kernel.error());
+  if (!kernel) return fail_now(VerdictStatus::kCrashed, "bad_input", kernel.error());
   req.kernel = absolute_path(*kernel);
   if (std::error_code ec; !fs::is_regular_file(req.problem, ec))
-    return fail_now(Status::kCrashed, "bad_input", req.problem.string() + ": no such file");
+    return fail_now(VerdictStatus::kCrashed, "bad_input", req.problem.string() + ": no such file");
   if (req.options.test_cpu && !opts_.test_mode)
-    return fail_now(Status::kCrashed, "environment", "test_cpu evaluations need a pool started in test mode");
+    return fail_now(VerdictStatus::kCrashed, "environment", "test_cpu evaluations need a pool started in test mode");
   if (gpus_.empty() && !req.options.test_cpu)
-    return fail_now(Status::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
+    return fail_now(VerdictStatus::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
   if (req.options.gpu >= 0 &&
       std::none_of(gpus_.begin(), gpus_.end(), [&](const Gpu& g) { return g.index == req.options.gpu; }))
-    return fail_now(Status::kCrashed, "environment", "GPU " + std::to_string(req.options.gpu) + " is not in this pool");
+    return fail_now(VerdictStatus::kCrashed, "environment", "GPU " + std::to_string(req.options.gpu) + " is not in this pool");
 
   std::string flight;
   if (results_) {
@@ -611,7 +611,7 @@ std::future<Verdict> WorkerPool::submit(EvalRequest req) {
     try {
       r = run_eval(slot, req);
     } catch (const std::exception& e) {
-      r = pool_failure(Status::kCrashed, "internal_error", std::string("evaluator error: ") + e.what());
+      r = pool_failure(VerdictStatus::kCrashed, "internal_error", std::string("evaluator error: ") + e.what());
     }
     // Where a candidate's wall time went: waiting for a slot, then evaluating.
     r.queued_s = std::chrono::duration<double>(started - queued_at).count();
@@ -619,7 +619,7 @@ std::future<Verdict> WorkerPool::submit(EvalRequest req) {
     deliver(flight, promise, std::move(r));
   };
   job.cancel = [this, promise, flight](const std::string& why) {
-    deliver(flight, promise, pool_failure(Status::kCrashed, "shutdown", why));
+    deliver(flight, promise, pool_failure(VerdictStatus::kCrashed, "shutdown", why));
   };
   enqueue(std::move(job));
   return fut;
@@ -668,14 +668,14 @@ std::optional<Footprint> measured_footprint(const json& raw) {
 }
 
 bool harness_failure(const Verdict& r) {
-  if (r.status == Status::kNoVerdict) return r.kind != "too_large";
+  if (r.status == VerdictStatus::kNoVerdict) return r.kind != "too_large";
   // A server that died, or a candidate process killed by someone else's signal
   // (the kernel's out-of-memory killer): run it again, alone, before blaming it.
   // So is a candidate that ran out of the memory its evaluation was given:
   // the limits come from a footprint (an estimate, or a measurement of other
   // candidates) and must never be what fails an honest kernel, so the retry
   // runs alone with the whole machine's memory (eval_once).
-  return (r.status == Status::kCrashed && (r.kind == "server_died" || r.kind == "killed")) || r.kind == "oom";
+  return (r.status == VerdictStatus::kCrashed && (r.kind == "server_died" || r.kind == "killed")) || r.kind == "oom";
 }
 }  // namespace
 
@@ -721,7 +721,7 @@ bool WorkerPool::stopping() const {
 
 Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::optional<Footprint>& fp,
                                  bool exclusive) {
-  if (auto st = ensure_server(slot); !st) return pool_failure(Status::kCrashed, "environment", st.error());
+  if (auto st = ensure_server(slot); !st) return pool_failure(VerdictStatus::kCrashed, "environment", st.error());
   json options = options_to_json(req.options);
   json limits = json::object();  // the candidate's memory limits, for checks.admission
   double host = fp ? fp->host_bytes * (fp->measured ? 1.15 : 1.0) : 0;
@@ -757,7 +757,7 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
   std::optional<Admission::Ticket> ticket;
   if (opts_.memory_admission) {
     ticket = admission_->acquire(slot.gpu, host, dev, exclusive || !fp, [this] { return stopping(); });
-    if (!ticket) return pool_failure(Status::kCrashed, "shutdown", "the evaluator shut down before this candidate ran");
+    if (!ticket) return pool_failure(VerdictStatus::kCrashed, "shutdown", "the evaluator shut down before this candidate ran");
   }
   json msg{{"op", "eval"},       {"problem", req.problem.string()}, {"kernel", req.kernel.string()},
            {"options", options}, {"spares", spares_when(slot)}, {"priority", req.priority}};
@@ -778,7 +778,7 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
       r = parse_eval_result(rep.message);
       break;
     case Server::Outcome::kTimeout:
-      r = pool_failure(Status::kTimeout, "hang",
+      r = pool_failure(VerdictStatus::kTimeout, "hang",
                        "no verdict within " + fmt_seconds(deadline) + " s (the candidate's deadline is " +
                            fmt_seconds(req.options.timeout_s) +
                            " s): the evaluation server stopped answering and was killed with everything it "
@@ -786,26 +786,24 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
       break;
     case Server::Outcome::kDied:
       if (stopping()) {
-        r = pool_failure(Status::kCrashed, "shutdown", "the evaluator shut down while this candidate ran");
+        r = pool_failure(VerdictStatus::kCrashed, "shutdown", "the evaluator shut down while this candidate ran");
       } else {
-        r = pool_failure(Status::kCrashed, "server_died",
+        r = pool_failure(VerdictStatus::kCrashed, "server_died",
                          "the evaluation server died while running this candidate (" + clip_tail(rep.detail, 700) +
                              "); candidate code must not kill, signal or exit its parent process");
       }
       break;
     case Server::Outcome::kProtocolError:
-      r = pool_failure(Status::kCrashed, "protocol_error",
+      r = pool_failure(VerdictStatus::kCrashed, "protocol_error",
                        "the evaluation server broke the protocol: " + clip_tail(rep.detail, 700) +
                            " (candidate code must not write to the server's protocol channel)");
       break;
   }
   if (ticket) {
-    if (!r.raw.is_object()) r.raw = json::object();
-    if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
     json adm = ticket->to_json();
     adm["footprint"] = fp ? (fp->measured ? "measured" : "estimated") : "unknown: run alone";
     adm.update(limits);
-    r.raw["checks"]["admission"] = adm;
+    r.mutable_checks()["admission"] = adm;
   }
   return r;
 }
@@ -882,18 +880,18 @@ mk::Status WorkerPool::check_problem(const fs::path& problem, bool test_cpu, con
 
 Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
   if (slot.gpu < 0 && !req_in.options.test_cpu)
-    return pool_failure(Status::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
+    return pool_failure(VerdictStatus::kCrashed, "environment", "no CUDA GPU visible: eval needs a GPU (mkevolve check still works)");
   auto ph = hash_sources(req_in.problem);
-  if (!ph) return pool_failure(Status::kCrashed, "bad_input", ph.error());
+  if (!ph) return pool_failure(VerdictStatus::kCrashed, "bad_input", ph.error());
   auto kh = hash_sources(req_in.kernel);
-  if (!kh) return pool_failure(Status::kCrashed, "bad_input", kh.error());
-  if (auto st = ensure_server(slot); !st) return pool_failure(Status::kCrashed, "environment", st.error());
+  if (!kh) return pool_failure(VerdictStatus::kCrashed, "bad_input", kh.error());
+  if (auto st = ensure_server(slot); !st) return pool_failure(VerdictStatus::kCrashed, "environment", st.error());
   EvalRequest req = req_in;
   if (!req.options.calibration.empty()) {
     // --tolerance calibrated|FILE: the problem's own tolerances, measured
     // first where the file has none; they are part of the cache key.
     auto cal = calibrated_for(slot, req, *ph);
-    if (!cal) return pool_failure(Status::kCrashed, "problem_error", cal.error());
+    if (!cal) return pool_failure(VerdictStatus::kCrashed, "problem_error", cal.error());
     req.options.calibrated = std::move(*cal);
   }
 
@@ -912,7 +910,7 @@ Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
   // One call's inputs and outputs must fit at all: nothing can evaluate a
   // problem bigger than the machine, so say so before any candidate is charged.
   if (std::string what = too_large(slot, fp); !what.empty()) {
-    Verdict r = pool_failure(Status::kNoVerdict, "too_large",
+    Verdict r = pool_failure(VerdictStatus::kNoVerdict, "too_large",
                                 req.problem.string() + ": one evaluation of this problem needs " + what);
     r.gpu = slot.gpu;
     return r;
@@ -977,7 +975,7 @@ Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
     // A pass that overran (pass_overrun: the profiled or timed calls of a
     // candidate whose outputs were correct) is retried once, alone: what it
     // lacked was the machine's time, and a second run alone has all of it.
-    int allowed = r.status == Status::kNoVerdict && r.kind != "pass_overrun" ? opts_.harness_retries
+    int allowed = r.status == VerdictStatus::kNoVerdict && r.kind != "pass_overrun" ? opts_.harness_retries
                                                                              : std::min(1, opts_.harness_retries);
     if (stopping() || !harness_failure(r) || attempt >= allowed) break;
     std::lock_guard lock(mu_);
@@ -987,12 +985,12 @@ Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
     if (!r.raw.is_object()) r.raw = json::object();
     r.raw["harness_retries"] = attempt;
   }
-  if (r.status == Status::kNoVerdict) {
+  if (r.status == VerdictStatus::kNoVerdict) {
     std::lock_guard lock(mu_);
     ++stats_.no_verdicts;
   }
   bool cacheable = r.kind != "protocol_error" && r.kind != "worker_error" && r.kind != "shutdown" &&
-                   r.status != Status::kNoVerdict && !(r.kind == "killed" && attempt == 0);
+                   r.status != VerdictStatus::kNoVerdict && !(r.kind == "killed" && attempt == 0);
   r.gpu = slot.gpu;
   if (req.options.measure_perf && !stopping() && r.kind != "environment") {
     auto b0 = std::chrono::steady_clock::now();

@@ -146,15 +146,13 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
     // own (checks.gpu_clock): a speedup compares two moments of the GPU.
     if (b->raw.is_object() && b->raw.contains("gpu_clock") && b->raw["gpu_clock"].is_object()) {
       if (!r.raw.is_object()) r.raw = json::object();
-      if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
-      r.raw["checks"]["baseline_gpu_clock"] = b->raw["gpu_clock"];
+      r.mutable_checks()["baseline_gpu_clock"] = b->raw["gpu_clock"];
     }
     // Why there is no torch.compile figure (a compile error, or its step's deadline).
     if (!b->compiled.valid && b->raw.is_object() && b->raw.contains("compile_error") &&
         b->raw["compile_error"].is_string()) {
       if (!r.raw.is_object()) r.raw = json::object();
-      if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
-      r.raw["checks"]["baseline_compile_error"] = b->raw["compile_error"];
+      r.mutable_checks()["baseline_compile_error"] = b->raw["compile_error"];
     }
     if (timed_without_lock(b->raw)) {  // fine for now, not for the verdict cache
       if (!r.raw.is_object()) r.raw = json::object();
@@ -174,10 +172,9 @@ void WorkerPool::add_tf32_baseline(Slot& slot, const EvalRequest& req, const std
   std::string key = baseline_key(problem_hash, id, t.options);
   std::optional<Baseline> cached = baselines_ ? baselines_->get(key) : std::nullopt;
   Result<Baseline> b = cached ? Result<Baseline>(*cached) : measure_baselines(slot, t, problem_hash, id, key);
-  if (!r.raw.is_object()) r.raw = json::object();
-  if (!r.raw.contains("checks") || !r.raw["checks"].is_object()) r.raw["checks"] = json::object();
+  json& checks = r.mutable_checks();
   if (!b) {
-    r.raw["checks"]["baseline_tf32"] = {{"error", b.error()}};
+    checks["baseline_tf32"] = {{"error", b.error()}};
     return;
   }
   r.compiled_tf32 = b->compiled;
@@ -185,7 +182,7 @@ void WorkerPool::add_tf32_baseline(Slot& slot, const EvalRequest& req, const std
            {"eager_ms", b->eager.valid ? json(b->eager.median_ms) : json(nullptr)},
            {"compile_ms", b->compiled.valid ? json(b->compiled.median_ms) : json(nullptr)}};
   if (b->raw.is_object() && b->raw.contains("compile_error")) rec["compile_error"] = b->raw["compile_error"];
-  r.raw["checks"]["baseline_tf32"] = rec;
+  checks["baseline_tf32"] = rec;
   if (timed_without_lock(b->raw)) r.raw["baseline_timed_without_lock"] = true;
 }
 

@@ -148,7 +148,7 @@ TEST(ResolvePython, TheFirstInterpreterWithTorch) {
 TEST_F(PoolTest, CorrectAndIncorrectWithSpeedups) {
   auto pool = make(options());
   Verdict ok = pool->evaluate(request(kernel("ok", "# FAKE: correct 1.0\n")));
-  EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
+  EXPECT_EQ(ok.status, VerdictStatus::kCorrect) << ok.feedback;
   EXPECT_DOUBLE_EQ(ok.runtime.median_ms, 1.0);
   EXPECT_DOUBLE_EQ(ok.eager.median_ms, 4.0);
   EXPECT_DOUBLE_EQ(ok.compiled.median_ms, 2.0);
@@ -157,7 +157,7 @@ TEST_F(PoolTest, CorrectAndIncorrectWithSpeedups) {
   EXPECT_EQ(ok.gpu, 0);
   EXPECT_FALSE(ok.cached);
   Verdict bad = pool->evaluate(request(kernel("bad", "# FAKE: incorrect\n")));
-  EXPECT_EQ(bad.status, Status::kIncorrect);
+  EXPECT_EQ(bad.status, VerdictStatus::kIncorrect);
   EXPECT_EQ(bad.kind, "mismatch");
   EXPECT_NE(bad.feedback.find("mismatch at [0, 3]"), std::string::npos);
   EXPECT_DOUBLE_EQ(bad.speedup_compile, 0);  // 0 unless correct
@@ -171,20 +171,20 @@ TEST_F(PoolTest, HangIsATimeoutWithinTheDeadlineAndTheServerIsReplaced) {
   auto t0 = std::chrono::steady_clock::now();
   Verdict r = pool->evaluate(request(kernel("hang", "# FAKE: hang\n"), 0.5));
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(r.status, Status::kTimeout);
+  EXPECT_EQ(r.status, VerdictStatus::kTimeout);
   EXPECT_EQ(r.kind, "hang");
   EXPECT_NE(r.feedback.find("within 3 s"), std::string::npos) << r.feedback;
   EXPECT_GE(took, 3.0);  // the pool waited for its full deadline (4 x timeout + grace), no less
   EXPECT_EQ(pool->stats().restarts, 1);
   Verdict next = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
-  EXPECT_EQ(next.status, Status::kCorrect) << next.feedback;
+  EXPECT_EQ(next.status, VerdictStatus::kCorrect) << next.feedback;
   EXPECT_EQ(pool->stats().starts, 2);
 }
 
 TEST_F(PoolTest, SlowAnswerWithinTheDeadlineIsKept) {
   auto pool = make(options());
   Verdict r = pool->evaluate(request(kernel("slow", "# FAKE: progress\n# FAKE: slow 0.3\n# FAKE: correct\n"), 5));
-  EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
+  EXPECT_EQ(r.status, VerdictStatus::kCorrect) << r.feedback;
   EXPECT_EQ(pool->stats().restarts, 0);
   // The pool says where the time went: the worker slept 0.3 s inside the evaluation.
   EXPECT_GE(r.eval_s, 0.3);
@@ -198,14 +198,14 @@ TEST_F(PoolTest, ServerThatExitsOrIsKilledIsCrashedAndReplaced) {
   o.isolation = PoolOptions::Isolation::kProcessGroup;
   auto pool = make(o);
   Verdict e = pool->evaluate(request(kernel("exit", "# FAKE: exit\n")));
-  EXPECT_EQ(e.status, Status::kCrashed);
+  EXPECT_EQ(e.status, VerdictStatus::kCrashed);
   EXPECT_EQ(e.kind, "server_died");
   EXPECT_NE(e.feedback.find("exit status 3"), std::string::npos) << e.feedback;
   Verdict k = pool->evaluate(request(kernel("kill", "# FAKE: kill\n")));
-  EXPECT_EQ(k.status, Status::kCrashed);
+  EXPECT_EQ(k.status, VerdictStatus::kCrashed);
   EXPECT_NE(k.feedback.find("signal 9"), std::string::npos) << k.feedback;
   Verdict next = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
-  EXPECT_EQ(next.status, Status::kCorrect) << next.feedback;
+  EXPECT_EQ(next.status, VerdictStatus::kCorrect) << next.feedback;
   // Each death is tried once more, alone, before it is the candidate's.
   EXPECT_EQ(pool->stats().restarts, 4);
   EXPECT_EQ(pool->stats().retries, 2);
@@ -215,7 +215,7 @@ TEST_F(PoolTest, ANoVerdictIsRetriedAndNeverCached) {
   auto pool = make(options());
   auto k = kernel("ref_dies", "# FAKE: no_verdict\n");
   Verdict r = pool->evaluate(request(k));
-  EXPECT_EQ(r.status, Status::kNoVerdict);
+  EXPECT_EQ(r.status, VerdictStatus::kNoVerdict);
   EXPECT_EQ(r.kind, "reference_failed");
   EXPECT_EQ(pool->stats().retries, 2);
   EXPECT_EQ(pool->stats().no_verdicts, 1);
@@ -223,7 +223,7 @@ TEST_F(PoolTest, ANoVerdictIsRetriedAndNeverCached) {
   EXPECT_EQ(r.raw.value("harness_retries", 0), 2);
   // Asked again: not answered from the verdict cache.
   Verdict again = pool->evaluate(request(k));
-  EXPECT_EQ(again.status, Status::kNoVerdict);
+  EXPECT_EQ(again.status, VerdictStatus::kNoVerdict);
   EXPECT_EQ(logged("eval"), 6);
 }
 
@@ -242,7 +242,7 @@ TEST_F(PoolTest, EvaluationsRunTogetherOnlyAsFarAsTheirFootprintsFit) {
   int measured = 0, alone = 0;
   for (auto& f : futs) {
     Verdict r = f.get();
-    EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
+    EXPECT_EQ(r.status, VerdictStatus::kCorrect) << r.feedback;
     const json& adm = r.raw["checks"]["admission"];
     measured += adm.value("footprint", "") == "measured";
     alone += adm.value("exclusive", false);
@@ -274,7 +274,7 @@ TEST_F(PoolTest, ACalibrationIsAdmittedByMemoryLikeAnEvaluation) {
     evals.push_back(pool->submit(request(k)));
     cals.push_back(std::async(std::launch::async, [&] { return pool->calibrate(problem(), 5, false, 42); }));
   }
-  for (auto& f : evals) EXPECT_EQ(f.get().status, Status::kCorrect);
+  for (auto& f : evals) EXPECT_EQ(f.get().status, VerdictStatus::kCorrect);
   for (auto& f : cals) {
     auto r = f.get();
     ASSERT_TRUE(r.ok()) << r.error();
@@ -295,12 +295,12 @@ TEST_F(PoolTest, AnOutOfMemoryVerdictUnderAFootprintLimitIsRetriedAloneWithTheMa
   auto pool = make(o);
   // Needs 20 GiB (its parameters, say): over the estimate's limit, within the machine.
   Verdict r = pool->evaluate(request(kernel("wide", "# FAKE: oom_over 20\n# FAKE: correct\n")));
-  EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
+  EXPECT_EQ(r.status, VerdictStatus::kCorrect) << r.feedback;
   EXPECT_EQ(r.raw.value("harness_retries", 0), 1);
   EXPECT_EQ(logged("eval"), 2);
   // More than the whole machine: out of memory alone too, so it is the kernel's.
   Verdict big = pool->evaluate(request(kernel("runaway", "# FAKE: oom_over 1000\n# FAKE: correct\n")));
-  EXPECT_EQ(big.status, Status::kRuntimeError) << big.feedback;
+  EXPECT_EQ(big.status, VerdictStatus::kRuntimeError) << big.feedback;
   EXPECT_EQ(big.kind, "oom");
   EXPECT_EQ(big.raw.value("harness_retries", 0), 1);
   EXPECT_EQ(logged("eval"), 4);
@@ -320,7 +320,7 @@ TEST_F(PoolTest, AProblemTooLargeForTheMachineFailsBeforeAnyEvaluation) {
   o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "12,4";  // one call: 12 GiB in, 4 GiB out
   auto pool = make(o);
   Verdict r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
-  EXPECT_EQ(r.status, Status::kNoVerdict);
+  EXPECT_EQ(r.status, VerdictStatus::kNoVerdict);
   EXPECT_EQ(r.kind, "too_large");
   EXPECT_NE(r.feedback.find("16.0 GiB of host memory"), std::string::npos) << r.feedback;
   EXPECT_NE(r.feedback.find("problem.py"), std::string::npos) << r.feedback;
@@ -350,22 +350,22 @@ TEST_F(PoolTest, ThePreflightCheckAsksTheWorkerWhenTheProblemFits) {
 TEST_F(PoolTest, ProtocolViolationsAreCrashedNeverFatal) {
   auto pool = make(options());
   Verdict g = pool->evaluate(request(kernel("garbage", "# FAKE: garbage\n")));
-  EXPECT_EQ(g.status, Status::kCrashed);
+  EXPECT_EQ(g.status, VerdictStatus::kCrashed);
   EXPECT_EQ(g.kind, "protocol_error");
   EXPECT_NE(g.feedback.find("this is not json"), std::string::npos) << g.feedback;
   Verdict w = pool->evaluate(request(kernel("wrong_id", "# FAKE: wrong_id\n")));
   EXPECT_EQ(w.kind, "protocol_error");
   EXPECT_EQ(pool->stats().restarts, 2);
   Verdict u = pool->evaluate(request(kernel("unknown", "# FAKE: unknown_status\n")));
-  EXPECT_EQ(u.status, Status::kCrashed);
+  EXPECT_EQ(u.status, VerdictStatus::kCrashed);
   EXPECT_NE(u.feedback.find("splendid"), std::string::npos);
   Verdict n = pool->evaluate(request(kernel("nostatus", "# FAKE: no_status\n")));
-  EXPECT_EQ(n.status, Status::kCrashed);
+  EXPECT_EQ(n.status, VerdictStatus::kCrashed);
   Verdict er = pool->evaluate(request(kernel("error", "# FAKE: error\n")));
   EXPECT_EQ(er.kind, "worker_error");
   EXPECT_NE(er.feedback.find("fake failure"), std::string::npos);
   EXPECT_EQ(pool->stats().restarts, 2);  // a well-formed but odd answer keeps the server
-  EXPECT_EQ(pool->evaluate(request(kernel("ok", "# FAKE: correct\n"))).status, Status::kCorrect);
+  EXPECT_EQ(pool->evaluate(request(kernel("ok", "# FAKE: correct\n"))).status, VerdictStatus::kCorrect);
   // None of the broken answers was cached.
   EXPECT_FALSE(pool->evaluate(request(kernel("garbage", "# FAKE: garbage\n"))).cached);
 }
@@ -374,7 +374,7 @@ TEST_F(PoolTest, GrandchildThatLeftTheSessionDiesWhenTheServerIsRestarted) {
   auto pool = make(options());
   std::string marker = random_token();
   Verdict r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: hang\n"), 0.5));
-  EXPECT_EQ(r.status, Status::kTimeout);
+  EXPECT_EQ(r.status, VerdictStatus::kTimeout);
   EXPECT_TRUE(with_marker(marker).empty());
 }
 
@@ -383,7 +383,7 @@ TEST_F(PoolTest, GrandchildDiesWithThePool) {
   {
     auto pool = make(options());
     Verdict r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + "\n# FAKE: correct\n")));
-    EXPECT_EQ(r.status, Status::kCorrect);
+    EXPECT_EQ(r.status, VerdictStatus::kCorrect);
     std::vector<pid_t> alive;
     for (int i = 0; i < 300 && alive.empty(); ++i) {
       alive = with_marker(marker);
@@ -404,9 +404,9 @@ TEST_F(PoolTest, PidNamespaceCatchesAGrandchildThatDroppedTheToken) {
     auto pool = make(o);
     EXPECT_EQ(pool->isolation(), "pid-namespace");
     Verdict r = pool->evaluate(request(kernel("gc", "# FAKE: grandchild " + marker + " clean\n# FAKE: hang\n"), 0.5));
-    EXPECT_EQ(r.status, Status::kTimeout);
+    EXPECT_EQ(r.status, VerdictStatus::kTimeout);
     EXPECT_TRUE(with_marker(marker).empty());
-    EXPECT_EQ(pool->evaluate(request(kernel("ok", "# FAKE: correct\n"))).status, Status::kCorrect);
+    EXPECT_EQ(pool->evaluate(request(kernel("ok", "# FAKE: correct\n"))).status, VerdictStatus::kCorrect);
   }
   EXPECT_TRUE(descendants_of(::getpid()).empty());
 }
@@ -440,7 +440,7 @@ TEST_F(PoolTest, HelloProblemsAreEnvironmentErrors) {
     ASSERT_FALSE(st.ok()) << c.mode;
     EXPECT_NE(st.error().find(c.expect), std::string::npos) << c.mode << ": " << st.error();
     Verdict r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
-    EXPECT_EQ(r.status, Status::kCrashed) << c.mode;
+    EXPECT_EQ(r.status, VerdictStatus::kCrashed) << c.mode;
     EXPECT_EQ(r.kind, "environment") << c.mode;
   }
   auto o = options();
@@ -507,11 +507,11 @@ TEST_F(PoolTest, ConcurrentSubmitsFromManyThreadsAllResolve) {
   for (auto& v : futs)
     for (auto& [which, f] : v) {
       Verdict r = f.get();
-      Status want = which == 0 ? Status::kCorrect : which == 1 ? Status::kIncorrect : Status::kCrashed;
+      VerdictStatus want = which == 0 ? VerdictStatus::kCorrect : which == 1 ? VerdictStatus::kIncorrect : VerdictStatus::kCrashed;
       EXPECT_EQ(r.status, want) << r.feedback;
-      correct += r.status == Status::kCorrect;
-      incorrect += r.status == Status::kIncorrect;
-      crashed += r.status == Status::kCrashed;
+      correct += r.status == VerdictStatus::kCorrect;
+      incorrect += r.status == VerdictStatus::kIncorrect;
+      crashed += r.status == VerdictStatus::kCrashed;
     }
   EXPECT_EQ(correct + incorrect + crashed, kThreads * kPer);
   // A server that dies is given one more try, alone, before the candidate is blamed.
@@ -530,7 +530,7 @@ TEST_F(PoolTest, CacheHitsSkipTheWorkerAndContentChangesInvalidate) {
     EXPECT_FALSE(a.cached);
     Verdict b = pool->evaluate(request(k));
     EXPECT_TRUE(b.cached);
-    EXPECT_EQ(b.status, Status::kCorrect);
+    EXPECT_EQ(b.status, VerdictStatus::kCorrect);
     EXPECT_DOUBLE_EQ(b.speedup_eager, a.speedup_eager);
     EXPECT_EQ(logged("eval"), 1);
     // Other options are another verdict.
@@ -567,9 +567,9 @@ TEST_F(PoolTest, IdenticalRequestsInFlightTogetherAreEvaluatedOnce) {
   auto c = pool->submit(request(other));
   Verdict ra = a.get(), rb = b.get(), rc = c.get();
   EXPECT_EQ(logged("eval"), 2);  // `twice` once, `other` once
-  EXPECT_EQ(ra.status, Status::kCorrect);
-  EXPECT_EQ(rb.status, Status::kCorrect);
-  EXPECT_EQ(rc.status, Status::kCorrect);
+  EXPECT_EQ(ra.status, VerdictStatus::kCorrect);
+  EXPECT_EQ(rb.status, VerdictStatus::kCorrect);
+  EXPECT_EQ(rc.status, VerdictStatus::kCorrect);
   EXPECT_FALSE(ra.cached);
   EXPECT_TRUE(rb.cached);
   EXPECT_FALSE(rc.cached);
@@ -598,7 +598,7 @@ TEST_F(PoolTest, WithoutAVerdictCacheIdenticalRequestsEachRun) {
 TEST_F(PoolTest, TimingsTakenWithoutTheGpuLockAreNotCached) {
   auto pool = make(options());
   auto k = kernel("unlocked", "# FAKE: correct\n# FAKE: unlocked\n");
-  EXPECT_EQ(pool->evaluate(request(k)).status, Status::kCorrect);
+  EXPECT_EQ(pool->evaluate(request(k)).status, VerdictStatus::kCorrect);
   Verdict again = pool->evaluate(request(k));
   EXPECT_FALSE(again.cached);
   EXPECT_EQ(logged("eval"), 2);
@@ -607,10 +607,10 @@ TEST_F(PoolTest, TimingsTakenWithoutTheGpuLockAreNotCached) {
 TEST_F(PoolTest, TimeoutsAreCachedButShutdownsAreNot) {
   auto pool = make(options());
   auto k = kernel("hang", "# FAKE: hang\n");
-  EXPECT_EQ(pool->evaluate(request(k, 0.3)).status, Status::kTimeout);
+  EXPECT_EQ(pool->evaluate(request(k, 0.3)).status, VerdictStatus::kTimeout);
   Verdict again = pool->evaluate(request(k, 0.3));
   EXPECT_TRUE(again.cached);
-  EXPECT_EQ(again.status, Status::kTimeout);
+  EXPECT_EQ(again.status, VerdictStatus::kTimeout);
   EXPECT_EQ(logged("eval"), 1);
 }
 
@@ -628,7 +628,7 @@ TEST_F(PoolTest, BaselinesAreMeasuredOnceAndReusedAcrossPools) {
   {
     auto pool = make(options());
     for (int i = 0; i < 3; ++i)
-      EXPECT_EQ(pool->evaluate(request(kernel("k" + std::to_string(i), "# FAKE: correct\n"))).status, Status::kCorrect);
+      EXPECT_EQ(pool->evaluate(request(kernel("k" + std::to_string(i), "# FAKE: correct\n"))).status, VerdictStatus::kCorrect);
     EXPECT_EQ(logged("baseline"), 1);
     EXPECT_EQ(pool->stats().baseline_runs, 1);
   }
@@ -657,7 +657,7 @@ TEST_F(PoolTest, PrefetchedBaselinesAreMeasuredOnceAndServeTheFirstEvaluation) {
   auto other = dir.path() / "other.py";
   ASSERT_TRUE(write_file_atomic(other, "class Model: pass\ndef get_inputs(): return [2]\n").ok());
   pool->prefetch_baselines(other, np);
-  EXPECT_EQ(pool->evaluate(request(kernel("second", "# FAKE: correct\n"))).status, Status::kCorrect);
+  EXPECT_EQ(pool->evaluate(request(kernel("second", "# FAKE: correct\n"))).status, VerdictStatus::kCorrect);
   EXPECT_EQ(logged("baseline"), 1);
 }
 
@@ -677,10 +677,10 @@ TEST_F(PoolTest, TheFirstCandidateStartsItsBaselinesBesideItself) {
   EXPECT_NE(first.wait_for(std::chrono::seconds(0)), std::future_status::ready);
   ASSERT_TRUE(write_file_atomic(go, "go\n").ok());
   Verdict r = first.get();
-  EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
+  EXPECT_EQ(r.status, VerdictStatus::kCorrect) << r.feedback;
   EXPECT_DOUBLE_EQ(r.eager.median_ms, 4.0);
   // Measured once; the next candidate finds them cached and queues nothing.
-  EXPECT_EQ(pool->evaluate(request(kernel("second", "# FAKE: correct\n"))).status, Status::kCorrect);
+  EXPECT_EQ(pool->evaluate(request(kernel("second", "# FAKE: correct\n"))).status, VerdictStatus::kCorrect);
   EXPECT_EQ(logged("baseline"), 1);
   EXPECT_EQ(pool->stats().baseline_runs, 1);
 }
@@ -694,8 +694,8 @@ TEST_F(PoolTest, APrefetchWaitsForTheEvaluationsQueuedAfterIt) {
   ASSERT_TRUE(write_file_atomic(other, "class Model: pass\ndef get_inputs(): return [2]\n").ok());
   pool->prefetch_baselines(other, EvalOptions{});
   auto next = pool->submit(request(kernel("next", "# FAKE: correct\n")));
-  EXPECT_EQ(slow.get().status, Status::kCorrect);
-  EXPECT_EQ(next.get().status, Status::kCorrect);
+  EXPECT_EQ(slow.get().status, VerdictStatus::kCorrect);
+  EXPECT_EQ(next.get().status, VerdictStatus::kCorrect);
   wait_logged("baseline", 2, 5);
   std::ifstream in(log_path());
   std::vector<std::string> order;
@@ -725,8 +725,8 @@ TEST_F(PoolTest, QueuedEvaluationsStartHighestPriorityFirstThenInArrivalOrder) {
   d.subproblems_dir = dir.path() / "subkernel_problems";
   d.timeout_s = 5;
   auto check = pool->verify_decomposition(d);
-  EXPECT_EQ(busy.get().status, Status::kCorrect);
-  for (auto& f : futs) EXPECT_EQ(f.get().status, Status::kCorrect);
+  EXPECT_EQ(busy.get().status, VerdictStatus::kCorrect);
+  for (auto& f : futs) EXPECT_EQ(f.get().status, VerdictStatus::kCorrect);
   EXPECT_TRUE(check.get().ok);
   std::vector<std::string> order;
   for (const auto& l : log_lines({"eval", "verify_decomposition"}))
@@ -749,7 +749,7 @@ TEST_F(PoolTest, ARoundsSparesAreRefilledOnceTheGpuIsQuiet) {
   futs.push_back(pool->submit(request(kernel("slow", "# FAKE: slow 1.5\n# FAKE: correct\n"))));
   futs.push_back(pool->submit(request(kernel("fast_a", "# FAKE: correct\n"))));
   futs.push_back(pool->submit(request(kernel("fast_b", "# FAKE: correct\n"))));
-  for (auto& f : futs) EXPECT_EQ(f.get().status, Status::kCorrect);
+  for (auto& f : futs) EXPECT_EQ(f.get().status, VerdictStatus::kCorrect);
   wait_logged("refill", 3, 5);
   auto lines = log_lines({"spares", "eval_end", "refill"});
   int later = 0, refills = 0;
@@ -780,13 +780,13 @@ TEST_F(PoolTest, StartServersStartsEverySlotsServerBeforeAnyJob) {
   while (pool->stats().starts < 3 && std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(pool->stats().starts, 3);
-  EXPECT_EQ(pool->submit(request(kernel("after", "# FAKE: correct\n"))).get().status, Status::kCorrect);
+  EXPECT_EQ(pool->submit(request(kernel("after", "# FAKE: correct\n"))).get().status, VerdictStatus::kCorrect);
   EXPECT_EQ(pool->stats().starts, 3);  // the job used a started one
 
   auto lazy_o = options();
   lazy_o.slots_per_gpu = 3;
   auto lazy = make(lazy_o);
-  EXPECT_EQ(lazy->submit(request(kernel("first", "# FAKE: correct\n"))).get().status, Status::kCorrect);
+  EXPECT_EQ(lazy->submit(request(kernel("first", "# FAKE: correct\n"))).get().status, VerdictStatus::kCorrect);
   EXPECT_EQ(lazy->stats().starts, 1);
 }
 
@@ -798,8 +798,8 @@ TEST_F(PoolTest, AnEvaluationsPriorityReachesTheWorker) {
   auto pool = make(o);
   auto req = request(kernel("urgent", "# FAKE: correct\n"));
   req.priority = 7;
-  EXPECT_EQ(pool->submit(req).get().status, Status::kCorrect);
-  EXPECT_EQ(pool->submit(request(kernel("plain", "# FAKE: correct\n"))).get().status, Status::kCorrect);
+  EXPECT_EQ(pool->submit(req).get().status, VerdictStatus::kCorrect);
+  EXPECT_EQ(pool->submit(request(kernel("plain", "# FAKE: correct\n"))).get().status, VerdictStatus::kCorrect);
   std::map<std::string, std::string> seen;
   for (const auto& l : log_lines({"priority"})) {  // "priority N /path/to/kernel.py"
     std::istringstream words(l);
@@ -822,8 +822,8 @@ TEST_F(PoolTest, BackToBackEvaluationsRefillTheirSparesAtTheirStart) {
   auto busy = occupy(*pool);
   std::vector<std::future<Verdict>> futs;
   for (const char* name : {"a", "b", "c"}) futs.push_back(pool->submit(request(kernel(name, "# FAKE: correct\n"))));
-  EXPECT_EQ(busy.get().status, Status::kCorrect);
-  for (auto& f : futs) EXPECT_EQ(f.get().status, Status::kCorrect);
+  EXPECT_EQ(busy.get().status, VerdictStatus::kCorrect);
+  for (auto& f : futs) EXPECT_EQ(f.get().status, VerdictStatus::kCorrect);
   wait_logged("refill", 1, 5);
   std::vector<std::string> seen;
   for (const auto& l : log_lines({"spares", "refill"}))
@@ -843,8 +843,8 @@ TEST_F(PoolTest, SparesOwedTooLongAreRefilledBesideARunningEvaluation) {
   auto pool = make(o);
   auto slow = pool->submit(request(kernel("slow", "# FAKE: slow 3\n# FAKE: correct\n"), 10));
   auto fast = pool->submit(request(kernel("fast", "# FAKE: correct\n")));
-  EXPECT_EQ(fast.get().status, Status::kCorrect);
-  EXPECT_EQ(slow.get().status, Status::kCorrect);
+  EXPECT_EQ(fast.get().status, VerdictStatus::kCorrect);
+  EXPECT_EQ(slow.get().status, VerdictStatus::kCorrect);
   auto lines = log_lines({"eval_end", "refill"});
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines.front(), "eval_end " + (dir.path() / "kernels" / "fast.py").string());
@@ -860,8 +860,8 @@ TEST_F(PoolTest, SparesRefilledAtTheStartSendNoRefill) {
   auto pool = make(o);
   auto a = pool->submit(request(kernel("a", "# FAKE: correct\n")));
   auto b = pool->submit(request(kernel("b", "# FAKE: correct\n")));
-  EXPECT_EQ(a.get().status, Status::kCorrect);
-  EXPECT_EQ(b.get().status, Status::kCorrect);
+  EXPECT_EQ(a.get().status, VerdictStatus::kCorrect);
+  EXPECT_EQ(b.get().status, VerdictStatus::kCorrect);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(logged("refill"), 0);
   for (const auto& l : log_lines({"spares"})) EXPECT_EQ(l.rfind("spares now ", 0), 0u) << l;
@@ -893,7 +893,7 @@ TEST_F(PoolTest, NoPerfMeansNoBaselines) {
   auto req = request(kernel("ok", "# FAKE: correct\n"));
   req.options.measure_perf = false;
   Verdict r = pool->evaluate(req);
-  EXPECT_EQ(r.status, Status::kCorrect);
+  EXPECT_EQ(r.status, VerdictStatus::kCorrect);
   EXPECT_FALSE(r.eager.valid);
   EXPECT_EQ(logged("baseline"), 0);
 }
@@ -903,7 +903,7 @@ TEST_F(PoolTest, AFailedBaselineLeavesTheVerdictAndIsRetried) {
   o.extra_env["MKEVOLVE_WORKER_FAKE_BASELINE"] = "fail";
   auto pool = make(o);
   Verdict r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
-  EXPECT_EQ(r.status, Status::kCorrect);
+  EXPECT_EQ(r.status, VerdictStatus::kCorrect);
   EXPECT_DOUBLE_EQ(r.speedup_compile, 0);
   EXPECT_NE(r.raw.value("baseline_error", std::string()).find("baseline exploded"), std::string::npos) << r.raw.dump();
   pool->evaluate(request(kernel("ok2", "# FAKE: correct 3.0\n")));
@@ -916,11 +916,11 @@ TEST_F(PoolTest, AHangingBaselineIsCutOffAndTheServerReplaced) {
   o.baseline_timeout_s = 0.5;
   auto pool = make(o);
   Verdict r = pool->evaluate(request(kernel("ok", "# FAKE: correct\n")));
-  EXPECT_EQ(r.status, Status::kCorrect);
+  EXPECT_EQ(r.status, VerdictStatus::kCorrect);
   EXPECT_FALSE(r.eager.valid);
   EXPECT_NE(r.raw.value("baseline_error", std::string()).find("no answer within 0.5 s"), std::string::npos) << r.raw.dump();
   EXPECT_EQ(pool->stats().restarts, 1);
-  EXPECT_EQ(pool->evaluate(request(kernel("ok2", "# FAKE: incorrect\n"))).status, Status::kIncorrect);
+  EXPECT_EQ(pool->evaluate(request(kernel("ok2", "# FAKE: incorrect\n"))).status, VerdictStatus::kIncorrect);
 }
 
 TEST_F(PoolTest, SecretsNeverReachTheWorker) {
@@ -958,7 +958,7 @@ TEST_F(PoolTest, WithoutAGpuOnlyTestModeCpuEvalsRun) {
   o.test_mode = true;
   auto cpu_pool = make(o);
   Verdict c = cpu_pool->evaluate(req);
-  EXPECT_EQ(c.status, Status::kCorrect) << c.feedback;
+  EXPECT_EQ(c.status, VerdictStatus::kCorrect) << c.feedback;
   EXPECT_EQ(c.gpu, -1);
   auto chk = cpu_pool->check(kernel("ok", "# FAKE: correct\n"));
   ASSERT_TRUE(chk.ok()) << chk.error();
@@ -986,7 +986,7 @@ TEST_F(PoolTest, SolutionPackageDirectoryIsAccepted) {
   ASSERT_TRUE(write_file_atomic(dir.path() / "sol" / "decomposed_solution.py", "class ModelNew: pass\n# FAKE: correct\n").ok());
   auto req = request(dir.path() / "sol");
   Verdict r = pool->evaluate(req);
-  EXPECT_EQ(r.status, Status::kCorrect) << r.feedback;
+  EXPECT_EQ(r.status, VerdictStatus::kCorrect) << r.feedback;
 }
 
 TEST_F(PoolTest, DecompositionCheckAndHardwareInfo) {
@@ -1019,7 +1019,7 @@ TEST_F(PoolTest, DestroyingThePoolResolvesQueuedAndRunningWork) {
   }
   for (auto& f : futs) {
     Verdict r = f.get();
-    EXPECT_EQ(r.status, Status::kCrashed);
+    EXPECT_EQ(r.status, VerdictStatus::kCrashed);
     EXPECT_EQ(r.kind, "shutdown");
   }
   EXPECT_TRUE(descendants_of(::getpid()).empty());

@@ -52,7 +52,7 @@ json untyped(const json& msg) {
 
 }  // namespace
 
-Verdict pool_failure(Status status, std::string kind, std::string message) {
+Verdict pool_failure(VerdictStatus status, std::string kind, std::string message) {
   Verdict r;
   r.status = status;
   r.kind = std::move(kind);
@@ -83,18 +83,18 @@ Verdict redacted(Verdict v) {
 Verdict parse_eval_result(const json& msg) { return redacted(parse_eval_answer(msg)); }
 
 Verdict parse_eval_answer(const json& msg) {
-  if (!msg.is_object()) return pool_failure(Status::kCrashed, "protocol_error", "the worker's answer is not a JSON object");
+  if (!msg.is_object()) return pool_failure(VerdictStatus::kCrashed, "protocol_error", "the worker's answer is not a JSON object");
   std::string type = string_or(msg, "type");
   if (type == "error") {
     std::string m = string_or(msg, "message", "(no message)");
     // The problem's own fault (its reference raised, its declaration is
     // wrong): said as the worker words it, naming the file.
     if (string_or(msg, "kind") == "problem_error") {
-      Verdict r = pool_failure(Status::kCrashed, "problem_error", m);
+      Verdict r = pool_failure(VerdictStatus::kCrashed, "problem_error", m);
       r.raw = untyped(msg);
       return r;
     }
-    Verdict r = pool_failure(Status::kCrashed, "worker_error", "the worker reported an error: " + m);
+    Verdict r = pool_failure(VerdictStatus::kCrashed, "worker_error", "the worker reported an error: " + m);
     r.raw = untyped(msg);
     return r;
   }
@@ -102,7 +102,7 @@ Verdict parse_eval_answer(const json& msg) {
   const json& body = (msg.contains("result") && msg["result"].is_object()) ? msg["result"] : msg;
   auto v = Verdict::from_json(body);
   if (!v) {
-    Verdict r = pool_failure(Status::kCrashed, "protocol_error", "the worker's result: " + v.error());
+    Verdict r = pool_failure(VerdictStatus::kCrashed, "protocol_error", "the worker's result: " + v.error());
     r.raw = untyped(body);
     return r;
   }

@@ -30,6 +30,6 @@ Verdict parse_eval_answer(const nlohmann::json& msg);
 Verdict redacted(Verdict v);
 
 /// A crashed result made by the pool itself (the worker gave no verdict).
-Verdict pool_failure(Status status, std::string kind, std::string message);
+Verdict pool_failure(VerdictStatus status, std::string kind, std::string message);
 
 }  // namespace mk::eval

@@ -34,10 +34,6 @@ const Row kTable[] = {
 
 double num(const nlohmann::json& j, const char* k) { return fields::optnum(j, k).value_or(0); }
 
-const nlohmann::json& checks_of(const eval::Verdict& r) {
-  static const nlohmann::json none = nlohmann::json::object();
-  return r.raw.is_object() && r.raw.contains("checks") ? r.raw["checks"] : none;
-}
 
 std::string bytes_text(double b) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};
@@ -167,7 +163,7 @@ std::optional<Fit> analyze(const Work& w, const Peaks& p, double measured_ms) {
 
 std::optional<Analysis> analyze(const eval::Verdict& r, const std::string& gpu_name) {
   if (!r.correct() || !r.runtime.valid) return std::nullopt;
-  auto w = work_from(checks_of(r));
+  auto w = work_from(r.checks());
   auto p = peaks_for(gpu_name);
   if (!w || !p) return std::nullopt;
   auto v = analyze(*w, *p, r.runtime.median_ms);
@@ -179,7 +175,7 @@ std::string prompt_block(const eval::Verdict& r, const std::string& gpu_name) {
   auto a = analyze(r, gpu_name);
   if (!a) {
     // Say why only where the rest was there: a GPU missing from the table.
-    const bool rest = r.correct() && r.runtime.valid && r.runtime.median_ms > 0 && work_from(checks_of(r));
+    const bool rest = r.correct() && r.runtime.valid && r.runtime.median_ms > 0 && work_from(r.checks());
     return rest && !peaks_for(gpu_name)
                ? fmt::format("No roofline: there are no peak figures for the GPU \"{}\" here.\n",
                              gpu_name.empty() ? "unknown" : gpu_name)
@@ -187,7 +183,7 @@ std::string prompt_block(const eval::Verdict& r, const std::string& gpu_name) {
   }
   const Work* w = &a->work;
   const Peaks* p = &a->peaks;
-  const Fit* v = &a->verdict;
+  const Fit* v = &a->fit;
   std::string out;
   out += fmt::format("GPU {} ({}): DRAM {:.0f} GB/s; {} {:.3g} TFLOP/s.\n", p->gpu, p->source, p->dram_gb_s,
                      v->peak_name, v->peak_tflops_used);
@@ -217,7 +213,7 @@ std::string prompt_block(const eval::Verdict& r, const std::string& gpu_name) {
                                          100 * v->achieved_tflops / v->peak_tflops_used)
                            : std::string());
   }
-  auto kernels = kernels_from(checks_of(r));
+  auto kernels = kernels_from(r.checks());
   if (!kernels.empty()) {
     out += "- GPU time per call by kernel (profiled beside the timed calls):\n";
     for (size_t i = 0; i < kernels.size() && i < 6; ++i)
@@ -226,7 +222,7 @@ std::string prompt_block(const eval::Verdict& r, const std::string& gpu_name) {
   }
   // Registers, spills and occupancy from the compiled kernels' metadata
   // (an autotuned kernel lists each config it compiled).
-  auto tk = triton_kernels_from(checks_of(r));
+  auto tk = triton_kernels_from(r.checks());
   if (!tk.empty()) {
     out += "- Compiled Triton kernels (compile metadata; occupancy estimated from it):\n";
     for (size_t i = 0; i < tk.size() && i < 4; ++i) {
@@ -242,7 +238,7 @@ std::string prompt_block(const eval::Verdict& r, const std::string& gpu_name) {
     if (tk.size() > 4) out += fmt::format("  - and {} more\n", tk.size() - 4);
   }
   // Nsight Compute's counters, where they were taken (--profile ncu).
-  auto nc = ncu_from(checks_of(r));
+  auto nc = ncu_from(r.checks());
   std::optional<double> excess;  // measured DRAM bytes over the bytes the call must move
   if (nc && !nc->error.empty()) {
     out += fmt::format("- Nsight Compute: no counters ({}).\n", nc->error.substr(0, 160));
@@ -295,7 +291,7 @@ std::string prompt_block(const eval::Verdict& r, const std::string& gpu_name) {
 nlohmann::json summary_json(const eval::Verdict& r, const std::string& gpu_name) {
   auto a = analyze(r, gpu_name);
   if (!a) return nullptr;
-  const Fit* v = &a->verdict;
+  const Fit* v = &a->fit;
   return {{"fraction", v->fraction},
           {"headroom", v->model_does_not_fit ? nlohmann::json(nullptr) : nlohmann::json(v->headroom)},
           {"bound", v->bound},
@@ -307,7 +303,7 @@ nlohmann::json summary_json(const eval::Verdict& r, const std::string& gpu_name)
 nlohmann::json analysis_json(const eval::Verdict& r, const std::string& gpu_name) {
   auto a = analyze(r, gpu_name);
   if (!a) return nullptr;
-  const Fit& v = a->verdict;
+  const Fit& v = a->fit;
   nlohmann::json j = summary_json(r, gpu_name);
   j["t_memory_ms"] = v.t_memory_ms;
   j["t_compute_ms"] = v.t_compute_ms;
@@ -324,7 +320,7 @@ nlohmann::json analysis_json(const eval::Verdict& r, const std::string& gpu_name
                 {"unit", v.peak_name},
                 {"source", a->peaks.source}};
   // The source of the per-kernel figures, and Nsight Compute's totals where taken.
-  if (auto nc = ncu_from(checks_of(r))) {
+  if (auto nc = ncu_from(r.checks())) {
     j["profile_source"] = "ncu";
     j["ncu"] = {{"source", nc->source},
                 {"error", nc->error.empty() ? nlohmann::json(nullptr) : nlohmann::json(nc->error)},

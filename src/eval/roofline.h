@@ -99,7 +99,7 @@ std::optional<Fit> analyze(const Work& w, const Peaks& p, double measured_ms);
 struct Analysis {
   Work work;
   Peaks peaks;
-  Fit verdict;
+  Fit fit;
 };
 std::optional<Analysis> analyze(const eval::Verdict& r, const std::string& gpu_name);
 

@@ -17,7 +17,7 @@ namespace {
 
 eval::Verdict verdict(double ms, const nlohmann::json& work, const nlohmann::json& kernels = nlohmann::json::array()) {
   eval::Verdict r;
-  r.status = Status::kCorrect;
+  r.status = VerdictStatus::kCorrect;
   r.runtime = {ms, ms, true};
   r.raw = {{"checks", {{"work", work}, {"runtime", {{"kernels", kernels}}}}}};
   return r;
@@ -131,7 +131,7 @@ TEST(Roofline, ThePromptBlockIsShortAndSaysWhatLimitsTheKernel) {
 
 TEST(Roofline, NothingUntrueWithoutTheRecordsOrThePeaks) {
   eval::Verdict wrong = verdict(3.0, relu_work());
-  wrong.status = Status::kIncorrect;
+  wrong.status = VerdictStatus::kIncorrect;
   EXPECT_EQ(prompt_block(wrong, "NVIDIA H200"), "");
   eval::Verdict untimed = verdict(3.0, relu_work());
   untimed.runtime.valid = false;
@@ -208,7 +208,7 @@ TEST(Roofline, TheEvalRecordCarriesTheAnalysisAndItsInputs) {
   EXPECT_FALSE(j["peaks"]["source"].get<std::string>().empty());
   // Nothing where the block would say nothing.
   eval::Verdict wrong = verdict(3.0, relu_work());
-  wrong.status = Status::kIncorrect;
+  wrong.status = VerdictStatus::kIncorrect;
   EXPECT_TRUE(analysis_json(wrong, "NVIDIA H200").is_null());
   EXPECT_TRUE(analysis_json(verdict(3.0, relu_work()), "NVIDIA GeForce GTX 1080").is_null());
 }

@@ -25,9 +25,9 @@ namespace {
 
 using nlohmann::json;
 
-TEST(Status, RoundTrip) {
-  for (auto s : {Status::kCorrect, Status::kIncorrect, Status::kCheating, Status::kCompileError,
-                 Status::kRuntimeError, Status::kTimeout, Status::kCrashed})
+TEST(VerdictStatus, RoundTrip) {
+  for (auto s : {VerdictStatus::kCorrect, VerdictStatus::kIncorrect, VerdictStatus::kCheating, VerdictStatus::kCompileError,
+                 VerdictStatus::kRuntimeError, VerdictStatus::kTimeout, VerdictStatus::kCrashed})
     EXPECT_EQ(status_from_string(to_string(s)), s);
   EXPECT_FALSE(status_from_string("fine").has_value());
 }
@@ -38,7 +38,7 @@ TEST(Protocol, ParsesAFullResult) {
       "message":"max error 0.5","max_abs_err":0.5,"runtime_ms":{"median":1.5,"mean":1.7},
       "baseline_ms":{"eager":{"median_ms":3.0,"mean_ms":3.1},"compile":null},"uses_pytorch":true})");
   Verdict r = parse_eval_result(msg);
-  EXPECT_EQ(r.status, Status::kIncorrect);
+  EXPECT_EQ(r.status, VerdictStatus::kIncorrect);
   EXPECT_EQ(r.kind, "mismatch");
   ASSERT_EQ(r.reasons.size(), 2u);
   EXPECT_EQ(r.reasons[1], "k.py:12: torch-compute: torch.matmul");
@@ -76,31 +76,31 @@ TEST(Protocol, ACandidatesTextIsScrubbedOfEveryKnownSecret) {
 
 TEST(Protocol, MalformedAnswersBecomeCrashed) {
   Verdict a = parse_eval_result(json::parse(R"({"id":1,"type":"result","status":"splendid"})"));
-  EXPECT_EQ(a.status, Status::kCrashed);
+  EXPECT_EQ(a.status, VerdictStatus::kCrashed);
   EXPECT_EQ(a.kind, "protocol_error");
   EXPECT_NE(a.feedback.find("splendid"), std::string::npos);
   Verdict b = parse_eval_result(json::parse(R"({"id":1,"type":"result"})"));
-  EXPECT_EQ(b.status, Status::kCrashed);
+  EXPECT_EQ(b.status, VerdictStatus::kCrashed);
   EXPECT_NE(b.feedback.find("no status"), std::string::npos);
   Verdict c = parse_eval_result(json::parse(R"({"id":1,"type":"error","message":"boom"})"));
-  EXPECT_EQ(c.status, Status::kCrashed);
+  EXPECT_EQ(c.status, VerdictStatus::kCrashed);
   EXPECT_NE(c.feedback.find("boom"), std::string::npos);
   Verdict d = parse_eval_result(json::parse(R"({"id":1,"type":"result","status":"correct","reasons":"x","runtime_ms":"fast","max_abs_err":"big"})"));
-  EXPECT_EQ(d.status, Status::kCorrect);
+  EXPECT_EQ(d.status, VerdictStatus::kCorrect);
   EXPECT_FALSE(d.runtime.valid);
   EXPECT_FALSE(d.max_abs_err.has_value());
-  EXPECT_EQ(parse_eval_result(json::array()).status, Status::kCrashed);
+  EXPECT_EQ(parse_eval_result(json::array()).status, VerdictStatus::kCrashed);
 }
 
 TEST(Protocol, NestedResultObjectIsAccepted) {
   Verdict r = parse_eval_result(json::parse(R"({"id":1,"type":"result","result":{"status":"correct","runtime_ms":2}})"));
-  EXPECT_EQ(r.status, Status::kCorrect);
+  EXPECT_EQ(r.status, VerdictStatus::kCorrect);
   EXPECT_DOUBLE_EQ(r.runtime.median_ms, 2.0);
 }
 
 TEST(Verdict, RoundTripKeepsEveryField) {
   Verdict r;
-  r.status = Status::kCorrect;
+  r.status = VerdictStatus::kCorrect;
   r.kind = "";
   r.reasons = {"a", "b"};
   r.feedback = "fine";
@@ -171,7 +171,7 @@ TEST(Verdict, EveryKeyTheWorkerWritesHasAPlaceInTheCppTable) {
 
 TEST(Verdict, UnknownIsNullAndANewerWritersFieldsAreKept) {
   Verdict r;
-  r.status = Status::kIncorrect;
+  r.status = VerdictStatus::kIncorrect;
   r.kind = "mismatch";
   json j = r.to_json();
   EXPECT_TRUE(j["runtime_ms"].is_null());
@@ -454,7 +454,7 @@ TEST(Cache, KeysSeparateWhatMatters) {
 
 TEST(Units, TheTf32BaselineSurvivesTheVerdictCache) {
   Verdict r;
-  r.status = Status::kCorrect;
+  r.status = VerdictStatus::kCorrect;
   r.compiled_tf32 = Timing{0.5, 0.52, true};
   r.speedup_compile_tf32 = 1.25;
   json j = r.to_json();  // the cache stores the Verdict's one form
@@ -504,13 +504,13 @@ TEST(Cache, StoresAndReadsBack) {
   ResultCache rc(dir.path() / "results");
   EXPECT_FALSE(rc.get("ab12").has_value());
   Verdict r;
-  r.status = Status::kTimeout;
+  r.status = VerdictStatus::kTimeout;
   r.kind = "hang";
   r.feedback = "slow";
   ASSERT_TRUE(rc.put("ab12", r, json{{"kernel", "k.py"}}).ok());
   auto back = rc.get("ab12");
   ASSERT_TRUE(back.has_value());
-  EXPECT_EQ(back->status, Status::kTimeout);
+  EXPECT_EQ(back->status, VerdictStatus::kTimeout);
   EXPECT_TRUE(back->cached);
   ASSERT_TRUE(write_file_atomic(dir.path() / "results" / "cd" / "cd34.json", "{not json").ok());
   EXPECT_FALSE(rc.get("cd34").has_value());
@@ -545,7 +545,7 @@ TEST(Cache, AnEntryNotSealedByThisUsersSecretIsDiscarded) {
   auto seal = std::make_shared<const CacheSeal>(std::string(64, 'a'));
   ResultCache rc(dir.path() / "results", seal);
   Verdict wrong;
-  wrong.status = Status::kIncorrect;
+  wrong.status = VerdictStatus::kIncorrect;
   wrong.kind = "mismatch";
   ASSERT_TRUE(rc.put("ab12", wrong, json::object()).ok());
   ASSERT_TRUE(rc.get("ab12").has_value());
@@ -565,7 +565,7 @@ TEST(Cache, AnEntryNotSealedByThisUsersSecretIsDiscarded) {
   EXPECT_FALSE(rc.get("ab12").has_value());
   // Moved under another key (a correct kernel's entry copied to a wrong one's): discarded.
   Verdict right;
-  right.status = Status::kCorrect;
+  right.status = VerdictStatus::kCorrect;
   ASSERT_TRUE(rc.put("cd34", right, json::object()).ok());
   ASSERT_TRUE(write_file_atomic(f, *read_file(dir.path() / "results" / "cd" / "cd34.json")).ok());
   EXPECT_FALSE(rc.get("ab12").has_value());

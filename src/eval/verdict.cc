@@ -11,13 +11,13 @@ using nlohmann::json;
 namespace {
 
 constexpr struct {
-  Status status;
+  VerdictStatus status;
   const char* name;
 } kStatusNames[] = {
-    {Status::kCorrect, "correct"},         {Status::kIncorrect, "incorrect"},
-    {Status::kCheating, "cheating"},       {Status::kCompileError, "compile_error"},
-    {Status::kRuntimeError, "runtime_error"}, {Status::kTimeout, "timeout"},
-    {Status::kCrashed, "crashed"},         {Status::kNoVerdict, "no_verdict"},
+    {VerdictStatus::kCorrect, "correct"},         {VerdictStatus::kIncorrect, "incorrect"},
+    {VerdictStatus::kCheating, "cheating"},       {VerdictStatus::kCompileError, "compile_error"},
+    {VerdictStatus::kRuntimeError, "runtime_error"}, {VerdictStatus::kTimeout, "timeout"},
+    {VerdictStatus::kCrashed, "crashed"},         {VerdictStatus::kNoVerdict, "no_verdict"},
 };
 
 // The fields the typed members hold, and the protocol envelope's (id, type):
@@ -62,13 +62,13 @@ json positive_or_null(double x) { return x > 0 ? json(x) : json(nullptr); }
 std::vector<std::string> verdict_typed_keys() { return {std::begin(kTyped), std::end(kTyped)}; }
 std::vector<std::string> verdict_worker_raw_keys() { return {std::begin(kWorkerRaw), std::end(kWorkerRaw)}; }
 
-const char* to_string(Status s) {
+const char* to_string(VerdictStatus s) {
   for (const auto& e : kStatusNames)
     if (e.status == s) return e.name;
   return "crashed";
 }
 
-std::optional<Status> status_from_string(const std::string& s) {
+std::optional<VerdictStatus> status_from_string(const std::string& s) {
   for (const auto& e : kStatusNames)
     if (s == e.name) return e.status;
   return std::nullopt;
@@ -138,6 +138,20 @@ json Verdict::to_json() const {
   return j;
 }
 
+const json& Verdict::checks() const {
+  static const json kNone = json::object();
+  if (!raw.is_object()) return kNone;
+  auto it = raw.find("checks");
+  return it != raw.end() && it->is_object() ? *it : kNone;
+}
+
+json& Verdict::mutable_checks() {
+  if (!raw.is_object()) raw = json::object();
+  json& c = raw["checks"];
+  if (!c.is_object()) c = json::object();
+  return c;
+}
+
 json summary_json(const Verdict& r) {
   Verdict s = r;
   s.raw = json::object();
@@ -193,7 +207,7 @@ Result<Verdict> Verdict::from_json(const json& j) {
   r.baseline_s = number(j, "baseline_s").value_or(0);
   for (const auto& [key, value] : j.items())
     if (!typed(key)) r.raw[key] = value;
-  if (r.status != Status::kCorrect && r.feedback.empty() && !r.reasons.empty()) r.feedback = r.reasons.front();
+  if (r.status != VerdictStatus::kCorrect && r.feedback.empty() && !r.reasons.empty()) r.feedback = r.reasons.front();
   return r;
 }
 

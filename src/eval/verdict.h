@@ -19,9 +19,9 @@ namespace mk::eval {
 /// kNoVerdict: the harness (the reference side, or memory on the machine), not
 /// the candidate, failed even after retries: no verdict on the candidate, no
 /// reward, never fed back to an LLM as the candidate's failure.
-enum class Status { kCorrect, kIncorrect, kCheating, kCompileError, kRuntimeError, kTimeout, kCrashed, kNoVerdict };
-const char* to_string(Status s);
-std::optional<Status> status_from_string(const std::string& s);
+enum class VerdictStatus { kCorrect, kIncorrect, kCheating, kCompileError, kRuntimeError, kTimeout, kCrashed, kNoVerdict };
+const char* to_string(VerdictStatus s);
+std::optional<VerdictStatus> status_from_string(const std::string& s);
 
 struct Timing {
   double median_ms = 0;
@@ -34,7 +34,7 @@ struct Timing {
 inline constexpr int kVerdictSchema = 1;
 
 struct Verdict {
-  Status status = Status::kCrashed;
+  VerdictStatus status = VerdictStatus::kCrashed;
   std::string kind;                   ///< fine-grained: syntax_error, import_error, triton_compile_error,
                                       ///< illegal_memory_access, device_assert, segfault, hang, oom,
                                       ///< exit_without_result, wrong_shape, wrong_dtype, nan, mismatch, ...
@@ -59,7 +59,14 @@ struct Verdict {
   nlohmann::json raw = nlohmann::json::object();
   int v = kVerdictSchema;             ///< the schema version it was read in (written: kVerdictSchema)
 
-  bool correct() const { return status == Status::kCorrect; }
+  bool correct() const { return status == VerdictStatus::kCorrect; }
+
+  /// The worker's checks (raw's "checks": work, runtime kernels, correctness,
+  /// phases, footprint, shapes, ...), an empty object when it has none.
+  const nlohmann::json& checks() const;
+  /// The same, for the pool's own additions (admission, baselines' clocks):
+  /// made an object first when it is none.
+  nlohmann::json& mutable_checks();
 
   /// The one JSON form: status, kind, reasons, message, runtime_ms,
   /// runtime_mean_ms, baseline_ms {eager, compile[, compile_tf32]}, speedup {eager,

@@ -93,42 +93,42 @@ TEST_F(RealWorkerTest, VerdictsAndFaultsThroughOneServer) {
   EXPECT_EQ(pool->hello()["protocol"], 1);
 
   Verdict ok = eval(*pool, "good", candidate("        return torch.clamp(x, min=0) * self.scale + y"));
-  EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
+  EXPECT_EQ(ok.status, VerdictStatus::kCorrect) << ok.feedback;
 
   Verdict wrong = eval(*pool, "wrong", candidate("        return torch.clamp(x, min=0) * self.scale - y"));
-  EXPECT_EQ(wrong.status, Status::kIncorrect) << wrong.feedback;
+  EXPECT_EQ(wrong.status, VerdictStatus::kIncorrect) << wrong.feedback;
   EXPECT_EQ(wrong.kind, "mismatch");
   EXPECT_GT(wrong.max_abs_err.value_or(0), 0);
   EXPECT_FALSE(wrong.feedback.empty());
 
   Verdict shape = eval(*pool, "shape", candidate("        return (torch.clamp(x, min=0) * self.scale + y)[:, :10]"));
-  EXPECT_EQ(shape.status, Status::kIncorrect) << shape.feedback;
+  EXPECT_EQ(shape.status, VerdictStatus::kIncorrect) << shape.feedback;
   EXPECT_EQ(shape.kind, "wrong_shape");
 
   Verdict hang = eval(*pool, "hang", candidate("        while True:\n            pass"), 3);
-  EXPECT_EQ(hang.status, Status::kTimeout) << hang.feedback;
+  EXPECT_EQ(hang.status, VerdictStatus::kTimeout) << hang.feedback;
   EXPECT_EQ(hang.kind, "hang");
 
   Verdict exits = eval(*pool, "exits", candidate("        os._exit(0)"));
-  EXPECT_EQ(exits.status, Status::kCrashed) << exits.feedback;
+  EXPECT_EQ(exits.status, VerdictStatus::kCrashed) << exits.feedback;
   EXPECT_EQ(exits.kind, "exit_without_result");
 
   Verdict segv = eval(*pool, "segv", candidate("        import ctypes\n        ctypes.string_at(0)"));
   EXPECT_EQ(segv.kind, "segfault") << segv.feedback;
 
   Verdict syntax = eval(*pool, "syntax", "class ModelNew(:\n");
-  EXPECT_EQ(syntax.status, Status::kCompileError) << syntax.feedback;
+  EXPECT_EQ(syntax.status, VerdictStatus::kCompileError) << syntax.feedback;
   EXPECT_EQ(syntax.kind, "syntax_error");
 
   Verdict raises = eval(*pool, "raises", candidate("        raise RuntimeError('boom')"));
-  EXPECT_EQ(raises.status, Status::kRuntimeError) << raises.feedback;
+  EXPECT_EQ(raises.status, VerdictStatus::kRuntimeError) << raises.feedback;
   EXPECT_NE(raises.feedback.find("boom"), std::string::npos);
 
   // The worker handled every fault itself: the server never had to be replaced.
   EXPECT_EQ(pool->stats().restarts, 0);
   EXPECT_EQ(pool->stats().starts, 1);
   Verdict again = eval(*pool, "good2", candidate("        return torch.relu(x) * self.scale + y"));
-  EXPECT_EQ(again.status, Status::kCorrect) << again.feedback;
+  EXPECT_EQ(again.status, VerdictStatus::kCorrect) << again.feedback;
 }
 
 TEST_F(RealWorkerTest, ACandidateThatKillsTheServerIsCrashedAndThePoolGoesOn) {
@@ -138,12 +138,12 @@ TEST_F(RealWorkerTest, ACandidateThatKillsTheServerIsCrashedAndThePoolGoesOn) {
   // tested without it; with it, the kill is the candidate's own error.
   auto pool = make(PoolOptions::Isolation::kProcessGroup, "off");
   Verdict r = eval(*pool, "killer", candidate("        os.kill(os.getppid(), 9)\n        return x"));
-  EXPECT_EQ(r.status, Status::kCrashed) << r.kind << ": " << r.feedback;
+  EXPECT_EQ(r.status, VerdictStatus::kCrashed) << r.kind << ": " << r.feedback;
   Verdict ok = eval(*pool, "good3", candidate("        return torch.clamp(x, min=0) * self.scale + y"));
-  EXPECT_EQ(ok.status, Status::kCorrect) << ok.feedback;
+  EXPECT_EQ(ok.status, VerdictStatus::kCorrect) << ok.feedback;
   auto boxed = make(PoolOptions::Isolation::kProcessGroup, "best-effort");
   Verdict refused = eval(*boxed, "killer2", candidate("        os.kill(os.getppid(), 9)\n        return x"));
-  EXPECT_EQ(refused.status, Status::kRuntimeError) << refused.kind << ": " << refused.feedback;
+  EXPECT_EQ(refused.status, VerdictStatus::kRuntimeError) << refused.kind << ": " << refused.feedback;
   EXPECT_NE(refused.feedback.find("Operation not permitted"), std::string::npos) << refused.feedback;
 }
 

@@ -69,111 +69,35 @@ nlohmann::json SwapRejected::finish_read(const nlohmann::json& j, SwapRejected& 
   return {{"name", nullptr}, {"to", nullptr}};
 }
 
-nlohmann::json llm_call(const LlmCall& c) { return c.to_json(); }
-
-
-
-
-nlohmann::json eval(const Eval& e) { return e.to_json(); }
-
-
-
-nlohmann::json topology(const Topology& t) { return t.to_json(); }
-
-
-
-nlohmann::json iteration(const Iteration& it) { return it.to_json(); }
-
-
-
-nlohmann::json best(int t, double speedup_compile) {
-  Best b;
-  b.t = t;
-  b.speedup_compile = speedup_compile;
-  return b.to_json();
-}
-
-
-
-nlohmann::json reply_error(const ReplyError& e) { return e.to_json(); }
-std::optional<ReplyError> parse_reply_error(const nlohmann::json& j) { return ReplyError::from_json(j); }
-
-
-
-nlohmann::json verify_decomposition(const VerifyDecomposition& v) { return v.to_json(); }
-std::optional<VerifyDecomposition> parse_verify_decomposition(const nlohmann::json& j) {
-  return VerifyDecomposition::from_json(j);
-}
-
-
-
-nlohmann::json judge(const Judge& j) { return j.to_json(); }
-std::optional<Judge> parse_judge(const nlohmann::json& j) { return Judge::from_json(j); }
 
 
 
 
 
-nlohmann::json reuse(const Reuse& r) { return r.to_json(); }
-std::optional<Reuse> parse_reuse(const nlohmann::json& j) { return Reuse::from_json(j); }
-
-
-
-nlohmann::json budget(const Budget& b) { return b.to_json(); }
-std::optional<Budget> parse_budget(const nlohmann::json& j) { return Budget::from_json(j); }
-
-
-
-nlohmann::json swap_skipped(double tau, const std::string& reason) { return SwapSkipped{tau, reason}.to_json(); }
-
-
-
-nlohmann::json swap_rejected(const SwapRejected& r) { return r.to_json(); }
-std::optional<SwapRejected> parse_swap_rejected(const nlohmann::json& j) { return SwapRejected::from_json(j); }
 
 
 
 
-nlohmann::json swap(const Swap& s) { return s.to_json(); }
 
 
 
-nlohmann::json postfuse(int attempt, const std::string& status, std::optional<double> speedup_compile) {
-  Postfuse p;
-  p.attempt = attempt;
-  p.status = status;
-  p.speedup_compile = speedup_compile;
-  return p.to_json();
-}
 
 
 
-nlohmann::json run_start(const std::string& method, const std::string& problem, const nlohmann::json& settings) {
-  RunStart r;
-  r.method = method;
-  r.problem = problem;
-  r.settings = settings;
-  return r.to_json();
-}
 
 
 
-nlohmann::json resume(int64_t events_before, const std::vector<std::string>& notices,
-                      const nlohmann::json& llm_changes) {
-  Resume r;
-  r.events_before = events_before;
-  r.notices = notices;
-  if (llm_changes.is_array())
-    for (const auto& c : llm_changes)
-      if (c.is_object()) r.llm_changes.push_back({str(c, "flag"), str(c, "from"), str(c, "to")});
-  return r.to_json();
-}
 
 
 
-nlohmann::json preflight(const std::string& what, bool ok, double seconds, const std::string& message) {
-  return Preflight{what, ok, seconds, message}.to_json();
-}
+
+
+
+
+
+
+
+
 
 
 
@@ -270,7 +194,6 @@ nlohmann::json FinalCheckOutcome::to_json() const {
 
 
 
-nlohmann::json run_end(const RunEnd& e) { return e.to_json(); }
 
 namespace {
 

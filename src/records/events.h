@@ -131,7 +131,6 @@ struct LlmCall {
   /// A failed call writes its error even when empty.
   void finish_json(nlohmann::json& j) const;
 };
-nlohmann::json llm_call(const LlmCall& c);  ///< = c.to_json()
 
 /// The agents whose calls the kernel budget counts: generate, debug, optimize,
 /// postfuse (decompose, split, fuse and judge calls are outside it).
@@ -189,7 +188,6 @@ struct Eval {
   }
   MK_RECORD_JSON(Eval)
 };
-nlohmann::json eval(const Eval& e);  ///< = e.to_json()
 
 /// One subproblem in a topology: status new (no kernel yet), correct or failing.
 struct TopologyEntry {
@@ -235,8 +233,6 @@ struct TopologyChange {
   }
   MK_RECORD_JSON(TopologyChange)
 };
-using Topology = TopologyChange;  // until every caller says the new name
-nlohmann::json topology(const Topology& t);  ///< = t.to_json()
 
 struct E2E {
   std::string status{};  ///< correct, incorrect, ... or "skipped" when not every subkernel was correct
@@ -310,7 +306,6 @@ struct Iteration {
   /// Also writes "iteration" (= t) for older readers.
   void finish_json(nlohmann::json& j) const;
 };
-nlohmann::json iteration(const Iteration& it);  ///< = it.to_json()
 
 /// best: a new best solution (always a correct one since issue 13; older
 /// logs hold correct: false placeholders, which readers skip).
@@ -339,7 +334,6 @@ struct Best {
   /// speedup_compile is null unless correct.
   void finish_json(nlohmann::json& j) const;
 };
-nlohmann::json best(int t, double speedup_compile);  ///< a correct best: Best{t, speedup_compile}.to_json()
 
 /// swap: a subkernel replaced in the solution (Swap, or `mkevolve swap`),
 /// one record per replaced subkernel, only when the swap was taken.
@@ -377,7 +371,6 @@ struct Swap {
   /// subkernel_speedup: written (null when unknown) only for the search's swaps.
   void finish_json(nlohmann::json& j) const;
 };
-nlohmann::json swap(const Swap& s);  ///< = s.to_json()
 
 /// postfuse: one PostFuse outcome.
 struct Postfuse {
@@ -400,7 +393,6 @@ struct Postfuse {
   }
   MK_RECORD_JSON(Postfuse)
 };
-nlohmann::json postfuse(int attempt, const std::string& status, std::optional<double> speedup_compile);
 
 /// run_start: the search begins. settings holds T, L, budget_per_iter,
 /// beam_width and any other knob worth seeing in the report; budgets, when set,
@@ -431,7 +423,6 @@ struct RunStart {
   /// settings is always written, {} when none.
   void finish_json(nlohmann::json& j) const;
 };
-nlohmann::json run_start(const std::string& method, const std::string& problem, const nlohmann::json& settings);
 
 /// resume: a run was reopened; events_before is how many events it had.
 /// llm_changes: what --allow-llm-change let this resume use instead of what the
@@ -459,9 +450,6 @@ struct Resume {
   }
   MK_RECORD_JSON(Resume)
 };
-/// llm_changes as [{flag, from, to}].
-nlohmann::json resume(int64_t events_before, const std::vector<std::string>& notices,
-                      const nlohmann::json& llm_changes = nlohmann::json::array());
 
 /// preflight: a check made before the first paid LLM call. what: "problem"
 /// (it loads and its reference runs) or "endpoint" (the LLM answers).
@@ -481,7 +469,6 @@ struct Preflight {
   }
   MK_RECORD_JSON(Preflight)
 };
-nlohmann::json preflight(const std::string& what, bool ok, double seconds, const std::string& message);
 
 /// final_check: the solution about to be returned, evaluated once more with
 /// a fresh seed and every check on, just before run_end. passed: it is
@@ -555,8 +542,6 @@ struct FinalCheckOutcome {
 };
 FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events);
 
-// The records below each have one to_json and one from_json (nullopt for a
-// record of another type); the free functions are their older names.
 
 /// reply_error: an LLM reply that could not be used (unparseable, or a call
 /// that failed); the agent is asked again or the candidate is lost.
@@ -578,8 +563,6 @@ struct ReplyError {
   }
   MK_RECORD_JSON(ReplyError)
 };
-nlohmann::json reply_error(const ReplyError& e);
-std::optional<ReplyError> parse_reply_error(const nlohmann::json& j);
 
 /// verify_decomposition: one decomposition (or split/fuse) attempt's verdict.
 struct VerifyDecomposition {
@@ -611,8 +594,6 @@ struct VerifyDecomposition {
   }
   MK_RECORD_JSON(VerifyDecomposition)
 };
-nlohmann::json verify_decomposition(const VerifyDecomposition& v);
-std::optional<VerifyDecomposition> parse_verify_decomposition(const nlohmann::json& j);
 
 /// judge: the cheat judge's word on a correct candidate. verdict: pass, cheat,
 /// unparseable (the reply), or failed (it could not be asked; policy then says
@@ -642,8 +623,6 @@ struct Judge {
   }
   MK_RECORD_JSON(Judge)
 };
-nlohmann::json judge(const Judge& j);
-std::optional<Judge> parse_judge(const nlohmann::json& j);
 
 /// reuse (mkevolve adapt): a subproblem of the variant met a verified
 /// subkernel of the run it adapts. match: same source, same module, other
@@ -675,9 +654,6 @@ struct ReuseMatch {
   }
   MK_RECORD_JSON(ReuseMatch)
 };
-using Reuse = ReuseMatch;  // until every caller says the new name
-nlohmann::json reuse(const Reuse& r);
-std::optional<Reuse> parse_reuse(const nlohmann::json& j);
 
 /// composition_failure: every subkernel passed its own checks but the
 /// composed solution failed by its own fault (wrong answer, error, timeout,
@@ -724,8 +700,6 @@ struct Budget {
   }
   MK_RECORD_JSON(Budget)
 };
-nlohmann::json budget(const Budget& b);
-std::optional<Budget> parse_budget(const nlohmann::json& j);
 
 /// swap_skipped: Swap did not trigger, and why.
 struct SwapSkipped {
@@ -740,7 +714,6 @@ struct SwapSkipped {
   }
   MK_RECORD_JSON(SwapSkipped)
 };
-nlohmann::json swap_skipped(double tau, const std::string& reason);
 
 /// swap_rejected: a swap was tried and not taken (the solution is unchanged):
 /// by the search (tau set, several replacements) or by `mkevolve swap` (one
@@ -778,8 +751,6 @@ struct SwapRejected {
   /// The older shape of `mkevolve swap` (name, to) reads into replaced.
   static nlohmann::json finish_read(const nlohmann::json& j, SwapRejected& r);
 };
-nlohmann::json swap_rejected(const SwapRejected& r);
-std::optional<SwapRejected> parse_swap_rejected(const nlohmann::json& j);
 
 /// run_end: the run stopped. status: finished, interrupted, failed.
 struct RunEnd {
@@ -807,7 +778,6 @@ struct RunEnd {
   }
   MK_RECORD_JSON(RunEnd)
 };
-nlohmann::json run_end(const RunEnd& e);
 
 /// Live progress (search::EventSink::progress), for the status line and
 /// --events-json; never logged.

@@ -198,7 +198,7 @@ TEST(EventRecords, EvalRoundTrips) {
 }
 
 TEST(EventRecords, TopologyRoundTrips) {
-  Topology t;
+  TopologyChange t;
   t.iteration = 3;
   t.change = "split";
   t.subproblems = {{"a", "correct"}, {"b1", "new"}, {"b2", "new"}};
@@ -212,7 +212,7 @@ TEST(EventRecords, TopologyRoundTrips) {
   t.failing = {"b"};
   t.subproblems_unknown = true;
   expect_round_trip(t);
-  expect_round_trip(Topology{.iteration = 0, .change = "fallback"});
+  expect_round_trip(TopologyChange{.iteration = 0, .change = "fallback"});
 }
 
 TEST(EventRecords, IterationRoundTrips) {
@@ -261,7 +261,6 @@ TEST(EventRecords, BestRoundTrips) {
   b.contains_pytorch_subkernels = true;
   b.speedup = 1.1;
   expect_round_trip(b);
-  EXPECT_EQ(best(3, 1.5), (Best{.t = 3, .speedup_compile = 1.5}.to_json()));
   // An older log's placeholder for an iteration without a correct solution.
   auto old = Best::from_json(json{{"type", "best"}, {"t", 1}, {"speedup_compile", nullptr}, {"correct", false}});
   ASSERT_TRUE(old);
@@ -276,7 +275,7 @@ TEST(EventRecords, TheSearchsOtherRecordsRoundTrip) {
   expect_round_trip(VerifyDecomposition{"p", "decompose", 0, 0, true, {}, std::nullopt});
   expect_round_trip(Judge{"a", "a-s3", 1, "cheat", "calls torch.matmul", ""});
   expect_round_trip(Judge{"a", "final", 2, "failed", "HTTP 500", "hold"});
-  expect_round_trip(Reuse{"b", "/runs/r1", "b_old", "same source", "b-reused", "correct", true, 6});
+  expect_round_trip(ReuseMatch{"b", "/runs/r1", "b_old", "same source", "b-reused", "correct", true, 6});
   expect_round_trip(Budget{2, {{"a", 3}, {"b", 1}}, "runtime"});
   expect_round_trip(SwapSkipped{0.9, "fewer than two subkernels"});
   SwapRejected r;

@@ -9,7 +9,7 @@
 #include "eval/shapes.h"
 #include "report/svg.h"
 #include "rundir/event_log.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "util/fs.h"
 
 namespace mk::report {
@@ -293,7 +293,7 @@ std::string judge_text(const ReportData& s) {
 }
 
 /// One line for a composition_failure event: what failed and where it went.
-std::string composition_failure_text(const rundir::events::CompositionFailure& f) {
+std::string composition_failure_text(const records::CompositionFailure& f) {
   std::string what = "t=" + std::to_string(f.iteration) + ": " + f.status + (f.kind.empty() ? "" : " (" + f.kind + ")");
   if (f.action == "back_to_beam")
     return what + " inside subkernel " + f.task + " (" + f.candidate + "): sent back to its beam with this error";

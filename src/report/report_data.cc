@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "rundir/events.h"
+#include "records/events.h"
 #include "util/json_fields.h"
 #include "report/svg.h"
 
@@ -244,7 +244,7 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
       records::parse_event(ev));
   }
 
-  s.final_check = rundir::events::final_check_outcome(events);
+  s.final_check = records::final_check_outcome(events);
   for (auto& [t, row] : iterations) s.iterations.push_back(std::move(row));
   for (auto& [t, col] : structure) s.structure.push_back(std::move(col));
   s.subproblem_order = order;
@@ -358,7 +358,7 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
   return s;
 }
 
-std::vector<std::string> swapped_names(const rundir::events::Swap& s) {
+std::vector<std::string> swapped_names(const records::Swap& s) {
   std::vector<std::string> out;
   const auto& extra = s.meta.extra;
   if (extra.is_object() && extra.contains("names") && extra["names"].is_array())

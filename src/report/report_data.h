@@ -14,7 +14,7 @@
 
 #include "rundir/critical_path.h"
 #include "records/tally.h"
-#include "rundir/events.h"
+#include "records/events.h"
 
 namespace mk::report {
 
@@ -103,12 +103,12 @@ struct ReportData {
   std::string judge_spec;  ///< run_start's judge ("" : none was configured)
 
   std::vector<SubkernelRow> final_subkernels;
-  std::vector<rundir::events::Swap> swaps;
-  std::vector<rundir::events::Postfuse> postfuse;
+  std::vector<records::Swap> swaps;
+  std::vector<records::Postfuse> postfuse;
   /// The decomposition, split and fusion checks (verify_decomposition events).
-  std::vector<rundir::events::VerifyDecomposition> verifications;
+  std::vector<records::VerifyDecomposition> verifications;
   /// Compositions that failed while every subkernel passed, and where each went.
-  std::vector<rundir::events::CompositionFailure> composition_failures;
+  std::vector<records::CompositionFailure> composition_failures;
 
   /// The returned solution's speedup: the passing final check's own timing
   /// when there is one (best_from_final_check), else the search's figure.
@@ -122,7 +122,7 @@ struct ReportData {
   std::optional<double> final_speedup_compile_tf32;
   std::string final_e2e_status;   ///< last known end-to-end status ("" if never evaluated)
   /// What the final checks came to (result "" : none was logged).
-  rundir::events::FinalCheckOutcome final_check;
+  records::FinalCheckOutcome final_check;
   bool ended = false;
   std::string end_status, end_message, solution_dir;
 
@@ -150,6 +150,6 @@ std::string human_count(double v);
 
 /// The subkernels one swap replaced: its name, or the list an older build
 /// wrote as "names" (kept in the record's meta.extra).
-std::vector<std::string> swapped_names(const rundir::events::Swap& s);
+std::vector<std::string> swapped_names(const records::Swap& s);
 
 }  // namespace mk::report

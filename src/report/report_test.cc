@@ -9,7 +9,7 @@
 #include "report/status_line.h"
 #include "report/svg.h"
 #include "rundir/event_log.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "rundir/run_dir.h"
 #include "support/testing.h"
 #include "util/fs.h"
@@ -122,17 +122,17 @@ TEST(Report, HtmlIsSelfContained) {
 // A run that ends with a failing end-to-end kernel, one PyTorch subkernel and a
 // name that needs escaping.
 std::vector<json> failing_run() {
-  using namespace rundir::events;
+  using namespace records;
   std::vector<json> ev;
-  ev.push_back(run_start("mkevolve", "l2/<odd>&name", {{"T", 2}}));
-  ev.push_back(topology({.iteration = 1, .change = "initial", .subproblems = {{"a", "new"}, {"b", "new"}, {"c", "new"}}}));
-  ev.push_back(llm_call({.agent = "generate", .task = "b", .usage = {.input = 100, .output = 50, .estimated = true}}));
-  ev.push_back(iteration({.t = 1,
+  ev.push_back(records::RunStart{.method = "mkevolve", .problem = "l2/<odd>&name", .settings = {{"T", 2}}}.to_json());
+  ev.push_back(records::TopologyChange{.iteration = 1, .change = "initial", .subproblems = {{"a", "new"}, {"b", "new"}, {"c", "new"}}}.to_json());
+  ev.push_back(records::LlmCall{.agent = "generate", .task = "b", .usage = {.input = 100, .output = 50, .estimated = true}}.to_json());
+  ev.push_back(records::Iteration{.t = 1,
                           .e2e = {.status = "incorrect"},
                           .subkernels = {{.name = "a", .correct = true, .speedup_compile = 1.5, .uses_pytorch = true},
                                          {.name = "b", .correct = false},
-                                         {.name = "c", .correct = true, .speedup_compile = 0.9}}}));
-  ev.push_back(run_end({.status = "failed", .message = "no correct end-to-end kernel"}));
+                                         {.name = "c", .correct = true, .speedup_compile = 0.9}}}.to_json());
+  ev.push_back(records::RunEnd{.status = "failed", .message = "no correct end-to-end kernel"}.to_json());
   return ev;
 }
 
@@ -175,11 +175,11 @@ TEST(Report, TestModeIsMarkedAndTheModelIsNamed) {
 TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
   // A correct iteration without a torch.compile baseline (speedup 0 = unknown):
   // no point at 0x on the chart (the tables show a dash), and no failure cross.
-  using namespace rundir::events;
+  using namespace records;
   std::vector<json> ev;
-  ev.push_back(run_start("mkevolve", "p", {{"T", 2}}));
-  ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 0.0, .speedup_eager = 1.2}}));
-  ev.push_back(iteration({.t = 2, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
+  ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 2}}}.to_json());
+  ev.push_back(records::Iteration{.t = 1, .e2e = {.status = "correct", .speedup_compile = 0.0, .speedup_eager = 1.2}}.to_json());
+  ev.push_back(records::Iteration{.t = 2, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}.to_json());
   ReportData s = summarize(ev, json::object(), json::object());
   std::string html = render_html(s);
   EXPECT_EQ(html.find("vs torch.compile, t=1: 0\u00d7"), std::string::npos) << "an unknown drawn as 0x";
@@ -188,10 +188,10 @@ TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
 }
 
 TEST(Report, TheFinalChecksOutcomeIsStatedAndANoVerdictIsNotCalledPassed) {
-  using namespace rundir::events;
+  using namespace records;
   std::vector<json> ev;
-  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
-  ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
+  ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json());
+  ev.push_back(records::Iteration{.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}.to_json());
   EXPECT_EQ(render_markdown(summarize(ev, json::object(), json::object())).find("Final check:"), std::string::npos);
   FinalCheck fc;
   fc.seed = 43;
@@ -212,10 +212,10 @@ TEST(Report, TheFinalChecksOutcomeIsStatedAndANoVerdictIsNotCalledPassed) {
 }
 
 TEST(Report, TheReturnedSolutionsShapesHaveAHoldsAtColumn) {
-  using namespace rundir::events;
+  using namespace records;
   std::vector<json> ev;
-  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
-  ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
+  ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json());
+  ev.push_back(records::Iteration{.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}.to_json());
   FinalCheck fc;
   fc.passed = true;
   fc.seed = 43;
@@ -244,11 +244,11 @@ TEST(Report, TheReturnedSolutionsShapesHaveAHoldsAtColumn) {
 }
 
 TEST(Report, TheBestFigureIsTheFinalChecksOwnAndSaysSo) {
-  using namespace rundir::events;
+  using namespace records;
   std::vector<json> ev;
-  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
-  ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
-  ev.push_back(best(1, 1.5));
+  ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json());
+  ev.push_back(records::Iteration{.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}.to_json());
+  ev.push_back(records::Best{.t = 1, .speedup_compile = 1.5}.to_json());
   std::string before = render_markdown(summarize(ev, json::object(), json::object()));
   EXPECT_NE(before.find("1.50× (iteration 1; as the search measured it, no final check)"), std::string::npos)
       << before;
@@ -274,21 +274,21 @@ TEST(Report, TheBestFigureIsTheFinalChecksOwnAndSaysSo) {
 }
 
 TEST(Report, SaysPlainlyWhetherACheatJudgeRan) {
-  using namespace rundir::events;
+  using namespace records;
   std::vector<json> ev;
-  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
+  ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json());
   std::string md = render_markdown(summarize(ev, json::object(), json::object()));
   EXPECT_NE(md.find("- Cheat judge: none ran (no --judge)"), std::string::npos) << md;
   RunStart rs;
   rs.method = "mkevolve";
   rs.judge = "anthropic:claude-opus-4-5";
   ev[0] = rs.to_json();
-  ev.push_back(judge({"alpha", "alpha-s0", 1, "pass", "fine", ""}));
-  ev.push_back(judge({"alpha", "alpha-s1", 1, "cheat", "torch.mm", ""}));
+  ev.push_back(records::Judge{"alpha", "alpha-s0", 1, "pass", "fine", ""}.to_json());
+  ev.push_back(records::Judge{"alpha", "alpha-s1", 1, "cheat", "torch.mm", ""}.to_json());
   Judge after{"alpha", "alpha-s0", 1, "pass", "fine", ""};
   after.stage = "after_beam";
   ev.push_back(after.to_json());
-  ev.push_back(judge({"alpha", "final", 2, "pass", "fine", ""}));
+  ev.push_back(records::Judge{"alpha", "final", 2, "pass", "fine", ""}.to_json());
   ReportData s = summarize(ev, json::object(), json::object());
   md = render_markdown(s);
   EXPECT_NE(md.find("- Cheat judge: anthropic:claude-opus-4-5: 2 candidates on entry into a beam (1 called "
@@ -299,9 +299,9 @@ TEST(Report, SaysPlainlyWhetherACheatJudgeRan) {
 }
 
 TEST(Report, TheDecompositionChecksSayHowCloseTheyCameAndTheBound) {
-  using namespace rundir::events;
+  using namespace records;
   std::vector<json> ev;
-  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
+  ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json());
   VerifyDecomposition bad{"p", "decompose", 0, 0, false, {"outputs differ"}, 0.5};
   bad.max_abs_err = 1.7e-4;
   VerifyDecomposition good{"p", "decompose", 0, 1, true, {}, 0.5};
@@ -322,9 +322,9 @@ TEST(Report, TheDecompositionChecksSayHowCloseTheyCameAndTheBound) {
 }
 
 TEST(Report, ACompositionThatFailedInPlaceSaysWhereItWent) {
-  using namespace rundir::events;
+  using namespace records;
   std::vector<json> ev;
-  ev.push_back(run_start("mkevolve", "p", {{"T", 2}}));
+  ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 2}}}.to_json());
   ev.push_back(CompositionFailure{.iteration = 1, .task = "alpha", .candidate = "alpha-s3", .status = "runtime_error",
                                   .kind = "runtime_error", .message = "AssertionError", .action = "back_to_beam"}
                    .to_json());
@@ -341,10 +341,10 @@ TEST(Report, ACompositionThatFailedInPlaceSaysWhereItWent) {
 }
 
 TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
-  using namespace rundir::events;
+  using namespace records;
   std::vector<json> ev;
-  ev.push_back(run_start("mkevolve", "p", {{"T", 1}}));
-  ev.push_back(iteration({.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}));
+  ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json());
+  ev.push_back(records::Iteration{.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}.to_json());
   ReportData without = summarize(ev, json::object(), json::object());
   EXPECT_EQ(render_markdown(without).find("TF32 on"), std::string::npos);
   FinalCheck fc;
@@ -375,8 +375,8 @@ TEST(Report, CompositionFailureIsNamedAsSuch) {
 
 TEST(Report, SwapToPyTorchIsFlagged) {
   auto ev = fixture_events();
-  ev.insert(ev.end() - 1, rundir::events::swap({.name = "5_classifier_head", .from = "t5-s0", .to = "pytorch",
-                                             .speedup_before = 1.34, .speedup_after = 1.31}));
+  ev.insert(ev.end() - 1, records::Swap{.name = "5_classifier_head", .from = "t5-s0", .to = "pytorch",
+                                             .speedup_before = 1.34, .speedup_after = 1.31}.to_json());
   ReportData s = summarize(ev, json::object(), json::object());
   EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"5_classifier_head"});
   EXPECT_DOUBLE_EQ(*s.final_speedup_compile, 1.31);
@@ -402,23 +402,23 @@ TEST(Report, ASwapAnOlderBuildWroteForSeveralSubkernelsNamesThemAll) {
 // saved once), c matched by name failed its re-check and was evolved; the
 // earlier run's path needs escaping.
 std::vector<json> adapted_run() {
-  using namespace rundir::events;
+  using namespace records;
   const std::string from = "/runs/<x>&1";
   std::vector<json> ev;
-  ev.push_back(run_start("adapt", "variant", {{"T", 1}}));
-  ev.push_back(topology({.iteration = 1, .change = "initial", .subproblems = {{"a", "new"}, {"b", "new"}, {"c", "new"}}}));
-  ev.push_back(reuse({"a", from, "a", "same source", "a-reused", "correct", true, 5}));
-  ev.push_back(reuse({"b", from, "a", "same module, other shapes", "b-reused", "correct", true, 0}));
-  ev.push_back(reuse({"c", from, "c", "same name", "c-reused", "incorrect", false, 0}));
+  ev.push_back(records::RunStart{.method = "adapt", .problem = "variant", .settings = {{"T", 1}}}.to_json());
+  ev.push_back(records::TopologyChange{.iteration = 1, .change = "initial", .subproblems = {{"a", "new"}, {"b", "new"}, {"c", "new"}}}.to_json());
+  ev.push_back(records::ReuseMatch{"a", from, "a", "same source", "a-reused", "correct", true, 5}.to_json());
+  ev.push_back(records::ReuseMatch{"b", from, "a", "same module, other shapes", "b-reused", "correct", true, 0}.to_json());
+  ev.push_back(records::ReuseMatch{"c", from, "c", "same name", "c-reused", "incorrect", false, 0}.to_json());
   for (int i = 0; i < 2; ++i)
-    ev.push_back(llm_call({.agent = "debug", .task = "c", .usage = {.input = 100, .output = 50}}));
-  ev.push_back(iteration({.t = 1,
+    ev.push_back(records::LlmCall{.agent = "debug", .task = "c", .usage = {.input = 100, .output = 50}}.to_json());
+  ev.push_back(records::Iteration{.t = 1,
                           .e2e = {.status = "correct", .speedup_compile = 1.2, .speedup_eager = 1.4},
                           .subkernels = {{.name = "a", .correct = true, .speedup_compile = 1.1},
                                          {.name = "b", .correct = true, .speedup_compile = 0.9},
                                          {.name = "c", .correct = true, .speedup_compile = 1.3}},
-                          .calls_used = 2}));
-  ev.push_back(run_end({.status = "finished", .best_speedup_compile = 1.2, .solution_dir = "solution"}));
+                          .calls_used = 2}.to_json());
+  ev.push_back(records::RunEnd{.status = "finished", .best_speedup_compile = 1.2, .solution_dir = "solution"}.to_json());
   return ev;
 }
 
@@ -573,7 +573,7 @@ TEST(Report, EmptyAndPartialRunsStillRender) {
   EXPECT_NE(render_markdown(empty).find("No iteration has finished yet."), std::string::npos);
   EXPECT_NE(render_html(empty).find("No LLM calls recorded."), std::string::npos);
   // Topology only, no iteration yet: the grid shows "new".
-  std::vector<json> ev = {rundir::events::topology({.iteration = 1, .change = "initial", .subproblems = {{"x", "new"}}})};
+  std::vector<json> ev = {records::TopologyChange{.iteration = 1, .change = "initial", .subproblems = {{"x", "new"}}}.to_json()};
   ReportData s = summarize(ev, json::object(), json::object());
   ASSERT_EQ(s.grid.cells.size(), 1u);
   EXPECT_EQ(s.grid.cells[0][0], StructureGrid::kNew);
@@ -725,7 +725,7 @@ TEST(StatusLineTest, FedByRunDirListener) {
   o.mode = StatusLine::Mode::kPlain;
   StatusLine line(f, o);
   (*rd)->add_listener([&](const json& e) { line.on_event(e); });
-  ASSERT_TRUE((*rd)->log_event(rundir::events::best(2, 0.75)).ok());
+  ASSERT_TRUE((*rd)->log_event(records::Best{.t = 2, .speedup_compile = 0.75}.to_json()).ok());
   EXPECT_NE(line.current().find("best 0.75\u00d7"), std::string::npos);
   std::fclose(f);
 }

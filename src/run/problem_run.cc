@@ -16,7 +16,7 @@
 #include "problem/compose.h"
 #include "report/report.h"
 #include "rundir/event_log.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "rundir/interrupt.h"
 #include "util/fs.h"
 #include "util/json_fields.h"
@@ -28,10 +28,10 @@ namespace mk::run {
 RunSink::RunSink(rundir::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged)
     : dir_(dir), status_(status) {
   for (auto& e : already_logged) {
-    auto env = rundir::events::Envelope::from_json(e);
+    auto env = records::Envelope::from_json(e);
     const std::string t = env ? env->type : "";
-    if (t == rundir::events::Resume::kType || t == rundir::events::RunEnd::kType ||
-        t == rundir::events::Preflight::kType)
+    if (t == records::Resume::kType || t == records::RunEnd::kType ||
+        t == records::Preflight::kType)
       continue;  // not the search's own
     replay_.push_back(std::move(e));
   }
@@ -44,7 +44,7 @@ void RunSink::emit(const nlohmann::json& e) {
     // A resumed run re-executes from the start with cached LLM replies and
     // evaluations; the events the log already holds are not written twice.
     const auto& old = replay_[next_];
-    if (rundir::events::ReplayKey::of(old) == rundir::events::ReplayKey::of(e)) {
+    if (records::ReplayKey::of(old) == records::ReplayKey::of(e)) {
       ++skipped_;
       // The logged record, not this process's copy: it holds what the call
       // was billed for then (a resumed call is served from the cache).
@@ -114,7 +114,7 @@ StopWatcher::~StopWatcher() {
 
 // ---- directories -------------------------------------------------------------------
 
-Result<search::Reuse> load_reuse(const fs::path& dir) {
+Result<search::EarlierRun> load_reuse(const fs::path& dir) {
   auto bad = [](std::string m) { return Error{std::move(m), ErrorKind::kBadInput}; };
   std::error_code ec;
   if (!fs::is_regular_file(dir / "config.json", ec))
@@ -142,7 +142,7 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
     topo = problem::Topology::from_json(*tj);
   }
   if (!topo) return bad(topo_path.string() + ": " + topo.error() + " (the solution's decomposition)");
-  search::Reuse r;
+  search::EarlierRun r;
   r.from = fs::absolute(dir, ec).lexically_normal().string();  // the manifest names it from anywhere
   if (r.from.empty()) r.from = dir.string();
   r.top_level = topo->top_level;
@@ -167,10 +167,10 @@ Result<search::Reuse> load_reuse(const fs::path& dir) {
   // The kernel calls the run spent on each (and, for an adaptation, the ones it saved).
   if (auto events = rundir::read_event_log(dir / "events.jsonl")) {
     for (const auto& e : *events) {
-      if (auto c = rundir::events::LlmCall::from_json(e); c && r.calls.count(c->task) &&
-                                                        rundir::events::is_kernel_agent(c->agent))
+      if (auto c = records::LlmCall::from_json(e); c && r.calls.count(c->task) &&
+                                                        records::is_kernel_agent(c->agent))
         r.calls[c->task] += 1;
-      else if (auto u = rundir::events::parse_reuse(e); u && u->correct && r.calls.count(u->task))
+      else if (auto u = records::ReuseMatch::from_json(e); u && u->correct && r.calls.count(u->task))
         r.calls[u->task] += u->calls_saved;
     }
   }
@@ -222,16 +222,16 @@ bool holds_no_progress(const fs::path& dir) {
   auto events = rundir::read_event_log(dir / "events.jsonl");
   if (!events) return false;
   for (const auto& e : *events)
-    if (!rundir::events::Preflight::from_json(e)) return false;  // a call, an evaluation, a resume: progress
+    if (!records::Preflight::from_json(e)) return false;  // a call, an evaluation, a resume: progress
   return true;
 }
 
 bool search_completed_in_log(const std::vector<nlohmann::json>& events) {
   bool completed = false;
   for (const auto& e : events) {
-    if (auto r = rundir::events::RunEnd::from_json(e)) completed = r->result == "ok" || r->result == "no_correct";
-    else if (rundir::events::Resume::from_json(e)) continue;  // a resume that then completed logs its own run_end
-    else if (rundir::events::LlmCall::from_json(e)) completed = false;
+    if (auto r = records::RunEnd::from_json(e)) completed = r->result == "ok" || r->result == "no_correct";
+    else if (records::Resume::from_json(e)) continue;  // a resume that then completed logs its own run_end
+    else if (records::LlmCall::from_json(e)) completed = false;
   }
   return completed;
 }
@@ -240,10 +240,10 @@ std::optional<nlohmann::json> finished_run_end(const std::vector<nlohmann::json>
   std::optional<nlohmann::json> end;
   std::string result;
   for (const auto& e : events) {
-    if (auto r = rundir::events::RunEnd::from_json(e)) {
+    if (auto r = records::RunEnd::from_json(e)) {
       end = e;
       result = r->result;
-    } else if (rundir::events::Resume::from_json(e)) {
+    } else if (records::Resume::from_json(e)) {
       end.reset();
     }
   }
@@ -294,9 +294,9 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   for (const auto& n : rd->notices()) status.message(n);
   rd->add_listener([&status](const nlohmann::json& e) { status.on_event(e); });
   if (pr.resumed) {
-    if (auto st = rd->log_event(rundir::events::resume(static_cast<int64_t>(prior.size()), rd->notices(), pr.llm_changes));
-        !st)
-      out.sink_error = st.error();
+    records::Resume resumed{.events_before = static_cast<int64_t>(prior.size()), .notices = rd->notices()};
+    records::codec::decode(pr.llm_changes, resumed.llm_changes);
+    if (auto st = rd->log_event(resumed.to_json()); !st) out.sink_error = st.error();
   }
   status.message(fmt::format("{} {} on {} with {}; run directory {}", pr.resumed ? "resuming" : "starting",
                              opts.method, pr.problem.name, shared.llm->spec(), rd->root().string()));
@@ -330,8 +330,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
         status.message("no shape variants: " + shapes["error"].get<std::string>() +
                        "; only the benchmark's shapes are verified");
     }
-    if (auto w = rd->log_event(rundir::events::preflight("problem", st.ok(), std::round(secs * 1000) / 1000,
-                                                      st.ok() ? "" : preflight_error));
+    if (auto w = rd->log_event(records::Preflight{"problem", st.ok(), std::round(secs * 1000) / 1000, st.ok() ? "" : preflight_error}.to_json());
         !w)
       out.sink_error = w.error();
   }
@@ -351,7 +350,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!e) continue;
       std::string msg = (*p)->spec() + ": " + e->message;
-      (void)rd->log_event(rundir::events::preflight("endpoint", false, std::round(secs * 1000) / 1000, msg));
+      (void)rd->log_event(records::Preflight{"endpoint", false, std::round(secs * 1000) / 1000, msg}.to_json());
       if (all_calls_logged)
         status.message("warning: " + msg + " (resuming anyway: the search had finished, so every reply it needs "
                                            "is cached)");
@@ -361,7 +360,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
 
   RunSink sink(rd, &status, prior);
   std::atomic<bool> stop{false};
-  search::Accounting acct;
+  search::AgentAccounting acct;
   agents::Gate gate(64);
   if (!preflight_error.empty()) {
     out.res.status = "problem_error";

@@ -102,7 +102,7 @@ Result<Resumed> open_for_resume(const fs::path& dir);
 /// kernel LLM calls the run spent on it (its llm_call events, plus what it saved
 /// itself when it was an adaptation). Reads only; takes no lock. Errors are bad
 /// input (ErrorKind::kBadInput) naming the file and what is wrong.
-Result<search::Reuse> load_reuse(const fs::path& dir);
+Result<search::EarlierRun> load_reuse(const fs::path& dir);
 
 /// Whether `dir` holds a run that never started: only what creating a run
 /// directory and its pre-flight checks write (no LLM call, no evaluation, no

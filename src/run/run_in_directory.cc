@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "rundir/critical_path.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "rundir/interrupt.h"
 #include "util/env.h"
 #include "util/exit_code.h"
@@ -300,7 +300,7 @@ int run_in_directory(RunRequest req, const EnvSetup& setup) {
   }
   const auto events = rd->events();  // the log, read once for the two lines below
   // The final check's outcome, above all when the solution stands on its search-time verdict.
-  if (auto fc = rundir::events::final_check_outcome(events); !fc.result.empty())
+  if (auto fc = records::final_check_outcome(events); !fc.result.empty())
     std::printf("final check: %s\n", fc.text().c_str());
   if (out.report_error.empty()) std::printf("report: %s\n", (rd->root() / "report.md").string().c_str());
   else say("report: " + out.report_error);

@@ -6,7 +6,7 @@
 #include "eval/verdict.h"
 #include "rundir/critical_path.h"
 #include "records/tally.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "util/fs.h"
 
 namespace mk::run {
@@ -203,7 +203,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   o.calls = calls;
   o.tokens = tokens;
   o.time = rundir::time_account(events).to_json();
-  const auto fc = rundir::events::final_check_outcome(events);
+  const auto fc = records::final_check_outcome(events);
   o.final_check = fc.to_json();
   if (o.correct) {
     // The returned solution's figures are its passing final check's own

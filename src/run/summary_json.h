@@ -53,7 +53,7 @@ struct Outcome {
   /// Wall time, the LLM critical path and where the rest went
   /// (rundir::TimeAccount::to_json); null when not known.
   nlohmann::json time;
-  /// What the final checks came to (rundir::events::FinalCheckOutcome::to_json; null: none logged)
+  /// What the final checks came to (records::FinalCheckOutcome::to_json; null: none logged)
   nlohmann::json final_check;
 };
 

@@ -17,7 +17,7 @@
 #include "eval/calibration.h"
 #include "eval/calibration_file.h"
 #include "problem/compose.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "rundir/run_dir.h"
 #include "util/exit_code.h"
 #include "util/fs.h"
@@ -39,15 +39,6 @@ std::optional<std::string> slurp(const fs::path& p) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-// The verdict as the manifest and the swap events embed it: its JSON form
-// (eval/verdict.h) without the worker's fields and the pool's timings.
-json result_summary(const eval::Verdict& r) {
-  eval::Verdict s = r;
-  s.raw = json::object();
-  s.queued_s = s.eval_s = s.baseline_s = 0;
-  return s.to_json();
 }
 
 }  // namespace
@@ -171,11 +162,11 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
     say(fmt::format("not swapped: {} ({}: {}); {} is unchanged", what, eval::to_string(r.status), r.kind,
                     sol.string()));
     if (!r.feedback.empty()) std::fprintf(stderr, "%s\n", r.feedback.c_str());
-    rundir::events::SwapRejected rej;
+    records::SwapRejected rej;
     rej.replaced.push_back({name, to_pytorch ? "pytorch" : with, std::nullopt});
     rej.reason = what;
-    rej.result = result_summary(r);
-    if (auto st = (*rd)->log_event(rundir::events::swap_rejected(rej)); !st) say(st.error());
+    rej.result = eval::summary_json(r);
+    if (auto st = (*rd)->log_event(rej.to_json()); !st) say(st.error());
     cleanup();
     return kExitFailure;
   };
@@ -204,9 +195,9 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
   const std::string to = to_pytorch ? "pytorch" : fs::absolute(with).string();
   (*entry)["kernel_hash"] = sha256_hex(new_src);
   (*entry)["pytorch"] = to_pytorch;
-  (*entry)["local"] = result_summary(lr);
+  (*entry)["local"] = eval::summary_json(lr);
   entry->erase("reused_from");  // no longer the subkernel an adaptation reused
-  man["e2e"] = result_summary(er);
+  man["e2e"] = eval::summary_json(er);
   man["correct"] = true;
   man["speedup"] = er.speedup_compile;
   man["contains_pytorch_subkernels"] = any_pytorch;
@@ -228,14 +219,14 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
     return kExitFailure;
   }
   fs::remove_all(old, ec);
-  rundir::events::Swap sw;
+  records::Swap sw;
   sw.name = name;
   sw.from = from;
   sw.to = to;
   sw.speedup_before = before;
   sw.speedup_after = er.speedup_compile;
-  sw.local = result_summary(lr);
-  sw.e2e = result_summary(er);
+  sw.local = eval::summary_json(lr);
+  sw.e2e = eval::summary_json(er);
   sw.contains_pytorch_subkernels = any_pytorch;
   sw.by = "mkevolve swap";
   if (auto st = (*rd)->log_event(sw.to_json()); !st) say(st.error());

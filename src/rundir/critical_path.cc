@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "rundir/clock.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "util/json_fields.h"
 
 namespace mk::rundir {
@@ -57,8 +57,8 @@ struct PhaseData {
 };
 
 bool is_post_type(const std::string& t) {
-  return t == events::kPostfuse || t == events::kSwap || t == events::kSwapSkipped || t == events::kSwapRejected ||
-         t == events::kFinalCheck || t == events::kRunEnd;
+  return t == records::kPostfuse || t == records::kSwap || t == records::kSwapSkipped || t == records::kSwapRejected ||
+         t == records::kFinalCheck || t == records::kRunEnd;
 }
 
 /// Decomposition or split/fuse rounds: each round as long as its slowest worker
@@ -149,10 +149,10 @@ TimeAccount time_account(const std::vector<json>& events) {
   // T: the run's outer iterations (after the last one comes PostFuse, Swap, the final check).
   int T = -1, max_t = 0;
   for (const auto& e : events) {
-    if (auto rs = events::RunStart::from_json(e)) {
+    if (auto rs = records::RunStart::from_json(e)) {
       // settings is the run's free-form knobs (events.h, RunStart): T is one of them.
       if (!rs->settings.empty()) T = static_cast<int>(fields::integer(rs->settings, "T", -1));
-    } else if (auto it = events::Iteration::from_json(e)) {
+    } else if (auto it = records::Iteration::from_json(e)) {
       max_t = std::max(max_t, it->t);
     }
   }
@@ -160,14 +160,14 @@ TimeAccount time_account(const std::vector<json>& events) {
   const int post = T + 1;
 
   std::map<int, PhaseData> data;
-  std::map<std::string, events::Eval> local_evals;  // candidate -> its (last) local eval record
+  std::map<std::string, records::Eval> local_evals;  // candidate -> its (last) local eval record
   std::map<std::string, int> local_phase;
   std::optional<std::chrono::system_clock::time_point> prev;
   bool any_ts = false;
   int cur = 0;
   bool after_last = false;
   for (const auto& e : events) {
-    auto env = events::Envelope::from_json(e);
+    auto env = records::Envelope::from_json(e);
     if (!env) continue;
     const std::string& type = env->type;
     // The records this account reads, and the outer iteration a record names
@@ -203,7 +203,7 @@ TimeAccount time_account(const std::vector<json>& events) {
     // Wall time: the time up to an event is its phase's; the downtime before a resume is nobody's.
     if (auto ts = parse_iso8601_utc(env->ts)) {
       any_ts = true;
-      if (prev && type != events::kResume) d.wall_s += std::max(0.0, std::chrono::duration<double>(*ts - *prev).count());
+      if (prev && type != records::kResume) d.wall_s += std::max(0.0, std::chrono::duration<double>(*ts - *prev).count());
       prev = ts;
     }
     if (call) {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "rundir/clock.h"
-#include "rundir/events.h"
+#include "records/events.h"
 
 namespace mk::rundir {
 namespace {
@@ -20,23 +20,23 @@ struct Log {
   }
   static json call(const std::string& agent, const std::string& task, int iteration, int round, int latency_ms,
                    int sample, const std::string& candidate = "") {
-    events::LlmCall c;
+    records::LlmCall c;
     c.agent = agent;
     c.task = task;
     c.latency_ms = latency_ms;
     c.round = round;
     c.candidate = candidate;
-    json j = events::llm_call(c);
+    json j = c.to_json();
     j["iteration"] = iteration;
     j["sample"] = sample;
     return j;
   }
   static json verify(const std::string& agent, int iteration, int sample, double secs) {
-    return events::verify_decomposition({"p", agent, iteration, sample, true, {}, secs});
+    return records::VerifyDecomposition{"p", agent, iteration, sample, true, {}, secs}.to_json();
   }
   static json eval(const std::string& task, const std::string& cand, int iteration, double q, double s, double b,
                    bool e2e = false) {
-    events::Eval e;
+    records::Eval e;
     e.task = task;
     e.candidate = cand;
     e.status = "correct";
@@ -44,7 +44,7 @@ struct Log {
     e.queued_s = q;
     e.eval_s = s;
     e.baseline_s = b;
-    json j = events::eval(e);
+    json j = e.to_json();
     j["iteration"] = iteration;
     return j;
   }
@@ -55,8 +55,8 @@ struct Log {
 /// and a final check.
 Log sample_run() {
   Log l;
-  l.at(0.0, events::preflight("problem", true, 0.4, ""));
-  l.at(0.01, events::run_start("mkevolve", "p", {{"T", 2}}));
+  l.at(0.0, records::Preflight{"problem", true, 0.4, ""}.to_json());
+  l.at(0.01, records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 2}}}.to_json());
   // Decomposition: round 0 is as long as worker 1 (3 s + 0.2 s of checking);
   // its LLM length is 3 s; round 1 is 1 s.
   l.at(3.2, Log::call("decompose", "p", 0, 0, 2000, 0));
@@ -65,10 +65,10 @@ Log sample_run() {
   l.at(3.2, Log::verify("decompose", 0, 1, 0.2));
   l.at(4.3, Log::call("decompose", "p", 0, 1, 1000, 2));
   l.at(4.3, Log::verify("decompose", 0, 2, 0.1));
-  l.at(4.4, events::topology({0, "initial", {}, "", {}, {}}));
+  l.at(4.4, records::TopologyChange{0, "initial", {}, "", {}, {}}.to_json());
   // Iteration 1: subproblem a has two rounds (LLM 6 + 5 s; the second's job is
   // judged), b one round of 10 s. a's rounds take longer (8 + 6 s).
-  l.at(4.5, events::budget({1, {{"a", 3}, {"b", 1}}, "even"}));
+  l.at(4.5, records::Budget{1, {{"a", 3}, {"b", 1}}, "even"}.to_json());
   l.at(18.5, Log::call("generate", "a", 1, 0, 5000, 0, "a-s0"));
   l.at(18.5, Log::eval("a", "a-s0", 1, 1.0, 2.0, 0.5));
   l.at(18.5, Log::call("generate", "a", 1, 0, 6000, 1, "a-s1"));
@@ -79,24 +79,24 @@ Log sample_run() {
   l.at(18.5, Log::call("generate", "b", 1, 0, 10000, 0, "b-s0"));
   l.at(18.5, Log::eval("b", "b-s0", 1, 0.0, 0.1, 0.0));
   l.at(22.0, Log::eval("p", "t1", 1, 0.5, 3.0, 1.0, true));
-  l.at(22.5, events::iteration({1, {}, {}, 0, 0}));
+  l.at(22.5, records::Iteration{1, {}, {}, 0, 0}.to_json());
   // Stopped here; resumed 100 s later.
-  l.at(122.5, events::resume(30, {}));
-  l.at(122.6, events::preflight("problem", true, 0.1, ""));
+  l.at(122.5, records::Resume{.events_before = 30, .notices = {}}.to_json());
+  l.at(122.6, records::Preflight{"problem", true, 0.1, ""}.to_json());
   // Iteration 2: two split tries (2 s + 1 s of checking, 1 s + 0.5 s), then one round of 3 s.
   l.at(125.6, Log::call("split", "p", 2, 0, 2000, 0));
   l.at(125.6, Log::verify("split", 2, 0, 1.0));
   l.at(127.1, Log::call("split", "p", 2, 1, 1000, 1));
   l.at(127.1, Log::verify("split", 2, 1, 0.5));
-  l.at(127.2, events::budget({2, {{"a", 1}}, "even"}));
+  l.at(127.2, records::Budget{2, {{"a", 1}}, "even"}.to_json());
   l.at(131.2, Log::call("optimize", "a", 2, 0, 3000, 3, "a-s3"));
   l.at(131.2, Log::eval("a", "a-s3", 2, 0.0, 1.0, 0.0));
   l.at(132.3, Log::eval("p", "t2", 2, 0.0, 1.0, 0.0, true));
-  l.at(132.5, events::iteration({2, {}, {}, 0, 0}));
+  l.at(132.5, records::Iteration{2, {}, {}, 0, 0}.to_json());
   // The final check's evaluation (its eval event says iteration 0) belongs after the search.
   l.at(134.6, Log::eval("p", "final", 0, 0.0, 2.0, 0.0, true));
-  l.at(134.6, events::FinalCheck{.passed = true, .seed = 43, .status = "correct", .speedup_compile = 1.2}.to_json());
-  l.at(135.0, events::run_end({"finished", 1.2, "solution", ""}));
+  l.at(134.6, records::FinalCheck{.passed = true, .seed = 43, .status = "correct", .speedup_compile = 1.2}.to_json());
+  l.at(135.0, records::RunEnd{"finished", 1.2, "solution", ""}.to_json());
   return l;
 }
 
@@ -162,8 +162,8 @@ TEST(CriticalPath, ThePathSaysWhatTheWallTimeWaitedFor) {
 
 TEST(CriticalPath, UnknownsAreNullNotZero) {
   // A log without rounds (written before they existed) and without timestamps.
-  std::vector<json> ev{events::run_start("mkevolve", "p", {{"T", 1}})};
-  json c = events::llm_call({"generate", "a", {}, false, false, 5000, true, "", std::nullopt, "a-s0"});
+  std::vector<json> ev{records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json()};
+  json c = records::LlmCall{"generate", "a", {}, false, false, 5000, true, "", std::nullopt, "a-s0"}.to_json();
   c["iteration"] = 1;
   ev.push_back(c);
   auto a = time_account(ev);

@@ -15,7 +15,7 @@
 
 #include "rundir/clock.h"
 #include "rundir/event_log.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "rundir/interrupt.h"
 #include "rundir/lock.h"
 #include "rundir/secrets.h"
@@ -226,9 +226,9 @@ TEST(RunDir, EventsGetSeqAndTimestampAndSurviveReopen) {
   {
     auto rd = RunDir::create(dir, json::object(), test_versions());
     ASSERT_TRUE(rd.ok());
-    ASSERT_TRUE((*rd)->log_event(events::run_start("mkevolve", "p.py", {{"T", 5}})).ok());
-    ASSERT_TRUE((*rd)->log_event(events::best(1, 0.5)).ok());
-    ASSERT_TRUE((*rd)->log_event(events::best(2, 1.5)).ok());
+    ASSERT_TRUE((*rd)->log_event(records::RunStart{.method = "mkevolve", .problem = "p.py", .settings = {{"T", 5}}}.to_json()).ok());
+    ASSERT_TRUE((*rd)->log_event(records::Best{.t = 1, .speedup_compile = 0.5}.to_json()).ok());
+    ASSERT_TRUE((*rd)->log_event(records::Best{.t = 2, .speedup_compile = 1.5}.to_json()).ok());
     auto lines = lines_of(slurp(dir / "events.jsonl"));
     ASSERT_EQ(lines.size(), 3u);
     for (int i = 0; i < 3; ++i) {
@@ -247,7 +247,7 @@ TEST(RunDir, EventsGetSeqAndTimestampAndSurviveReopen) {
   ASSERT_EQ(evs.size(), 3u);
   EXPECT_EQ(evs[0]["type"], "run_start");
   EXPECT_EQ(evs[2]["speedup_compile"], 1.5);
-  ASSERT_TRUE((*rd)->log_event(events::best(3, 2.0)).ok());
+  ASSERT_TRUE((*rd)->log_event(records::Best{.t = 3, .speedup_compile = 2.0}.to_json()).ok());
   EXPECT_EQ((*rd)->events().back()["seq"], 3);
   EXPECT_EQ((*rd)->versions()["python"], "3.12.3");
 }
@@ -294,7 +294,7 @@ TEST(RunDir, TornLastLineIsMovedAsideAndReported) {
     EXPECT_TRUE(contains((*rd)->notices(), "line 3"));
     EXPECT_EQ(slurp(dir / "events.jsonl.corrupt-1"), torn);
     EXPECT_EQ((*rd)->events().size(), 2u);
-    ASSERT_TRUE((*rd)->log_event(events::best(9, 3.0)).ok());
+    ASSERT_TRUE((*rd)->log_event(records::Best{.t = 9, .speedup_compile = 3.0}.to_json()).ok());
     EXPECT_EQ((*rd)->events().back()["seq"], 2);
   }
   auto evs = read_event_log(dir / "events.jsonl");
@@ -327,7 +327,7 @@ TEST(RunDir, MissingFinalNewlineIsRepaired) {
     auto rd = RunDir::open(dir);
     ASSERT_TRUE(rd.ok()) << rd.error();
     EXPECT_EQ((*rd)->events().size(), 2u);
-    ASSERT_TRUE((*rd)->log_event(events::best(8, 1.0)).ok());
+    ASSERT_TRUE((*rd)->log_event(records::Best{.t = 8, .speedup_compile = 1.0}.to_json()).ok());
   }
   auto lines = lines_of(slurp(dir / "events.jsonl"));
   ASSERT_EQ(lines.size(), 3u);
@@ -591,30 +591,31 @@ TEST(Clock, RoundTrip) {
 }
 
 TEST(Events, BuildersFollowTheSchema) {
-  json c = events::llm_call({.agent = "generate", .task = "4a", .usage = {.input = 10, .output = 5}, .latency_ms = 7});
+  json c = records::LlmCall{.agent = "generate", .task = "4a", .usage = {.input = 10, .output = 5}, .latency_ms = 7}.to_json();
   EXPECT_EQ(c["type"], "llm_call");
   EXPECT_EQ(c["usage"]["input"], 10);
   EXPECT_EQ(c["usage"]["estimated"], false);
   EXPECT_EQ(c["ok"], true);
   EXPECT_FALSE(c.contains("error"));
-  json f = events::llm_call({.agent = "debug", .ok = false, .error = "HTTP 500"});
+  json f = records::LlmCall{.agent = "debug", .ok = false, .error = "HTTP 500"}.to_json();
   EXPECT_EQ(f["error"], "HTTP 500");
-  json e = events::eval({.task = "4a", .candidate = "c1", .status = "incorrect", .kind = "mismatch"});
+  json e = records::Eval{.task = "4a", .candidate = "c1", .status = "incorrect", .kind = "mismatch"}.to_json();
   EXPECT_TRUE(e["speedup_compile"].is_null());
   EXPECT_EQ(e["uses_pytorch"], false);
-  json t = events::topology({.iteration = 2, .change = "split", .subproblems = {{"4a", "new"}, {"4b", "new"}},
-                             .detail = "split 4", .from = {"4"}, .into = {"4a", "4b"}});
+  json t = records::TopologyChange{.iteration = 2, .change = "split", .subproblems = {{"4a", "new"}, {"4b", "new"}},
+                             .detail = "split 4", .from = {"4"}, .into = {"4a", "4b"}}.to_json();
   EXPECT_EQ(t["subproblems"][1]["name"], "4b");
   EXPECT_EQ(t["from"][0], "4");
-  json it = events::iteration({.t = 3, .e2e = {.status = "correct", .speedup_compile = 1.2},
-                               .subkernels = {{.name = "a", .correct = true, .speedup_compile = 2.0, .share = 0.4}}});
+  json it = records::Iteration{.t = 3, .e2e = {.status = "correct", .speedup_compile = 1.2},
+                               .subkernels = {{.name = "a", .correct = true, .speedup_compile = 2.0, .share = 0.4}}}.to_json();
   EXPECT_EQ(it["e2e"]["speedup_compile"], 1.2);
   EXPECT_EQ(it["subkernels"][0]["share"], 0.4);
   EXPECT_TRUE(it["subkernels"][0]["runtime_ms"].is_null());
-  json end = events::run_end({.status = "interrupted", .message = "Ctrl-C"});
+  json end = records::RunEnd{.status = "interrupted", .message = "Ctrl-C"}.to_json();
   EXPECT_TRUE(end["best_speedup_compile"].is_null());
-  EXPECT_EQ(events::swap({.name = "a", .from = "c1", .to = "pytorch"})["to"], "pytorch");
-  EXPECT_EQ(events::postfuse(1, "incorrect", std::nullopt)["attempt"], 1);
+  EXPECT_EQ((records::Swap{.name = "a", .from = "c1", .to = "pytorch"}.to_json()["to"]), "pytorch");
+  EXPECT_EQ((records::Postfuse{.attempt = 1, .status = "incorrect", .speedup_compile = std::nullopt}.to_json()["attempt"]),
+            1);
 }
 
 TEST(InterruptTest, FirstSignalSetsTheFlagAndWakesPoll) {

@@ -7,7 +7,7 @@
 
 #include "agents/reply.h"
 #include "eval/shapes.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 
@@ -47,28 +47,42 @@ std::string SearchContext::fatal_message() const {
   return fatal_;
 }
 
-void Accounting::add(const agents::CallRecord& c) {
+void AgentAccounting::add(const agents::CallRecord& c) {
   std::lock_guard<std::mutex> lk(mu_);
   auto& e = by_agent_[c.agent];
   e.first += 1;
   e.second += c.usage;
 }
 
-int Accounting::calls(const std::string& agent) const {
+int AgentAccounting::calls(const std::string& agent) const {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = by_agent_.find(agent);
   return it == by_agent_.end() ? 0 : it->second.first;
 }
 
-int Accounting::kernel_calls() const {
+int AgentAccounting::kernel_calls() const {
   std::lock_guard<std::mutex> lk(mu_);
   int n = 0;
   for (const auto& [agent, e] : by_agent_)
-    if (rundir::events::is_kernel_agent(agent)) n += e.first;
+    if (records::is_kernel_agent(agent)) n += e.first;
   return n;
 }
 
-nlohmann::json Accounting::to_json() const {
+int AgentAccounting::calls() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  int n = 0;
+  for (const auto& [agent, e] : by_agent_) n += e.first;
+  return n;
+}
+
+int64_t AgentAccounting::tokens() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  llm::Usage total;
+  for (const auto& [agent, e] : by_agent_) total += e.second;
+  return total.total();
+}
+
+nlohmann::json AgentAccounting::to_json() const {
   std::lock_guard<std::mutex> lk(mu_);
   nlohmann::json j = nlohmann::json::object();
   llm::Usage total;
@@ -103,10 +117,7 @@ nlohmann::json timed_result_json(const eval::Verdict& r) {
     j["queued_s"] = r.queued_s;
     j["eval_s"] = r.eval_s;
   }
-  if (r.raw.is_object()) {
-    const auto& ch = r.raw.value("checks", nlohmann::json::object());
-    if (ch.is_object() && ch.contains("phases_s")) j["phases_s"] = ch["phases_s"];
-  }
+  if (const auto& ch = r.checks(); ch.contains("phases_s")) j["phases_s"] = ch["phases_s"];
   return j;
 }
 
@@ -118,7 +129,7 @@ nlohmann::json result_json(const eval::Verdict& r) {
 
 nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round,
                          const std::string& candidate) {
-  rundir::events::LlmCall l;
+  records::LlmCall l;
   l.agent = c.agent;
   l.task = c.task;
   l.usage = {c.usage.input, c.usage.output, c.usage.cache_read, c.usage.cache_write, c.usage.estimated};
@@ -137,9 +148,9 @@ nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::option
   return l.to_json();
 }
 
-rundir::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
+records::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
                           const eval::Verdict& r, double reward, const std::string& scope) {
-  rundir::events::Eval e;
+  records::Eval e;
   e.task = task;
   e.candidate = candidate;
   e.status = eval::to_string(r.status);
@@ -169,10 +180,10 @@ rundir::events::Eval eval_event(const std::string& task, const std::string& cand
   return e;
 }
 
-rundir::events::Topology topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
+records::TopologyChange topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
                               const std::map<std::string, std::string>& status, const std::string& detail,
                               const std::vector<std::string>& from, const std::vector<std::string>& into) {
-  rundir::events::Topology t;
+  records::TopologyChange t;
   t.iteration = iteration;
   t.change = reason == "decompose"                                   ? "initial"
              : reason == "total_fuse"                                ? "totalfuse"
@@ -226,7 +237,7 @@ eval::Verdict evaluate(SearchContext& ctx, eval::EvalRequest req) {
     r = ctx.evaluator->evaluate(std::move(req));
   } catch (const std::exception& e) {
     r = {};
-    r.status = eval::Status::kCrashed;
+    r.status = eval::VerdictStatus::kCrashed;
     r.kind = "evaluator_error";
     r.feedback = std::string("the evaluator failed: ") + e.what();
   }
@@ -261,14 +272,14 @@ namespace {
 int progress_rank(const Candidate& c) {
   if (!c.evaluated) return 0;
   switch (c.result.status) {
-    case eval::Status::kCorrect: return 6;
-    case eval::Status::kIncorrect: return 5;
-    case eval::Status::kRuntimeError: return 4;
-    case eval::Status::kTimeout: return 3;
-    case eval::Status::kCrashed: return 3;
-    case eval::Status::kCompileError: return 2;
-    case eval::Status::kCheating: return 1;
-    case eval::Status::kNoVerdict: return 0;
+    case eval::VerdictStatus::kCorrect: return 6;
+    case eval::VerdictStatus::kIncorrect: return 5;
+    case eval::VerdictStatus::kRuntimeError: return 4;
+    case eval::VerdictStatus::kTimeout: return 3;
+    case eval::VerdictStatus::kCrashed: return 3;
+    case eval::VerdictStatus::kCompileError: return 2;
+    case eval::VerdictStatus::kCheating: return 1;
+    case eval::VerdictStatus::kNoVerdict: return 0;
   }
   return 0;
 }
@@ -321,7 +332,7 @@ JudgeAnswer ask_judge(SearchContext& ctx, const std::string& problem_source, con
 }
 
 void judged_cheating(eval::Verdict& r, const std::string& reason) {
-  r.status = eval::Status::kCheating;
+  r.status = eval::VerdictStatus::kCheating;
   r.kind = "judge";
   r.reasons.push_back("cheat judge: " + reason);
   r.feedback = "An LLM reviewer judged this kernel to be cheating: " + reason;
@@ -340,7 +351,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
     // (as after a kill between the call and its verdict).
     events.clear();
     ctx.set_fatal(st.error() + "; free space (or fix the directory), then resume");
-    c.result.status = eval::Status::kNoVerdict;
+    c.result.status = eval::VerdictStatus::kNoVerdict;
     c.result.kind = "io_error";
     c.result.feedback = st.error();
     c.no_verdict = true;
@@ -361,7 +372,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
     double wait = ctx.opts.no_verdict_wait_s;
     // (A pass that overran even alone, pass_overrun, would overrun again: no
     // verdict, never charged, not asked for again.)
-    for (int k = 0; k < 3 && c.result.status == eval::Status::kNoVerdict && c.result.kind != "too_large" &&
+    for (int k = 0; k < 3 && c.result.status == eval::VerdictStatus::kNoVerdict && c.result.kind != "too_large" &&
                     c.result.kind != "pass_overrun";
          ++k) {
       for (double waited = 0; waited < wait && !ctx.should_stop(); waited += 0.1)
@@ -372,16 +383,16 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
     }
   }
   c.evaluated = true;
-  c.no_verdict = c.result.status == eval::Status::kNoVerdict;
+  c.no_verdict = c.result.status == eval::VerdictStatus::kNoVerdict;
 
   if (judge && ctx.judge && c.result.correct()) {
     JudgeAnswer a = ask_judge(ctx, task.problem_source, c.source, task.task, c.id, iteration, round, events);
     if (a.verdict == "failed") {
       bool hold = ctx.opts.judge_failure != "pass";
-      events.push_back(rundir::events::judge({c.task, c.id, iteration, "failed", a.reason, hold ? "hold" : "pass"}));
+      events.push_back(records::Judge{c.task, c.id, iteration, "failed", a.reason, hold ? "hold" : "pass"}.to_json());
       if (hold) {
         // Not judged is not passed: the candidate has no verdict yet.
-        c.result.status = eval::Status::kNoVerdict;
+        c.result.status = eval::VerdictStatus::kNoVerdict;
         c.result.kind = "judge_failed";
         c.result.feedback = "the cheat judge could not be asked: " + a.reason;
         c.result.speedup_compile = c.result.speedup_eager = 0;
@@ -389,7 +400,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
       }
     } else if (a.decided()) {
       if (a.verdict == "cheat") judged_cheating(c.result, a.reason);
-      events.push_back(rundir::events::judge({c.task, c.id, iteration, a.verdict, a.reason, ""}));
+      events.push_back(records::Judge{c.task, c.id, iteration, a.verdict, a.reason, ""}.to_json());
     }
   }
   c.reward = c.result.correct() ? c.result.speedup_compile : 0;
@@ -447,7 +458,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   if (!ex.call.ok) {
     c.reply_error = "LLM call failed: " + ex.call.error;
     rec.result = {{"status", "llm_error"}, {"error", ex.call.error}};
-    out.events.push_back(rundir::events::reply_error({c.task, c.agent, iteration, c.reply_error, c.id}));
+    out.events.push_back(records::ReplyError{c.task, c.agent, iteration, c.reply_error, c.id}.to_json());
     if (ctx.sink) ctx.sink->store_candidate(rec);
     return out;
   }
@@ -457,7 +468,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
     c.raw_reply = ex.reply;
     rec.files["reply.md"] = ex.reply;
     rec.result = {{"status", "unparseable"}, {"error", parsed.error()}};
-    out.events.push_back(rundir::events::reply_error({c.task, c.agent, iteration, c.reply_error, c.id}));
+    out.events.push_back(records::ReplyError{c.task, c.agent, iteration, c.reply_error, c.id}.to_json());
     if (ctx.sink) ctx.sink->store_candidate(rec);
     return out;
   }
@@ -588,7 +599,7 @@ void judge_after_beam(SearchContext& ctx, const KernelTask& task, BeamState& bea
     const std::string id = c->id, source = c->source;
     auto a = detail::ask_judge(ctx, task.problem_source, source, task.task, id, iteration, beam.rounds_run, events);
     if (!a.decided()) break;
-    rundir::events::Judge j{task.task, id, iteration, a.verdict, a.reason, ""};
+    records::Judge j{task.task, id, iteration, a.verdict, a.reason, ""};
     j.stage = "after_beam";
     if (a.verdict == "failed") j.policy = "kept";
     events.push_back(j.to_json());

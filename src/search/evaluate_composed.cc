@@ -44,7 +44,7 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
     auto pinned = ctx.evaluator->pin_precision(files);
     if (!pinned) {
       // The harness's failure, never the solution's: no verdict.
-      out.r.status = eval::Status::kNoVerdict;
+      out.r.status = eval::VerdictStatus::kNoVerdict;
       out.r.kind = "pin_failed";
       out.r.feedback = pinned.error();
       out.event = detail::eval_event(problem.name, label, iteration, out.r, 0, "e2e");
@@ -55,7 +55,7 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
   }
   Status st = problem::check_composable(topo, out.kernels);
   if (!st) {
-    r.status = eval::Status::kCrashed;
+    r.status = eval::VerdictStatus::kCrashed;
     r.kind = "compose_error";
     r.feedback = "cannot compose " + (dir / "solution").string() + ": " + st.error();
   } else if (st = problem::write_solution_package(dir / "solution", topo, out.kernels, man, /*durable=*/false); !st) {
@@ -63,7 +63,7 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
     // verdict, nothing logged as evaluated, and the run stops so that it can
     // be resumed once there is room (its LLM replies are cached).
     ctx.set_fatal(st.error() + "; free space (or fix the directory), then resume");
-    out.r.status = eval::Status::kNoVerdict;
+    out.r.status = eval::VerdictStatus::kNoVerdict;
     out.r.kind = "io_error";
     out.r.feedback = st.error();
     return out;
@@ -76,7 +76,7 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
     req.task = problem.name;
     req.priority = detail::kEndToEndPriority;
     r = detail::evaluate(ctx, req);
-    if (ctx.sink && r.status != eval::Status::kNoVerdict)
+    if (ctx.sink && r.status != eval::VerdictStatus::kNoVerdict)
       ctx.sink->store_e2e(dir.filename().string(), detail::timed_result_json(r));
   }
   out.r = r;

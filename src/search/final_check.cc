@@ -10,7 +10,7 @@
 
 #include "agents/reply.h"
 #include "eval/shapes.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 
@@ -80,9 +80,8 @@ FinalJudgement judge_final(SearchContext& ctx, const Solution& s, int iteration)
         one.verdict = a.verdict;
         one.reason = a.reason;
       }
-      one.events.push_back(rundir::events::judge(
-          {one.name, "final", iteration, a.verdict, a.reason,
-           a.verdict == "failed" ? (ctx.opts.judge_failure != "pass" ? "hold" : "pass") : ""}));
+      one.events.push_back(records::Judge{one.name, "final", iteration, a.verdict, a.reason,
+           a.verdict == "failed" ? (ctx.opts.judge_failure != "pass" ? "hold" : "pass") : ""}.to_json());
     }));
   for (auto& f : futs) f.get();
   FinalJudgement out;
@@ -170,17 +169,17 @@ void final_check(SearchContext& ctx, const problem::Problem& problem, Solution& 
         if (ctx.should_stop() || !ctx.fatal_message().empty()) break;
         if (j.verdict == "cheat") {
           passed = false;
-          fc.status = eval::Status::kCheating;
+          fc.status = eval::VerdictStatus::kCheating;
           fc.kind = "judge";
           fc.feedback = "An LLM reviewer judged this kernel to be cheating: " + j.reason;
         } else if (j.verdict == "failed" && o.judge_failure != "pass") {
           passed = false;  // not judged: no verdict, so the solution stays as it was (below)
-          fc.status = eval::Status::kNoVerdict;
+          fc.status = eval::VerdictStatus::kNoVerdict;
           fc.kind = "judge_failed";
           fc.feedback = "the cheat judge could not be asked: " + j.reason;
         }
       }
-      rundir::events::FinalCheck e;
+      records::FinalCheck e;
       e.passed = passed;
       e.seed = seed + 1;
       e.status = eval::to_string(fc.status);
@@ -200,7 +199,7 @@ void final_check(SearchContext& ctx, const problem::Problem& problem, Solution& 
       // --baseline-tf32: the same solution against torch.compile with TF32 on, beside the reward's TF32-off figure.
       if (passed && fc.speedup_compile_tf32 > 0) e.speedup_compile_tf32 = fc.speedup_compile_tf32;
       emit(ctx, e.to_json());
-      if (passed || fc.status == eval::Status::kNoVerdict) {
+      if (passed || fc.status == eval::VerdictStatus::kNoVerdict) {
         if (k > 0) best = cand;  // the next-best verified solution, checked
         // What ships is what this check evaluated: its dots name their precision.
         if (!c.precision.is_null()) best.kernels = c.kernels;

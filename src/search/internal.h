@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rundir/events.h"
+#include "records/events.h"
 #include "search/search.h"
 
 namespace mk::search::detail {
@@ -19,7 +19,7 @@ namespace mk::search::detail {
 /// round and candidate: the call's place on its chain (rundir/critical_path.h).
 nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round = std::nullopt,
                          const std::string& candidate = "");
-rundir::events::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
+records::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
                           const eval::Verdict& r, double reward, const std::string& scope);
 /// The verdict as candidates' records, manifests and events embed it: its
 /// JSON form without the worker's fields and the pool's timings, feedback trimmed.
@@ -82,7 +82,7 @@ std::string safe_name(const std::string& s);
 /// fuse_declined), its reason field; status maps a subproblem name to
 /// new, correct or failing (absent: new). Callers fill the rest (worker,
 /// round, diff, failing) before to_json().
-rundir::events::Topology topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
+records::TopologyChange topology_event(int iteration, const std::string& reason, const problem::Topology& topo,
                               const std::map<std::string, std::string>& status, const std::string& detail,
                               const std::vector<std::string>& from = {}, const std::vector<std::string>& into = {});
 
@@ -90,7 +90,7 @@ rundir::events::Topology topology_event(int iteration, const std::string& reason
 /// empty when nothing was evaluated: the package could not be written).
 struct Composed {
   eval::Verdict r;
-  std::optional<rundir::events::Eval> event;
+  std::optional<records::Eval> event;
   /// The kernels as evaluated: with options.plain_env, pinned (each Triton
   /// dot naming its precision), which are the ones to ship once it passes.
   std::map<std::string, std::string> kernels;
@@ -156,7 +156,7 @@ void final_check(SearchContext& ctx, const problem::Problem& problem, Solution& 
 /// needs no kernel calls; a failing one is the first member its debug prompts
 /// start from; one without a verdict is left out. The calls an earlier
 /// subkernel cost are saved once, by the first subproblem that reuses it.
-void seed_reused(SearchContext& ctx, const Reuse& r, const problem::Topology& topo,
+void seed_reused(SearchContext& ctx, const EarlierRun& r, const problem::Topology& topo,
                  std::map<std::string, BeamState>& beams);
 /// The MKEvolve outer loop (Algorithms 1 and 2; also single-split and adapt).
 Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem);

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "rundir/events.h"
+#include "records/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 #include "util/fs.h"
@@ -27,7 +27,7 @@ using detail::run_mkevolve;
 namespace {
 
 nlohmann::json best_event(const Solution& s) {
-  rundir::events::Best b;
+  records::Best b;
   b.t = s.iteration;
   b.speedup_compile = s.speedup;  // written as null when not correct
   b.correct = s.correct;
@@ -96,7 +96,7 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
       best = monolithic_solution(problem, *top, ctx.opts.method, t);
       if (best.correct) announce_best(ctx, best);  // a best event is a correct solution, never a placeholder
     }
-    rundir::events::Iteration it;
+    records::Iteration it;
     it.t = t;
     it.e2e.status = top ? (top->evaluated ? eval::to_string(top->result.status) : "no_kernel") : "no_kernel";
     if (top && top->correct()) {
@@ -104,8 +104,8 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
       it.e2e.speedup_eager = top->result.speedup_eager;
       if (top->result.runtime.valid) it.e2e.runtime_ms = top->result.runtime.median_ms;
     }
-    it.calls_used = ctx.acct ? ctx.acct->to_json().value("calls", 0) : 0;
-    it.tokens = ctx.acct ? ctx.acct->to_json().value("tokens", int64_t{0}) : 0;
+    it.calls_used = ctx.acct ? ctx.acct->calls() : 0;
+    it.tokens = ctx.acct ? ctx.acct->tokens() : 0;
     it.method = ctx.opts.method;
     it.best_speedup = best.speedup;
     it.correct = best.correct;
@@ -148,7 +148,7 @@ nlohmann::json Solution::to_json() const {
                       {"origin", topology.origin},
                       {"contains_pytorch_subkernels", !pytorch.empty()},
                       {"subkernels", subs}};
-  if (correct || e2e.status != eval::Status::kCrashed || !e2e.kind.empty()) j["e2e"] = detail::result_json(e2e);
+  if (correct || e2e.status != eval::VerdictStatus::kCrashed || !e2e.kind.empty()) j["e2e"] = detail::result_json(e2e);
   return j;
 }
 
@@ -157,7 +157,7 @@ namespace {
 /// run_end in the schema (status finished, interrupted or failed); the
 /// search's own result word (ok, no_correct, interrupted, error) is `result`.
 nlohmann::json run_end_event(const RunResult& res, const Solution& best) {
-  rundir::events::RunEnd r;
+  records::RunEnd r;
   r.status = res.status == "error" ? "failed" : res.status == "interrupted" ? "interrupted" : "finished";
   if (best.correct) r.best_speedup_compile = best.speedup;
   r.message = res.error;
@@ -189,7 +189,7 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
     return res;
   }
   {
-    rundir::events::RunStart e;
+    records::RunStart e;
     e.method = o.method;
     e.problem = problem.name;
     e.settings = {{"T", o.iterations}, {"L", o.refine_every}, {"budget_per_iter", o.calls_per_iter},

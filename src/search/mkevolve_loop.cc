@@ -12,7 +12,7 @@
 
 #include "agents/reply.h"
 #include "eval/roofline.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 #include "util/hash.h"
@@ -71,7 +71,7 @@ struct LastEval {
 /// Whether a composition's verdict is a failure of its own (every status
 /// but correct and no verdict, the harness's).
 bool composition_failed(const eval::Verdict& r) {
-  return !r.correct() && r.status != eval::Status::kNoVerdict;
+  return !r.correct() && r.status != eval::VerdictStatus::kNoVerdict;
 }
 
 /// The subproblem a failed composition's error points into. The innermost
@@ -162,7 +162,7 @@ std::map<std::string, std::string> beam_status(const Topology& topo, std::map<st
 /// iteration's EvolveSubproblemTopology falls back to TotalFuse.
 void route_composition_failure(SearchContext& ctx, const Topology& topo, std::map<std::string, BeamState>& beams,
                                const eval::Verdict& e2e, int t, LastEval& last) {
-  rundir::events::CompositionFailure ev;
+  records::CompositionFailure ev;
   ev.iteration = t;
   ev.status = eval::to_string(e2e.status);
   ev.kind = e2e.kind;
@@ -314,18 +314,18 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       // roofline too (1 where that is not known: no GPU, no work record).
       if (o.allocate == "headroom" && b.best_correct())
         if (auto a = eval::roofline::analyze(b.best_correct()->result, ctx.gpu_name))
-          ms *= std::max(1.0, a->verdict.headroom);  // 0 when the model does not fit: weight 1
+          ms *= std::max(1.0, a->fit.headroom);  // 0 when the model does not fit: weight 1
       runtime.push_back(ms);
     }
     auto budget = allocate_budget(o.calls_per_iter, needs_work, runtime);
     // adapt: kernel calls go only where no verified subkernel is yet.
     if (o.reuse && std::find(needs_work.begin(), needs_work.end(), true) == needs_work.end())
       std::fill(budget.begin(), budget.end(), 0);
-    rundir::events::Budget be;
+    records::Budget be;
     be.iteration = t;
     for (size_t i = 0; i < budget.size(); ++i) be.allocation.emplace_back(topo.subproblems[i].name, budget[i]);
     be.rule = std::find(needs_work.begin(), needs_work.end(), true) != needs_work.end() ? "even" : o.allocate;
-    emit(ctx, rundir::events::budget(be));
+    emit(ctx, be.to_json());
 
     // LLMEvolveKernel for every subproblem, concurrently; events in subproblem order.
     {
@@ -384,7 +384,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       cur.speedup = cur.correct ? cur.e2e.speedup_compile : 0;
       // No verdict (the harness failed, not the composition) is no evidence
       // of a local/global disagreement: it never triggers TotalFuse.
-      last.attempted = cur.e2e.status != eval::Status::kNoVerdict;
+      last.attempted = cur.e2e.status != eval::VerdictStatus::kNoVerdict;
       last.e2e_correct = cur.correct;
       last.e2e_failed = composition_failed(cur.e2e);
       if (last.e2e_failed) {
@@ -421,7 +421,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       best = cur;
       if (best.correct) announce_best(ctx, best);  // no "new best" for an iteration without a solution
     }
-    rundir::events::Iteration it;
+    records::Iteration it;
     it.t = t;
     if (!last.attempted) {
       it.e2e.status = "skipped";
@@ -439,7 +439,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       const Subproblem& sp = topo.subproblems[i];
       const BeamState& b = beams[beam_key(sp)];
       const Candidate* c = b.best_correct();
-      rundir::events::SubkernelSummary k;
+      records::SubkernelSummary k;
       k.calls = b.calls;
       k.budget = i < budget.size() ? budget[i] : 0;
       if (!c && b.best()) k.status = b.best()->evaluated ? eval::to_string(b.best()->result.status) : "no_kernel";
@@ -452,8 +452,8 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
       if (c && !ctx.gpu_name.empty()) k.roofline = eval::roofline::summary_json(c->result, ctx.gpu_name);
       it.subkernels.push_back(k);
     }
-    it.calls_used = ctx.acct ? ctx.acct->to_json().value("calls", 0) : 0;
-    it.tokens = ctx.acct ? ctx.acct->to_json().value("tokens", int64_t{0}) : 0;
+    it.calls_used = ctx.acct ? ctx.acct->calls() : 0;
+    it.tokens = ctx.acct ? ctx.acct->tokens() : 0;
     it.method = o.method;
     it.topology_change = reason;
     it.speedup = cur.speedup;

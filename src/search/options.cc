@@ -88,7 +88,7 @@ Result<SearchOptions> options_from_json(const nlohmann::json& j) {
     o.reasoning_effort = j.value("reasoning_effort", o.reasoning_effort);
     o.judge_failure = j.value("judge_failure", o.judge_failure);
     if (j.contains("reuse") && j["reuse"].is_object()) {
-      auto r = Reuse::from_json(j["reuse"]);
+      auto r = EarlierRun::from_json(j["reuse"]);
       if (!r) return Error{"run options: " + r.error()};
       o.reuse = std::move(*r);
     }

@@ -1,4 +1,4 @@
-// mkevolve adapt's reuse of an earlier run's subkernels: the Reuse record,
+// mkevolve adapt's reuse of an earlier run's subkernels: the EarlierRun record,
 // how a subproblem of the variant matches one of that run's, and the beams
 // seeded with the matched subkernels, re-verified on the variant.
 #include <future>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "rundir/events.h"
+#include "records/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 
@@ -53,15 +53,15 @@ std::string without_sizes(const std::string& src) {
 
 }  // namespace
 
-nlohmann::json Reuse::to_json() const {
+nlohmann::json EarlierRun::to_json() const {
   return {{"from", from},       {"top_level", top_level}, {"problems", problems},
           {"kernels", kernels}, {"calls", calls},         {"judged", judged}};
 }
 
-Result<Reuse> Reuse::from_json(const nlohmann::json& j) {
+Result<EarlierRun> EarlierRun::from_json(const nlohmann::json& j) {
   if (!j.is_object()) return Error{"reuse: not an object"};
   try {
-    Reuse r;
+    EarlierRun r;
     r.from = j.value("from", std::string());
     r.top_level = j.value("top_level", std::string());
     if (j.contains("problems")) r.problems = j["problems"].get<std::map<std::string, std::string>>();
@@ -74,7 +74,7 @@ Result<Reuse> Reuse::from_json(const nlohmann::json& j) {
   }
 }
 
-std::optional<ReuseMatch> match_reuse(const Reuse& r, const Subproblem& sp) {
+std::optional<ReuseMatch> match_reuse(const EarlierRun& r, const Subproblem& sp) {
   // Each kind of match tries the subproblem of the same name first.
   auto find = [&](auto same, const char* how) -> std::optional<ReuseMatch> {
     if (r.problems.count(sp.name) && r.kernels.count(sp.name) && same(r.problems.at(sp.name)))
@@ -94,7 +94,7 @@ std::optional<ReuseMatch> match_reuse(const Reuse& r, const Subproblem& sp) {
 
 namespace detail {
 
-void seed_reused(SearchContext& ctx, const Reuse& r, const Topology& topo, std::map<std::string, BeamState>& beams) {
+void seed_reused(SearchContext& ctx, const EarlierRun& r, const Topology& topo, std::map<std::string, BeamState>& beams) {
   // The re-verifications are independent of one another: they run at once,
   // and their outcomes are taken in subproblem order.
   struct Seed {
@@ -133,8 +133,8 @@ void seed_reused(SearchContext& ctx, const Reuse& r, const Topology& topo, std::
     if (!ctx.fatal_message().empty() || ctx.should_stop()) return;
     Candidate& c = s.c;
     int saved = c.correct() && r.calls.count(s.m.name) && counted.insert(s.m.name).second ? r.calls.at(s.m.name) : 0;
-    emit(ctx, rundir::events::reuse({s.sp->name, r.from, s.m.name, s.m.how, c.id, eval::to_string(c.result.status),
-                                  c.correct(), saved}));
+    emit(ctx, records::ReuseMatch{s.sp->name, r.from, s.m.name, s.m.how, c.id, eval::to_string(c.result.status),
+                                  c.correct(), saved}.to_json());
     for (const auto& e : s.events) emit(ctx, e);
     if (c.no_verdict) continue;  // no evidence either way: evolved as a new subproblem
     BeamState b;

@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 /// `mkevolve adapt` (issue 17): a finished run whose verified subkernels a run
 /// on a variant of its problem reuses. Copied whole into config.json, so a
 /// resume needs no access to that run.
-struct Reuse {
+struct EarlierRun {
   std::string from;                             ///< that run's directory, as given
   std::string top_level;                        ///< its decomposed_problem.py
   std::map<std::string, std::string> problems;  ///< subproblem name -> its reference source
@@ -36,7 +36,7 @@ struct Reuse {
   std::map<std::string, int> calls;             ///< subproblem name -> kernel LLM calls that run spent on it
   bool judged = false;                          ///< that run had a cheat judge (its kernels passed it)
   nlohmann::json to_json() const;
-  static Result<Reuse> from_json(const nlohmann::json& j);
+  static Result<EarlierRun> from_json(const nlohmann::json& j);
 };
 
 /// How a subproblem of the variant matches one of the earlier run's, best
@@ -47,7 +47,7 @@ struct ReuseMatch {
   std::string name;   ///< the earlier run's subproblem
   std::string how;    ///< "same source", "same module, other shapes", "same name"
 };
-std::optional<ReuseMatch> match_reuse(const Reuse& r, const problem::Subproblem& sp);
+std::optional<ReuseMatch> match_reuse(const EarlierRun& r, const problem::Subproblem& sp);
 
 /// Every setting of a run; each is a flag of `mkevolve run`.
 struct SearchOptions {
@@ -68,7 +68,7 @@ struct SearchOptions {
   /// method "adapt": the run to reuse subkernels from (its decomposition is the
   /// decompose prompt's starting point); kernel calls go only to subproblems
   /// without a verified subkernel, and the structure is not refined.
-  std::optional<Reuse> reuse;
+  std::optional<EarlierRun> reuse;
   int decompose_workers = 4;        ///< K
   int decompose_attempts = 3;       ///< sequential tries per decompose worker
   int refine_attempts = 3;          ///< tries per split/fuse
@@ -96,11 +96,13 @@ nlohmann::json to_json(const SearchOptions& o);
 Result<SearchOptions> options_from_json(const nlohmann::json& j);
 
 /// Thread-safe token and call accounting, per agent.
-class Accounting {
+class AgentAccounting {
  public:
   void add(const agents::CallRecord& c);
   int calls(const std::string& agent) const;
   int kernel_calls() const;   ///< generate + debug + optimize + postfuse
+  int calls() const;          ///< every agent's calls so far
+  int64_t tokens() const;     ///< every agent's tokens so far (llm::Usage::total)
   nlohmann::json to_json() const;
 
  private:
@@ -143,7 +145,7 @@ struct SearchContext {
   /// switch it off to measure what it saves; it changes no result).
   bool overlap_final_check = true;
   std::atomic<bool>* stop = nullptr;    ///< set by SIGINT: finish the round and return
-  Accounting* acct = nullptr;
+  AgentAccounting* acct = nullptr;
 
   /// Reserves n consecutive sample indices for a request stream (a task and
   /// agent family). Deterministic: each stream is planned by one thread.
@@ -176,7 +178,7 @@ struct Candidate {
   std::string raw_reply;               ///< kept to re-ask after a parse error
   agents::Conversation conversation;   ///< what was sent
   bool evaluated = false;
-  /// Evaluated, but the harness gave no verdict (eval::Status::kNoVerdict):
+  /// Evaluated, but the harness gave no verdict (eval::VerdictStatus::kNoVerdict):
   /// never in a beam, never shown to an LLM as a failure, its call refunded.
   bool no_verdict = false;
   eval::Verdict result;

@@ -14,7 +14,7 @@
 #include "llm/factory.h"
 #include "rundir/clock.h"
 #include "rundir/critical_path.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 #include "support/fake_evaluator.h"
@@ -84,7 +84,7 @@ struct Harness {
   agents::Prompts prompts;
   MemorySink sink;
   mk::TempDir ws;
-  Accounting acct;
+  AgentAccounting acct;
   agents::Gate gate{16};
   std::atomic<bool> stop{false};
   SearchContext ctx;
@@ -408,7 +408,7 @@ TEST(Adapt, MatchesByFileThenByModuleAtOtherShapesThenByName) {
   const std::string linear =
       "import torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self, a, b):\n        super().__init__()\n"
       "        self.p = nn.Linear(a, b)\n\n    def forward(self, x):\n        return self.p(x)\n\n\n";
-  Reuse r;
+  EarlierRun r;
   r.from = "/runs/r1";
   r.problems = {{"linear", linear + "tokens = 64\nd = 32 * 2\n"}, {"other", linear + "tokens = 128\n"},
                 {"act", "class Model: pass\n"}, {"unverified", "x = 1\n"}};
@@ -444,7 +444,7 @@ TEST(Adapt, ReusedSubkernelsTakeNoKernelCallAndAFailingOneIsEvolvedFromIt) {
   h.ctx.opts.method = "adapt";
   h.ctx.opts.iterations = 1;
   h.ctx.opts.calls_per_iter = 3;
-  Reuse r;
+  EarlierRun r;
   r.from = "/runs/r1";
   r.top_level = top_source({"alpha", "gamma"});
   r.problems = {{"alpha", sub_source("alpha")}, {"gamma", sub_source("gamma")}};
@@ -488,7 +488,7 @@ TEST(Adapt, ReusedSubkernelsTakeNoKernelCallAndAFailingOneIsEvolvedFromIt) {
 TEST(Adapt, TheReuseRecordSurvivesTheRunsConfig) {
   SearchOptions o;
   o.method = "adapt";
-  o.reuse = Reuse{"/runs/r1", "top", {{"linear", "src"}}, {{"linear", "kernel"}}, {{"linear", 3}}};
+  o.reuse = EarlierRun{"/runs/r1", "top", {{"linear", "src"}}, {{"linear", "kernel"}}, {{"linear", 3}}};
   auto back = options_from_json(to_json(o));
   ASSERT_TRUE(back.ok()) << back.error();
   ASSERT_TRUE(back->reuse);
@@ -683,7 +683,7 @@ TEST(MKEvolve, SpendsExactlyTheBudgetAndComposes) {
 
 TEST(MKEvolve, StoredVerdictsKeepTheirTimingsAndEventsDoNot) {
   eval::Verdict v;
-  v.status = eval::Status::kCorrect;
+  v.status = eval::VerdictStatus::kCorrect;
   v.eval_s = 2.5;
   v.queued_s = 0.5;
   auto phases = nlohmann::json::array({nlohmann::json::array({"compared", 1.25}), nlohmann::json::array({"exited", 2.0})});
@@ -708,7 +708,7 @@ TEST(MKEvolve, ASolutionThatFailsTheFinalCheckIsNotReturnedAsCorrect) {
   EXPECT_EQ(fc[0]["status"], "incorrect");
   EXPECT_FALSE(res.best.correct);
   EXPECT_EQ(res.status, "no_correct");
-  auto outcome = rundir::events::final_check_outcome(h.sink.events);
+  auto outcome = records::final_check_outcome(h.sink.events);
   EXPECT_EQ(outcome.result, "failed");
   EXPECT_NE(outcome.text().find("no correct kernel is returned"), std::string::npos) << outcome.text();
   ASSERT_EQ(h.sink.of_type("run_end").size(), 1u);
@@ -737,7 +737,7 @@ TEST(MKEvolve, TheReportedSpeedupIsTheFinalChecksOwnMeasurement) {
   auto end = h.sink.of_type("run_end");
   ASSERT_EQ(end.size(), 1u);
   EXPECT_NEAR(end[0]["best_speedup_compile"].get<double>(), 1.2, 1e-9);
-  auto outcome = rundir::events::final_check_outcome(h.sink.events);
+  auto outcome = records::final_check_outcome(h.sink.events);
   ASSERT_TRUE(outcome.speedup_compile);
   EXPECT_NEAR(*outcome.speedup_compile, 1.2, 1e-9);
   EXPECT_NE(outcome.text().find("the search measured 1.50x"), std::string::npos) << outcome.text();
@@ -841,7 +841,7 @@ TEST(MKEvolve, TheFinalCheckTurnsEveryCheckOnWhateverTheSearchUsed) {
   }
   EXPECT_GE(finals, 1);
   EXPECT_GT(searches, 0);
-  auto outcome = rundir::events::final_check_outcome(h.sink.events);
+  auto outcome = records::final_check_outcome(h.sink.events);
   EXPECT_EQ(outcome.result, "passed");
   EXPECT_EQ(outcome.text().rfind("passed (fresh seed 43, every check on): ", 0), 0u) << outcome.text();
 }
@@ -859,7 +859,7 @@ TEST(MKEvolve, AFinalCheckWithoutAVerdictReturnsTheSolutionAndSaysSo) {
   EXPECT_EQ(fc[0]["status"], "no_verdict");
   EXPECT_EQ(res.status, "ok");
   EXPECT_TRUE(res.best.correct);
-  auto outcome = rundir::events::final_check_outcome(h.sink.events);
+  auto outcome = records::final_check_outcome(h.sink.events);
   EXPECT_EQ(outcome.result, "no_verdict");
   EXPECT_NE(outcome.text().find("is returned on its verdict from the search, not checked again"), std::string::npos)
       << outcome.text();
@@ -891,7 +891,7 @@ TEST(MKEvolve, AFailedFinalCheckFallsBackToTheNextBestVerifiedSolution) {
   EXPECT_EQ(fc[1]["iteration"], res.best.iteration);
   EXPECT_EQ(res.best.kernels.at("alpha").find("seed42_only"), std::string::npos);
   EXPECT_GT(h.sink.of_type("best").size(), 1u);
-  auto outcome = rundir::events::final_check_outcome(h.sink.events);
+  auto outcome = records::final_check_outcome(h.sink.events);
   EXPECT_EQ(outcome.result, "passed");
   EXPECT_EQ(outcome.failed_before, 1);
   EXPECT_EQ(outcome.fallback, 1);
@@ -1645,7 +1645,7 @@ TEST(Events, TheSearchsOtherRecordsParseBackIntoTheirTypes) {
   auto budgets = h.sink.of_type("budget");
   ASSERT_EQ(budgets.size(), 5u);  // one per iteration
   for (const auto& e : budgets) {
-    auto b = mk::rundir::events::parse_budget(e);
+    auto b = records::Budget::from_json(e);
     ASSERT_TRUE(b) << e.dump();
     ASSERT_EQ(b->allocation.size(), 2u) << e.dump();
     EXPECT_EQ(b->allocation[0].first, "alpha");
@@ -1653,40 +1653,40 @@ TEST(Events, TheSearchsOtherRecordsParseBackIntoTheirTypes) {
     EXPECT_EQ(b->allocation[0].second + b->allocation[1].second, h.ctx.opts.calls_per_iter) << e.dump();
     EXPECT_TRUE(b->rule == "even" || b->rule == "runtime") << e.dump();
   }
-  EXPECT_EQ(mk::rundir::events::parse_budget(budgets.front())->rule, "even");  // no kernel yet at t=1
+  EXPECT_EQ(records::Budget::from_json(budgets.front())->rule, "even");  // no kernel yet at t=1
   auto verified = h.sink.of_type("verify_decomposition");
   ASSERT_FALSE(verified.empty());
-  auto v = mk::rundir::events::parse_verify_decomposition(verified.front());
+  auto v = records::VerifyDecomposition::from_json(verified.front());
   ASSERT_TRUE(v);
   EXPECT_EQ(v->agent, "decompose");
   EXPECT_TRUE(v->ok);
   auto skipped = h.sink.of_type("swap_skipped");
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_EQ(skipped[0]["tau"], 0.9);
-  EXPECT_FALSE(mk::rundir::events::parse_budget(skipped[0]));  // a parser takes only its own type
+  EXPECT_FALSE(records::Budget::from_json(skipped[0]));  // a parser takes only its own type
 }
 
 TEST(Events, RecordsRoundTripThroughTheirParsers) {
-  using namespace mk::rundir::events;
-  auto re = parse_reply_error(reply_error({"alpha", "generate", 3, "no code block", "alpha-s7"}));
+  using namespace mk::records;
+  auto re = ReplyError::from_json(ReplyError{"alpha", "generate", 3, "no code block", "alpha-s7"}.to_json());
   ASSERT_TRUE(re);
   EXPECT_EQ(re->task, "alpha");
   EXPECT_EQ(re->agent, "generate");
   EXPECT_EQ(re->iteration, 3);
   EXPECT_EQ(re->error, "no code block");
   EXPECT_EQ(re->candidate, "alpha-s7");
-  EXPECT_FALSE(reply_error({"p", "decompose", 0, "bad files", ""}).contains("candidate"));
-  auto vd = parse_verify_decomposition(verify_decomposition({"p", "split", 2, 4, false, {"a fails", "b fails"}}));
+  EXPECT_FALSE((ReplyError{"p", "decompose", 0, "bad files", ""}.to_json().contains("candidate")));
+  auto vd = VerifyDecomposition::from_json(VerifyDecomposition{"p", "split", 2, 4, false, {"a fails", "b fails"}}.to_json());
   ASSERT_TRUE(vd);
   EXPECT_EQ(vd->sample, 4);
   EXPECT_FALSE(vd->ok);
   EXPECT_EQ(vd->failures, (std::vector<std::string>{"a fails", "b fails"}));
-  auto jd = parse_judge(judge({"alpha", "alpha-s1", 1, "failed", "HTTP 503", "hold"}));
+  auto jd = Judge::from_json(Judge{"alpha", "alpha-s1", 1, "failed", "HTTP 503", "hold"}.to_json());
   ASSERT_TRUE(jd);
   EXPECT_EQ(jd->verdict, "failed");
   EXPECT_EQ(jd->policy, "hold");
-  EXPECT_FALSE(judge({"alpha", "alpha-s1", 1, "pass", "ok", ""}).contains("policy"));
-  auto bd = parse_budget(budget({2, {{"zeta", 3}, {"alpha", 5}}, "runtime"}));
+  EXPECT_FALSE((Judge{"alpha", "alpha-s1", 1, "pass", "ok", ""}.to_json().contains("policy")));
+  auto bd = Budget::from_json(Budget{2, {{"zeta", 3}, {"alpha", 5}}, "runtime"}.to_json());
   ASSERT_TRUE(bd);
   ASSERT_EQ(bd->allocation.size(), 2u);  // (in the JSON object's order: by name)
   EXPECT_EQ(bd->rule, "runtime");
@@ -1698,7 +1698,7 @@ TEST(Events, RecordsRoundTripThroughTheirParsers) {
   sr.tau = 0.5;
   sr.speedup_before = 1.3;
   sr.reason = "the composition with the replacements failed end to end";
-  auto back = parse_swap_rejected(swap_rejected(sr));
+  auto back = SwapRejected::from_json(sr.to_json());
   ASSERT_TRUE(back);
   ASSERT_EQ(back->replaced.size(), 2u);
   EXPECT_EQ(back->replaced[0].with, "pytorch");
@@ -1708,7 +1708,7 @@ TEST(Events, RecordsRoundTripThroughTheirParsers) {
   EXPECT_FALSE(back->speedup_after);
   EXPECT_TRUE(back->result.is_null());
   // The older `mkevolve swap` shape (name/to, no replaced list) still reads.
-  auto old = parse_swap_rejected({{"type", "swap_rejected"}, {"name", "alpha"}, {"to", "k.py"}, {"reason", "slower"}});
+  auto old = SwapRejected::from_json({{"type", "swap_rejected"}, {"name", "alpha"}, {"to", "k.py"}, {"reason", "slower"}});
   ASSERT_TRUE(old);
   ASSERT_EQ(old->replaced.size(), 1u);
   EXPECT_EQ(old->replaced[0].with, "k.py");

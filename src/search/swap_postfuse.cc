@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "problem/compose.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 
@@ -18,7 +18,7 @@ namespace detail {
 std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& problem, const Solution& best) {
   int n = ctx.opts.postfuse;
   if (!best.correct || best.topology.subproblems.size() < 2) {
-    rundir::events::Postfuse e;
+    records::Postfuse e;
     e.status = "skipped";
     e.accepted = false;
     e.detail = !best.correct ? "no correct modular solution to fuse" : "the solution is already a single kernel";
@@ -35,7 +35,7 @@ std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& pro
   BeamState beam = evolve_kernel(ctx, task, {}, n, iteration, ctx.sink);
   const Candidate* c = beam.best_correct();
   bool accept = c && c->reward > best.speedup;
-  rundir::events::Postfuse e;
+  records::Postfuse e;
   e.attempt = beam.calls;
   e.status = accept ? "accepted" : "not accepted";
   if (c) e.speedup_compile = c->reward;
@@ -61,7 +61,7 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
     speed[sp.name] = s;
   }
   auto skip = [&](const std::string& why) {
-    emit(ctx, rundir::events::swap_skipped(tau, why));
+    emit(ctx, records::SwapSkipped{tau, why}.to_json());
     return std::nullopt;
   };
   if (subs.size() < 2) return skip("fewer than two subkernels");
@@ -69,7 +69,7 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
   for (const auto& [n, s] : speed) any_fast = any_fast || s >= 1.0;
   if (!any_fast) return skip("every subkernel is slower than torch.compile");
   Solution s = best;
-  std::vector<rundir::events::SwapReplacement> replaced;
+  std::vector<records::SwapReplacement> replaced;
   for (const auto& sp : subs) {
     if (speed[sp.name] >= tau || best.pytorch.count(sp.name)) continue;
     auto alt = ctx.opts.swap_with.find(sp.name);
@@ -89,18 +89,18 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
   s.iteration = best.iteration;
   if (!s.correct || (best.correct && s.speedup < best.speedup)) {
     // Not taken: the solution stays as it was, so no swap event (reports would mark it swapped).
-    rundir::events::SwapRejected rej;
+    records::SwapRejected rej;
     rej.replaced = replaced;
     rej.tau = tau;
     rej.speedup_before = best.speedup;
     if (s.correct) rej.speedup_after = s.speedup;
     rej.reason = !s.correct ? "the composition with the replacements failed end to end"
                             : "the composition with the replacements is slower";
-    emit(ctx, rundir::events::swap_rejected(rej));
+    emit(ctx, rej.to_json());
     return std::nullopt;
   }
   for (const auto& r : replaced) {  // one swap event per replaced subkernel
-    rundir::events::Swap sw;
+    records::Swap sw;
     sw.name = r.name;
     sw.from = best.local.count(sw.name) ? best.local.at(sw.name).value("id", "kernel") : "kernel";
     sw.to = r.with;

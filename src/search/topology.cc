@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "agents/reply.h"
-#include "rundir/events.h"
+#include "records/events.h"
 #include "search/internal.h"
 #include "search/search.h"
 
@@ -38,7 +38,7 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
   auto reask = [&](const std::string& err) {
     auto msg = agents::reask_message(*ctx.prompts, err, agents::kFilesFormatHint);
     a.next = conv.followed_by(ex.reply, msg ? *msg : err);
-    a.events.push_back(rundir::events::reply_error({problem.name, agent, iteration, err, ""}));
+    a.events.push_back(records::ReplyError{problem.name, agent, iteration, err, ""}.to_json());
   };
   auto files = agents::parse_files_reply(ex.reply);
   if (!files) {
@@ -108,7 +108,7 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
     vr.failures = {std::string("the verifier failed: ") + e.what()};
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rundir::events::VerifyDecomposition ve{problem.name, agent,       iteration, sample,
+  records::VerifyDecomposition ve{problem.name, agent,       iteration, sample,
                                          vr.ok,        vr.failures, std::round(secs * 1000) / 1000};
   ve.max_abs_err = vr.max_abs_err;
   ve.tolerance = vr.tolerance;

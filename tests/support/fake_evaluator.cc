@@ -26,7 +26,7 @@ std::future<T> ready(T v) {
 
 eval::Verdict make_correct(double base_ms, double kernel_ms) {
   eval::Verdict r;
-  r.status = eval::Status::kCorrect;
+  r.status = eval::VerdictStatus::kCorrect;
   r.runtime = {kernel_ms, kernel_ms, true};
   r.compiled = {base_ms, base_ms, true};
   r.eager = {base_ms * 1.25, base_ms * 1.25, true};
@@ -44,7 +44,7 @@ eval::Verdict FakeEvaluator::judge_source(const std::string& src, bool allow_pyt
   if (!std::regex_search(src, m, marker)) {
     if (src.find("class ModelNew(Model)") != std::string::npos) {
       if (!allow_pytorch) {
-        r.status = eval::Status::kCheating;
+        r.status = eval::VerdictStatus::kCheating;
         r.kind = "pytorch_compute";
         r.reasons = {"the subkernel is the PyTorch reference"};
         return r;
@@ -53,7 +53,7 @@ eval::Verdict FakeEvaluator::judge_source(const std::string& src, bool allow_pyt
       r.uses_pytorch = true;
       return r;
     }
-    r.status = eval::Status::kCompileError;
+    r.status = eval::VerdictStatus::kCompileError;
     r.kind = "syntax_error";
     r.feedback = "fake evaluator: no FAKE marker in the source";
     return r;
@@ -73,10 +73,10 @@ eval::Verdict FakeEvaluator::judge_source(const std::string& src, bool allow_pyt
     return r;
   }
   auto st = eval::status_from_string(status);
-  r.status = st ? *st : eval::Status::kCrashed;
+  r.status = st ? *st : eval::VerdictStatus::kCrashed;
   r.kind = status == "incorrect" ? "mismatch" : status;
   r.feedback = "fake evaluator: " + status + rest;
-  if (r.status == eval::Status::kIncorrect) r.max_abs_err = 0.5;
+  if (r.status == eval::VerdictStatus::kIncorrect) r.max_abs_err = 0.5;
   return r;
 }
 
@@ -249,11 +249,11 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       per[f.stem().string()] = instances * sub.runtime.median_ms;
     }
     if (ok && e2e_no_verdict) {
-      r.status = eval::Status::kNoVerdict;
+      r.status = eval::VerdictStatus::kNoVerdict;
       r.kind = "reference_failed";
       r.feedback = "fake evaluator: the reference died";
     } else if (ok && !crash_in.empty()) {
-      r.status = eval::Status::kRuntimeError;
+      r.status = eval::VerdictStatus::kRuntimeError;
       r.kind = "runtime_error";
       r.feedback = "Traceback (most recent call last):\n  File \"" + req.kernel.parent_path().string() +
                    "/decomposed_solution.py\", line 12, in forward\n    y = self.a(x)\n  File \"" +
@@ -262,13 +262,13 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
                    "AssertionError: expects a contiguous input";
     } else if (ok && !call_fails.empty()) {
       // As the worker words it: frames relative to the package, code lines below.
-      r.status = eval::Status::kRuntimeError;
+      r.status = eval::VerdictStatus::kRuntimeError;
       r.kind = "construct_error";
       r.feedback = "ModelNew(...) raised while constructing ModelNew: TypeError: ModelNew.__init__() got an "
                    "unexpected keyword argument 'n'\nTraceback (most recent call last, worker frames removed):\n"
                    "  decomposed_solution.py:9 in __init__\n    self." + call_fails + " = M_" + call_fails + "(n)";
     } else if (ok && e2e_crash) {
-      r.status = eval::Status::kRuntimeError;
+      r.status = eval::VerdictStatus::kRuntimeError;
       r.kind = "runtime_error";
       r.feedback = "fake evaluator: the composed module raised";
     } else if (ok && !e2e_fail) {
@@ -276,7 +276,7 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
       r.uses_pytorch = pytorch;
       r.raw = {{"subkernel_runtime_ms", per}};
     } else {
-      r.status = eval::Status::kIncorrect;
+      r.status = eval::VerdictStatus::kIncorrect;
       r.kind = "mismatch";
       r.max_abs_err = 0.25;
       r.feedback = e2e_fail && ok ? "fake evaluator: the composition disagrees with the reference" : why;
@@ -290,7 +290,7 @@ eval::Verdict FakeEvaluator::judge(const eval::EvalRequest& req) {
     }
     if (src && src->find("# FAKE: no_verdict_then_correct") != std::string::npos) {
       if (n == 0) {
-        r.status = eval::Status::kNoVerdict;
+        r.status = eval::VerdictStatus::kNoVerdict;
         r.kind = "reference_failed";
         r.feedback = "fake evaluator: the reference died";
       } else {

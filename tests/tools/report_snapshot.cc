@@ -18,7 +18,7 @@
 #include "records/events.h"
 #define MK_HAS_RECORDS 1
 #else
-#include "rundir/events.h"
+#include "records/events.h"
 #endif
 #include "report/report.h"
 #include "report/status_line.h"
