@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Proof that a restructuring changed no event a scripted run logs: the CPU
+# Proof that a restructuring changed no event a scripted run logs (nor its
+# solution's manifest.json): the CPU
 # test-mode fixture runs (HAND-WRITTEN FIXTURE sessions, not an LLM's) are run
 # by two binaries, and their events.jsonl compared after taking out what
 # differs between any two runs of the same binary: the timestamps, and every
@@ -61,6 +62,12 @@ for pair in "examples/sessions/mlp_small.py examples/sessions/mlp_small_cpu.json
     bin=$before; [[ $side == after ]] && bin=$after
     run "$bin" "$work/$name.$side" "$1" "$2"
     normalize "$work/$name.$side/events.jsonl" > "$work/$name.$side.norm"
+    # The solution's manifest, as one more record (when the run wrote one).
+    if [[ -f $work/$name.$side/solution/manifest.json ]]; then
+      "$py" -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' \
+        "$work/$name.$side/solution/manifest.json" > "$work/$name.$side.man.jsonl"
+      normalize "$work/$name.$side.man.jsonl" >> "$work/$name.$side.norm"
+    fi
   done
   n=$((n + 1))
   lines=$(wc -l < "$work/$name.after.norm")

@@ -163,13 +163,14 @@ Status write_solution_package(const fs::path& package_dir, const Topology& topo,
   std::error_code ec;
   fs::remove_all(tmp, ec);
 
-  nlohmann::json man = manifest.extra.is_object() ? manifest.extra : nlohmann::json::object();
-  man["subkernels"] = nlohmann::json::array();
+  records::SolutionManifest man = manifest.record;
+  man.subkernels.clear();
   // null when the caller says it cannot be known (CPU test mode, where torch
   // stand-ins pass as kernels and nothing is profiled); else from the swaps.
-  const bool pytorch_unknown = man.contains("contains_pytorch_subkernels") && man["contains_pytorch_subkernels"].is_null();
-  if (!pytorch_unknown) man["contains_pytorch_subkernels"] = !manifest.pytorch_subkernels.empty();
-  man["monolithic"] = topo.monolithic;
+  const bool pytorch_unknown = manifest.pytorch_unknown;
+  man.contains_pytorch_subkernels =
+      pytorch_unknown ? std::nullopt : std::optional<bool>(!manifest.pytorch_subkernels.empty());
+  man.monolithic = topo.monolithic;
 
   auto w = [&](const fs::path& rel, const std::string& content) -> Status {
     return durable ? write_file_atomic(tmp / rel, content) : write_file_plain(tmp / rel, content);
@@ -187,15 +188,15 @@ Status write_solution_package(const fs::path& package_dir, const Topology& topo,
     const std::string& k = kernels.at(sp.name);
     if (st) st = w("subkernel_implementations/" + sp.name + ".py", k);
     if (st) st = w("subkernel_problems/" + sp.name + ".py", sp.source);
-    man["subkernels"].push_back({{"name", sp.name},
-                                 {"problem_hash", sp.hash},
-                                 {"kernel_hash", sha256_hex(k)},
-                                 {"pytorch", pytorch_unknown ? nlohmann::json(nullptr)
-                                                             : nlohmann::json(manifest.pytorch_subkernels.count(sp.name) > 0)}});
-    if (auto r = manifest.reused_from.find(sp.name); r != manifest.reused_from.end())
-      man["subkernels"].back()["reused_from"] = r->second;
+    records::ManifestSubkernel entry;
+    entry.name = sp.name;
+    entry.problem_hash = sp.hash;
+    entry.kernel_hash = sha256_hex(k);
+    if (!pytorch_unknown) entry.pytorch = manifest.pytorch_subkernels.count(sp.name) > 0;
+    if (auto r = manifest.reused_from.find(sp.name); r != manifest.reused_from.end()) entry.reused_from = r->second;
+    man.subkernels.push_back(std::move(entry));
   }
-  if (st) st = w("manifest.json", man.dump(2) + "\n");
+  if (st) st = w("manifest.json", man.to_json().dump(2) + "\n");
   if (!st) {
     fs::remove_all(tmp, ec);
     return st;

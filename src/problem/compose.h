@@ -12,6 +12,8 @@
 // problem = the original file.
 #pragma once
 
+#include "records/manifest.h"
+
 #include <filesystem>
 #include <map>
 #include <set>
@@ -30,10 +32,14 @@ Result<std::string> rewrite_top_level_for_solution(const std::string& top_level)
 std::string pytorch_implementation(const Subproblem& sp);
 
 struct SolutionManifest {
-  std::map<std::string, std::string> kernel_hashes;  ///< subproblem -> sha256 of its implementation
   std::set<std::string> pytorch_subkernels;          ///< implemented by the PyTorch reference (Swap)
   std::map<std::string, std::string> reused_from;    ///< subproblem -> the run its subkernel was reused from (adapt)
-  nlohmann::json extra;                              ///< method, speedups, ... (written as given)
+  /// Whether a subkernel is PyTorch cannot be known (CPU test mode, where
+  /// PyTorch stand-ins pass as kernels): the flags are written as null.
+  bool pytorch_unknown = false;
+  /// The rest of manifest.json (problem, the solution's figures, ...), written
+  /// as given; the package fills in its subkernels and the two flags.
+  records::SolutionManifest record;
 };
 
 /// Why `topo` with `kernels` cannot be composed at all (a subproblem without a

@@ -186,3 +186,43 @@ TEST(LlmTally, CountsWhatEveryViewShows) {
 
 }  // namespace
 }  // namespace mk::records
+
+#include "records/manifest.h"
+
+namespace mk::records {
+namespace {
+
+TEST(SolutionManifestRecord, RoundTripsWhatThePackageAndSwapWrite) {
+  // A test-mode run's manifest: the unknown flags are null, not false; a
+  // newer writer's fields (top level and inside a subkernel) survive.
+  auto j = nlohmann::json::parse(R"({"problem":"p","problem_hash":"h","llm":"replay:x","method":"mkevolve",
+      "iteration":2,"speedup":1.5,"correct":true,"origin":"decompose","monolithic":false,
+      "contains_pytorch_subkernels":null,"uses_pytorch":null,"test_mode":true,"test_mode_note":"TEST MODE",
+      "subkernels":[{"name":"a","problem_hash":"ha","kernel_hash":"ka","pytorch":null,"newer":1}],
+      "e2e":{"status":"correct"},"from_the_future":true})");
+  auto m = SolutionManifest::from_json(j);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->to_json(), j);
+  EXPECT_FALSE(m->contains_pytorch_subkernels);
+  ASSERT_NE(m->find("a"), nullptr);
+  EXPECT_FALSE(m->find("a")->pytorch);
+  // A swap's edits: the entry, the flags, the swaps list.
+  m->find("a")->pytorch = true;
+  m->contains_pytorch_subkernels = true;
+  m->swaps.push_back({"a", "ka", "pytorch"});
+  auto back = m->to_json();
+  EXPECT_EQ(back["subkernels"][0]["pytorch"], true);
+  EXPECT_EQ(back["subkernels"][0]["newer"], 1);
+  EXPECT_EQ(back["swaps"][0]["to"], "pytorch");
+  // A scratch package's manifest has no figures: none are written.
+  SolutionManifest scratch;
+  scratch.problem = "p";
+  auto sj = scratch.to_json();
+  EXPECT_FALSE(sj.contains("iteration"));
+  EXPECT_FALSE(sj.contains("correct"));
+  EXPECT_TRUE(sj["contains_pytorch_subkernels"].is_null());
+  EXPECT_FALSE(SolutionManifest::from_json({{"problem", "p"}}));  // no subkernels: no manifest
+}
+
+}  // namespace
+}  // namespace mk::records

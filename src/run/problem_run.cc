@@ -1,5 +1,6 @@
 #include "run/problem_run.h"
 
+#include "records/manifest.h"
 #include "records/run_config.h"
 
 #include <chrono>
@@ -123,15 +124,15 @@ Result<search::EarlierRun> load_reuse(const fs::path& dir) {
     return bad(fmt::format("{}: written by a newer mkevolve (run format {}); this one reads up to {}", dir.string(),
                            v->value("run_format", 0), rundir::kRunFormat));
   const fs::path man_path = dir / "solution" / "manifest.json";
-  auto man = read_json_file(man_path);
-  if (!man || !man->is_object() || !man->contains("subkernels") || !(*man)["subkernels"].is_array())
-    return bad(man_path.string() + ": missing or not a solution manifest (did the run finish with a solution?)");
-  if (!man->value("correct", false))
+  auto man_json = read_json_file(man_path);
+  auto man = records::SolutionManifest::from_json(man_json ? *man_json : nlohmann::json());
+  if (!man) return bad(man_path.string() + ": missing or not a solution manifest (did the run finish with a solution?)");
+  if (!man->correct.value_or(false))
     return bad(man_path.string() + ": the run's solution is not a verified one; there is nothing to reuse");
-  const int it = man->value("iteration", 0);
+  const int it = man->iteration.value_or(0);
   fs::path topo_path = dir / rundir::RunDir::topology_rel(it);
   Result<problem::Topology> topo = Error{"missing or not JSON"};
-  if (man->value("monolithic", false)) {
+  if (man->monolithic) {
     // The whole problem as one subkernel (PostFuse's result, a baseline's, or
     // the decomposition's fallback): no snapshot needs to exist for it.
     topo_path = dir / "problem.py";
@@ -146,11 +147,10 @@ Result<search::EarlierRun> load_reuse(const fs::path& dir) {
   r.from = fs::absolute(dir, ec).lexically_normal().string();  // the manifest names it from anywhere
   if (r.from.empty()) r.from = dir.string();
   r.top_level = topo->top_level;
-  for (const auto& s : (*man)["subkernels"]) {
-    if (!s.is_object()) continue;
-    std::string name = s.value("name", "");
+  for (const auto& s : man->subkernels) {
+    const std::string& name = s.name;
     // Every subkernel of a written package has a kernel; Swap's PyTorch stand-ins are not reused.
-    if (name.empty() || (s.contains("pytorch") && s["pytorch"].is_boolean() && s["pytorch"].get<bool>())) continue;
+    if (name.empty() || s.pytorch.value_or(false)) continue;
     const problem::Subproblem* sp = topo->find(name);
     const fs::path kfile = dir / "solution" / "subkernel_implementations" / (name + ".py");
     auto k = read_file(kfile);
@@ -400,16 +400,16 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     problem::SolutionManifest man;
     man.pytorch_subkernels = best.pytorch;
     man.reused_from = best.reused;
-    man.extra = best.to_json();
-    man.extra["problem"] = pr.problem.name;
-    man.extra["problem_hash"] = pr.problem.hash;
-    man.extra["llm"] = shared.llm->spec();
+    man.record = best.manifest();
+    man.record.problem = pr.problem.name;
+    man.record.problem_hash = pr.problem.hash;
+    man.record.llm = shared.llm->spec();
     if (opts.eval.test_cpu) {
-      man.extra["test_mode"] = true;
+      man.record.test_mode = true;
       // Unknown, not false: test mode lets PyTorch stand-ins pass as kernels.
-      man.extra["contains_pytorch_subkernels"] = nullptr;
-      man.extra["uses_pytorch"] = nullptr;
-      man.extra["test_mode_note"] = run::kTestModeNote;
+      man.pytorch_unknown = true;
+      man.record.uses_pytorch = nlohmann::json(nullptr);
+      man.record.test_mode_note = run::kTestModeNote;
     }
     auto st = problem::write_solution_package(rd->solution_dir(), best.topology, best.kernels, man);
     if (!st) out.solution_error = st.error();

@@ -18,6 +18,7 @@
 #include "eval/calibration_file.h"
 #include "problem/compose.h"
 #include "records/events.h"
+#include "records/manifest.h"
 #include "rundir/run_dir.h"
 #include "util/exit_code.h"
 #include "util/fs.h"
@@ -29,10 +30,6 @@ namespace {
 using nlohmann::json;
 
 // A manifest flag that may be null (unknown, in test mode): true only when it says true.
-bool is_true(const json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_boolean() && o[key].get<bool>();
-}
-
 std::optional<std::string> slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) return std::nullopt;
@@ -57,17 +54,14 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
     return kExitUsage;
   }
   auto man_text = slurp(man_path);
-  json man = man_text ? json::parse(*man_text, nullptr, false) : json();
-  if (!man.is_object() || !man.contains("subkernels") || !man["subkernels"].is_array()) {
+  auto man = records::SolutionManifest::from_json(man_text ? json::parse(*man_text, nullptr, false) : json());
+  if (!man) {
     say(fmt::format("{}: missing or not a solution manifest (did the run finish with a solution?)", man_path.string()));
     return kExitUsage;
   }
-  json* entry = nullptr;
+  records::ManifestSubkernel* entry = man->find(name);
   std::vector<std::string> names;
-  for (auto& s : man["subkernels"]) {
-    names.push_back(s.value("name", ""));
-    if (s.value("name", "") == name) entry = &s;
-  }
+  for (const auto& s : man->subkernels) names.push_back(s.name);
   if (!entry) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
@@ -140,8 +134,8 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
     return kExitFailure;
   }
   bool any_pytorch = to_pytorch;
-  for (const auto& s : man["subkernels"])
-    if (s.value("name", "") != name && is_true(s, "pytorch")) any_pytorch = true;
+  for (const auto& s : man->subkernels)
+    if (s.name != name && s.pytorch.value_or(false)) any_pytorch = true;
 
   eopts.test_cpu = env_flags.test_cpu;
   // --tolerance calibrated: the run's own calibration.json, as in the run.
@@ -178,7 +172,7 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
   whole.kernel = staged / "decomposed_solution.py";
   whole.options = eopts;
   whole.options.allow_pytorch = any_pytorch;
-  whole.task = man.value("problem", problem_file.stem().string());
+  whole.task = man->problem.empty() ? problem_file.stem().string() : man->problem;
   eval::Verdict er = env.pool->evaluate(whole);
   std::printf("e2e     %-24s %-14s %s\n", whole.task.c_str(), eval::to_string(er.status),
               er.correct() ? fmt::format("{:.3f}x vs torch.compile, {:.3f}x vs eager", er.speedup_compile,
@@ -187,23 +181,24 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
   if (!er.correct()) return refuse("the composed solution fails end to end", er);
 
   // 3. Record and install.
-  const auto old_e2e = eval::Verdict::from_json(man.value("e2e", json::object()));
-  const std::optional<double> before = man.value("correct", false) && old_e2e && old_e2e->speedup_compile > 0
+  const auto old_e2e = eval::Verdict::from_json(man->e2e.is_null() ? json::object() : man->e2e);
+  const std::optional<double> before = man->correct.value_or(false) && old_e2e && old_e2e->speedup_compile > 0
                                            ? std::optional<double>(old_e2e->speedup_compile)
                                            : std::nullopt;
-  const std::string from = is_true(*entry, "pytorch") ? "pytorch" : entry->value("kernel_hash", std::string("kernel"));
+  const std::string from = entry->pytorch.value_or(false) ? "pytorch"
+                           : entry->kernel_hash.empty()   ? std::string("kernel")
+                                                          : entry->kernel_hash;
   const std::string to = to_pytorch ? "pytorch" : fs::absolute(with).string();
-  (*entry)["kernel_hash"] = sha256_hex(new_src);
-  (*entry)["pytorch"] = to_pytorch;
-  (*entry)["local"] = eval::summary_json(lr);
-  entry->erase("reused_from");  // no longer the subkernel an adaptation reused
-  man["e2e"] = eval::summary_json(er);
-  man["correct"] = true;
-  man["speedup"] = er.speedup_compile;
-  man["contains_pytorch_subkernels"] = any_pytorch;
-  if (!man.contains("swaps") || !man["swaps"].is_array()) man["swaps"] = json::array();
-  man["swaps"].push_back({{"name", name}, {"from", from}, {"to", to}});
-  if (auto st = write_file_atomic(staged / "manifest.json", man.dump(2) + "\n"); !st) {
+  entry->kernel_hash = sha256_hex(new_src);
+  entry->pytorch = to_pytorch;
+  entry->local = eval::summary_json(lr);
+  entry->reused_from.clear();  // no longer the subkernel an adaptation reused
+  man->e2e = eval::summary_json(er);
+  man->correct = true;
+  man->speedup = er.speedup_compile;
+  man->contains_pytorch_subkernels = any_pytorch;
+  man->swaps.push_back({name, from, to});
+  if (auto st = write_file_atomic(staged / "manifest.json", man->to_json().dump(2) + "\n"); !st) {
     say(st.error());
     cleanup();
     return kExitFailure;

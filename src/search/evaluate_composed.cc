@@ -30,7 +30,8 @@ Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& proble
                               const std::map<std::string, std::string>& kernels, const fs::path& dir,
                               bool allow_pytorch, const std::string& label, const eval::EvalOptions& options) {
   problem::SolutionManifest man;
-  man.extra = {{"problem", problem.name}, {"problem_hash", problem.hash}};
+  man.record.problem = problem.name;
+  man.record.problem_hash = problem.hash;
   eval::Verdict r;
   Composed out;
   out.kernels = kernels;

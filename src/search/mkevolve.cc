@@ -152,6 +152,19 @@ nlohmann::json Solution::to_json() const {
   return j;
 }
 
+records::SolutionManifest Solution::manifest() const {
+  records::SolutionManifest m;
+  m.method = method;
+  m.iteration = iteration;
+  m.speedup = speedup;
+  m.correct = correct;
+  m.monolithic = topology.monolithic;
+  m.origin = topology.origin;
+  m.contains_pytorch_subkernels = !pytorch.empty();
+  if (correct || e2e.status != eval::VerdictStatus::kCrashed || !e2e.kind.empty()) m.e2e = detail::result_json(e2e);
+  return m;
+}
+
 namespace {
 
 /// run_end in the schema (status finished, interrupted or failed); the

@@ -19,6 +19,7 @@
 #include "eval/evaluator.h"
 #include "llm/provider.h"
 #include "problem/problem.h"
+#include "records/manifest.h"
 #include "search/event_sink.h"
 
 namespace mk::search {
@@ -276,7 +277,9 @@ struct Solution {
   bool correct = false;
   int iteration = 0;
   std::string method;
-  nlohmann::json to_json() const;  ///< for the manifest and run_end
+  nlohmann::json to_json() const;  ///< for run_end
+  /// Its figures as manifest.json holds them (the package adds the rest).
+  records::SolutionManifest manifest() const;
 };
 
 struct RunResult {

@@ -3,7 +3,8 @@
 // byte for byte (scripts/proof_unchanged.sh): report.md and report.html
 // (mkevolve report), summary.json as a run computes it from the event log,
 // the status line's plain line for every event, and every event read into
-// its typed record and written back (roundtrip.jsonl).
+// its typed record and written back (roundtrip.jsonl), and the solution's
+// manifest likewise (manifest.json).
 // A test tool: it changes nothing in RUN_DIR.
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
+#if __has_include("records/manifest.h")
+#include "records/manifest.h"
+#define MK_HAS_MANIFEST 1
+#endif
 #if __has_include("records/events.h")
 #include "records/events.h"
 #define MK_HAS_RECORDS 1
@@ -114,6 +119,15 @@ int main(int argc, char** argv) {
   std::string rt;
   for (const auto& e : events) rt += roundtrip(e).dump() + "\n";
   write(out / "roundtrip.jsonl", rt);
+  // solution/manifest.json read into its record and written back (a build
+  // without the record: as it is).
+  if (std::ifstream m(dir / "solution" / "manifest.json"); m) {
+    auto j = nlohmann::json::parse(m, nullptr, false);
+#ifdef MK_HAS_MANIFEST
+    if (auto rec = mk::records::SolutionManifest::from_json(j)) j = rec->to_json();
+#endif
+    write(out / "manifest.json", j.dump(2) + "\n");
+  }
   write(out / "notes.txt", notes);
   return 0;
 }
