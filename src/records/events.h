@@ -783,6 +783,7 @@ struct RunEnd {
 /// --events-json; never logged.
 struct LlmStart {
   static constexpr const char* kType = "llm_start";
+  static constexpr bool kUnversioned = true;
   std::string agent{}, task{};
   int sample = 0;
   Meta meta{};
@@ -802,6 +803,7 @@ struct LlmDone : LlmCall {
 };
 struct EvalStart {
   static constexpr const char* kType = "eval_start";
+  static constexpr bool kUnversioned = true;
   std::string task{};
   Meta meta{};
   static constexpr auto fields() { return std::tuple{field("task", &EvalStart::task)}; }
@@ -809,6 +811,7 @@ struct EvalStart {
 };
 struct EvalDone {
   static constexpr const char* kType = "eval_done";
+  static constexpr bool kUnversioned = true;
   std::string status{};
   Meta meta{};
   static constexpr auto fields() { return std::tuple{field("status", &EvalDone::status)}; }

@@ -91,6 +91,9 @@ TEST(ParseEvent, DispatchesOnTheTypeOnce) {
   EXPECT_TRUE(std::holds_alternative<EvalStart>(parse_event({{"type", "eval_start"}, {"task", "x"}})));
   EXPECT_TRUE(std::holds_alternative<EvalDone>(parse_event({{"type", "eval_done"}, {"status", "correct"}})));
   EXPECT_TRUE(std::holds_alternative<LlmStart>(parse_event({{"type", "llm_start"}, {"agent", "a"}})));
+  EXPECT_FALSE(EvalStart{}.to_json().contains("v"));  // live progress is never logged: no schema version
+  EXPECT_EQ((LlmStart{.agent = "a", .task = "t", .sample = 2}.to_json()),
+            (nlohmann::json{{"type", "llm_start"}, {"agent", "a"}, {"task", "t"}, {"sample", 2}}));
   LlmDone done(c);
   auto dj = done.to_json();
   EXPECT_EQ(dj["type"], "llm_done");

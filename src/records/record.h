@@ -51,7 +51,9 @@ bool is_type(const nlohmann::json& j, const char* type);
 ///  - `static nlohmann::json finish_read(const nlohmann::json& j, R& r)`:
 ///    applied after the table has been read (an older shape of the record);
 ///    returns the keys it read that the record does not write back, so that
-///    they are not kept as unknown.
+///    they are not kept as unknown;
+///  - `static constexpr bool kUnversioned = true`: written without "v" (live
+///    progress, never logged).
 template <class R>
 concept Record = HasFields<R> && requires(const R& r) {
   { R::kType } -> std::convertible_to<const char*>;
@@ -64,6 +66,8 @@ nlohmann::json write_record(const R& r) {
   j["type"] = R::kType;
   if constexpr (requires(nlohmann::json& x) { r.finish_json(x); }) r.finish_json(j);
   put_meta(j, r.meta);
+  // Live progress that is never logged carries no schema version.
+  if constexpr (requires { R::kUnversioned; }) j.erase("v");
   return j;
 }
 

@@ -203,7 +203,7 @@ records::TopologyChange topology_event(int iteration, const std::string& reason,
 agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conversation& conv,
                       const std::string& agent, const std::string& task, int sample, int iteration,
                       std::vector<nlohmann::json>* events, std::optional<int> round, const std::string& candidate) {
-  if (ctx.sink) ctx.sink->progress({{"type", "llm_start"}, {"agent", agent}, {"task", task}, {"sample", sample}});
+  if (ctx.sink) ctx.sink->progress(records::LlmStart{.agent = agent, .task = task, .sample = sample}.to_json());
   // The effort is for the agents that write and restructure code; the judge's review is short.
   std::string effort = agent == "judge" ? std::string() : ctx.opts.reasoning_effort;
   auto ex = agents::call_llm(llm, conv, agent, task, sample, ctx.gate, ctx.opts.max_tokens, effort);
@@ -223,15 +223,13 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
     // Live progress only, under its own type: the durable llm_call record is
     // the one in `events`, logged once with the job's other events (a second
     // llm_call here made --events-json and the status line count every call twice).
-    nlohmann::json live = ev;
-    live["type"] = "llm_done";
-    ctx.sink->progress(live);
+    if (auto call = records::LlmCall::from_json(ev)) ctx.sink->progress(records::LlmDone(*call).to_json());
   }
   return ex;
 }
 
 eval::Verdict evaluate(SearchContext& ctx, eval::EvalRequest req) {
-  if (ctx.sink) ctx.sink->progress({{"type", "eval_start"}, {"task", req.task}});
+  if (ctx.sink) ctx.sink->progress(records::EvalStart{.task = req.task}.to_json());
   eval::Verdict r;
   try {
     r = ctx.evaluator->evaluate(std::move(req));
@@ -245,7 +243,7 @@ eval::Verdict evaluate(SearchContext& ctx, eval::EvalRequest req) {
     r.speedup_compile = 0;
     r.speedup_eager = 0;
   }
-  if (ctx.sink) ctx.sink->progress({{"type", "eval_done"}, {"status", eval::to_string(r.status)}});
+  if (ctx.sink) ctx.sink->progress(records::EvalDone{.status = eval::to_string(r.status)}.to_json());
   return r;
 }
 
