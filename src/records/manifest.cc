@@ -4,18 +4,11 @@
 
 namespace mk::records {
 
-nlohmann::json SolutionManifest::to_json() const {
-  nlohmann::json j = write_fields(*this);
-  merge_unknown(j, extra);
-  return j;
-}
+nlohmann::json SolutionManifest::to_json() const { return write_with_extra(*this); }
 
 std::optional<SolutionManifest> SolutionManifest::from_json(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("subkernels") || !j["subkernels"].is_array()) return std::nullopt;
-  SolutionManifest m;
-  read_fields(j, m);
-  m.extra = unknown_part(j, m.to_json());
-  return m;
+  return read_with_extra<SolutionManifest>(j);
 }
 
 ManifestSubkernel* SolutionManifest::find(const std::string& name) {

@@ -85,6 +85,23 @@ std::optional<R> read_record(const nlohmann::json& j) {
   return r;
 }
 
+/// A record that is a file of its own (config.json, manifest.json): no type
+/// and no log envelope, but a member `extra` with the fields a newer writer
+/// added, kept.
+template <HasFields R>
+nlohmann::json write_with_extra(const R& r) {
+  nlohmann::json j = write_fields(r);
+  merge_unknown(j, r.extra);
+  return j;
+}
+template <HasFields R>
+R read_with_extra(const nlohmann::json& j) {
+  R r{};
+  read_fields(j, r);
+  r.extra = unknown_part(j, write_with_extra(r));
+  return r;
+}
+
 }  // namespace mk::records
 
 /// Declares a record's to_json() and from_json() as the table's codec.

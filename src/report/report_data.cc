@@ -76,172 +76,164 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
   // Each record read once, by its type.
   for (const auto& ev : events) {
     std::visit(
-      records::Visit{
-        [&](const records::RunStart& rs) {
-    if (s.method.empty()) s.method = rs.method;
-    if (s.problem.empty()) s.problem = rs.problem;
-    if (rs.settings.is_object()) s.settings = rs.settings;
-    if (rs.judge) s.judge_spec = *rs.judge;
-        },
-        [&](const records::Resume& r) {
-    ++s.resumes;
-    for (const auto& c : r.llm_changes)
-      s.llm_changes.push_back(fmt::format("{} '{}' -> '{}' (resume {})", c.flag, c.from, c.to, s.resumes));
-        },
-        [&](const records::LlmCall& c) {
-    agents[c.agent.empty() ? "(unknown)" : c.agent].add(c);
-    s.by_task[c.task].add(c);
-    s.llm_total.add(c);
-    s.kernel_calls = s.llm_total.kernel_calls;
-        },
-        [&](const records::Eval& e) {
-    ++s.evals_by_status[e.status.empty() ? "unknown" : e.status];
-        },
-        [&](const records::Judge& j) {
-    auto& looks = j.candidate == "final" ? s.judged_final
-                  : j.stage == "after_beam" ? s.judged_after_beam
-                                             : s.judged_on_entry;
-    ++looks.asked;
-    if (j.verdict == "cheat") ++looks.cheats;
-        },
-        [&](const records::TopologyChange& tp) {
-    StructureColumn col;
-    col.iteration = tp.iteration;
-    col.change = tp.change;
-    col.detail = tp.detail;
-    col.from = tp.from;
-    col.into = tp.into;
-    std::set<std::string> names;
-    if (tp.subproblems_unknown && !structure.empty()) {
-      col.subproblems = structure.rbegin()->second.subproblems;
-      for (const auto& [n, st] : col.subproblems) names.insert(n);
-    } else {
-      for (const auto& x : tp.subproblems) {
-        col.subproblems.emplace_back(x.name, x.status);
-        names.insert(x.name);
-      }
-    }
-    // Which subproblems were replaced by which: as the event says, else by difference.
-    std::vector<std::string> from = col.from, into = col.into;
-    if (have_prev && from.empty() && into.empty()) {
-      for (const auto& n : prev_names)
-        if (!names.count(n)) from.push_back(n);
-      for (const auto& [n, st] : col.subproblems)
-        if (!prev_names.count(n)) into.push_back(n);
-    }
-    if (!from.empty() && !into.empty()) {
-      place_after(from, into);
-      std::string note = from.size() == 1 && into.size() > 1 ? "split of " + from[0]
-                         : into.size() == 1 && from.size() > 1 ? "fusion of " + join(from, " + ")
-                                                               : "from " + join(from, ", ");
-      for (const auto& c : into)
-        if (!s.lineage.count(c)) s.lineage[c] = note;
-    }
-    for (const auto& [n, st] : col.subproblems)
-      if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
-    prev_names = names;
-    have_prev = true;
-    // Several events for one iteration (a failed split, then a fallback): the last one stands,
-    // but a "kept the previous structure" note does not hide a real change.
-    if (auto it = structure.find(col.iteration); it != structure.end() && col.change == "unchanged" &&
-                                                  it->second.change != "unchanged") {
-      it->second.detail += (it->second.detail.empty() ? "" : "; ") + col.detail;
-    } else {
-      structure[col.iteration] = std::move(col);
-    }
-        },
-        [&](const records::Iteration& it) {
-    IterationRow row;
-    row.t = it.t;
-    row.e2e_status = it.e2e.status;
-    row.speedup_compile = it.e2e.speedup_compile;
-    row.speedup_eager = it.e2e.speedup_eager;
-    row.runtime_ms = it.e2e.runtime_ms;
-    // The calls and tokens so far, counted in the log itself (as every
-    // other count here), never the search's own tally: a resumed process's
-    // tally misses what was paid for before it.
-    row.calls_used = s.llm_total.calls;
-    row.tokens = s.llm_total.total();
-    current.clear();
-    for (const auto& x : it.subkernels) {
-      SubkernelPoint p;
-      p.correct = x.correct;
-      p.speedup_compile = x.speedup_compile;
-      p.runtime_ms = x.runtime_ms;
-      p.share = x.share;
-      p.uses_pytorch = x.uses_pytorch;
-      row.subkernels[x.name] = p;
-      if (std::find(order.begin(), order.end(), x.name) == order.end()) order.push_back(x.name);
-      SubkernelRow r;
-      r.name = x.name;
-      r.status = p.correct ? "correct" : "failing";
-      r.runtime_ms = p.runtime_ms;
-      r.speedup_compile = p.speedup_compile;
-      r.share = p.share;
-      r.uses_pytorch = p.uses_pytorch;
-      if (x.roofline.is_object()) {
-        r.roofline_fraction = optnum(x.roofline, "fraction");
-        r.headroom = optnum(x.roofline, "headroom");
-        r.bound = str(x.roofline, "bound");
-      }
-      current.push_back(r);
-    }
-    s.final_e2e_status = row.e2e_status;
-    s.final_speedup_compile = row.speedup_compile;
-    s.final_speedup_eager = row.speedup_eager;
-    s.final_runtime_ms = row.runtime_ms;
-    iterations[row.t] = std::move(row);
-        },
-        [&](const records::Best& b) {
-        s.contains_pytorch = b.contains_pytorch_subkernels;
-    if (auto v = b.speedup_compile; b.correct && v && (!best_from_events || *v >= *best_from_events)) {
-      best_from_events = v;
-      s.best_t = b.t;
-    }
-        },
-        [&](const records::ReuseMatch& r) {
-    s.reuse.push_back({r.task, r.from_run, r.from_task, r.match, r.status, r.correct, r.calls_saved});
-        },
-        [&](const records::Swap& sw) {
-        if (sw.contains_pytorch_subkernels) s.contains_pytorch = *sw.contains_pytorch_subkernels;
-    std::vector<std::string> names = swapped_names(sw);
-    for (auto& r : current) {
-      if (std::find(names.begin(), names.end(), r.name) == names.end()) continue;
-      r.uses_pytorch = sw.to == "pytorch";
-      r.status = "correct";
-      r.speedup_compile.reset();
-      r.runtime_ms.reset();
-      r.share.reset();
-    }
-    if (sw.speedup_after) {
-      s.final_speedup_compile = sw.speedup_after;
-      s.final_e2e_status = "correct";
-    }
-    s.swaps.push_back(sw);
-        },
-        [&](const records::Postfuse& pf) {
-    s.postfuse.push_back(pf);
-        },
-        [&](const records::VerifyDecomposition& vd) {
-    s.verifications.push_back(vd);
-        },
-        [&](const records::CompositionFailure& cf) {
-    s.composition_failures.push_back(cf);
-        },
-        [&](const records::FinalCheck& fc) {
-    // --baseline-tf32: the returned solution against torch.compile with TF32 on.
-    if (fc.passed) s.final_speedup_compile_tf32 = fc.speedup_compile_tf32;
-        },
-        [&](const records::RunEnd& end) {
-        if (end.contains_pytorch_subkernels) s.contains_pytorch = *end.contains_pytorch_subkernels;
-    s.ended = true;
-    s.end_status = end.status;
-    s.end_message = end.message;
-    s.solution_dir = end.solution_dir;
-    if (auto b = end.best_speedup_compile) best_from_events = std::max(best_from_events.value_or(*b), *b);
-        },
-        [](const auto&) {}},
-      records::parse_event(ev));
+        records::Visit{
+            [&](const records::RunStart& rs) {
+              if (s.method.empty()) s.method = rs.method;
+              if (s.problem.empty()) s.problem = rs.problem;
+              if (rs.settings.is_object()) s.settings = rs.settings;
+              if (rs.judge) s.judge_spec = *rs.judge;
+            },
+            [&](const records::Resume& r) {
+              ++s.resumes;
+              for (const auto& c : r.llm_changes)
+                s.llm_changes.push_back(fmt::format("{} '{}' -> '{}' (resume {})", c.flag, c.from, c.to, s.resumes));
+            },
+            [&](const records::LlmCall& c) {
+              agents[c.agent.empty() ? "(unknown)" : c.agent].add(c);
+              s.by_task[c.task].add(c);
+              s.llm_total.add(c);
+              s.kernel_calls = s.llm_total.kernel_calls;
+            },
+            [&](const records::Eval& e) { ++s.evals_by_status[e.status.empty() ? "unknown" : e.status]; },
+            [&](const records::Judge& j) {
+              auto& looks = j.candidate == "final"    ? s.judged_final
+                            : j.stage == "after_beam" ? s.judged_after_beam
+                                                      : s.judged_on_entry;
+              ++looks.asked;
+              if (j.verdict == "cheat") ++looks.cheats;
+            },
+            [&](const records::TopologyChange& tp) {
+              StructureColumn col;
+              col.iteration = tp.iteration;
+              col.change = tp.change;
+              col.detail = tp.detail;
+              col.from = tp.from;
+              col.into = tp.into;
+              std::set<std::string> names;
+              if (tp.subproblems_unknown && !structure.empty()) {
+                col.subproblems = structure.rbegin()->second.subproblems;
+                for (const auto& [n, st] : col.subproblems) names.insert(n);
+              } else {
+                for (const auto& x : tp.subproblems) {
+                  col.subproblems.emplace_back(x.name, x.status);
+                  names.insert(x.name);
+                }
+              }
+              // Which subproblems were replaced by which: as the event says, else by difference.
+              std::vector<std::string> from = col.from, into = col.into;
+              if (have_prev && from.empty() && into.empty()) {
+                for (const auto& n : prev_names)
+                  if (!names.count(n)) from.push_back(n);
+                for (const auto& [n, st] : col.subproblems)
+                  if (!prev_names.count(n)) into.push_back(n);
+              }
+              if (!from.empty() && !into.empty()) {
+                place_after(from, into);
+                std::string note = from.size() == 1 && into.size() > 1   ? "split of " + from[0]
+                                   : into.size() == 1 && from.size() > 1 ? "fusion of " + join(from, " + ")
+                                                                         : "from " + join(from, ", ");
+                for (const auto& c : into)
+                  if (!s.lineage.count(c)) s.lineage[c] = note;
+              }
+              for (const auto& [n, st] : col.subproblems)
+                if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+              prev_names = names;
+              have_prev = true;
+              // Several events for one iteration (a failed split, then a fallback): the last one stands,
+              // but a "kept the previous structure" note does not hide a real change.
+              if (auto it = structure.find(col.iteration);
+                  it != structure.end() && col.change == "unchanged" && it->second.change != "unchanged") {
+                it->second.detail += (it->second.detail.empty() ? "" : "; ") + col.detail;
+              } else {
+                structure[col.iteration] = std::move(col);
+              }
+            },
+            [&](const records::Iteration& it) {
+              IterationRow row;
+              row.t = it.t;
+              row.e2e_status = it.e2e.status;
+              row.speedup_compile = it.e2e.speedup_compile;
+              row.speedup_eager = it.e2e.speedup_eager;
+              row.runtime_ms = it.e2e.runtime_ms;
+              // The calls and tokens so far, counted in the log itself (as every
+              // other count here), never the search's own tally: a resumed process's
+              // tally misses what was paid for before it.
+              row.calls_used = s.llm_total.calls;
+              row.tokens = s.llm_total.total();
+              current.clear();
+              for (const auto& x : it.subkernels) {
+                SubkernelPoint p;
+                p.correct = x.correct;
+                p.speedup_compile = x.speedup_compile;
+                p.runtime_ms = x.runtime_ms;
+                p.share = x.share;
+                p.uses_pytorch = x.uses_pytorch;
+                row.subkernels[x.name] = p;
+                if (std::find(order.begin(), order.end(), x.name) == order.end()) order.push_back(x.name);
+                SubkernelRow r;
+                r.name = x.name;
+                r.status = p.correct ? "correct" : "failing";
+                r.runtime_ms = p.runtime_ms;
+                r.speedup_compile = p.speedup_compile;
+                r.share = p.share;
+                r.uses_pytorch = p.uses_pytorch;
+                if (x.roofline.is_object()) {
+                  r.roofline_fraction = optnum(x.roofline, "fraction");
+                  r.headroom = optnum(x.roofline, "headroom");
+                  r.bound = str(x.roofline, "bound");
+                }
+                current.push_back(r);
+              }
+              s.final_e2e_status = row.e2e_status;
+              s.final_speedup_compile = row.speedup_compile;
+              s.final_speedup_eager = row.speedup_eager;
+              s.final_runtime_ms = row.runtime_ms;
+              iterations[row.t] = std::move(row);
+            },
+            [&](const records::Best& b) {
+              s.contains_pytorch = b.contains_pytorch_subkernels;
+              if (auto v = b.speedup_compile; b.correct && v && (!best_from_events || *v >= *best_from_events)) {
+                best_from_events = v;
+                s.best_t = b.t;
+              }
+            },
+            [&](const records::ReuseMatch& r) {
+              s.reuse.push_back({r.task, r.from_run, r.from_task, r.match, r.status, r.correct, r.calls_saved});
+            },
+            [&](const records::Swap& sw) {
+              if (sw.contains_pytorch_subkernels) s.contains_pytorch = *sw.contains_pytorch_subkernels;
+              std::vector<std::string> names = swapped_names(sw);
+              for (auto& r : current) {
+                if (std::find(names.begin(), names.end(), r.name) == names.end()) continue;
+                r.uses_pytorch = sw.to == "pytorch";
+                r.status = "correct";
+                r.speedup_compile.reset();
+                r.runtime_ms.reset();
+                r.share.reset();
+              }
+              if (sw.speedup_after) {
+                s.final_speedup_compile = sw.speedup_after;
+                s.final_e2e_status = "correct";
+              }
+              s.swaps.push_back(sw);
+            },
+            [&](const records::Postfuse& pf) { s.postfuse.push_back(pf); },
+            [&](const records::VerifyDecomposition& vd) { s.verifications.push_back(vd); },
+            [&](const records::CompositionFailure& cf) { s.composition_failures.push_back(cf); },
+            [&](const records::FinalCheck& fc) {
+              // --baseline-tf32: the returned solution against torch.compile with TF32 on.
+              if (fc.passed) s.final_speedup_compile_tf32 = fc.speedup_compile_tf32;
+            },
+            [&](const records::RunEnd& end) {
+              if (end.contains_pytorch_subkernels) s.contains_pytorch = *end.contains_pytorch_subkernels;
+              s.ended = true;
+              s.end_status = end.status;
+              s.end_message = end.message;
+              s.solution_dir = end.solution_dir;
+              if (auto b = end.best_speedup_compile) best_from_events = std::max(best_from_events.value_or(*b), *b);
+            },
+            [](const auto&) {}},
+        records::parse_event(ev));
   }
 
   s.final_check = records::final_check_outcome(events);
