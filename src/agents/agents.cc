@@ -141,12 +141,11 @@ std::string eval_feedback(const eval::Verdict& r) {
   if (!r.feedback.empty()) out += "Details:\n" + trim_text(r.feedback, 20, 30, 4000) + "\n";
   if (r.status == eval::VerdictStatus::kIncorrect && r.max_abs_err.value_or(0) > 0) {
     // The tolerances the evaluator applied, as it reports them (--atol/--rtol).
-    const nlohmann::json* c = nullptr;
-    if (auto it = r.checks().find("correctness"); it != r.checks().end() && it->is_object()) c = &*it;
-    if (c && (*c).contains("atol") && (*c)["atol"].is_number() && (*c).contains("rtol") && (*c)["rtol"].is_number())
+    const auto c = r.worker_checks().correctness;
+    if (c && c->atol && c->rtol)
       out += fmt::format("Largest absolute error: {:.3g} (allowed: |diff| <= atol + rtol * |expected|, atol = {:.3g}, "
                          "rtol = {:.3g})\n",
-                         *r.max_abs_err, (*c)["atol"].get<double>(), (*c)["rtol"].get<double>());
+                         *r.max_abs_err, *c->atol, *c->rtol);
     else
       out += fmt::format("Largest absolute error: {:.3g}\n", *r.max_abs_err);
   }

@@ -645,22 +645,17 @@ void WorkerPool::deliver(const std::string& flight, const Promise& leader, Verdi
 }
 
 namespace {
-double num_at(const json& j, const char* a, const char* b) {
-  if (!j.is_object() || !j.contains(a) || !j[a].is_object()) return 0;
-  const json& o = j[a];
-  return o.contains(b) && o[b].is_number() ? o[b].get<double>() : 0;
-}
 
 /// What an eval's measured footprint says, from checks.footprint.
 std::optional<Footprint> measured_footprint(const json& raw) {
   if (!raw.is_object() || !raw.contains("checks")) return std::nullopt;
-  const json& c = raw["checks"];
+  const auto fp = records::WorkerChecks::from_json(raw["checks"]).footprint.value_or(records::FootprintCheck{});
   Footprint f;
-  f.host_bytes = num_at(c, "footprint", "host_peak_bytes");
-  f.device_bytes = num_at(c, "footprint", "device_peak_bytes");
-  f.input_bytes = num_at(c, "footprint", "input_bytes");
-  f.output_bytes = num_at(c, "footprint", "output_bytes");
-  f.reference_s = num_at(c, "footprint", "reference_s");
+  f.host_bytes = fp.host_peak_bytes;
+  f.device_bytes = fp.device_peak_bytes;
+  f.input_bytes = fp.input_bytes;
+  f.output_bytes = fp.output_bytes;
+  f.reference_s = fp.reference_s;
   f.measured = true;
   // Only an evaluation that got through its trials saw the whole footprint.
   if (f.host_bytes <= 0 || f.output_bytes <= 0) return std::nullopt;

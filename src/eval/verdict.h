@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records/worker_checks.h"
 #include "util/result.h"
 
 namespace mk::eval {
@@ -67,6 +68,8 @@ struct Verdict {
   /// The same, for the pool's own additions (admission, baselines' clocks):
   /// made an object first when it is none.
   nlohmann::json& mutable_checks();
+  /// The parts of checks() this build reads, typed.
+  records::WorkerChecks worker_checks() const { return records::WorkerChecks::from_json(checks()); }
 
   /// The one JSON form: status, kind, reasons, message, runtime_ms,
   /// runtime_mean_ms, baseline_ms {eager, compile[, compile_tf32]}, speedup {eager,

@@ -229,3 +229,27 @@ TEST(SolutionManifestRecord, RoundTripsWhatThePackageAndSwapWrite) {
 
 }  // namespace
 }  // namespace mk::records
+
+#include "records/worker_checks.h"
+
+namespace mk::records {
+namespace {
+
+TEST(WorkerChecksRecord, ReadsThePartsTheHarnessUses) {
+  auto c = WorkerChecks::from_json(nlohmann::json::parse(R"({
+      "correctness": {"atol": 1e-5, "rtol": 1e-5, "max_abs_err": 0.1},
+      "footprint": {"host_peak_bytes": 100, "device_peak_bytes": 2e9, "output_bytes": "x"},
+      "phases_s": {"trials": 1.5}, "work": {"bytes": 10}, "ncu": 3, "isolation": {"pid": 1}})"));
+  ASSERT_TRUE(c.correctness);
+  EXPECT_EQ(c.correctness->atol, 1e-5);
+  ASSERT_TRUE(c.footprint);
+  EXPECT_EQ(c.footprint->device_peak_bytes, 2e9);
+  EXPECT_EQ(c.footprint->output_bytes, 0);  // mistyped: empty
+  EXPECT_EQ(c.phases_s["trials"], 1.5);
+  EXPECT_TRUE(c.work.is_object());
+  EXPECT_TRUE(c.ncu.is_null());  // not an object: not read
+  EXPECT_FALSE(WorkerChecks::from_json(nlohmann::json::array()).correctness);
+}
+
+}  // namespace
+}  // namespace mk::records

@@ -117,7 +117,7 @@ nlohmann::json timed_result_json(const eval::Verdict& r) {
     j["queued_s"] = r.queued_s;
     j["eval_s"] = r.eval_s;
   }
-  if (const auto& ch = r.checks(); ch.contains("phases_s")) j["phases_s"] = ch["phases_s"];
+  if (auto phases = r.worker_checks().phases_s; !phases.is_null()) j["phases_s"] = phases;
   return j;
 }
 
