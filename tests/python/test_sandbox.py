@@ -20,16 +20,12 @@ import time
 
 import pytest
 
-from conftest import WORKER_DIR, WorkerClient, cand, problem
+from conftest import WORKER_DIR, WorkerClient, cand, problem, write_source
 
 from mkevolve_worker import sandbox  # noqa: E402
 
 ROOT = os.geteuid() == 0
 
-
-def _write(path, text: str) -> str:
-    path.write_text(textwrap.dedent(text))
-    return str(path)
 
 
 def _in_child(fn) -> dict:

@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from conftest import WORKER_DIR, WorkerClient, problem
+from conftest import WORKER_DIR, WorkerClient, problem, write_source
 
 TOKEN = secrets.token_hex(8)
 AWS_SECRET = f"aws_secret_access_key = AKIA-PLANTED-{TOKEN}"
@@ -36,10 +36,6 @@ CONFIG_SECRET = f'api_key = "sk-planted-config-{TOKEN}"'
 CANARY = f"canary-{TOKEN}"
 FORGED = '{"status": "correct", "forged": true}'
 
-
-def _write(path, text: str) -> str:
-    path.write_text(textwrap.dedent(text))
-    return str(path)
 
 
 def _pidns_prefix() -> list[str]:
@@ -91,7 +87,7 @@ def test_a_candidate_cannot_read_the_servers_environment_home_or_credentials(wor
     server's, with its real HOME), then ~/.aws/credentials and mkevolve's
     config there, raised as an exception: the verdict's message, the debug
     prompt and the cache would carry them."""
-    k = _write(tmp_path / "loot.py", """
+    k = write_source(tmp_path / "loot.py", """
         import os
         import torch.nn as nn
 
@@ -191,7 +187,7 @@ WRITE_TARGETS = {
 def test_a_candidate_cannot_write_outside_its_box(world, tmp_path, where):
     target = WRITE_TARGETS[where](world)
     before = target.read_bytes() if target.exists() else None
-    k = _write(tmp_path / "vandal.py", """
+    k = write_source(tmp_path / "vandal.py", """
         import os
         import torch.nn as nn
 
@@ -213,7 +209,7 @@ def test_a_candidate_cannot_write_outside_its_box(world, tmp_path, where):
 
 def test_dev_shm_is_private_and_gone_with_the_evaluation(world, tmp_path):
     name = f"mk-adversarial-{TOKEN}"
-    k = _write(tmp_path / "shm.py", """
+    k = write_source(tmp_path / "shm.py", """
         import os
         import torch.nn as nn
 
@@ -254,7 +250,7 @@ def test_a_candidate_cannot_rejoin_the_network_with_setns(world, tmp_path):
                     got.append(b"(connected)")
     t = threading.Thread(target=listen, daemon=True)
     t.start()
-    k = _write(tmp_path / "setns.py", """
+    k = write_source(tmp_path / "setns.py", """
         import ctypes, os, socket
         import torch.nn as nn
 
@@ -346,8 +342,8 @@ def test_a_candidate_cannot_copy_the_expected_output_from_the_references_memory(
     /proc/<pid>/mem, find its expected output and return it. With it, every
     trial passed with max error 0."""
     marker = 1000.0 + (int(TOKEN[:4], 16) % 997) + 0.25
-    prob = _write(tmp_path / "marker.py", MARKER_PROBLEM.replace("@MARKER@", repr(marker)))
-    k = _write(tmp_path / "memthief.py", textwrap.dedent("""
+    prob = write_source(tmp_path / "marker.py", MARKER_PROBLEM.replace("@MARKER@", repr(marker)))
+    k = write_source(tmp_path / "memthief.py", textwrap.dedent("""
         import os, struct, time
         import torch
         import torch.nn as nn
@@ -385,7 +381,7 @@ def test_a_candidate_cannot_ptrace_or_read_another_process_with_process_vm_readv
     """ptrace and process_vm_readv, on every other process it can see and on
     a child of its own (which the seccomp filter covers even where no other
     process is in sight): none may succeed."""
-    k = _write(tmp_path / "ptracer.py", """
+    k = write_source(tmp_path / "ptracer.py", """
         import ctypes, os, time
         import torch.nn as nn
 
@@ -458,7 +454,7 @@ def test_a_candidate_cannot_ptrace_or_read_another_process_with_process_vm_readv
 def test_a_candidate_cannot_regain_root(world, tmp_path):
     """setuid(0) and friends, then what /proc/self/status says: no
     capabilities (and no root uid where it had a uid of its own)."""
-    k = _write(tmp_path / "rooter.py", """
+    k = write_source(tmp_path / "rooter.py", """
         import os
         import torch.nn as nn
 
@@ -494,7 +490,7 @@ def test_a_candidate_cannot_regain_root(world, tmp_path):
 def test_the_static_gate_refuses_the_harness_modules(world, tmp_path):
     """`mkevolve check` passed a kernel that imports mkevolve_worker.tensorio
     and mkevolve_worker.isolation to read files and call setns."""
-    k = _write(tmp_path / "harness.py", """
+    k = write_source(tmp_path / "harness.py", """
         import torch
         import torch.nn as nn
         import triton
@@ -528,7 +524,7 @@ def test_a_candidate_sees_only_its_own_processes_and_cannot_kill_the_server(worl
     succeeds, leaves no server behind."""
     server = WorkerClient(["--test-mode"], extra_env=world["env"], cwd=str(world["cwd"]), prefix=world["prefix"])
     try:
-        k = _write(tmp_path / "killer.py", """
+        k = write_source(tmp_path / "killer.py", """
             import os, signal
             import torch.nn as nn
 
@@ -559,7 +555,7 @@ def test_the_verdict_says_which_protections_were_in_force(world, tmp_path):
     """checks.isolation.sandbox: what the candidate's own process found in
     force before any candidate code ran (here, as root with namespaces:
     everything)."""
-    k = _write(tmp_path / "ok.py", """
+    k = write_source(tmp_path / "ok.py", """
         import torch.nn as nn
 
         class ModelNew(nn.Module):

@@ -8,12 +8,11 @@ order. A key added to an answer anywhere but the dataclass fails here.
 
 from __future__ import annotations
 
-import textwrap
 import time
 
 import pytest
 
-from conftest import cand, problem
+from conftest import REFERENCE_DIES_ON_SECOND_INPUTS, cand, problem, write_source
 
 from mkevolve_worker import errors, evaluate
 from mkevolve_worker.verdict import WorkerVerdict, worker_fields
@@ -22,10 +21,6 @@ ALWAYS = ["max_abs_err", "runtime_ms", "uses_pytorch", "device", "checks", "elap
           "status", "kind", "message", "reasons"]
 OPTIONAL = ["subkernel_runtime_ms", "stderr_tail", "retryable", "baseline_ms"]
 
-
-def _write(path, text: str) -> str:
-    path.write_text(textwrap.dedent(text))
-    return str(path)
 
 
 def _body(msg: dict) -> dict:
@@ -49,30 +44,11 @@ def test_worker_fields_are_the_declared_keys_sorted():
 # -- the real server, one evaluation per kind of outcome ----------------------
 
 def _reference_killed(tmp_path) -> str:
-    return _write(tmp_path / "dies.py", """
-        import os, signal
-        import torch
-        import torch.nn as nn
-
-        CALLS = [0]
-
-        class Model(nn.Module):
-            def forward(self, a, b):
-                return a + b
-
-        def get_inputs():
-            CALLS[0] += 1
-            if CALLS[0] == 2:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return [torch.randn(16, 32), torch.randn(16, 32)]
-
-        def get_init_inputs():
-            return []
-        """)
+    return write_source(tmp_path / "dies.py", REFERENCE_DIES_ON_SECOND_INPUTS)
 
 
 def _noisy_exit(tmp_path) -> str:
-    return _write(tmp_path / "noisy_exit.py", """
+    return write_source(tmp_path / "noisy_exit.py", """
         import os, sys
         import torch.nn as nn
 

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import textwrap
 import time
 
 import pytest
 
-from conftest import cand, problem
+from conftest import REFERENCE_DIES_ON_SECOND_INPUTS, cand, problem, write_source
 
-
-def _write(path, text: str) -> str:
-    path.write_text(textwrap.dedent(text))
-    return str(path)
 
 
 def _alive(pid: int) -> bool:
@@ -100,7 +95,7 @@ def test_setsid_grandchild_is_killed_after_the_candidate_ends(worker_server, tmp
     # The grandchild is found by a token in its command line, not by a pid it
     # reports: a sandboxed candidate's pids are those of its own namespace.
     token = f"mk-grandchild-{os.getpid()}-{time.time_ns()}"
-    k = _write(tmp_path / "grandchild.py", f"""
+    k = write_source(tmp_path / "grandchild.py", f"""
         import os, sys, time
         import torch
         import torch.nn as nn
@@ -139,7 +134,7 @@ def test_setsid_grandchild_is_killed_after_the_candidate_ends(worker_server, tmp
 
 def test_candidate_sees_scrubbed_env_and_private_cwd(worker_server, tmp_path, share_path):
     out = share_path / "seen.json"
-    k = _write(tmp_path / "envprobe.py", f"""
+    k = write_source(tmp_path / "envprobe.py", f"""
         import json, os, socket
         import torch
         import torch.nn as nn
@@ -193,7 +188,7 @@ def test_candidate_sees_scrubbed_env_and_private_cwd(worker_server, tmp_path, sh
 
 
 def test_candidate_output_goes_to_files_not_the_channel(worker_server, tmp_path):
-    k = _write(tmp_path / "noisy.py", """
+    k = write_source(tmp_path / "noisy.py", """
         import os, sys
         import torch
         import torch.nn as nn
@@ -213,7 +208,7 @@ def test_candidate_output_goes_to_files_not_the_channel(worker_server, tmp_path)
 
 
 def test_candidate_killing_its_process_group_is_contained(worker_server, tmp_path):
-    k = _write(tmp_path / "killpg.py", """
+    k = write_source(tmp_path / "killpg.py", """
         import os, signal
         import torch
         import torch.nn as nn
@@ -248,7 +243,7 @@ def test_candidate_that_kills_the_server_dies_with_it(tmp_path):
     server at all (test_sandbox_adversarial.py)."""
     from conftest import WorkerClient
     pidfile = tmp_path / "cand.pid"
-    k = _write(tmp_path / "parricide.py", f"""
+    k = write_source(tmp_path / "parricide.py", f"""
         import os, signal, time
         import torch
         import torch.nn as nn
@@ -282,26 +277,7 @@ def test_a_reference_killed_mid_run_is_no_verdict_not_the_candidates_fault(worke
     """The reference's process is SIGKILLed while it draws the second trial (as
     the kernel's out-of-memory killer would): the eval has no verdict, with a
     message that says so, and the honest candidate is never charged."""
-    prob = _write(tmp_path / "dies.py", """
-        import os, signal
-        import torch
-        import torch.nn as nn
-
-        CALLS = [0]
-
-        class Model(nn.Module):
-            def forward(self, a, b):
-                return a + b
-
-        def get_inputs():
-            CALLS[0] += 1
-            if CALLS[0] == 2:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return [torch.randn(16, 32), torch.randn(16, 32)]
-
-        def get_init_inputs():
-            return []
-        """)
+    prob = write_source(tmp_path / "dies.py", REFERENCE_DIES_ON_SECOND_INPUTS)
     r = worker_server.eval(str(prob), cand("add_ok"))
     assert r["status"] == "no_verdict" and r["kind"] == "reference_failed", r
     assert r.get("retryable") is True, r
@@ -316,7 +292,7 @@ def test_a_candidate_that_fails_before_a_slow_reference_is_its_own_failure(worke
     reference, whose finishing the same trial is what shows the failure is
     the candidate's. Without that, a fast-failing kernel on a large problem
     came back "no verdict"."""
-    prob = _write(tmp_path / "slow.py", """
+    prob = write_source(tmp_path / "slow.py", """
         import time
         import torch
         import torch.nn as nn
@@ -367,7 +343,7 @@ def test_a_server_whose_parent_dies_stops_its_evaluation_and_exits(tmp_path, sha
     from conftest import worker_env, worker_python
     started = share_path / "started"
     server_pid = tmp_path / "server.pid"
-    k = _write(tmp_path / "spin.py", f"""
+    k = write_source(tmp_path / "spin.py", f"""
         import os, time
         import torch.nn as nn
 
@@ -378,7 +354,7 @@ def test_a_server_whose_parent_dies_stops_its_evaluation_and_exits(tmp_path, sha
                 while True:
                     time.sleep(0.01)
         """)
-    parent = _write(tmp_path / "parent.py", f"""
+    parent = write_source(tmp_path / "parent.py", f"""
         import json, subprocess, sys, time
         p = subprocess.Popen([{worker_python()!r}, "-m", "mkevolve_worker", "serve", "--test-mode"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

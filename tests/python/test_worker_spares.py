@@ -13,17 +13,12 @@ from __future__ import annotations
 
 import os
 import signal
-import textwrap
 import time
 
 import pytest
 
-from conftest import WorkerClient, cand, problem
+from conftest import WorkerClient, cand, problem, write_source
 
-
-def _write(path, text: str) -> str:
-    path.write_text(textwrap.dedent(text))
-    return str(path)
 
 
 def _children(pid: int) -> list[int]:
@@ -196,7 +191,7 @@ def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_serve
     glibc wipes what it frees, so the scan must come back empty. With
     spares "later", the scanning candidate's processes are forked after the
     second eval's comparison (op refill), not at its start."""
-    prob = _write(tmp_path / "marker.py", f"""
+    prob = write_source(tmp_path / "marker.py", f"""
         import torch
         import torch.nn as nn
 
@@ -210,7 +205,7 @@ def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_serve
         def get_init_inputs():
             return []
         """)
-    zeros = _write(tmp_path / "zeros.py", f"""
+    zeros = write_source(tmp_path / "zeros.py", f"""
         import torch
         import torch.nn as nn
 
@@ -218,7 +213,7 @@ def test_no_candidate_finds_an_earlier_expected_output_in_its_memory(fresh_serve
             def forward(self, x):
                 return torch.zeros_like(x).to(torch.{dtype})
         """)
-    scan = _write(tmp_path / "scan.py", """
+    scan = write_source(tmp_path / "scan.py", """
         import struct
         import torch
         import torch.nn as nn
@@ -284,7 +279,7 @@ def test_a_waiting_candidate_cannot_swap_the_expected_outputs(fresh_server, tmp_
     expected outputs over. A thread of the candidate rewrites every tensor
     file it can find in the reference's directory with zeros, the outputs it
     returns itself. The outputs travel as a sealed descriptor, so it finds none."""
-    swapper = _write(tmp_path / "swapper.py", """
+    swapper = write_source(tmp_path / "swapper.py", """
         import os
         import threading
         import time
@@ -341,7 +336,7 @@ def test_modules_planted_in_the_servers_directory_never_run(fresh_server, tmp_pa
     server's own defence is tested without the sandbox."""
     marker = tmp_path / "planted-ran.txt"
     (tmp_path / "k").mkdir()  # the candidate's own folder is on its sys.path, and only on its
-    planter = _write(tmp_path / "k" / "planter.py", f"""
+    planter = write_source(tmp_path / "k" / "planter.py", f"""
         import os
         import sys
         import torch
@@ -378,7 +373,7 @@ def test_stopped_spares_are_continued_and_get_a_fresh_directory(fresh_server, tm
     """A candidate stops the idle spares (SIGSTOP) and litters their
     directories; the next candidate still runs in one of them, correctly.
     Sandboxed, it sees no spare at all (its own PID namespace) and stops none."""
-    vandal = _write(tmp_path / "vandal.py", """
+    vandal = write_source(tmp_path / "vandal.py", """
         import os
         import signal
         import torch
@@ -429,7 +424,7 @@ def test_made_up_wall_clock_events_do_not_stall_the_server(fresh_server, tmp_pat
     wall-clock events and ends of round to its event pipe; the verdict still
     comes (the bound on answers is test_worker_units'
     test_wall_rounds_are_answered_once_in_order_and_at_most_four_times)."""
-    forger = _write(tmp_path / "forger.py", """
+    forger = write_source(tmp_path / "forger.py", """
         import json
         import os
         import time
