@@ -152,11 +152,10 @@ json& Verdict::mutable_checks() {
   return c;
 }
 
-json summary_json(const Verdict& r) {
-  Verdict s = r;
-  s.raw = json::object();
-  s.queued_s = s.eval_s = s.baseline_s = 0;
-  return s.to_json();
+json summary_json(Verdict r) {
+  r.raw = json::object();
+  r.queued_s = r.eval_s = r.baseline_s = 0;
+  return r.to_json();
 }
 
 // Besides the JSON form and the worker's answer, from_json reads the flat

@@ -88,7 +88,7 @@ struct Verdict {
 /// and without the pool's wall-clock times (queued_s, eval_s, baseline_s),
 /// so that a resumed or replayed run writes the same records. The one
 /// trimmed form: the search, `mkevolve swap` and the manifest all use it.
-nlohmann::json summary_json(const Verdict& r);
+nlohmann::json summary_json(Verdict r);
 
 /// The verdict's table, as a test holds the worker's (mkevolve_worker.verdict)
 /// against it: the top-level keys read into the typed members above, and the

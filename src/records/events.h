@@ -108,8 +108,8 @@ struct LlmCall {
   Meta meta{};
 
   /// The tokens this call was billed for in this run: 0 for a cached reply
-  /// (the call that filled the cache paid for it). Every count of tokens
-  /// shown to a person sums this.
+  /// (the call that filled the cache paid for it); what LlmTally (tally.h),
+  /// behind every count of tokens shown to a person, adds for it.
   int64_t billed_tokens() const { return cached ? 0 : usage.total(); }
   static constexpr auto fields() {
     return std::tuple{

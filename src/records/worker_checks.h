@@ -38,19 +38,13 @@ struct WorkerChecks {
   std::optional<CorrectnessCheck> correctness{};
   std::optional<FootprintCheck> footprint{};
   nlohmann::json phases_s{};  ///< where the evaluation's time went, by phase (candidate records only)
-  /// Read by their own typed parsers: the roofline's (eval/roofline.h: work,
-  /// runtime kernels, ncu) and the shape variants' (eval/shapes.h).
-  nlohmann::json work{}, runtime{}, ncu{}, shapes{};
-  nlohmann::json admission{};  ///< the pool's: the ticket it was admitted on and the candidate's limits
+  // The work record, runtime kernels and ncu counters are read by the
+  // roofline's own typed parsers (eval/roofline.h), the shape variants by
+  // eval::ShapesRecord: they are not copied here.
   static constexpr auto fields() {
     return std::tuple{field("correctness", &WorkerChecks::correctness),
                       field("footprint", &WorkerChecks::footprint),
-                      field("phases_s", &WorkerChecks::phases_s, When::kIfSet),
-                      field("work", &WorkerChecks::work, When::kIfObject),
-                      field("runtime", &WorkerChecks::runtime, When::kIfObject),
-                      field("ncu", &WorkerChecks::ncu, When::kIfObject),
-                      field("shapes", &WorkerChecks::shapes, When::kIfObject),
-                      field("admission", &WorkerChecks::admission, When::kIfObject)};
+                      field("phases_s", &WorkerChecks::phases_s, When::kIfSet)};
   }
   /// Tolerant: what is missing or mistyped is empty.
   static WorkerChecks from_json(const nlohmann::json& checks) {

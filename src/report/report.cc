@@ -351,7 +351,7 @@ std::string render_markdown(const ReportData& s) {
     md += "- Final check vs torch.compile with TF32 on (--baseline-tf32): " + speedup(s.final_speedup_compile_tf32) +
           " (the TF32-off figure above is the one the search rewards)\n";
   md += "- LLM: " + human_count(static_cast<double>(s.llm_total.calls)) + " calls" +
-        (s.max_calls ? " (" + budget_text(s.kernel_calls, s.max_calls) +
+        (s.max_calls ? " (" + budget_text(s.llm_total.kernel_calls, s.max_calls) +
                            " in the kernel budget; decompose, split, fuse and judge calls are outside it)"
                      : std::string()) +
         ", " +
@@ -759,7 +759,7 @@ std::string render_html(const ReportData& s) {
   h += kpi("LLM", human_count(static_cast<double>(s.llm_total.total())) + " tokens",
            std::to_string(s.llm_total.calls) + " calls" +
                // The budget counts kernel calls only, never all calls against it.
-               (s.max_calls ? " \u00b7 " + std::to_string(s.kernel_calls) + " of " + std::to_string(*s.max_calls) +
+               (s.max_calls ? " \u00b7 " + std::to_string(s.llm_total.kernel_calls) + " of " + std::to_string(*s.max_calls) +
                                   " in the kernel budget"
                             : "") +
                (s.max_tokens ? " \u00b7 budget " + human_count(static_cast<double>(*s.max_tokens)) : "") +

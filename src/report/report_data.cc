@@ -92,7 +92,6 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
               agents[c.agent.empty() ? "(unknown)" : c.agent].add(c);
               s.by_task[c.task].add(c);
               s.llm_total.add(c);
-              s.kernel_calls = s.llm_total.kernel_calls;
             },
             [&](const records::Eval& e) { ++s.evals_by_status[e.status.empty() ? "unknown" : e.status]; },
             [&](const records::Judge& j) {

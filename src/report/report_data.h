@@ -89,9 +89,7 @@ struct ReportData {
 
   std::vector<std::pair<std::string, records::LlmTally>> agents;  ///< by agent, most tokens first
   std::map<std::string, records::LlmTally> by_task;
-  records::LlmTally llm_total;
-  /// The calls the kernel budget (max_calls) counts: generate, debug, optimize, postfuse.
-  int64_t kernel_calls = 0;
+  records::LlmTally llm_total;  ///< in all; its kernel_calls are what the kernel budget (max_calls) counts
   std::map<std::string, int64_t> evals_by_status;
   /// The cheat judge's looks, from the judge events: on a candidate's entry
   /// into a beam, after a beam search, and at the final check; each with how

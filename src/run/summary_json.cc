@@ -107,8 +107,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   o.problem_name = info.problem_name.empty() ? info.problem_id : info.problem_name;
   o.method = info.method;
 
-  records::LlmTally llm;
-  int64_t calls = 0, tokens = 0;
+  records::LlmTally llm;  // as report.md and the status line count calls and tokens
   bool best_correct = false, best_pytorch = false;
   double best_compile = 0, best_eager = 0;
   // Eager speedups of correct whole-problem evaluations, by their compile speedup,
@@ -118,7 +117,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
 
   auto known = [](double x) { return x > 0 ? std::optional<double>(x) : std::nullopt; };
   auto push_point = [&] {
-    TimelinePoint p{calls, tokens, best_correct, best_correct ? known(best_compile) : std::nullopt,
+    TimelinePoint p{llm.calls, llm.total(), best_correct, best_correct ? known(best_compile) : std::nullopt,
                     best_correct ? known(best_eager) : std::nullopt};
     if (!o.timeline.empty()) {
       auto& last = o.timeline.back();
@@ -138,11 +137,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   for (const auto& e : events) {
     std::visit(
         records::Visit{
-            [&](const records::LlmCall& c) {
-              llm.add(c);  // as report.md and the status line count them
-              calls = llm.calls;
-              tokens = llm.total();
-            },
+            [&](const records::LlmCall& c) { llm.add(c); },
             [&](const records::Eval& ev) {
               const bool is_whole = ev.e2e || ev.task == info.problem_name;
               if (is_whole && ev.status == "correct")
@@ -200,8 +195,8 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
   o.speedup_compile_tf32 = o.correct ? known(tf32) : std::nullopt;
   o.uses_pytorch = o.correct && best_pytorch && !info.test_mode;
   o.test_mode = info.test_mode;
-  o.calls = calls;
-  o.tokens = tokens;
+  o.calls = llm.calls;
+  o.tokens = llm.total();
   o.time = rundir::time_account(events).to_json();
   const auto fc = records::final_check_outcome(events);
   o.final_check = fc.to_json();

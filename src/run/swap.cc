@@ -191,9 +191,10 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
   const std::string to = to_pytorch ? "pytorch" : fs::absolute(with).string();
   entry->kernel_hash = sha256_hex(new_src);
   entry->pytorch = to_pytorch;
-  entry->local = eval::summary_json(lr);
+  const json local_summary = eval::summary_json(lr), e2e_summary = eval::summary_json(er);
+  entry->local = local_summary;
   entry->reused_from.clear();  // no longer the subkernel an adaptation reused
-  man->e2e = eval::summary_json(er);
+  man->e2e = e2e_summary;
   man->correct = true;
   man->speedup = er.speedup_compile;
   man->contains_pytorch_subkernels = any_pytorch;
@@ -220,8 +221,8 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
   sw.to = to;
   sw.speedup_before = before;
   sw.speedup_after = er.speedup_compile;
-  sw.local = eval::summary_json(lr);
-  sw.e2e = eval::summary_json(er);
+  sw.local = local_summary;
+  sw.e2e = e2e_summary;
   sw.contains_pytorch_subkernels = any_pytorch;
   sw.by = "mkevolve swap";
   if (auto st = (*rd)->log_event(sw.to_json()); !st) say(st.error());

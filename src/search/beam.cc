@@ -124,11 +124,11 @@ nlohmann::json timed_result_json(const eval::Verdict& r) {
 nlohmann::json result_json(const eval::Verdict& r) {
   eval::Verdict s = r;
   s.feedback = agents::trim_text(r.feedback, 10, 10, 2000);
-  return eval::summary_json(s);
+  return eval::summary_json(std::move(s));
 }
 
-nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round,
-                         const std::string& candidate) {
+records::LlmCall llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round,
+                           const std::string& candidate) {
   records::LlmCall l;
   l.agent = c.agent;
   l.task = c.task;
@@ -145,7 +145,7 @@ nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::option
   l.sample = c.sample;
   l.iteration = iteration;
   l.model = c.model;
-  return l.to_json();
+  return l;
 }
 
 records::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
@@ -217,13 +217,13 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
   }
   if (ctx.acct) ctx.acct->add(ex.call);
   if (ex.call.fatal) ctx.set_fatal(fmt::format("LLM call for {} ({}) failed: {}", task, agent, ex.call.error));
-  auto ev = llm_event(ex.call, iteration, round, candidate);
-  if (events) events->push_back(ev);
+  const records::LlmCall ev = llm_event(ex.call, iteration, round, candidate);
+  if (events) events->push_back(ev.to_json());
   if (ctx.sink) {
     // Live progress only, under its own type: the durable llm_call record is
     // the one in `events`, logged once with the job's other events (a second
     // llm_call here made --events-json and the status line count every call twice).
-    if (auto call = records::LlmCall::from_json(ev)) ctx.sink->progress(records::LlmDone(*call).to_json());
+    ctx.sink->progress(records::LlmDone(ev).to_json());
   }
   return ex;
 }

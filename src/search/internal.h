@@ -17,8 +17,8 @@
 namespace mk::search::detail {
 
 /// round and candidate: the call's place on its chain (rundir/critical_path.h).
-nlohmann::json llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round = std::nullopt,
-                         const std::string& candidate = "");
+records::LlmCall llm_event(const agents::CallRecord& c, int iteration, std::optional<int> round = std::nullopt,
+                           const std::string& candidate = "");
 records::Eval eval_event(const std::string& task, const std::string& candidate, int iteration,
                           const eval::Verdict& r, double reward, const std::string& scope);
 /// The verdict as candidates' records, manifests and events embed it: its

@@ -131,27 +131,6 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
 
 }  // namespace
 
-nlohmann::json Solution::to_json() const {
-  nlohmann::json subs = nlohmann::json::array();
-  for (const auto& sp : topology.subproblems) {
-    nlohmann::json s = {{"name", sp.name}, {"has_kernel", kernels.count(sp.name) > 0},
-                        {"pytorch", pytorch.count(sp.name) > 0}};
-    if (local.count(sp.name)) s["local"] = local.at(sp.name);
-    if (reused.count(sp.name)) s["reused_from"] = reused.at(sp.name);
-    subs.push_back(s);
-  }
-  nlohmann::json j = {{"method", method},
-                      {"iteration", iteration},
-                      {"speedup", speedup},
-                      {"correct", correct},
-                      {"monolithic", topology.monolithic},
-                      {"origin", topology.origin},
-                      {"contains_pytorch_subkernels", !pytorch.empty()},
-                      {"subkernels", subs}};
-  if (correct || e2e.status != eval::VerdictStatus::kCrashed || !e2e.kind.empty()) j["e2e"] = detail::result_json(e2e);
-  return j;
-}
-
 records::SolutionManifest Solution::manifest() const {
   records::SolutionManifest m;
   m.method = method;
@@ -163,6 +142,21 @@ records::SolutionManifest Solution::manifest() const {
   m.contains_pytorch_subkernels = !pytorch.empty();
   if (correct || e2e.status != eval::VerdictStatus::kCrashed || !e2e.kind.empty()) m.e2e = detail::result_json(e2e);
   return m;
+}
+
+nlohmann::json Solution::to_json() const {
+  // The manifest's figures, with the search's own view of each subproblem.
+  nlohmann::json j = manifest().to_json();
+  nlohmann::json subs = nlohmann::json::array();
+  for (const auto& sp : topology.subproblems) {
+    nlohmann::json s = {{"name", sp.name}, {"has_kernel", kernels.count(sp.name) > 0},
+                        {"pytorch", pytorch.count(sp.name) > 0}};
+    if (local.count(sp.name)) s["local"] = local.at(sp.name);
+    if (reused.count(sp.name)) s["reused_from"] = reused.at(sp.name);
+    subs.push_back(s);
+  }
+  j["subkernels"] = subs;
+  return j;
 }
 
 namespace {
