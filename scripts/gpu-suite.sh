@@ -242,7 +242,9 @@ fi
 # --- pytest ------------------------------------------------------------------
 if want pytest; then
   t0=$SECONDS
-  MK_GPU_RESULTS_DIR=$OUTDIR stage_timeout 420 "$PY" -m pytest -q -p no:cacheprovider tests/gpu >"$OUTDIR/pytest.log" 2>&1
+  # GPU_SUITE_PYTEST_K narrows it (pytest -k, say "sandbox or ipc"); GPU_SUITE_PYTEST_LIMIT caps it.
+  MK_GPU_RESULTS_DIR=$OUTDIR stage_timeout "${GPU_SUITE_PYTEST_LIMIT:-420}" "$PY" -m pytest -q -p no:cacheprovider \
+    tests/gpu ${GPU_SUITE_PYTEST_K:+-k "$GPU_SUITE_PYTEST_K"} >"$OUTDIR/pytest.log" 2>&1
   rc=$?
   tail -n 25 "$OUTDIR/pytest.log"
   [ -f "$OUTDIR/examples_gpu_summary.txt" ] && cat "$OUTDIR/examples_gpu_summary.txt"
