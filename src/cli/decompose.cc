@@ -24,16 +24,20 @@ fs::path default_llm_cache() {
 class PrintSink : public search::EventSink {
  public:
   explicit PrintSink(bool quiet) : quiet_(quiet) {}
-  void emit(const nlohmann::json& e) override {
+  void emit(const records::Event& e) override {
     if (quiet_) return;
-    if (auto v = records::VerifyDecomposition::from_json(e)) {
-      std::printf("decompose: sample %d %s\n", v->sample, v->ok ? "passed verification" : "failed verification");
-      for (const auto& f : v->failures) std::printf("  - %s\n", f.c_str());
-    } else if (auto r = records::ReplyError::from_json(e)) {
-      std::printf("decompose: unusable reply: %s\n", r->error.c_str());
-    } else if (auto c = records::LlmCall::from_json(e); c && !c->ok) {
-      std::printf("decompose: LLM call failed: %s\n", c->error.c_str());
-    }
+    std::visit(records::Visit{
+                   [](const records::VerifyDecomposition& v) {
+                     std::printf("decompose: sample %d %s\n", v.sample,
+                                 v.ok ? "passed verification" : "failed verification");
+                     for (const auto& f : v.failures) std::printf("  - %s\n", f.c_str());
+                   },
+                   [](const records::ReplyError& r) { std::printf("decompose: unusable reply: %s\n", r.error.c_str()); },
+                   [](const records::LlmCall& c) {
+                     if (!c.ok) std::printf("decompose: LLM call failed: %s\n", c.error.c_str());
+                   },
+                   [](const auto&) {}},
+               e);
     std::fflush(stdout);
   }
 

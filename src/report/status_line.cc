@@ -62,7 +62,7 @@ StatusLine::StatusLine(FILE* out, Options opts) : out_(out), opts_(opts) {
 
 StatusLine::~StatusLine() { finish(); }
 
-void StatusLine::update(const json& ev) {
+void StatusLine::update(const records::Event& ev) {
   std::visit(
       records::Visit{
           [&](const records::RunStart& rs) {
@@ -102,7 +102,7 @@ void StatusLine::update(const json& ev) {
             phase_ = end.status;
           },
           [](const auto&) {}},
-      records::parse_event(ev));
+      ev);
 }
 
 std::string StatusLine::current() const {
@@ -122,8 +122,9 @@ std::string StatusLine::current() const {
   return s;
 }
 
-std::string StatusLine::describe(const json& ev) const {
-  std::string ts = str(ev, "ts");
+std::string StatusLine::describe(const records::Event& ev) const {
+  const records::Meta* meta = records::meta_of(ev);
+  const std::string ts = meta ? meta->ts : "";
   std::string when = ts.size() >= 19 ? ts.substr(11, 8) + " " : "";
   return std::visit(
       records::Visit{
@@ -191,7 +192,7 @@ std::string StatusLine::describe(const json& ev) const {
             return line;
           },
           [](const auto&) { return std::string(); }},
-      records::parse_event(ev));
+      ev);
 }
 
 void StatusLine::print_line(const std::string& line) {
@@ -214,12 +215,12 @@ void StatusLine::redraw() {
   drawn_ = true;
 }
 
-void StatusLine::on_event(const json& ev, bool replayed) {
+void StatusLine::on_event(const records::Event& ev, bool replayed) {
   std::lock_guard g(mu_);
   if (mode_ == Mode::kQuiet) return;
   if (mode_ == Mode::kEventsJson) {
     if (replayed) return;  // already in the log, printed by the process that logged it
-    std::string line = ev.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string line = records::to_json(ev).dump(-1, ' ', false, json::error_handler_t::replace);
     std::fputs(line.c_str(), out_);
     std::fputc('\n', out_);
     std::fflush(out_);

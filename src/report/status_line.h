@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records/events.h"
 #include "records/tally.h"
 
 namespace mk::report {
@@ -40,7 +41,7 @@ class StatusLine {
   /// replayed: a record the log already held before this process (a resume
   /// re-executes the run and meets them again); it counts, and --events-json
   /// does not print it again.
-  void on_event(const nlohmann::json& ev, bool replayed = false);
+  void on_event(const records::Event& ev, bool replayed = false);
   /// Evaluations running now (the evaluator pool knows; events do not say).
   void set_evals_in_flight(int n);
   /// A line that stays (a notice or warning); printed above the status line.
@@ -51,11 +52,11 @@ class StatusLine {
   /// The status line's text now ("mkevolve · t 2/5 · ...").
   std::string current() const;
   /// The plain line an event deserves ("" for routine events such as one LLM call).
-  std::string describe(const nlohmann::json& ev) const;
+  std::string describe(const records::Event& ev) const;
   Mode mode() const { return mode_; }
 
  private:
-  void update(const nlohmann::json& ev);
+  void update(const records::Event& ev);
   void redraw();
   void print_line(const std::string& line);
 

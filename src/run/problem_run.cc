@@ -39,7 +39,8 @@ RunSink::RunSink(rundir::RunDir* dir, report::StatusLine* status, std::vector<nl
   replaying_ = !replay_.empty();
 }
 
-void RunSink::emit(const nlohmann::json& e) {
+void RunSink::emit(const records::Event& event) {
+  const nlohmann::json e = records::to_json(event);
   std::lock_guard<std::mutex> lk(mu_);
   if (replaying_ && next_ < replay_.size()) {
     // A resumed run re-executes from the start with cached LLM replies and
@@ -49,7 +50,7 @@ void RunSink::emit(const nlohmann::json& e) {
       ++skipped_;
       // The logged record, not this process's copy: it holds what the call
       // was billed for then (a resumed call is served from the cache).
-      if (status_) status_->on_event(replay_[next_], /*replayed=*/true);
+      if (status_) status_->on_event(records::parse_event(replay_[next_]), /*replayed=*/true);
       ++next_;
       return;
     }
@@ -66,7 +67,7 @@ void RunSink::emit(const nlohmann::json& e) {
   if (auto st = dir_->log_event(e); !st) error_ = st.error();
 }
 
-void RunSink::progress(const nlohmann::json& e) {
+void RunSink::progress(const records::Event& e) {
   if (status_) status_->on_event(e);
 }
 
@@ -292,7 +293,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   so.max_calls = opts.total_budget() + opts.postfuse;
   report::StatusLine status(pr.status_out, so);
   for (const auto& n : rd->notices()) status.message(n);
-  rd->add_listener([&status](const nlohmann::json& e) { status.on_event(e); });
+  rd->add_listener([&status](const nlohmann::json& e) { status.on_event(records::parse_event(e)); });
   if (pr.resumed) {
     records::Resume resumed{.events_before = static_cast<int64_t>(prior.size()), .notices = rd->notices()};
     records::codec::decode(pr.llm_changes, resumed.llm_changes);

@@ -47,8 +47,8 @@ struct Shared {
 class RunSink : public search::EventSink {
  public:
   RunSink(rundir::RunDir* dir, report::StatusLine* status, std::vector<nlohmann::json> already_logged);
-  void emit(const nlohmann::json& e) override;
-  void progress(const nlohmann::json& e) override;
+  void emit(const records::Event& e) override;
+  void progress(const records::Event& e) override;
   void store_candidate(const search::CandidateRecord& c) override;
   void snapshot_topology(int iteration, const problem::Topology& t) override;
   void store_e2e(const std::string& name, const nlohmann::json& result) override;

@@ -202,8 +202,8 @@ records::TopologyChange topology_event(int iteration, const std::string& reason,
 
 agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conversation& conv,
                       const std::string& agent, const std::string& task, int sample, int iteration,
-                      std::vector<nlohmann::json>* events, std::optional<int> round, const std::string& candidate) {
-  if (ctx.sink) ctx.sink->progress(records::LlmStart{.agent = agent, .task = task, .sample = sample}.to_json());
+                      std::vector<records::Event>* events, std::optional<int> round, const std::string& candidate) {
+  if (ctx.sink) ctx.sink->progress(records::LlmStart{.agent = agent, .task = task, .sample = sample});
   // The effort is for the agents that write and restructure code; the judge's review is short.
   std::string effort = agent == "judge" ? std::string() : ctx.opts.reasoning_effort;
   auto ex = agents::call_llm(llm, conv, agent, task, sample, ctx.gate, ctx.opts.max_tokens, effort);
@@ -218,18 +218,18 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
   if (ctx.acct) ctx.acct->add(ex.call);
   if (ex.call.fatal) ctx.set_fatal(fmt::format("LLM call for {} ({}) failed: {}", task, agent, ex.call.error));
   const records::LlmCall ev = llm_event(ex.call, iteration, round, candidate);
-  if (events) events->push_back(ev.to_json());
+  if (events) events->push_back(ev);
   if (ctx.sink) {
     // Live progress only, under its own type: the durable llm_call record is
     // the one in `events`, logged once with the job's other events (a second
     // llm_call here made --events-json and the status line count every call twice).
-    ctx.sink->progress(records::LlmDone(ev).to_json());
+    ctx.sink->progress(records::LlmDone(ev));
   }
   return ex;
 }
 
 eval::Verdict evaluate(SearchContext& ctx, eval::EvalRequest req) {
-  if (ctx.sink) ctx.sink->progress(records::EvalStart{.task = req.task}.to_json());
+  if (ctx.sink) ctx.sink->progress(records::EvalStart{.task = req.task});
   eval::Verdict r;
   try {
     r = ctx.evaluator->evaluate(std::move(req));
@@ -243,7 +243,7 @@ eval::Verdict evaluate(SearchContext& ctx, eval::EvalRequest req) {
     r.speedup_compile = 0;
     r.speedup_eager = 0;
   }
-  if (ctx.sink) ctx.sink->progress(records::EvalDone{.status = eval::to_string(r.status)}.to_json());
+  if (ctx.sink) ctx.sink->progress(records::EvalDone{.status = eval::to_string(r.status)});
   return r;
 }
 
@@ -312,7 +312,7 @@ int rounds_left(int remaining, int members, int width, int expansion) {
 
 JudgeAnswer ask_judge(SearchContext& ctx, const std::string& problem_source, const std::string& kernel,
                       const std::string& task, const std::string& candidate, int iteration, int round,
-                      std::vector<nlohmann::json>& events) {
+                      std::vector<records::Event>& events) {
   auto jc = agents::judge_prompt(*ctx.prompts, problem_source, kernel);
   if (!jc) return {"none", ""};  // no judge prompt: nothing was asked
   // Each try is one logged, counted call; the provider retried each already.
@@ -338,7 +338,7 @@ void judged_cheating(eval::Verdict& r, const std::string& reason) {
 }
 
 void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, CandidateRecord& rec,
-                     std::vector<nlohmann::json>& events, int iteration, bool judge, int round, int priority) {
+                     std::vector<records::Event>& events, int iteration, bool judge, int round, int priority) {
   fs::path file = ctx.workspace / "candidates" / detail::safe_name(task.task) / (c.id + ".py");
   if (auto st = problem::write_file_plain(file, c.source); !st) {
     // This machine's failure (a full disk, say), never the candidate's: no
@@ -387,7 +387,7 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
     JudgeAnswer a = ask_judge(ctx, task.problem_source, c.source, task.task, c.id, iteration, round, events);
     if (a.verdict == "failed") {
       bool hold = ctx.opts.judge_failure != "pass";
-      events.push_back(records::Judge{c.task, c.id, iteration, "failed", a.reason, hold ? "hold" : "pass"}.to_json());
+      events.push_back(records::Judge{c.task, c.id, iteration, "failed", a.reason, hold ? "hold" : "pass"});
       if (hold) {
         // Not judged is not passed: the candidate has no verdict yet.
         c.result.status = eval::VerdictStatus::kNoVerdict;
@@ -398,11 +398,11 @@ void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, C
       }
     } else if (a.decided()) {
       if (a.verdict == "cheat") judged_cheating(c.result, a.reason);
-      events.push_back(records::Judge{c.task, c.id, iteration, a.verdict, a.reason, ""}.to_json());
+      events.push_back(records::Judge{c.task, c.id, iteration, a.verdict, a.reason, ""});
     }
   }
   c.reward = c.result.correct() ? c.result.speedup_compile : 0;
-  events.push_back(detail::eval_event(c.task, c.id, iteration, c.result, c.reward, "local").to_json());
+  events.push_back(detail::eval_event(c.task, c.id, iteration, c.result, c.reward, "local"));
   rec.files["kernel.py"] = c.source;
   rec.result = detail::timed_result_json(c.result);
   rec.result["reward"] = c.reward;  // the search's, beside the verdict
@@ -425,7 +425,7 @@ struct Job {
 
 struct JobOut {
   Candidate cand;
-  std::vector<nlohmann::json> events;
+  std::vector<records::Event> events;
 };
 
 JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int iteration) {
@@ -456,7 +456,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
   if (!ex.call.ok) {
     c.reply_error = "LLM call failed: " + ex.call.error;
     rec.result = {{"status", "llm_error"}, {"error", ex.call.error}};
-    out.events.push_back(records::ReplyError{c.task, c.agent, iteration, c.reply_error, c.id}.to_json());
+    out.events.push_back(records::ReplyError{c.task, c.agent, iteration, c.reply_error, c.id});
     if (ctx.sink) ctx.sink->store_candidate(rec);
     return out;
   }
@@ -466,7 +466,7 @@ JobOut run_job(SearchContext& ctx, const KernelTask& task, const Job& job, int i
     c.raw_reply = ex.reply;
     rec.files["reply.md"] = ex.reply;
     rec.result = {{"status", "unparseable"}, {"error", parsed.error()}};
-    out.events.push_back(records::ReplyError{c.task, c.agent, iteration, c.reply_error, c.id}.to_json());
+    out.events.push_back(records::ReplyError{c.task, c.agent, iteration, c.reply_error, c.id});
     if (ctx.sink) ctx.sink->store_candidate(rec);
     return out;
   }
@@ -591,7 +591,7 @@ BeamState evolve_kernel(SearchContext& ctx, const KernelTask& task, BeamState be
 }
 
 void judge_after_beam(SearchContext& ctx, const KernelTask& task, BeamState& beam, int iteration, EventSink* sink) {
-  std::vector<nlohmann::json> events;
+  std::vector<records::Event> events;
   while (const Candidate* c = beam.best_correct()) {
     if (beam.judge_passed.count(c->source) || ctx.should_stop()) break;
     const std::string id = c->id, source = c->source;
@@ -600,7 +600,7 @@ void judge_after_beam(SearchContext& ctx, const KernelTask& task, BeamState& bea
     records::Judge j{task.task, id, iteration, a.verdict, a.reason, ""};
     j.stage = "after_beam";
     if (a.verdict == "failed") j.policy = "kept";
-    events.push_back(j.to_json());
+    events.push_back(j);
     if (a.verdict == "cheat") {
       eval::Verdict v = c->result;
       detail::judged_cheating(v, a.reason);

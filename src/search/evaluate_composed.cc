@@ -20,7 +20,7 @@ eval::Verdict evaluate_composed(SearchContext& ctx, const problem::Problem& prob
   eval::EvalOptions o = ctx.opts.eval;
   o.shapes = eval::candidate_shapes(o.shapes);
   Composed c = compose_and_evaluate(ctx, problem, topo, kernels, dir, allow_pytorch, label, o);
-  if (c.event) emit(ctx, c.event->to_json());
+  if (c.event) emit(ctx, *c.event);
   return c.r;
 }
 

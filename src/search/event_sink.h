@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "problem/problem.h"
+#include "records/events.h"
 
 namespace mk::search {
 
@@ -31,10 +32,11 @@ struct CandidateRecord {
 class EventSink {
  public:
   virtual ~EventSink() = default;
-  /// A durable event ({"type": ..., ...}), in deterministic order.
-  virtual void emit(const nlohmann::json& event) = 0;
-  /// Live progress for the status line; any thread, any order, not logged.
-  virtual void progress(const nlohmann::json& event) {}
+  /// A durable event, in deterministic order.
+  virtual void emit(const records::Event& event) = 0;
+  /// Live progress for the status line (llm_start, llm_done, eval_start,
+  /// eval_done); any thread, any order, not logged.
+  virtual void progress(const records::Event& event) {}
   /// Stores a candidate's files and result; any thread.
   virtual void store_candidate(const CandidateRecord& c) {}
   /// Stores the topology of an iteration (0 = the initial decomposition).
@@ -48,8 +50,8 @@ class EventSink {
 class BufferedSink : public EventSink {
  public:
   explicit BufferedSink(EventSink* parent) : parent_(parent) {}
-  void emit(const nlohmann::json& e) override { buf_.push_back(e); }
-  void progress(const nlohmann::json& e) override { if (parent_) parent_->progress(e); }
+  void emit(const records::Event& e) override { buf_.push_back(e); }
+  void progress(const records::Event& e) override { if (parent_) parent_->progress(e); }
   void store_candidate(const CandidateRecord& c) override { if (parent_) parent_->store_candidate(c); }
   void snapshot_topology(int it, const problem::Topology& t) override { if (parent_) parent_->snapshot_topology(it, t); }
   void store_e2e(const std::string& n, const nlohmann::json& r) override { if (parent_) parent_->store_e2e(n, r); }
@@ -61,15 +63,16 @@ class BufferedSink : public EventSink {
 
  private:
   EventSink* parent_;
-  std::vector<nlohmann::json> buf_;
+  std::vector<records::Event> buf_;
 };
 
 /// Records everything (tests, `mkevolve evolve` summaries). Thread-safe.
+/// Events are kept as the log would hold them (records::to_json).
 class MemorySink : public EventSink {
  public:
-  void emit(const nlohmann::json& e) override {
+  void emit(const records::Event& e) override {
     std::lock_guard<std::mutex> lk(mu_);
-    events.push_back(e);
+    events.push_back(records::to_json(e));
   }
   void store_candidate(const CandidateRecord& c) override {
     std::lock_guard<std::mutex> lk(mu_);

@@ -62,7 +62,7 @@ struct FinalJudgement {
 FinalJudgement judge_final(SearchContext& ctx, const Solution& s, int iteration) {
   struct One {
     std::string name;
-    std::vector<nlohmann::json> events;
+    std::vector<records::Event> events;
     std::string verdict = "pass", reason;
   };
   std::vector<One> ones;
@@ -81,7 +81,7 @@ FinalJudgement judge_final(SearchContext& ctx, const Solution& s, int iteration)
         one.reason = a.reason;
       }
       one.events.push_back(records::Judge{one.name, "final", iteration, a.verdict, a.reason,
-           a.verdict == "failed" ? (ctx.opts.judge_failure != "pass" ? "hold" : "pass") : ""}.to_json());
+           a.verdict == "failed" ? (ctx.opts.judge_failure != "pass" ? "hold" : "pass") : ""});
     }));
   for (auto& f : futs) f.get();
   FinalJudgement out;
@@ -156,7 +156,7 @@ void final_check(SearchContext& ctx, const problem::Problem& problem, Solution& 
                                  ctx.workspace / (k == 0 ? std::string("final") : fmt::format("final-{}", k)),
                                  !cand.pytorch.empty(), "final", final_check_options(ctx));
       }
-      if (c.event) emit(ctx, c.event->to_json());
+      if (c.event) emit(ctx, *c.event);
       eval::Verdict fc = c.r;
       bool passed = fc.correct();
       // No verdict (the harness failed) is logged and charged to nobody. A
@@ -198,7 +198,7 @@ void final_check(SearchContext& ctx, const problem::Problem& problem, Solution& 
       if (auto sh = eval::ShapesRecord::from_checks(fc.raw)) e.shapes = sh->to_json();
       // --baseline-tf32: the same solution against torch.compile with TF32 on, beside the reward's TF32-off figure.
       if (passed && fc.speedup_compile_tf32 > 0) e.speedup_compile_tf32 = fc.speedup_compile_tf32;
-      emit(ctx, e.to_json());
+      emit(ctx, e);
       if (passed || fc.status == eval::VerdictStatus::kNoVerdict) {
         if (k > 0) best = cand;  // the next-best verified solution, checked
         // What ships is what this check evaluated: its dots name their precision.

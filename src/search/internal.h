@@ -32,7 +32,7 @@ nlohmann::json timed_result_json(const eval::Verdict& r);
 /// event (with its round and candidate, when given).
 agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conversation& conv,
                       const std::string& agent, const std::string& task, int sample, int iteration,
-                      std::vector<nlohmann::json>* events, std::optional<int> round = std::nullopt,
+                      std::vector<records::Event>* events, std::optional<int> round = std::nullopt,
                       const std::string& candidate = "");
 
 /// The candidate c, whose source is known (parsed from a reply, or reused by
@@ -43,7 +43,7 @@ agents::Exchange call(SearchContext& ctx, llm::Provider& llm, const agents::Conv
 /// and the run stops (events cleared, so the resume redoes it).
 /// priority: its EvalRequest's (the beam rounds its subproblem has left).
 void evaluate_source(SearchContext& ctx, const KernelTask& task, Candidate& c, CandidateRecord& rec,
-                     std::vector<nlohmann::json>& events, int iteration, bool judge, int round = 0,
+                     std::vector<records::Event>& events, int iteration, bool judge, int round = 0,
                      int priority = 0);
 
 /// What the cheat judge said of one kernel: pass, cheat, unparseable (its reply;
@@ -60,7 +60,7 @@ struct JudgeAnswer {
 /// what the answer decides.
 JudgeAnswer ask_judge(SearchContext& ctx, const std::string& problem_source, const std::string& kernel,
                       const std::string& task, const std::string& candidate, int iteration, int round,
-                      std::vector<nlohmann::json>& events);
+                      std::vector<records::Event>& events);
 
 /// Turns a verdict into the cheat judge's `cheating` (kind judge, reward 0).
 void judged_cheating(eval::Verdict& r, const std::string& reason);
@@ -118,7 +118,7 @@ struct SearchContext::EarlyCheck {
 namespace mk::search::detail {
 
 /// Sends e to ctx.sink, when there is one.
-void emit(SearchContext& ctx, const nlohmann::json& e);
+void emit(SearchContext& ctx, const records::Event& e);
 /// A single-kernel solution of the whole problem (the baselines, PostFuse).
 Solution monolithic_solution(const problem::Problem& problem, const Candidate& best, const std::string& method,
                              int iteration);

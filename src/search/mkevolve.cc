@@ -26,7 +26,7 @@ using detail::run_mkevolve;
 
 namespace {
 
-nlohmann::json best_event(const Solution& s) {
+records::Best best_event(const Solution& s) {
   records::Best b;
   b.t = s.iteration;
   b.speedup_compile = s.speedup;  // written as null when not correct
@@ -34,14 +34,14 @@ nlohmann::json best_event(const Solution& s) {
   b.method = s.method;
   b.subproblems = s.topology.names();
   b.contains_pytorch_subkernels = !s.pytorch.empty();
-  return b.to_json();
+  return b;
 }
 
 }  // namespace
 
 namespace detail {
 
-void emit(SearchContext& ctx, const nlohmann::json& e) {
+void emit(SearchContext& ctx, const records::Event& e) {
   if (ctx.sink) ctx.sink->emit(e);
 }
 
@@ -110,7 +110,7 @@ Solution run_baseline(SearchContext& ctx, const problem::Problem& problem) {
     it.best_speedup = best.speedup;
     it.correct = best.correct;
     it.kernel_calls = ctx.acct ? ctx.acct->kernel_calls() : 0;
-    emit(ctx, it.to_json());
+    emit(ctx, it);
   }
   // The next-best verified kernels (the last beam's members, or every sample,
   // best first), each a distinct source: the final check falls back on them
@@ -163,7 +163,7 @@ namespace {
 
 /// run_end in the schema (status finished, interrupted or failed); the
 /// search's own result word (ok, no_correct, interrupted, error) is `result`.
-nlohmann::json run_end_event(const RunResult& res, const Solution& best) {
+records::RunEnd run_end_event(const RunResult& res, const Solution& best) {
   records::RunEnd r;
   r.status = res.status == "error" ? "failed" : res.status == "interrupted" ? "interrupted" : "finished";
   if (best.correct) r.best_speedup_compile = best.speedup;
@@ -178,7 +178,7 @@ nlohmann::json run_end_event(const RunResult& res, const Solution& best) {
     r.solution = best.to_json();
     r.accounting = res.accounting;
   }
-  return r.to_json();
+  return r;
 }
 
 }  // namespace
@@ -207,7 +207,7 @@ RunResult run_method(SearchContext& ctx, const problem::Problem& problem_in) {
     e.llm = ctx.llm ? ctx.llm->spec() : "";
     e.judge = ctx.judge ? ctx.judge->spec() : "";
     e.hardware = ctx.hardware;
-    emit(ctx, e.to_json());
+    emit(ctx, e);
   }
   // The whole problem's baselines (its end-to-end evaluations and the final
   // check need them) are measured while the first LLM calls are in flight.

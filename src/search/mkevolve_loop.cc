@@ -193,7 +193,7 @@ void route_composition_failure(SearchContext& ctx, const Topology& topo, std::ma
   // A refining method falls back to TotalFuse; single-split and adapt keep their structure.
   if (ev.action == "total_fuse" && (ctx.opts.method == "single-split" || ctx.opts.method == "adapt"))
     ev.action = "none";
-  emit(ctx, ev.to_json());
+  emit(ctx, ev);
 }
 
 }  // namespace
@@ -239,7 +239,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
                                           "split of " + join_names(names, ", ") +
                                               " failed; kept the previous structure");
           e.failing = names;
-          emit(ctx, e.to_json());
+          emit(ctx, e);
         }
       } else if (o.fuse && topo.subproblems.size() >= 2) {
         std::string table;
@@ -258,8 +258,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
           reason = "fuse";
         } else {
           emit(ctx, detail::topology_event(t, "fuse_declined", topo, beam_status(topo, beams),
-                                           "fusion declined; kept the previous structure")
-                        .to_json());
+                                           "fusion declined; kept the previous structure"));
         }
       }
     }
@@ -286,7 +285,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
         what = fmt::format("{} {} into {}", reason, join_names(d.removed, ", "), join_names(d.added, ", "));
       auto e = detail::topology_event(t, reason, topo, beam_status(topo, beams), what, d.removed, d.added);
       e.diff = d.to_json();
-      emit(ctx, e.to_json());
+      emit(ctx, e);
       last = LastEval{};
     }
     if (ctx.sink) ctx.sink->snapshot_topology(t, topo);
@@ -325,7 +324,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     be.iteration = t;
     for (size_t i = 0; i < budget.size(); ++i) be.allocation.emplace_back(topo.subproblems[i].name, budget[i]);
     be.rule = std::find(needs_work.begin(), needs_work.end(), true) != needs_work.end() ? "even" : o.allocate;
-    emit(ctx, be.to_json());
+    emit(ctx, be);
 
     // LLMEvolveKernel for every subproblem, concurrently; events in subproblem order.
     {
@@ -460,7 +459,7 @@ Solution run_mkevolve(SearchContext& ctx, const problem::Problem& problem) {
     it.best_speedup = best.speedup;
     it.kernel_calls = ctx.acct ? ctx.acct->kernel_calls() : 0;
     it.e2e.missing = missing;
-    emit(ctx, it.to_json());
+    emit(ctx, it);
   }
   return best;
 }

@@ -102,7 +102,7 @@ void seed_reused(SearchContext& ctx, const EarlierRun& r, const Topology& topo, 
     ReuseMatch m;
     Candidate c;
     CandidateRecord rec;
-    std::vector<nlohmann::json> events;
+    std::vector<records::Event> events;
   };
   std::vector<Seed> seeds;
   for (const auto& sp : topo.subproblems) {
@@ -134,7 +134,7 @@ void seed_reused(SearchContext& ctx, const EarlierRun& r, const Topology& topo, 
     Candidate& c = s.c;
     int saved = c.correct() && r.calls.count(s.m.name) && counted.insert(s.m.name).second ? r.calls.at(s.m.name) : 0;
     emit(ctx, records::ReuseMatch{s.sp->name, r.from, s.m.name, s.m.how, c.id, eval::to_string(c.result.status),
-                                  c.correct(), saved}.to_json());
+                                  c.correct(), saved});
     for (const auto& e : s.events) emit(ctx, e);
     if (c.no_verdict) continue;  // no evidence either way: evolved as a new subproblem
     BeamState b;

@@ -2094,10 +2094,10 @@ TEST(Judge, ABeamsBestIsJudgedOnceMoreAfterItsBeamSearchAndACheatLeavesIt) {
 /// Adds the run directory's timestamp to every event (as RunDir::log_event does).
 class StampingSink : public MemorySink {
  public:
-  void emit(const nlohmann::json& e) override {
-    nlohmann::json c = e;
+  void emit(const records::Event& e) override {
+    nlohmann::json c = records::to_json(e);
     c["ts"] = rundir::iso8601_utc();
-    MemorySink::emit(c);
+    MemorySink::emit(records::parse_event(c));
   }
 };
 

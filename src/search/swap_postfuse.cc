@@ -22,7 +22,7 @@ std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& pro
     e.status = "skipped";
     e.accepted = false;
     e.detail = !best.correct ? "no correct modular solution to fuse" : "the solution is already a single kernel";
-    emit(ctx, e.to_json());
+    emit(ctx, e);
     return std::nullopt;
   }
   auto conv = agents::postfuse_prompt(ctx.kernel_context(), problem, best.topology, best.kernels, best.speedup);
@@ -41,7 +41,7 @@ std::optional<Solution> postfuse(SearchContext& ctx, const problem::Problem& pro
   if (c) e.speedup_compile = c->reward;
   e.accepted = accept;
   e.modular_speedup = best.speedup;
-  emit(ctx, e.to_json());
+  emit(ctx, e);
   if (!accept) return std::nullopt;
   Solution s = monolithic_solution(problem, *c, best.method, iteration);
   s.topology.origin = "postfuse";
@@ -61,7 +61,7 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
     speed[sp.name] = s;
   }
   auto skip = [&](const std::string& why) {
-    emit(ctx, records::SwapSkipped{tau, why}.to_json());
+    emit(ctx, records::SwapSkipped{tau, why});
     return std::nullopt;
   };
   if (subs.size() < 2) return skip("fewer than two subkernels");
@@ -96,7 +96,7 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
     if (s.correct) rej.speedup_after = s.speedup;
     rej.reason = !s.correct ? "the composition with the replacements failed end to end"
                             : "the composition with the replacements is slower";
-    emit(ctx, rej.to_json());
+    emit(ctx, rej);
     return std::nullopt;
   }
   for (const auto& r : replaced) {  // one swap event per replaced subkernel
@@ -111,7 +111,7 @@ std::optional<Solution> swap_subkernels(SearchContext& ctx, const problem::Probl
     sw.subkernel_speedup = r.speedup;
     sw.correct = s.correct;
     sw.contains_pytorch_subkernels = !s.pytorch.empty();
-    emit(ctx, sw.to_json());
+    emit(ctx, sw);
   }
   return s;
 }

@@ -18,7 +18,7 @@ namespace {
 struct Attempt {
   std::optional<problem::Topology> topology;  ///< verified
   agents::Conversation next;                  ///< the conversation for the next try
-  std::vector<nlohmann::json> events;
+  std::vector<records::Event> events;
   bool gave_up = false;                       ///< the LLM declined (fuse: NO_CHANGE)
 };
 
@@ -38,7 +38,7 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
   auto reask = [&](const std::string& err) {
     auto msg = agents::reask_message(*ctx.prompts, err, agents::kFilesFormatHint);
     a.next = conv.followed_by(ex.reply, msg ? *msg : err);
-    a.events.push_back(records::ReplyError{problem.name, agent, iteration, err, ""}.to_json());
+    a.events.push_back(records::ReplyError{problem.name, agent, iteration, err, ""});
   };
   auto files = agents::parse_files_reply(ex.reply);
   if (!files) {
@@ -112,7 +112,7 @@ Attempt attempt(SearchContext& ctx, const problem::Problem& problem, const probl
                                          vr.ok,        vr.failures, std::round(secs * 1000) / 1000};
   ve.max_abs_err = vr.max_abs_err;
   ve.tolerance = vr.tolerance;
-  a.events.push_back(ve.to_json());
+  a.events.push_back(ve);
   if (vr.ok) {
     // Each subproblem's trials from now on use the layouts its calls had here.
     for (auto& sp : topo->subproblems) {
@@ -173,7 +173,7 @@ problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& prob
                           winner_worker, round));
           e.worker = winner_worker;
           e.round = round;
-          sink->emit(e.to_json());
+          sink->emit(e);
         }
         return *winner;
       }
@@ -189,7 +189,7 @@ problem::Topology llm_decompose(SearchContext& ctx, const problem::Problem& prob
   if (sink)
     sink->emit(detail::topology_event(
                    0, "fallback", t, {}, "no decomposition passed verification; the original module is the only subproblem")
-                   .to_json());
+                   );
   return t;
 }
 

@@ -83,6 +83,20 @@ void write(const fs::path& p, const std::string& text) {
 
 }  // namespace
 
+// The status line takes the logged JSON (builds before the sink took
+// records::Event) or the parsed record.
+template <class Line>
+void feed(Line& line, const nlohmann::json& e, std::string& lines) {
+  if constexpr (requires(Line& l, const nlohmann::json& j) { l.describe(j); }) {
+    lines += line.describe(e) + "\n";
+    line.on_event(e);
+  } else {
+    const auto ev = mk::records::parse_event(e);
+    lines += line.describe(ev) + "\n";
+    line.on_event(ev);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::fprintf(stderr, "usage: report_snapshot RUN_DIR OUT_DIR\n");
@@ -111,10 +125,7 @@ int main(int argc, char** argv) {
   so.width = 100;
   mk::report::StatusLine line(stdout, so);
   std::string lines;
-  for (const auto& e : events) {
-    lines += line.describe(e) + "\n";
-    line.on_event(e);
-  }
+  for (const auto& e : events) feed(line, e, lines);
   write(out / "status.txt", lines);
   std::string rt;
   for (const auto& e : events) rt += roundtrip(e).dump() + "\n";
