@@ -11,6 +11,9 @@
 #
 #   scripts/proof_events.sh BEFORE_BIN AFTER_BIN [PYTHON]
 #
+# The lines --events-json printed are compared too (sorted: the live progress
+# events of parallel work come in any order).
+#
 # Exit status 0 when every log is the same, 1 when any differs.
 set -euo pipefail
 if [[ $# -lt 2 ]]; then
@@ -49,9 +52,10 @@ for line in open(sys.argv[1]):
 PY
 }
 run() {  # BIN OUT PROBLEM SESSION (each run with an empty verdict cache of its own)
+  # --events-json's lines are kept too: every logged event and the live progress ones.
   XDG_CACHE_HOME="$2.cache" "$1" run "$3" --llm "replay:$4" --python "$py" --test-cpu-unsafe --out "$2" --iterations 2 \
     --calls-per-iter 4 --refine-every 3 --decompose-workers 1 --trials 2 --perf-trials 2 --warmup 1 \
-    --timeout 120 -q >/dev/null 2>&1 || true
+    --timeout 120 --events-json >"$2.stdout" 2>/dev/null || true
 }
 differ=0 n=0
 for pair in "examples/sessions/mlp_small.py examples/sessions/mlp_small_cpu.jsonl" \
@@ -69,10 +73,24 @@ for pair in "examples/sessions/mlp_small.py examples/sessions/mlp_small_cpu.json
       normalize "$work/$name.$side.man.jsonl" >> "$work/$name.$side.norm"
     fi
   done
+  # The --events-json lines, sorted: live progress events of parallel work race.
+  for side in before after; do
+    grep '^{' "$work/$name.$side.stdout" > "$work/$name.$side.ej" || true
+    normalize "$work/$name.$side.ej" | sort > "$work/$name.$side.ej.norm"
+  done
+  ej_same=1
+  if ! diff -q "$work/$name.before.ej.norm" "$work/$name.after.ej.norm" >/dev/null; then
+    ej_same=0
+    echo "$name: --events-json lines DIFFER"
+    diff "$work/$name.before.ej.norm" "$work/$name.after.ej.norm" | head -10
+  else
+    echo "$name: $(wc -l < "$work/$name.after.ej.norm") --events-json lines, the same"
+  fi
   n=$((n + 1))
   lines=$(wc -l < "$work/$name.after.norm")
   if diff "$work/$name.before.norm" "$work/$name.after.norm" > "$work/$name.diff"; then
     echo "$name: $lines events, the same"
+    [[ $ej_same -eq 1 ]] || differ=$((differ + 1))
   else
     differ=$((differ + 1))
     echo "$name: DIFFERS"

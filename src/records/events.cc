@@ -236,4 +236,16 @@ const Meta* meta_of(const Event& e) {
                     e);
 }
 
+void stamp(Event& e, int64_t seq, const std::string& ts) {
+  std::visit(Visit{[&](UnknownRecord& u) {
+                     u.json["seq"] = seq;
+                     u.json["ts"] = ts;
+                   },
+                   [&](auto& r) {
+                     r.meta.seq = seq;
+                     r.meta.ts = ts;
+                   }},
+             e);
+}
+
 }  // namespace mk::records

@@ -841,6 +841,9 @@ nlohmann::json to_json(const Event& e);
 std::string type_of(const Event& e);
 /// The meta of a typed record (nullptr for an UnknownRecord).
 const Meta* meta_of(const Event& e);
+/// Sets the log's place and time on a record (RunDir::log_event): its meta,
+/// or for a record of an unknown type, its JSON's "seq" and "ts".
+void stamp(Event& e, int64_t seq, const std::string& ts);
 
 /// For std::visit with one lambda per record type: `std::visit(Visit{...}, event)`.
 template <class... F>

@@ -586,7 +586,7 @@ TEST(Report, WriteReportFromARunDirectory) {
   {
     auto rd = rundir::RunDir::create(dir, json{{"T", 2}}, rundir::Versions{"0.1.0", "2.11.0", "3.6.0", "NVIDIA H200", "3.12.3"});
     ASSERT_TRUE(rd.ok()) << rd.error();
-    for (const auto& e : failing_run()) ASSERT_TRUE((*rd)->log_event(e).ok());
+    for (const auto& e : failing_run()) ASSERT_TRUE((*rd)->log_event(records::parse_event(e)).ok());
   }
   ASSERT_TRUE(append_durable(dir / "events.jsonl", "{\"type\":\"ev").ok());  // a live run's half-written line
   std::vector<std::string> warnings;
@@ -737,8 +737,8 @@ TEST(StatusLineTest, FedByRunDirListener) {
   StatusLine::Options o;
   o.mode = StatusLine::Mode::kPlain;
   StatusLine line(f, o);
-  (*rd)->add_listener([&](const json& e) { line.on_event(records::parse_event(e)); });
-  ASSERT_TRUE((*rd)->log_event(records::Best{.t = 2, .speedup_compile = 0.75}.to_json()).ok());
+  (*rd)->add_listener([&](const records::Event& e) { line.on_event(e); });
+  ASSERT_TRUE((*rd)->log_event(records::Best{.t = 2, .speedup_compile = 0.75}).ok());
   EXPECT_NE(line.current().find("best 0.75\u00d7"), std::string::npos);
   std::fclose(f);
 }

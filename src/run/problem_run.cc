@@ -64,7 +64,7 @@ void RunSink::emit(const records::Event& event) {
   // After a failed write (a full disk) nothing more is logged, even what would
   // fit: the log must stay a prefix of the run's events, or its resume diverges.
   if (!error_.empty()) return;
-  if (auto st = dir_->log_event(e); !st) error_ = st.error();
+  if (auto st = dir_->log_event(event); !st) error_ = st.error();
 }
 
 void RunSink::progress(const records::Event& e) {
@@ -293,11 +293,11 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
   so.max_calls = opts.total_budget() + opts.postfuse;
   report::StatusLine status(pr.status_out, so);
   for (const auto& n : rd->notices()) status.message(n);
-  rd->add_listener([&status](const nlohmann::json& e) { status.on_event(records::parse_event(e)); });
+  rd->add_listener([&status](const records::Event& e) { status.on_event(e); });
   if (pr.resumed) {
     records::Resume resumed{.events_before = static_cast<int64_t>(prior.size()), .notices = rd->notices()};
     records::codec::decode(pr.llm_changes, resumed.llm_changes);
-    if (auto st = rd->log_event(resumed.to_json()); !st) out.sink_error = st.error();
+    if (auto st = rd->log_event(resumed); !st) out.sink_error = st.error();
   }
   status.message(fmt::format("{} {} on {} with {}; run directory {}", pr.resumed ? "resuming" : "starting",
                              opts.method, pr.problem.name, shared.llm->spec(), rd->root().string()));
@@ -331,7 +331,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
         status.message("no shape variants: " + shapes["error"].get<std::string>() +
                        "; only the benchmark's shapes are verified");
     }
-    if (auto w = rd->log_event(records::Preflight{"problem", st.ok(), std::round(secs * 1000) / 1000, st.ok() ? "" : preflight_error}.to_json());
+    if (auto w = rd->log_event(records::Preflight{"problem", st.ok(), std::round(secs * 1000) / 1000, st.ok() ? "" : preflight_error});
         !w)
       out.sink_error = w.error();
   }
@@ -351,7 +351,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!e) continue;
       std::string msg = (*p)->spec() + ": " + e->message;
-      (void)rd->log_event(records::Preflight{"endpoint", false, std::round(secs * 1000) / 1000, msg}.to_json());
+      (void)rd->log_event(records::Preflight{"endpoint", false, std::round(secs * 1000) / 1000, msg});
       if (all_calls_logged)
         status.message("warning: " + msg + " (resuming anyway: the search had finished, so every reply it needs "
                                            "is cached)");

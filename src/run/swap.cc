@@ -160,7 +160,7 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
     rej.replaced.push_back({name, to_pytorch ? "pytorch" : with, std::nullopt});
     rej.reason = what;
     rej.result = eval::summary_json(r);
-    if (auto st = (*rd)->log_event(rej.to_json()); !st) say(st.error());
+    if (auto st = (*rd)->log_event(rej); !st) say(st.error());
     cleanup();
     return kExitFailure;
   };
@@ -225,7 +225,7 @@ int swap_in_directory(SwapRequest req, const EnvSetup& setup) {
   sw.e2e = e2e_summary;
   sw.contains_pytorch_subkernels = any_pytorch;
   sw.by = "mkevolve swap";
-  if (auto st = (*rd)->log_event(sw.to_json()); !st) say(st.error());
+  if (auto st = (*rd)->log_event(sw); !st) say(st.error());
   cleanup();
   std::printf("swapped %s -> %s in %s%s\n", name.c_str(), to_pytorch ? "pytorch" : with.c_str(), sol.string().c_str(),
               any_pytorch ? " (contains PyTorch subkernels: not pure Triton)" : "");

@@ -215,15 +215,16 @@ RunDir::~RunDir() {
   lock_.reset();
 }
 
-Status RunDir::log_event(nlohmann::json event) {
-  if (!event.is_object() || !event.contains("type") || !event["type"].is_string())
+Status RunDir::log_event(const records::Event& record) {
+  if (records::type_of(record).empty())
     return Error{"log_event: an event must be a JSON object with a string \"type\""};
   std::lock_guard g(mu_);
   const fs::path log = events_path();
   if (!broken_.empty())
     return Error{"cannot append to " + log.string() + ": the log has been unusable since an earlier failure (" + broken_ + ")"};
-  event["seq"] = next_seq_;
-  event["ts"] = iso8601_utc();
+  records::Event logged = record;
+  records::stamp(logged, next_seq_, iso8601_utc());
+  const nlohmann::json event = records::to_json(logged);
   std::string line = dump(event) + "\n";
   off_t before = ::lseek(log_fd_, 0, SEEK_END);
   const char* p = line.data();
@@ -258,7 +259,7 @@ Status RunDir::log_event(nlohmann::json event) {
   }
   ++next_seq_;
   events_.push_back(event);
-  for (const auto& fn : listeners_) fn(events_.back());
+  for (const auto& fn : listeners_) fn(logged);
   return Status::Ok();
 }
 
@@ -267,7 +268,7 @@ std::vector<nlohmann::json> RunDir::events() const {
   return events_;
 }
 
-void RunDir::add_listener(std::function<void(const nlohmann::json&)> fn) {
+void RunDir::add_listener(std::function<void(const records::Event&)> fn) {
   std::lock_guard g(mu_);
   listeners_.push_back(std::move(fn));
 }

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records/events.h"
 #include "util/result.h"
 
 namespace mk::rundir {
@@ -80,18 +81,19 @@ class RunDir {
   /// config keys dropped). The caller prints them.
   std::vector<std::string> notices() const { return notices_; }
 
-  /// Appends one event: adds "seq" (monotonic from 0) and "ts" (ISO-8601 UTC),
-  /// writes one line and fsyncs. Thread-safe. On failure (disk full, I/O error)
-  /// the log is left without a partial line where possible and the error says
-  /// what happened; the caller should stop the run.
-  Status log_event(nlohmann::json event);
+  /// Appends one event: sets its "seq" (monotonic from 0) and "ts" (ISO-8601
+  /// UTC), writes one line and fsyncs. Thread-safe. On failure (disk full, I/O
+  /// error) the log is left without a partial line where possible and the
+  /// error says what happened; the caller should stop the run.
+  Status log_event(const records::Event& event);
 
   /// Every event so far (read at open, plus those logged since), in order.
   std::vector<nlohmann::json> events() const;
 
-  /// Called with each event after it is durably logged (status line, --events-json).
-  /// Listeners run under the log's lock: they must not call log_event.
-  void add_listener(std::function<void(const nlohmann::json&)> fn);
+  /// Called with each event after it is durably logged (status line,
+  /// --events-json), its seq and ts set. Listeners run under the log's lock:
+  /// they must not call log_event.
+  void add_listener(std::function<void(const records::Event&)> fn);
 
   /// Atomic (temp file + rename) writes under root; rel must stay inside root.
   Status write_text(const std::filesystem::path& rel, std::string_view text);
@@ -120,7 +122,7 @@ class RunDir {
   int64_t next_seq_ = 0;
   int log_fd_ = -1;
   std::string broken_;  ///< non-empty after a write failure that left the log uncertain
-  std::vector<std::function<void(const nlohmann::json&)>> listeners_;
+  std::vector<std::function<void(const records::Event&)>> listeners_;
 };
 
 /// Quotes s for a POSIX shell when it needs quoting.
