@@ -219,7 +219,7 @@ TEST(BenchReport, ATf32BaselineIsShownBesideTheTf32OffOne) {
       {{"type", "run_end"}, {"status", "ok"}, {"correct", true}}};
   run::SummaryInfo info;
   info.problem_name = "p1";
-  EXPECT_DOUBLE_EQ(run::outcome_from_events(ev, info).speedup_compile_tf32.value_or(-1), 0.7);
+  EXPECT_DOUBLE_EQ(run::outcome_from_events(records::parse_log(ev), info).speedup_compile_tf32.value_or(-1), 0.7);
 }
 
 // --shapes: the returned solution's final check at the shape variants is a
@@ -235,7 +235,7 @@ TEST(BenchReport, TheShapesTheSolutionHoldsAtAreAColumn) {
   run::SummaryInfo info;
   info.problem_id = info.problem_name = "p1";
   info.method = "mkevolve";
-  run::Outcome a = run::outcome_from_events(ev, info);
+  run::Outcome a = run::outcome_from_events(records::parse_log(ev), info);
   ASSERT_TRUE(write_file_atomic(d.path() / "mkevolve" / "p1" / "summary.json", run::summary_to_json(a).dump()).ok());
   run::Outcome b = oc("p2", true, 1.1, 1.2, 1000);  // a run without --shapes: no figure, never a made-up one
   b.method = "mkevolve";

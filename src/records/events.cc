@@ -101,7 +101,7 @@ nlohmann::json SwapRejected::finish_read(const nlohmann::json& j, SwapRejected& 
 
 
 
-FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events) {
+FinalCheckOutcome final_check_outcome(const Log& events) {
   FinalCheckOutcome o;
   bool finished = false;  // a run_end with status finished since the last final_check
   for (const auto& e : events) {
@@ -124,7 +124,7 @@ FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events)
                        o.shapes = f.shapes;
                      },
                      [](const auto&) {}},
-               parse_event(e));
+               e);
   }
   // A failure decides only when the run went on to finish: until then the
   // next-best solution may still be checked.
@@ -234,6 +234,21 @@ const Meta* meta_of(const Event& e) {
   return std::visit(Visit{[](const UnknownRecord&) -> const Meta* { return nullptr; },
                           [](const auto& r) -> const Meta* { return &r.meta; }},
                     e);
+}
+
+std::optional<Envelope> envelope_of(const Event& e) {
+  return std::visit(Visit{[](const UnknownRecord& u) { return Envelope::from_json(u.json); },
+                          [](const auto& r) -> std::optional<Envelope> {
+                            return Envelope{std::decay_t<decltype(r)>::kType, r.meta.seq, r.meta.ts};
+                          }},
+                    e);
+}
+
+Log parse_log(const std::vector<nlohmann::json>& lines) {
+  Log log;
+  log.reserve(lines.size());
+  for (const auto& j : lines) log.push_back(parse_event(j));
+  return log;
 }
 
 void stamp(Event& e, int64_t seq, const std::string& ts) {

@@ -540,7 +540,6 @@ struct FinalCheckOutcome {
   std::string text() const;
   nlohmann::json to_json() const;  ///< null when there was no final check
 };
-FinalCheckOutcome final_check_outcome(const std::vector<nlohmann::json>& events);
 
 
 /// reply_error: an LLM reply that could not be used (unparseable, or a call
@@ -841,9 +840,21 @@ nlohmann::json to_json(const Event& e);
 std::string type_of(const Event& e);
 /// The meta of a typed record (nullptr for an UnknownRecord).
 const Meta* meta_of(const Event& e);
+/// Its type, seq and ts, as Envelope::from_json reads them from its line
+/// (nullopt for a record without a type).
+std::optional<Envelope> envelope_of(const Event& e);
 /// Sets the log's place and time on a record (RunDir::log_event): its meta,
 /// or for a record of an unknown type, its JSON's "seq" and "ts".
 void stamp(Event& e, int64_t seq, const std::string& ts);
+
+/// A run's log (or a part of it), each record parsed once by its type; every
+/// reader of the log folds this.
+using Log = std::vector<Event>;
+/// The records of the log's lines, in order.
+Log parse_log(const std::vector<nlohmann::json>& lines);
+
+/// What the run's final checks came to: the deciding check since the last resume.
+FinalCheckOutcome final_check_outcome(const Log& events);
 
 /// For std::visit with one lambda per record type: `std::visit(Visit{...}, event)`.
 template <class... F>

@@ -382,8 +382,8 @@ TEST(EventRecords, TheFinalCheckOutcomeIsTheDecidingCheckAfterTheLastResume) {
   EXPECT_TRUE(final_check_outcome({}).to_json().is_null());
   EXPECT_EQ(final_check_outcome({}).text(), "");
   // Two better solutions failed; the third, of iteration 2, passed.
-  auto o = final_check_outcome({check(false, "incorrect", 5, 0, "wrong"), check(false, "incorrect", 4, 1, "wrong"),
-                                check(true, "correct", 2, 2)});
+  auto o = final_check_outcome(records::parse_log({check(false, "incorrect", 5, 0, "wrong"), check(false, "incorrect", 4, 1, "wrong"),
+                                check(true, "correct", 2, 2)}));
   EXPECT_EQ(o.result, "passed");
   EXPECT_EQ(o.failed_before, 2);
   EXPECT_EQ(o.iteration, 2);
@@ -392,8 +392,8 @@ TEST(EventRecords, TheFinalCheckOutcomeIsTheDecidingCheckAfterTheLastResume) {
   EXPECT_EQ(o.to_json()["result"], "passed");
   EXPECT_EQ(o.to_json()["failed_before"], 2);
   // All failed, and the run finished: no correct kernel.
-  o = final_check_outcome({check(false, "incorrect", 5, 0), check(false, "cheating", 4, 1),
-                           RunEnd{.status = "finished", .result = "no_correct"}.to_json()});
+  o = final_check_outcome(records::parse_log({check(false, "incorrect", 5, 0), check(false, "cheating", 4, 1),
+                           RunEnd{.status = "finished", .result = "no_correct"}.to_json()}));
   EXPECT_EQ(o.result, "failed");
   EXPECT_EQ(o.text(), "failed by each of the 2 solutions checked (last: cheating, wrong_values): no correct kernel "
                       "is returned");
@@ -401,7 +401,7 @@ TEST(EventRecords, TheFinalCheckOutcomeIsTheDecidingCheckAfterTheLastResume) {
   for (const auto& tail : std::vector<std::vector<json>>{{RunEnd{.status = "interrupted"}.to_json()}, {}}) {
     std::vector<json> ev{check(false, "incorrect", 5, 0)};
     ev.insert(ev.end(), tail.begin(), tail.end());
-    o = final_check_outcome(ev);
+    o = final_check_outcome(records::parse_log(ev));
     EXPECT_EQ(o.result, "incomplete");
     EXPECT_EQ(o.text(), "not finished: the best solution failed it (last: incorrect, wrong_values) and the run "
                         "stopped before the next-best was checked; a resume checks again");
@@ -413,18 +413,18 @@ TEST(EventRecords, TheFinalCheckOutcomeIsTheDecidingCheckAfterTheLastResume) {
   judged.kind = "judge_failed";
   judged.iteration = 3;
   judged.message = "the cheat judge could not be asked: timeout";
-  o = final_check_outcome({judged.to_json()});
+  o = final_check_outcome(records::parse_log({judged.to_json()}));
   EXPECT_EQ(o.text(), "no verdict from the cheat judge (the cheat judge could not be asked: timeout): the solution "
                       "of iteration 3 passed the fresh-seed evaluation (fresh seed 43, every check on) and is "
                       "returned without the judge's second look");
   // No verdict after one failure.
-  o = final_check_outcome({check(false, "incorrect", 5, 0), check(false, "no_verdict", 4, 1, "the worker died")});
+  o = final_check_outcome(records::parse_log({check(false, "incorrect", 5, 0), check(false, "no_verdict", 4, 1, "the worker died")}));
   EXPECT_EQ(o.result, "no_verdict");
   EXPECT_EQ(o.text(), "no verdict (the worker died): the solution of iteration 4 is returned on its verdict from "
                       "the search, not checked again; before it, 1 better solution failed it");
   EXPECT_EQ(o.to_json()["message"], "the worker died");
   // A resumed process checks again: only its checks count.
-  o = final_check_outcome({check(false, "incorrect", 5, 0), Resume{12, {}, {}}.to_json(), check(true, "correct", 5, 0)});
+  o = final_check_outcome(records::parse_log({check(false, "incorrect", 5, 0), Resume{12, {}, {}}.to_json(), check(true, "correct", 5, 0)}));
   EXPECT_EQ(o.result, "passed");
   EXPECT_EQ(o.failed_before, 0);
   EXPECT_EQ(o.text(), "passed (fresh seed 43, every check on)");

@@ -195,7 +195,7 @@ Result<ReportData> load_run(const fs::path& run_dir, std::vector<std::string>* w
     }
     return j;
   };
-  return summarize(*events, read_json("versions.json"), read_json("config.json"));
+  return summarize(records::parse_log(*events), read_json("versions.json"), read_json("config.json"));
 }
 
 // ---------------------------------------------------------------- markdown

@@ -44,7 +44,7 @@ std::string human_count(double v) {
   return svg::num(v, 0);
 }
 
-ReportData summarize(const std::vector<json>& events, const json& versions, const json& config) {
+ReportData summarize(const records::Log& events, const json& versions, const json& config) {
   ReportData s;
   s.versions = versions.is_object() ? versions : json::object();
   s.config = config.is_object() ? config : json::object();
@@ -232,7 +232,7 @@ ReportData summarize(const std::vector<json>& events, const json& versions, cons
               if (auto b = end.best_speedup_compile) best_from_events = std::max(best_from_events.value_or(*b), *b);
             },
             [](const auto&) {}},
-        records::parse_event(ev));
+        ev);
   }
 
   s.final_check = records::final_check_outcome(events);

@@ -139,8 +139,8 @@ struct ReportData {
   rundir::TimeAccount time;  ///< wall time, the LLM critical path, and where the rest went
 };
 
-/// Builds the summary from events in the schema of rundir/events.h. Unknown event types and missing fields are tolerated.
-ReportData summarize(const std::vector<nlohmann::json>& events, const nlohmann::json& versions,
+/// Builds the summary from a run's records (records/events.h). Unknown record types and missing fields are tolerated.
+ReportData summarize(const records::Log& events, const nlohmann::json& versions,
                      const nlohmann::json& config);
 
 /// "1.23M", "45.6K", "789".

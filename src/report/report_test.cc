@@ -137,7 +137,7 @@ std::vector<json> failing_run() {
 }
 
 TEST(Report, FailureIsTracedToTheSubkernelAndPyTorchIsFlagged) {
-  ReportData s = summarize(failing_run(), json::object(), json::object());
+  ReportData s = summarize(records::parse_log(failing_run()), json::object(), json::object());
   EXPECT_TRUE(s.final_e2e_failed);
   EXPECT_EQ(s.failing_locally, std::vector<std::string>{"b"});
   EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"a"});
@@ -160,7 +160,7 @@ TEST(Report, TestModeIsMarkedAndTheModelIsNamed) {
   // LLM the run used (spec, endpoint, judge) is named.
   json config = {{"test_cpu", true}, {"llm", "openai:qwen"}, {"base_url", "http://127.0.0.1:8000/v1"},
                  {"judge", "anthropic:claude"}};
-  ReportData s = summarize(fixture_events(), json{{"gpu", "none (CPU test mode)"}}, config);
+  ReportData s = summarize(records::parse_log(fixture_events()), json{{"gpu", "none (CPU test mode)"}}, config);
   std::string md = render_markdown(s), html = render_html(s);
   EXPECT_NE(md.find("> **TEST MODE: evaluated on the CPU"), std::string::npos) << md.substr(0, 1200);
   EXPECT_NE(html.find("TEST MODE: evaluated on the CPU"), std::string::npos);
@@ -168,7 +168,7 @@ TEST(Report, TestModeIsMarkedAndTheModelIsNamed) {
             std::string::npos)
       << md.substr(0, 1200);
   EXPECT_NE(html.find("model <b>openai:qwen at"), std::string::npos);
-  ReportData gpu = summarize(fixture_events(), json{{"gpu", "NVIDIA H200"}}, json{{"llm", "openai:qwen"}});
+  ReportData gpu = summarize(records::parse_log(fixture_events()), json{{"gpu", "NVIDIA H200"}}, json{{"llm", "openai:qwen"}});
   EXPECT_EQ(render_markdown(gpu).find("TEST MODE"), std::string::npos);
 }
 
@@ -180,7 +180,7 @@ TEST(Report, AnUnknownSpeedupIsNotDrawnAsZero) {
   ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 2}}}.to_json());
   ev.push_back(records::Iteration{.t = 1, .e2e = {.status = "correct", .speedup_compile = 0.0, .speedup_eager = 1.2}}.to_json());
   ev.push_back(records::Iteration{.t = 2, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}.to_json());
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   std::string html = render_html(s);
   EXPECT_EQ(html.find("vs torch.compile, t=1: 0\u00d7"), std::string::npos) << "an unknown drawn as 0x";
   EXPECT_EQ(html.find("vs torch.compile, t=1: failed"), std::string::npos);
@@ -192,7 +192,7 @@ TEST(Report, TheFinalChecksOutcomeIsStatedAndANoVerdictIsNotCalledPassed) {
   std::vector<json> ev;
   ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json());
   ev.push_back(records::Iteration{.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}.to_json());
-  EXPECT_EQ(render_markdown(summarize(ev, json::object(), json::object())).find("Final check:"), std::string::npos);
+  EXPECT_EQ(render_markdown(summarize(records::parse_log(ev), json::object(), json::object())).find("Final check:"), std::string::npos);
   FinalCheck fc;
   fc.seed = 43;
   fc.status = "no_verdict";
@@ -200,7 +200,7 @@ TEST(Report, TheFinalChecksOutcomeIsStatedAndANoVerdictIsNotCalledPassed) {
   fc.iteration = 1;
   fc.message = "the reference died";
   ev.push_back(fc.to_json());
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   std::string md = render_markdown(s);
   EXPECT_NE(md.find("- Final check: no verdict (the reference died): the solution of iteration 1 is returned on its "
                     "verdict from the search, not checked again"),
@@ -223,12 +223,12 @@ TEST(Report, TheReturnedSolutionsShapesHaveAHoldsAtColumn) {
   fc.iteration = 1;
   fc.speedup_compile = 1.2;
   ev.push_back(fc.to_json());
-  EXPECT_EQ(render_markdown(summarize(ev, json::object(), json::object())).find("holds at"), std::string::npos);
+  EXPECT_EQ(render_markdown(summarize(records::parse_log(ev), json::object(), json::object())).find("holds at"), std::string::npos);
   fc.shapes = json::parse(R"json({"mode":"check","benchmark":"batch_size=16","held":["batch_size=15"],
     "failed":[{"shape":"batch_size=7","error":"mismatch at index (3, 1)"}],
     "skipped":[{"shape":"batch_size=33","error":"the reference cannot run it: ValueError"}],"error":null})json");
   ev.back() = fc.to_json();
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   std::string md = render_markdown(s);
   EXPECT_NE(md.find("- Holds at: benchmark (batch_size=16) + 1 of 2 shape variants (batch_size=15); fails at "
                     "batch_size=7: mismatch at index (3, 1)"),
@@ -249,7 +249,7 @@ TEST(Report, TheBestFigureIsTheFinalChecksOwnAndSaysSo) {
   ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json());
   ev.push_back(records::Iteration{.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}.to_json());
   ev.push_back(records::Best{.t = 1, .speedup_compile = 1.5}.to_json());
-  std::string before = render_markdown(summarize(ev, json::object(), json::object()));
+  std::string before = render_markdown(summarize(records::parse_log(ev), json::object(), json::object()));
   EXPECT_NE(before.find("1.50× (iteration 1; as the search measured it, no final check)"), std::string::npos)
       << before;
   FinalCheck fc;
@@ -262,7 +262,7 @@ TEST(Report, TheBestFigureIsTheFinalChecksOwnAndSaysSo) {
   fc.runtime_ms = 2.0;
   fc.search_speedup_compile = 1.5;
   ev.push_back(fc.to_json());
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   ASSERT_TRUE(s.best_speedup_compile);
   EXPECT_DOUBLE_EQ(*s.best_speedup_compile, 1.2);
   std::string md = render_markdown(s);
@@ -277,7 +277,7 @@ TEST(Report, SaysPlainlyWhetherACheatJudgeRan) {
   using namespace records;
   std::vector<json> ev;
   ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json());
-  std::string md = render_markdown(summarize(ev, json::object(), json::object()));
+  std::string md = render_markdown(summarize(records::parse_log(ev), json::object(), json::object()));
   EXPECT_NE(md.find("- Cheat judge: none ran (no --judge)"), std::string::npos) << md;
   RunStart rs;
   rs.method = "mkevolve";
@@ -289,7 +289,7 @@ TEST(Report, SaysPlainlyWhetherACheatJudgeRan) {
   after.stage = "after_beam";
   ev.push_back(after.to_json());
   ev.push_back(records::Judge{"alpha", "final", 2, "pass", "fine", ""}.to_json());
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   md = render_markdown(s);
   EXPECT_NE(md.find("- Cheat judge: anthropic:claude-opus-4-5: 2 candidates on entry into a beam (1 called "
                     "cheating), 1 second looks after a beam search (0 called cheating), 1 kernels at the final check"),
@@ -311,7 +311,7 @@ TEST(Report, TheDecompositionChecksSayHowCloseTheyCameAndTheBound) {
                                               {"rtol", 1e-5}, {"max_abs_err", 3.7e-8}}})}};
   ev.push_back(bad.to_json());
   ev.push_back(good.to_json());
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   ASSERT_EQ(s.verifications.size(), 2u);
   EXPECT_DOUBLE_EQ(*s.verifications[1].max_abs_err, 3.7e-8);
   std::string md = render_markdown(s);
@@ -330,7 +330,7 @@ TEST(Report, ACompositionThatFailedInPlaceSaysWhereItWent) {
                    .to_json());
   ev.push_back(CompositionFailure{.iteration = 2, .status = "incorrect", .kind = "mismatch", .action = "total_fuse"}
                    .to_json());
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   ASSERT_EQ(s.composition_failures.size(), 2u);
   std::string md = render_markdown(s);
   EXPECT_NE(md.find("- t=1: runtime_error (runtime_error) inside subkernel alpha (alpha-s3): sent back to its beam"),
@@ -345,7 +345,7 @@ TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
   std::vector<json> ev;
   ev.push_back(records::RunStart{.method = "mkevolve", .problem = "p", .settings = {{"T", 1}}}.to_json());
   ev.push_back(records::Iteration{.t = 1, .e2e = {.status = "correct", .speedup_compile = 1.5, .speedup_eager = 1.8}}.to_json());
-  ReportData without = summarize(ev, json::object(), json::object());
+  ReportData without = summarize(records::parse_log(ev), json::object(), json::object());
   EXPECT_EQ(render_markdown(without).find("TF32 on"), std::string::npos);
   FinalCheck fc;
   fc.passed = true;
@@ -355,7 +355,7 @@ TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
   fc.speedup_compile = 1.5;
   fc.speedup_compile_tf32 = 0.75;
   ev.push_back(fc.to_json());
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   ASSERT_TRUE(s.final_speedup_compile_tf32);
   EXPECT_DOUBLE_EQ(*s.final_speedup_compile_tf32, 0.75);
   std::string md = render_markdown(s);
@@ -368,7 +368,7 @@ TEST(Report, TheTf32BaselineIsShownBesideTheTf32OffOne) {
 TEST(Report, CompositionFailureIsNamedAsSuch) {
   auto ev = failing_run();
   ev[3]["subkernels"][1]["correct"] = true;
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   EXPECT_TRUE(s.failing_locally.empty());
   EXPECT_NE(render_markdown(s).find("from composing them"), std::string::npos);
 }
@@ -377,7 +377,7 @@ TEST(Report, SwapToPyTorchIsFlagged) {
   auto ev = fixture_events();
   ev.insert(ev.end() - 1, records::Swap{.name = "5_classifier_head", .from = "t5-s0", .to = "pytorch",
                                              .speedup_before = 1.34, .speedup_after = 1.31}.to_json());
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   EXPECT_EQ(s.pytorch_subkernels, std::vector<std::string>{"5_classifier_head"});
   EXPECT_DOUBLE_EQ(*s.final_speedup_compile, 1.31);
   EXPECT_NE(render_markdown(s).find("| 5_classifier_head | t5-s0 | pytorch | 1.34\u00d7 | 1.31\u00d7 |"), std::string::npos);
@@ -390,7 +390,7 @@ TEST(Report, ASwapAnOlderBuildWroteForSeveralSubkernelsNamesThemAll) {
   json old = {{"type", "swap"}, {"names", {"5_classifier_head", "2_conv"}}, {"from", "search"}, {"to", "pytorch"},
               {"speedup_before", 1.34}, {"speedup_after", 1.2}};
   ev.insert(ev.end() - 1, old);
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   ASSERT_EQ(s.swaps.size(), 1u);
   EXPECT_EQ(swapped_names(s.swaps[0]), (std::vector<std::string>{"5_classifier_head", "2_conv"}));
   std::string md = render_markdown(s);
@@ -423,7 +423,7 @@ std::vector<json> adapted_run() {
 }
 
 TEST(Report, ReusedSubkernelsAndTheCallsSavedInBothReports) {
-  ReportData s = summarize(adapted_run(), json::object(), json::object());
+  ReportData s = summarize(records::parse_log(adapted_run()), json::object(), json::object());
   EXPECT_EQ(s.calls_saved(), 5);
   std::string md = render_markdown(s);
   for (const char* needle : {"## Reused subkernels", "LLM calls saved: 5 (", "| a (reused from /runs/<x>&1) |",
@@ -463,7 +463,7 @@ TEST(Report, TheFinalSubkernelsShowTheirRooflineAndTheMostHeadroom) {
                            {"model_does_not_fit", false}, {"gpu", "H200 SXM"}};
     break;
   }
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   std::string md = render_markdown(s);
   EXPECT_NE(md.find("| share of end-to-end time | of the roofline | LLM calls |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 89% (memory) |"), std::string::npos) << md;
@@ -525,7 +525,7 @@ TEST(Summary, ReadsTheSearchsEvents) {
       {{"type", "postfuse"}, {"attempt", 4}, {"status", "not accepted"}, {"speedup_compile", nullptr}, {"accepted", false}},
       {{"type", "run_end"}, {"status", "finished"}, {"best_speedup_compile", 1.15}, {"solution_dir", ""}, {"message", ""},
        {"result", "ok"}, {"best_speedup", 1.15}, {"correct", true}, {"contains_pytorch_subkernels", true}}};
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   ASSERT_EQ(s.iterations.size(), 2u);
   EXPECT_EQ(s.iterations[0].e2e_status, "skipped");
   // Counted in the log (two llm_call records before it), never the event's own
@@ -574,7 +574,7 @@ TEST(Report, EmptyAndPartialRunsStillRender) {
   EXPECT_NE(render_html(empty).find("No LLM calls recorded."), std::string::npos);
   // Topology only, no iteration yet: the grid shows "new".
   std::vector<json> ev = {records::TopologyChange{.iteration = 1, .change = "initial", .subproblems = {{"x", "new"}}}.to_json()};
-  ReportData s = summarize(ev, json::object(), json::object());
+  ReportData s = summarize(records::parse_log(ev), json::object(), json::object());
   ASSERT_EQ(s.grid.cells.size(), 1u);
   EXPECT_EQ(s.grid.cells[0][0], StructureGrid::kNew);
   EXPECT_EQ(s.final_subkernels[0].status, "new");

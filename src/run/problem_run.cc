@@ -441,7 +441,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     info.status = "failed";
     info.error = "the solution could not be written: " + out.solution_error;
   }
-  out.outcome = run::outcome_from_events(rd->events(), info);
+  out.outcome = run::outcome_from_events(records::parse_log(rd->events()), info);
   if (auto st = write_summary(rd->root(), out.outcome); !st) out.summary_error = st.error();
   return out;
 }

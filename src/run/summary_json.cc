@@ -101,7 +101,7 @@ nlohmann::json summary_to_json(const Outcome& o) {
   return j;
 }
 
-Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const SummaryInfo& info) {
+Outcome outcome_from_events(const records::Log& events, const SummaryInfo& info) {
   Outcome o;
   o.problem_id = info.problem_id;
   o.problem_name = info.problem_name.empty() ? info.problem_id : info.problem_name;
@@ -162,7 +162,7 @@ Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const Sum
             [&](const records::RunEnd& r) { end = r; },
             [&](const records::Resume&) { end.reset(); },  // a later run_end (of the resumed process) decides
             [](const auto&) {}},
-        records::parse_event(e));
+        e);
   }
 
   std::string status = "interrupted";

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records/events.h"
 #include "util/result.h"
 
 namespace mk::run {
@@ -92,6 +93,6 @@ struct SummaryInfo {
 ///  - timeline: the best-so-far after every outer iteration and every new best,
 ///    at the cumulative LLM calls and tokens of that moment.
 /// A run that did not finish is never counted correct.
-Outcome outcome_from_events(const std::vector<nlohmann::json>& events, const SummaryInfo& info);
+Outcome outcome_from_events(const records::Log& events, const SummaryInfo& info);
 
 }  // namespace mk::run

@@ -62,7 +62,7 @@ TEST(SummaryJson, AnUnknownSpeedupIsNullNotZero) {
       {{"type", "run_end"}, {"status", "finished"}, {"correct", true}},
   };
   SummaryInfo info{"p", "p", "mkevolve", "", ""};
-  auto o = outcome_from_events(ev, info);
+  auto o = outcome_from_events(records::parse_log(ev), info);
   EXPECT_TRUE(o.correct);
   EXPECT_FALSE(o.speedup_compile.has_value());
   EXPECT_TRUE(summary_to_json(o)["speedup"]["compile"].is_null());
@@ -73,7 +73,7 @@ TEST(SummaryJson, TestModeIsSaidAndPyTorchUseIsUnknown) {
   std::vector<nlohmann::json> ev = {{{"type", "run_end"}, {"status", "finished"}, {"correct", true}}};
   SummaryInfo info{"p", "p", "mkevolve", "", ""};
   info.test_mode = true;
-  auto o = outcome_from_events(ev, info);
+  auto o = outcome_from_events(records::parse_log(ev), info);
   EXPECT_TRUE(o.test_mode);
   auto j = summary_to_json(o);
   EXPECT_EQ(j["test_mode"], true);
@@ -83,7 +83,7 @@ TEST(SummaryJson, TestModeIsSaidAndPyTorchUseIsUnknown) {
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_TRUE(back->test_mode);
   info.test_mode = false;
-  EXPECT_EQ(summary_to_json(outcome_from_events(ev, info))["test_mode"], false);
+  EXPECT_EQ(summary_to_json(outcome_from_events(records::parse_log(ev), info))["test_mode"], false);
 }
 
 TEST(SummaryJson, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
@@ -98,7 +98,7 @@ TEST(SummaryJson, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
       {{"type", "iteration"}},
   };
   SummaryInfo info{"level1-p-abc", "p", "mkevolve", "", ""};
-  auto o = outcome_from_events(ev, info);
+  auto o = outcome_from_events(records::parse_log(ev), info);
   EXPECT_EQ(o.status, "interrupted");  // no run_end: the process died
   EXPECT_FALSE(o.correct);
   EXPECT_EQ(o.calls, 2);
@@ -109,14 +109,14 @@ TEST(SummaryJson, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
   EXPECT_DOUBLE_EQ(o.timeline[0].speedup_eager.value_or(-1), 3.0);
 
   ev.push_back({{"type", "run_end"}, {"status", "finished"}, {"correct", true}, {"best_speedup_compile", 1.5}});
-  o = outcome_from_events(ev, info);
+  o = outcome_from_events(records::parse_log(ev), info);
   EXPECT_EQ(o.status, "finished");
   EXPECT_TRUE(o.correct);
   EXPECT_DOUBLE_EQ(o.speedup_compile.value_or(-1), 1.5);
   EXPECT_DOUBLE_EQ(o.speedup_eager.value_or(-1), 3.0);
 
   ev.back() = {{"type", "run_end"}, {"status", "failed"}, {"message", "LLM refused"}, {"correct", false}};
-  o = outcome_from_events(ev, info);
+  o = outcome_from_events(records::parse_log(ev), info);
   EXPECT_EQ(o.status, "failed");
   EXPECT_EQ(o.error, "LLM refused");
   EXPECT_FALSE(o.correct);
@@ -132,13 +132,13 @@ TEST(SummaryJson, TheSpeedupIsThePassingFinalChecksOwnAndSaysWhoMeasuredIt) {
       {{"type", "run_end"}, {"status", "finished"}, {"correct", true}, {"best_speedup_compile", 1.5}},
   };
   SummaryInfo info{"p", "p", "mkevolve", "", ""};
-  auto o = outcome_from_events(ev, info);
+  auto o = outcome_from_events(records::parse_log(ev), info);
   EXPECT_EQ(o.speedup_measured_by, "search");
   EXPECT_DOUBLE_EQ(o.speedup_compile.value_or(-1), 1.5);
   ev.insert(ev.end() - 1, nlohmann::json{{"type", "final_check"}, {"passed", true}, {"seed", 43}, {"status", "correct"},
                                          {"speedup_compile", 1.2}, {"speedup_eager", 2.5},
                                          {"search_speedup_compile", 1.5}});
-  o = outcome_from_events(ev, info);
+  o = outcome_from_events(records::parse_log(ev), info);
   EXPECT_EQ(o.speedup_measured_by, "final_check");
   EXPECT_DOUBLE_EQ(o.speedup_compile.value_or(-1), 1.2);
   EXPECT_DOUBLE_EQ(o.speedup_eager.value_or(-1), 2.5);

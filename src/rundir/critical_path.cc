@@ -144,15 +144,15 @@ std::string TimeAccount::line() const {
   return s;
 }
 
-TimeAccount time_account(const std::vector<json>& events) {
+TimeAccount time_account(const records::Log& events) {
   TimeAccount out;
   // T: the run's outer iterations (after the last one comes PostFuse, Swap, the final check).
   int T = -1, max_t = 0;
   for (const auto& e : events) {
-    if (auto rs = records::RunStart::from_json(e)) {
+    if (const auto* rs = std::get_if<records::RunStart>(&e)) {
       // settings is the run's free-form knobs (events.h, RunStart): T is one of them.
       if (!rs->settings.empty()) T = static_cast<int>(fields::integer(rs->settings, "T", -1));
-    } else if (auto it = records::Iteration::from_json(e)) {
+    } else if (const auto* it = std::get_if<records::Iteration>(&e)) {
       max_t = std::max(max_t, it->t);
     }
   }
@@ -166,14 +166,13 @@ TimeAccount time_account(const std::vector<json>& events) {
   bool any_ts = false;
   int cur = 0;
   bool after_last = false;
-  for (const auto& e : events) {
-    auto env = records::Envelope::from_json(e);
+  for (const records::Event& rec : events) {
+    auto env = records::envelope_of(rec);
     if (!env) continue;
     const std::string& type = env->type;
     // The records this account reads, and the outer iteration a record names
     // (records without one, and those whose type carries none, stay in the
     // current phase; an iteration record names its t).
-    const records::Event rec = records::parse_event(e);
     const auto* call = std::get_if<records::LlmCall>(&rec);
     const auto* verify = std::get_if<records::VerifyDecomposition>(&rec);
     const auto* ev = std::get_if<records::Eval>(&rec);

@@ -27,6 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records/events.h"
+
 namespace mk::rundir {
 
 /// Seconds spent along the path, by what was waited for.
@@ -73,8 +75,8 @@ struct TimeAccount {
   std::string line() const;
 };
 
-/// Reads the account from a run's events (as RunDir::events() returns them:
-/// with "ts"). Never throws; unknown or missing fields give nulls.
-TimeAccount time_account(const std::vector<nlohmann::json>& events);
+/// Reads the account from a run's records (as logged: with "ts"). Never
+/// throws; unknown or missing fields give nulls.
+TimeAccount time_account(const records::Log& events);
 
 }  // namespace mk::rundir

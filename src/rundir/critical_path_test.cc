@@ -101,7 +101,7 @@ Log sample_run() {
 }
 
 TEST(CriticalPath, RoundsAndSecondsPerPhase) {
-  auto a = time_account(sample_run().events);
+  auto a = time_account(records::parse_log(sample_run().events));
   ASSERT_EQ(a.phases.size(), 4u);
   EXPECT_EQ(a.phases[0].label, "decomposition");
   EXPECT_EQ(a.phases[0].rounds, 2);
@@ -120,7 +120,7 @@ TEST(CriticalPath, RoundsAndSecondsPerPhase) {
 }
 
 TEST(CriticalPath, WallTimeLeavesOutTheDowntimeBeforeAResume) {
-  auto a = time_account(sample_run().events);
+  auto a = time_account(records::parse_log(sample_run().events));
   ASSERT_TRUE(a.wall_s);
   EXPECT_NEAR(*a.wall_s, 35.0, 1e-6);  // 135 s of log, 100 s of it stopped
   EXPECT_NEAR(*a.phases[0].wall_s, 4.4, 1e-6);
@@ -131,7 +131,7 @@ TEST(CriticalPath, WallTimeLeavesOutTheDowntimeBeforeAResume) {
 }
 
 TEST(CriticalPath, ThePathSaysWhatTheWallTimeWaitedFor) {
-  auto a = time_account(sample_run().events);
+  auto a = time_account(records::parse_log(sample_run().events));
   // Decomposition: worker 1 in round 0 (3 s + 0.2 s), worker 2 in round 1 (1 s + 0.1 s).
   EXPECT_NEAR(a.phases[0].path.llm_s, 4.0, 1e-9);
   EXPECT_NEAR(a.phases[0].path.verify_s, 0.3, 1e-9);
@@ -166,7 +166,7 @@ TEST(CriticalPath, UnknownsAreNullNotZero) {
   json c = records::LlmCall{"generate", "a", {}, false, false, 5000, true, "", std::nullopt, "a-s0"}.to_json();
   c["iteration"] = 1;
   ev.push_back(c);
-  auto a = time_account(ev);
+  auto a = time_account(records::parse_log(ev));
   EXPECT_FALSE(a.llm_s.has_value());
   EXPECT_FALSE(a.wall_s.has_value());
   EXPECT_FALSE(a.ratio().has_value());
@@ -180,11 +180,11 @@ TEST(CriticalPath, UnknownsAreNullNotZero) {
   json no_latency = ev[1];
   no_latency["round"] = 0;
   no_latency.erase("latency_ms");
-  EXPECT_FALSE(time_account({ev[0], no_latency}).llm_s.has_value());
+  EXPECT_FALSE(time_account(records::parse_log({ev[0], no_latency})).llm_s.has_value());
   // Every reply from a cache: a critical path of 0 s has no ratio.
   ev[1]["round"] = 0;
   ev[1]["latency_ms"] = 0;
-  auto b = time_account(ev);
+  auto b = time_account(records::parse_log(ev));
   ASSERT_TRUE(b.llm_s.has_value());
   EXPECT_EQ(*b.llm_s, 0.0);
   EXPECT_EQ(b.rounds, 1);

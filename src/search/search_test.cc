@@ -708,7 +708,7 @@ TEST(MKEvolve, ASolutionThatFailsTheFinalCheckIsNotReturnedAsCorrect) {
   EXPECT_EQ(fc[0]["status"], "incorrect");
   EXPECT_FALSE(res.best.correct);
   EXPECT_EQ(res.status, "no_correct");
-  auto outcome = records::final_check_outcome(h.sink.events);
+  auto outcome = records::final_check_outcome(records::parse_log(h.sink.events));
   EXPECT_EQ(outcome.result, "failed");
   EXPECT_NE(outcome.text().find("no correct kernel is returned"), std::string::npos) << outcome.text();
   ASSERT_EQ(h.sink.of_type("run_end").size(), 1u);
@@ -737,7 +737,7 @@ TEST(MKEvolve, TheReportedSpeedupIsTheFinalChecksOwnMeasurement) {
   auto end = h.sink.of_type("run_end");
   ASSERT_EQ(end.size(), 1u);
   EXPECT_NEAR(end[0]["best_speedup_compile"].get<double>(), 1.2, 1e-9);
-  auto outcome = records::final_check_outcome(h.sink.events);
+  auto outcome = records::final_check_outcome(records::parse_log(h.sink.events));
   ASSERT_TRUE(outcome.speedup_compile);
   EXPECT_NEAR(*outcome.speedup_compile, 1.2, 1e-9);
   EXPECT_NE(outcome.text().find("the search measured 1.50x"), std::string::npos) << outcome.text();
@@ -841,7 +841,7 @@ TEST(MKEvolve, TheFinalCheckTurnsEveryCheckOnWhateverTheSearchUsed) {
   }
   EXPECT_GE(finals, 1);
   EXPECT_GT(searches, 0);
-  auto outcome = records::final_check_outcome(h.sink.events);
+  auto outcome = records::final_check_outcome(records::parse_log(h.sink.events));
   EXPECT_EQ(outcome.result, "passed");
   EXPECT_EQ(outcome.text().rfind("passed (fresh seed 43, every check on): ", 0), 0u) << outcome.text();
 }
@@ -859,7 +859,7 @@ TEST(MKEvolve, AFinalCheckWithoutAVerdictReturnsTheSolutionAndSaysSo) {
   EXPECT_EQ(fc[0]["status"], "no_verdict");
   EXPECT_EQ(res.status, "ok");
   EXPECT_TRUE(res.best.correct);
-  auto outcome = records::final_check_outcome(h.sink.events);
+  auto outcome = records::final_check_outcome(records::parse_log(h.sink.events));
   EXPECT_EQ(outcome.result, "no_verdict");
   EXPECT_NE(outcome.text().find("is returned on its verdict from the search, not checked again"), std::string::npos)
       << outcome.text();
@@ -891,7 +891,7 @@ TEST(MKEvolve, AFailedFinalCheckFallsBackToTheNextBestVerifiedSolution) {
   EXPECT_EQ(fc[1]["iteration"], res.best.iteration);
   EXPECT_EQ(res.best.kernels.at("alpha").find("seed42_only"), std::string::npos);
   EXPECT_GT(h.sink.of_type("best").size(), 1u);
-  auto outcome = records::final_check_outcome(h.sink.events);
+  auto outcome = records::final_check_outcome(records::parse_log(h.sink.events));
   EXPECT_EQ(outcome.result, "passed");
   EXPECT_EQ(outcome.failed_before, 1);
   EXPECT_EQ(outcome.fallback, 1);
@@ -1913,7 +1913,7 @@ TEST(CriticalPath, RoundsFollowTheLongestChainOfDependentLlmRounds) {
       EXPECT_FALSE(e.value("candidate", "").empty()) << e.dump();
     }
   }
-  auto a = rundir::time_account(h.sink.events);
+  auto a = rundir::time_account(records::parse_log(h.sink.events));
   ASSERT_EQ(a.phases.size(), 4u);  // the decomposition, t=1, t=2, after the search
   EXPECT_EQ(a.phases[0].rounds, 1);
   EXPECT_EQ(a.phases[1].rounds, 1);
@@ -2003,7 +2003,7 @@ TEST(CriticalPath, AJudgedJobIsItsKernelCallThenItsJudgeCall) {
   }
   EXPECT_EQ(judged, 24 + after_beam);  // every correct candidate, then each beam's best once more
   EXPECT_EQ(h.judge.count("judge"), 24 + after_beam + 3);  // then each subkernel of the solution once more
-  auto a = rundir::time_account(h.sink.events);
+  auto a = rundir::time_account(records::parse_log(h.sink.events));
   // The judge lengthens the beams' rounds; each iteration's second look adds
   // a round, and so does the final check's (its three calls go together).
   EXPECT_EQ(a.rounds, 6 + static_cast<int>(looked_after_beam.size()));
@@ -2255,7 +2255,7 @@ TEST(DISABLED_PerfLevers, WallTimeAgainstTheCriticalPath) {
     script_three(h.llm, std::chrono::milliseconds(L));
     auto res = run_method(h.ctx, h.problem);
     EXPECT_EQ(res.status, "ok") << res.error;
-    auto a = rundir::time_account(sink.events);
+    auto a = rundir::time_account(records::parse_log(sink.events));
     std::printf("%-28s %s\n", label, a.line().c_str());
     if (std::getenv("MK_PERF_DUMP")) {
       std::printf("%s\n", a.to_json().dump(1).c_str());

@@ -83,20 +83,6 @@ void write(const fs::path& p, const std::string& text) {
 
 }  // namespace
 
-// The status line takes the logged JSON (builds before the sink took
-// records::Event) or the parsed record.
-template <class Line>
-void feed(Line& line, const nlohmann::json& e, std::string& lines) {
-  if constexpr (requires(Line& l, const nlohmann::json& j) { l.describe(j); }) {
-    lines += line.describe(e) + "\n";
-    line.on_event(e);
-  } else {
-    const auto ev = mk::records::parse_event(e);
-    lines += line.describe(ev) + "\n";
-    line.on_event(ev);
-  }
-}
-
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::fprintf(stderr, "usage: report_snapshot RUN_DIR OUT_DIR\n");
@@ -111,6 +97,7 @@ int main(int argc, char** argv) {
   if (!written) notes += "error: " + written.error() + "\n";
 
   auto events = read_events(dir);
+  const mk::records::Log log = mk::records::parse_log(events);
   mk::run::SummaryInfo info;
   info.problem_id = dir.filename().string();
   for (const auto& e : events)
@@ -118,14 +105,17 @@ int main(int argc, char** argv) {
       info.problem_name = e.value("problem", "");
       info.method = e.value("method", "");
     }
-  write(out / "summary.json", mk::run::summary_to_json(mk::run::outcome_from_events(events, info)).dump(2) + "\n");
+  write(out / "summary.json", mk::run::summary_to_json(mk::run::outcome_from_events(log, info)).dump(2) + "\n");
 
   mk::report::StatusLine::Options so;
   so.mode = mk::report::StatusLine::Mode::kQuiet;
   so.width = 100;
   mk::report::StatusLine line(stdout, so);
   std::string lines;
-  for (const auto& e : events) feed(line, e, lines);
+  for (const auto& e : log) {
+    lines += line.describe(e) + "\n";
+    line.on_event(e);
+  }
   write(out / "status.txt", lines);
   std::string rt;
   for (const auto& e : events) rt += roundtrip(e).dump() + "\n";
