@@ -15,6 +15,8 @@ namespace mk::report {
 /// DIR/versions.json and DIR/config.json. Warnings go to *warnings.
 Result<ReportData> load_run(const std::filesystem::path& run_dir, std::vector<std::string>* warnings);
 
+/// report.md and report.html: the one document of sections.h, drawn by
+/// markdown.cc and html.cc.
 std::string render_markdown(const ReportData& s);
 std::string render_html(const ReportData& s);
 

@@ -1,6 +1,7 @@
 #include "report/report_data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -42,6 +43,10 @@ std::string human_count(double v) {
   if (v >= 1e6) return svg::num(v / 1e6, 2) + "M";
   if (v >= 1e4) return svg::num(v / 1e3, 1) + "K";
   return svg::num(v, 0);
+}
+
+std::optional<double> known(std::optional<double> v) {
+  return v && *v > 0 && std::isfinite(*v) ? v : std::nullopt;
 }
 
 ReportData summarize(const records::Log& events, const json& versions, const json& config) {

@@ -146,6 +146,10 @@ ReportData summarize(const records::Log& events, const nlohmann::json& versions,
 /// "1.23M", "45.6K", "789".
 std::string human_count(double v);
 
+/// A speedup that is known: a correct kernel's speedup is positive, so 0 or
+/// none means it is unknown (no baseline), not 0x.
+std::optional<double> known(std::optional<double> v);
+
 /// The subkernels one swap replaced: its name, or the list an older build
 /// wrote as "names" (kept in the record's meta.extra).
 std::vector<std::string> swapped_names(const records::Swap& s);
