@@ -16,8 +16,9 @@ import pytest
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "fixtures"))
 
-from worker_client import (FIXTURES, REFERENCE_DIES_ON_SECOND_INPUTS, REPO, WORKER_DIR,  # noqa: E402,F401
-                           WorkerClient, cand, problem, worker_env, worker_python, write_source)
+from worker_client import (FIXTURES, REFERENCE_DIES_ON_SECOND_INPUTS,  # noqa: E402,F401
+                           REFERENCE_OUT_OF_MEMORY_ON_SECOND_FORWARD, REPO, WORKER_DIR, WorkerClient, cand, problem,
+                           worker_env, worker_python, write_source)
 
 if WORKER_DIR not in sys.path:
     sys.path.insert(0, WORKER_DIR)

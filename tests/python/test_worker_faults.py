@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import REFERENCE_DIES_ON_SECOND_INPUTS, cand, problem, write_source
+from conftest import REFERENCE_DIES_ON_SECOND_INPUTS, REFERENCE_OUT_OF_MEMORY_ON_SECOND_FORWARD, cand, problem, write_source
 
 
 
@@ -284,6 +284,25 @@ def test_a_reference_killed_mid_run_is_no_verdict_not_the_candidates_fault(worke
     assert "SIGKILL" in r["message"] and "dies.py" in r["message"], r["message"]
     assert worker_server.request("ping")[0]["ok"] is True
     assert worker_server.eval(problem("add"), cand("add_ok"))["status"] == "correct"
+
+
+def test_a_reference_out_of_gpu_memory_is_no_verdict_not_a_broken_problem(worker_server, tmp_path):
+    """The reference runs out of GPU memory on its second trial, as it does on
+    a GPU that neighbouring evaluations fill: that is the machine's state, not
+    the problem's fault nor the candidate's. The eval has no verdict (the pool
+    retries it alone), and the message keeps torch's words."""
+    prob = write_source(tmp_path / "oom.py", REFERENCE_OUT_OF_MEMORY_ON_SECOND_FORWARD)
+    r = worker_server.eval(str(prob), cand("add_ok"))
+    assert r["status"] == "no_verdict" and r["kind"] == "reference_failed", r
+    assert r.get("retryable") is True, r
+    assert "OutOfMemoryError" in r["message"] and "oom.py" in r["message"], r["message"]
+    # Any other exception of the reference's is still the problem's own fault
+    # (answered as an error naming the file, not as a verdict).
+    broken = write_source(tmp_path / "broken.py", REFERENCE_OUT_OF_MEMORY_ON_SECOND_FORWARD.replace(
+        "raise torch.cuda.OutOfMemoryError(\"CUDA out of memory.", "raise ValueError(\"shapes do not match."))
+    r, _ = worker_server.request("eval", problem=str(broken), kernel=cand("add_ok"),
+                                 options={"test_cpu": True, "perf": False})
+    assert r["type"] == "error" and r["kind"] == "problem_error" and "broken.py" in r["message"], r
 
 
 def test_a_candidate_that_fails_before_a_slow_reference_is_its_own_failure(worker_server, tmp_path):

@@ -441,7 +441,10 @@ def reference_body(ctx, job: dict) -> int:
             # output and copy gone: one trial's data at a time, not two.
             pending = draw_after(i)
     except BaseException as e:  # noqa: BLE001
-        return write_error(ctx, "problem_error", f"the reference failed in {where}: "
+        # Out of GPU memory is the machine's state (neighbours on a shared GPU),
+        # not the problem's fault: the server answers it as no verdict.
+        kind = "oom" if errors.classify_exception(e) == "oom" else "problem_error"
+        return write_error(ctx, kind, f"the reference failed in {where}: "
                            + errors.trimmed_traceback(e, [job["problem"]]), where)
     ctx.send({"ev": "mem", "device_peak": device_peak(device)})
     return 0

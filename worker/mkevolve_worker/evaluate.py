@@ -494,7 +494,12 @@ class Evaluator:
         isolation.finish(ref2, protect)
         err = _read_json(ref2.path("error.json"))
         if isinstance(err, dict) and err.get("message"):
-            raise ProblemError(f"{ref2.job_problem}: {errors.redact_env_secrets(str(err['message']))}")
+            msg = f"{ref2.job_problem}: {errors.redact_env_secrets(str(err['message']))}"
+            if err.get("kind") == "oom":
+                # The GPU's memory was taken (by neighbours, or by what the
+                # admission's estimate missed): no verdict, retried alone.
+                raise HarnessError(msg)
+            raise ProblemError(msg)
         if running:
             raise HarnessError(f"{ref2.job_problem}: the reference took more than {timeout_s:g} s {what}")
         sig = ref2.term_signal()
