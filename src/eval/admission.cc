@@ -72,6 +72,10 @@ double device_reservation(const Footprint& f) {
   return f.measured ? f.device_bytes * 1.05 + 0.5 * 1024 * 1024 * 1024 : f.device_bytes;
 }
 
+bool alone_until_measured(const Footprint& f, std::optional<double> device_capacity) {
+  return !f.measured && device_capacity && *device_capacity > 0 && device_reservation(f) > *device_capacity / 8;
+}
+
 std::optional<Footprint> FootprintCache::get(const std::string& key) const {
   std::lock_guard lock(mu_);
   std::ifstream in(dir_ / (key + ".json"));

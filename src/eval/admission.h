@@ -68,6 +68,15 @@ double gpu_capacity(double total_bytes, int idle_processes);
 /// 0.5 GiB for what the allocator does not see; an estimate is taken as is.
 double device_reservation(const Footprint& f);
 
+/// Whether an evaluation admitted by this footprint runs alone: an estimate
+/// (nothing measured yet) of more than an eighth of the GPU. An estimate
+/// counts one call's data and knows nothing of what the reference holds
+/// beside it; on an H200, KernelBench's 6.4 GB 23_Softmax was estimated at
+/// 34 GB and measured at 77 GB, so several such first evaluations side by
+/// side ran each other out of memory. Once one is measured, the measurement
+/// admits the rest.
+bool alone_until_measured(const Footprint& f, std::optional<double> device_capacity);
+
 /// One JSON file per key under dir (key: problem sources + machine).
 class FootprintCache {
  public:

@@ -751,7 +751,8 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
   }
   std::optional<Admission::Ticket> ticket;
   if (opts_.memory_admission) {
-    ticket = admission_->acquire(slot.gpu, host, dev, exclusive || !fp, [this] { return stopping(); });
+    const bool alone = exclusive || !fp || alone_until_measured(*fp, admission_->device_capacity(slot.gpu));
+    ticket = admission_->acquire(slot.gpu, host, dev, alone, [this] { return stopping(); });
     if (!ticket) return pool_failure(VerdictStatus::kCrashed, "shutdown", "the evaluator shut down before this candidate ran");
   }
   json msg{{"op", "eval"},       {"problem", req.problem.string()}, {"kernel", req.kernel.string()},

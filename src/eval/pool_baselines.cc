@@ -100,7 +100,8 @@ Result<Baseline> WorkerPool::measure_baselines(Slot& slot, const EvalRequest& re
       std::optional<Admission::Ticket> ticket;
       if (opts_.memory_admission) {
         auto fp = footprints_->get(footprint_key(problem_hash, id, req.options));
-        ticket = admission_->acquire(slot.gpu, fp ? fp->host_bytes : 0, fp ? fp->device_bytes : 0, !fp,
+        const bool alone = !fp || alone_until_measured(*fp, admission_->device_capacity(slot.gpu));
+        ticket = admission_->acquire(slot.gpu, fp ? fp->host_bytes : 0, fp ? fp->device_bytes : 0, alone,
                                      [this] { return stopping(); });
       }
       auto rep = ticket || !opts_.memory_admission

@@ -256,6 +256,44 @@ TEST_F(PoolTest, EvaluationsRunTogetherOnlyAsFarAsTheirFootprintsFit) {
   EXPECT_EQ(measured + alone, 8);
 }
 
+TEST_F(PoolTest, AnEstimateOfMoreThanAnEighthOfTheGpuRunsAloneUntilMeasured) {
+  // A 100 GiB GPU (85.8 GiB to hand out beside four slots' idle processes)
+  // and host memory to spare: only the GPU's share decides.
+  auto count_of = [&](const std::string& estimate, const std::string& name) {
+    auto o = options();
+    o.slots_per_gpu = 4;
+    o.cache_dir.clear();
+    o.host_capacity_bytes = 1000.0 * (1 << 30);
+    o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
+    o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = estimate;
+    o.baseline_dir = dir.path() / ("baselines-" + name);  // footprints are kept there: each its own
+    auto pool = make(o);
+    auto count = dir.path() / name;
+    // The fake measures nothing: every evaluation stays on the estimate.
+    auto k = kernel(name, "# FAKE: concurrency " + count.string() + "\n# FAKE: correct\n");
+    std::vector<std::future<Verdict>> futs;
+    for (int i = 0; i < 4; ++i) futs.push_back(pool->submit(request(k)));
+    int alone = 0;
+    for (auto& f : futs) {
+      Verdict r = f.get();
+      EXPECT_EQ(r.status, VerdictStatus::kCorrect) << r.feedback;
+      alone += r.raw["checks"]["admission"].value("exclusive", false);
+    }
+    std::ifstream in(count.string() + ".max");
+    int most = 0;
+    in >> most;
+    return std::pair{most, alone};
+  };
+  // One call of 4 GiB in and 4 GiB out: an estimate well over 10.7 GiB.
+  auto [most_large, alone_large] = count_of("4,4", "large");
+  EXPECT_EQ(most_large, 1) << "unmeasured, each could hold twice its estimate: one at a time";
+  EXPECT_EQ(alone_large, 4);
+  // A small one (about 2 GiB with the processes' contexts) is admitted beside others.
+  auto [most_small, alone_small] = count_of("0.01,0.01", "small");
+  EXPECT_GT(most_small, 1);
+  EXPECT_EQ(alone_small, 0);
+}
+
 TEST_F(PoolTest, ACalibrationIsAdmittedByMemoryLikeAnEvaluation) {
   auto o = options();
   o.slots_per_gpu = 4;

@@ -35,7 +35,8 @@ Every request is logged, one line "op kernel-or-problem", to MKEVOLVE_WORKER_FAK
 if set. `baseline` answers eager 4.0 ms and compile 2.0 ms (or what
 MKEVOLVE_WORKER_FAKE_BASELINE says: "fail", "hang", "unlocked"). `footprint` answers
 what MKEVOLVE_WORKER_FAKE_FOOTPRINT says: "unknown" (default), or "IN_GiB,OUT_GiB"
-(a meta-device estimate of one call's inputs and outputs). `calibrate` answers
+(a meta-device estimate of one call's inputs and outputs). `gpu_info` gives the
+GPU MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB of memory when that is set. `calibrate` answers
 atol 1e-3 for every trial kind of one output, counted as `concurrency` does in
 MKEVOLVE_WORKER_FAKE_CALIBRATE_COUNT when that is set.
 """
@@ -274,7 +275,10 @@ def main():
             send({"id": rid, "type": "result", "ok": True})
         elif op == "gpu_info":
             log("gpu_info", "")
-            send({"id": rid, "type": "result", "gpus": [{"name": "Fake GPU", "capability": [9, 0], "sm_count": 132}]})
+            gpu = {"name": "Fake GPU", "capability": [9, 0], "sm_count": 132}
+            if os.environ.get("MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"):
+                gpu["memory_bytes"] = float(os.environ["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"]) * (1 << 30)
+            send({"id": rid, "type": "result", "gpus": [gpu]})
         elif op == "check":
             log("check", req.get("kernel", ""))
             send({"id": rid, "type": "result", "clean": True, "violations": []})
