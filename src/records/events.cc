@@ -42,8 +42,6 @@ ReplayKey ReplayKey::of(const nlohmann::json& j) {
   return k;
 }
 
-
-
 void LlmCall::finish_json(nlohmann::json& j) const {
   if (!ok) j["error"] = error;
 }
@@ -68,38 +66,6 @@ nlohmann::json SwapRejected::finish_read(const nlohmann::json& j, SwapRejected& 
   r.replaced.push_back({str(j, "name"), str(j, "to"), std::nullopt});  // mkevolve swap before one shape
   return {{"name", nullptr}, {"to", nullptr}};
 }
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 FinalCheckOutcome final_check_outcome(const Log& events) {
   FinalCheckOutcome o;
@@ -191,9 +157,6 @@ nlohmann::json FinalCheckOutcome::to_json() const {
   if (!shapes.is_null()) j["shapes"] = shapes;
   return j;
 }
-
-
-
 
 namespace {
 

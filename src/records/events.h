@@ -541,7 +541,6 @@ struct FinalCheckOutcome {
   nlohmann::json to_json() const;  ///< null when there was no final check
 };
 
-
 /// reply_error: an LLM reply that could not be used (unparseable, or a call
 /// that failed); the agent is asked again or the candidate is lost.
 struct ReplyError {
