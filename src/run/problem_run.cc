@@ -40,13 +40,12 @@ RunSink::RunSink(rundir::RunDir* dir, report::StatusLine* status, std::vector<nl
 }
 
 void RunSink::emit(const records::Event& event) {
-  const nlohmann::json e = records::to_json(event);
   std::lock_guard<std::mutex> lk(mu_);
   if (replaying_ && next_ < replay_.size()) {
     // A resumed run re-executes from the start with cached LLM replies and
     // evaluations; the events the log already holds are not written twice.
     const auto& old = replay_[next_];
-    if (records::ReplayKey::of(old) == records::ReplayKey::of(e)) {
+    if (records::ReplayKey::of(old) == records::ReplayKey::of(records::to_json(event))) {
       ++skipped_;
       // The logged record, not this process's copy: it holds what the call
       // was billed for then (a resumed call is served from the cache).
@@ -441,7 +440,8 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
     info.status = "failed";
     info.error = "the solution could not be written: " + out.solution_error;
   }
-  out.outcome = run::outcome_from_events(records::parse_log(rd->events()), info);
+  out.log = records::parse_log(rd->events());
+  out.outcome = run::outcome_from_events(out.log, info);
   if (auto st = write_summary(rd->root(), out.outcome); !st) out.summary_error = st.error();
   return out;
 }

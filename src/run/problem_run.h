@@ -157,6 +157,7 @@ struct ProblemRunResult {
   std::string solution_error;  ///< the solution package could not be written
   std::string sink_error;      ///< the run directory could not be written
   std::string report_error;
+  records::Log log;            ///< the run's records as logged, parsed once (summary.json and the closing lines fold it)
   run::Outcome outcome;             ///< what summary.json holds
   std::string summary_error;   ///< summary.json could not be written
 };

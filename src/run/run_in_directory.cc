@@ -298,7 +298,7 @@ int run_in_directory(RunRequest req, const EnvSetup& setup) {
   } else {
     std::printf("no correct kernel was found; every candidate is under %s\n", rd->candidates_dir().string().c_str());
   }
-  const auto events = records::parse_log(rd->events());  // the log, read once for the two lines below
+  const records::Log& events = out.log;  // as summary.json folded it
   // The final check's outcome, above all when the solution stands on its search-time verdict.
   if (auto fc = records::final_check_outcome(events); !fc.result.empty())
     std::printf("final check: %s\n", fc.text().c_str());
