@@ -146,13 +146,11 @@ void WorkerPool::add_baselines(Slot& slot, const EvalRequest& req, const std::st
     // The GPU's clock while the baselines were timed, beside the candidate's
     // own (checks.gpu_clock): a speedup compares two moments of the GPU.
     if (b->raw.is_object() && b->raw.contains("gpu_clock") && b->raw["gpu_clock"].is_object()) {
-      if (!r.raw.is_object()) r.raw = json::object();
       r.mutable_checks()["baseline_gpu_clock"] = b->raw["gpu_clock"];
     }
     // Why there is no torch.compile figure (a compile error, or its step's deadline).
     if (!b->compiled.valid && b->raw.is_object() && b->raw.contains("compile_error") &&
         b->raw["compile_error"].is_string()) {
-      if (!r.raw.is_object()) r.raw = json::object();
       r.mutable_checks()["baseline_compile_error"] = b->raw["compile_error"];
     }
     if (timed_without_lock(b->raw)) {  // fine for now, not for the verdict cache
