@@ -96,6 +96,48 @@ def test_tensorio_ipc_reference_fields_are_checked_before_any_mapping(tmp_path, 
         os.close(fd)
 
 
+def _counter_file(values: dict) -> str:
+    """A reference-counter file laid out as torch's exporter makes it in its
+    /dev/shm (a 64-byte header, then 10000 int64 counters), with `values` at
+    their slots: no GPU needed to test the exporter's release of them."""
+    import struct
+    name = f"/torch_{os.getpid()}_4242_{len(values)}{abs(hash(tuple(values))) % 1000}"
+    buf = bytearray(64 + 8 * 10000)
+    for slot, v in values.items():
+        struct.pack_into("<q", buf, 64 + 8 * slot, v)
+    with open("/dev/shm" + name, "wb") as f:
+        f.write(buf)
+    return name
+
+
+def _slot(name: str, slot: int) -> int:
+    import struct
+    with open("/dev/shm" + name, "rb") as f:
+        return struct.unpack_from("<q", f.read(), 64 + 8 * slot)[0]
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
+def test_ipc_release_zeroes_the_exporters_own_counters():
+    # The exporter's side of a hand-over that is over (tensorio.ipc_release):
+    # a receiver with a /dev/shm of its own could not decrement the counters,
+    # so the exporter sets those still at 1 to 0 itself, leaves one its
+    # receiver already released, and leaves alone (and counts) any other
+    # value, a slot out of range and a file that is not torch's.
+    name = _counter_file({0: 1, 3: 1, 7: 0, 9: 5})
+    try:
+        hexname = name.encode().hex()
+        sent = [(hexname, 0), (hexname, 3), (hexname, 7), (hexname, 9), (hexname, 10000),
+                ("/etc/passwd".encode().hex(), 0), ("/torch_1_2_3".encode().hex(), 0)]
+        counts = tensorio.ipc_release(sent)
+        assert counts == {"released": 2, "already": 1, "unexpected": 4}, counts
+        assert [_slot(name, i) for i in (0, 3, 7, 9)] == [0, 0, 0, 5]
+        # Released twice: the second time finds them at 0 and writes nothing.
+        assert tensorio.ipc_release(sent[:2]) == {"released": 0, "already": 2, "unexpected": 0}
+        assert tensorio.ipc_release([]) == {"released": 0, "already": 0, "unexpected": 0}
+    finally:
+        os.unlink("/dev/shm" + name)
+
+
 def test_tensorio_ipc_reference_size_must_match_shape(tmp_path):
     fd = _ipc_file(tmp_path, GOOD_REF, shape=(4, 2))
     try:

@@ -227,6 +227,11 @@ def reference_body(ctx, job: dict) -> int:
     # the trials the timed calls reuse and the timing trial.
     share_pool = _share_pool() if device == "cuda" and opts.get("cuda_ipc", True) else None
     shared: dict = {}
+    # What each shared copy's hand-over exported (tensorio.ipc_release): a
+    # sandboxed candidate cannot tell torch here that it is done with a
+    # copy, so its release (below) says so before the copy is dropped.
+    sent: dict = {}
+    released = {"released": 0, "already": 0, "unexpected": 0}
     retained: set = set()
     # Trials whose inputs are large (timing.in_place): drawn straight into the
     # shared pool, computed on there first and handed over after (hand_over),
@@ -236,7 +241,7 @@ def reference_body(ctx, job: dict) -> int:
     pool_bytes = timing.pool_bytes_of(opts, device == "cpu")
 
     def send_shared(tid: str) -> None:
-        fd = tensorio.save_sealed(shared[tid], ipc=True)
+        fd = tensorio.save_sealed(shared[tid], ipc=True, sent=sent.setdefault(tid, []))
         try:
             ctx.send_fd(fd)
         finally:
@@ -301,6 +306,8 @@ def reference_body(ctx, job: dict) -> int:
             retained.add(upto)
         for p in plan:
             if p["id"] in shared and p["id"] not in retained:
+                for k, n in tensorio.ipc_release(sent.pop(p["id"], [])).items():
+                    released[k] += n
                 del shared[p["id"]]
             if p["id"] == upto:
                 break
@@ -446,7 +453,8 @@ def reference_body(ctx, job: dict) -> int:
         kind = "oom" if errors.classify_exception(e) == "oom" else "problem_error"
         return write_error(ctx, kind, f"the reference failed in {where}: "
                            + errors.trimmed_traceback(e, [job["problem"]]), where)
-    ctx.send({"ev": "mem", "device_peak": device_peak(device)})
+    ctx.send({"ev": "mem", "device_peak": device_peak(device),
+              **({"ipc_released": released} if share_pool is not None else {})})
     return 0
 
 
@@ -643,12 +651,18 @@ def candidate_body(ctx, job: dict) -> int:
     in_place = False   # large inputs (timing.in_place): one copy of them on the device, timed in place
     mutates = False    # forward changed its inputs (allowed where the reference does too)
     held = None   # the last output handed over by IPC: alive until the server moves on
+    held_sent: list = []  # what its hand-over exported (released when the server moves on)
+    released = {"released": 0, "already": 0, "unexpected": 0}
     first_forward = True
     ipc = "open" if device == "cuda" else "refuse"
     ctx.send({"ev": "phase", "phase": "waiting for inputs"})
     while True:
         msg, fds = ctx.recv_msg()
-        held = None
+        # The server moved on: the reference compared the last output (and,
+        # from its own /dev/shm, could not tell torch here it was done).
+        for k, n in tensorio.ipc_release(held_sent).items():
+            released[k] += n
+        held, held_sent = None, []
         op = (msg or {}).get("op")
         if op == "done":
             _close_all(fds)
@@ -732,7 +746,7 @@ def candidate_body(ctx, job: dict) -> int:
         del xs
         try:
             out_fd = tensorio.save_sealed({"out": out}, meta={"devices": devices, "mutated": mutated, "files": files},
-                                          ipc=device == "cuda" and opts.get("cuda_ipc", True))
+                                          ipc=device == "cuda" and opts.get("cuda_ipc", True), sent=held_sent)
         except BaseException as e:  # noqa: BLE001
             return write_error(ctx, "malformed_result", f"the output cannot be handed over: {e}", "saving outputs")
         held = out
@@ -750,7 +764,8 @@ def candidate_body(ctx, job: dict) -> int:
         del orig, pristine, kept
         obj = None
         ctx.send({"ev": "output", "id": t["id"], **_coverage()})
-    ctx.send({"ev": "correctness_ready", "device_peak": device_peak(device), **_coverage()})
+    ctx.send({"ev": "correctness_ready", "device_peak": device_peak(device), "ipc_released": released,
+              **_coverage()})
     if not job["perf"] or not ctx.wait_go():
         return 0
     if not pool or last is None or 0 not in models:

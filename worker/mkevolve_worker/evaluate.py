@@ -534,6 +534,10 @@ class Evaluator:
         for ev in ref2.events:
             if ev.get("ev") == "mem" and isinstance(ev.get("device_peak"), int):
                 peaks["ref"] = max(peaks.get("ref", 0), ev["device_peak"])
+            if ev.get("ev") == "mem" and isinstance(res.checks.get("handover"), dict):
+                _record_released(res.checks["handover"], "reference", ev.get("ipc_released"))
+        if isinstance(res.checks.get("handover"), dict):
+            _record_released(res.checks["handover"], "candidate", state.get("cand_ipc_released"))
         if prof is not None:
             rt = _read_json(prof.path("runtime.json"))
             if isinstance(rt, dict) and isinstance(rt.get("device_peak"), int):
@@ -1547,6 +1551,7 @@ class _CandidateRun:
         state, perf = self.state, self.perf
         if isinstance(ev.get("device_peak"), int):
             state["device_peaks"]["cand"] = ev["device_peak"]
+        state["cand_ipc_released"] = ev.get("ipc_released")
         if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
             state["phase"] = "waiting for its profile"
             state["gate"] = "profiling"
@@ -1625,6 +1630,22 @@ def _child_milestones(child, label: str, since: float, ev_name: str = "phase", c
                 isinstance(ev.get(clock), (int, float)) and len(out) < 16:
             out.append([f"{label}: " + ev["phase"][:100], round(float(ev[clock]) - since, 3)])
     return out
+
+
+def _record_released(handover: dict, who: str, counts) -> None:
+    """checks.handover.released[who]: how many of the storages `who` handed
+    over by CUDA IPC it released once its receiver was done (tensorio.
+    ipc_release): "released", "already" (the receiver did), "unexpected" (a
+    counter it could not reach or did not read 1 or 0: that storage stayed
+    allocated). The candidate's own word, for diagnosis only."""
+    if not isinstance(counts, dict):
+        return
+    keys = ("released", "already", "unexpected")
+    if not all(isinstance(counts.get(k), int) and not isinstance(counts.get(k), bool) for k in keys):
+        return
+    if not any(counts[k] for k in keys):
+        return  # nothing crossed by IPC (test mode, host files)
+    handover.setdefault("released", {})[who] = {k: counts[k] for k in keys}
 
 
 def _handover_kind(meta: dict) -> str:

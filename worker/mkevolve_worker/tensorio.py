@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import struct
 
@@ -136,10 +137,12 @@ def _write_tensor(f, t) -> None:
 IPC_EVENTS = False
 
 
-def _write(f, obj, meta: dict | None, ipc: bool = False) -> None:
+def _write(f, obj, meta: dict | None, ipc: bool = False, sent: list | None = None) -> None:
     blobs: list = []
     tensors: list = []
     tree = _encode(obj, blobs, tensors, ipc=ipc)
+    if sent is not None:
+        sent.extend((b["ipc"]["rc"], b["ipc"]["rco"]) for b in blobs if "ipc" in b)
     if ipc and not IPC_EVENTS and any(t is None for t in tensors):
         # The receiver waits on no event: what it maps is complete by now.
         _torch().cuda.synchronize()
@@ -184,17 +187,20 @@ def _seal(fd: int) -> None:
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
 
 
-def save_sealed(obj, meta: dict | None = None, ipc: bool = False) -> int:
+def save_sealed(obj, meta: dict | None = None, ipc: bool = False, sent: list | None = None) -> int:
     """Writes obj into an anonymous in-memory file, seals it (no writes, no
     growth, no shrinking, for anyone) and returns its descriptor: how a
     trusted child hands results to the server where no other process can
     change them on the way (a file by path could be swapped). With ipc,
     CUDA tensors go as IPC references where the driver allows it (bytes
-    otherwise): the caller must keep them alive while a receiver may map them."""
+    otherwise): the caller must keep them alive while a receiver may map
+    them, and, once every receiver is done with them, release them
+    (ipc_release) before dropping them; `sent` (a list) collects what to
+    release."""
     fd = _new_memfd()
     try:
         with os.fdopen(os.dup(fd), "wb") as f:
-            _write(f, obj, meta, ipc)
+            _write(f, obj, meta, ipc, sent)
         _seal(fd)
     except BaseException:
         os.close(fd)
@@ -479,6 +485,68 @@ def _mapping_range(ptr: int):
 
 
 _CUDA = None
+
+
+# torch's reference counters of exported storages: a shared-memory file
+# (RefcountedMapAllocator: a header of _RC_HEADER bytes, then _RC_SLOTS
+# int64 counters) in the exporting process's /dev/shm. Exporting sets the
+# storage's counter to 1; a receiver that frees its mapping decrements it
+# through the same file, by name; the exporter frees the storage only once
+# it reads 0, and until then keeps it ("limbo"), whatever its own tensors do.
+_RC_HEADER = 64
+_RC_SLOTS = 10000
+_RC_NAME = re.compile(r"/torch_[0-9_]+")
+
+
+def ipc_release(sent: list) -> dict:
+    """The exporter's side of a hand-over that is over: every receiver is
+    done with the storages `sent` lists (save_sealed's), so their counters go
+    to 0 and the storages are freed as soon as this process drops them.
+
+    A receiver cannot do it where it has a /dev/shm of its own (a sandboxed
+    candidate; the reference, which receives the candidate's outputs, never
+    sees the candidate's /dev/shm either): its decrement fails silently in
+    torch, and without this every storage ever handed over stays allocated
+    until the process ends (9 GB a trial at KernelBench's 19_ReLU). Only a
+    counter that still reads 1 is set to 0; one at 0 was released by its
+    receiver; any other value is left alone and counted as "unexpected".
+    Returns {"released", "already", "unexpected"}. Never raises: a counter
+    that cannot be reached leaves its storage to torch."""
+    import mmap
+    counts = {"released": 0, "already": 0, "unexpected": 0}
+    by_file: dict = {}
+    for rc, slot in sent:
+        by_file.setdefault(rc, []).append(slot)
+    for rc, slots in by_file.items():
+        try:
+            name = bytes.fromhex(rc).decode("ascii") if isinstance(rc, str) else rc.decode("ascii")
+            if not _RC_NAME.fullmatch(name):
+                raise ValueError(f"not a torch counter file: {name!r}")
+            fd = os.open("/dev/shm" + name, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        except (OSError, ValueError, UnicodeDecodeError):
+            counts["unexpected"] += len(slots)
+            continue
+        try:
+            size = os.fstat(fd).st_size
+            with mmap.mmap(fd, size) as m:
+                for slot in slots:
+                    at = _RC_HEADER + 8 * slot
+                    if not isinstance(slot, int) or slot < 0 or slot >= _RC_SLOTS or at + 8 > size:
+                        counts["unexpected"] += 1
+                        continue
+                    v = struct.unpack_from("<q", m, at)[0]
+                    if v == 1:
+                        struct.pack_into("<q", m, at, 0)
+                        counts["released"] += 1
+                    elif v == 0:
+                        counts["already"] += 1
+                    else:
+                        counts["unexpected"] += 1
+        except (OSError, ValueError):
+            counts["unexpected"] += len(slots)
+        finally:
+            os.close(fd)
+    return counts
 
 
 def _ipc_open(ref, shape: list, dt):
