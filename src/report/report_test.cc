@@ -241,6 +241,13 @@ TEST(Report, TheReturnedSolutionsShapesHaveAHoldsAtColumn) {
   EXPECT_NE(md.find("| batch_size=33 | skipped: the reference cannot run it | the reference cannot run it: ValueError |"),
             std::string::npos)
       << md;
+  // report.html has no list of facts: its section is where it says where the
+  // solution fails, and why.
+  std::string html = render_html(s);
+  EXPECT_NE(html.find("Shapes the returned solution holds at"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>batch_size=7</td><td>\u2717 fails</td><td>mismatch at index (3, 1)</td>"), std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<td>batch_size=15</td><td>\u2713</td>"), std::string::npos) << html;
 }
 
 TEST(Report, TheBestFigureIsTheFinalChecksOwnAndSaysSo) {

@@ -384,10 +384,10 @@ void add_after_the_search(const ReportData& s, std::vector<Section>& out) {
 }
 
 /// Wall time against the LLM critical path (rundir/critical_path.h), phase by
-/// phase: in report.md only.
+/// phase.
 Section time_section(const rundir::TimeAccount& t) {
   auto secs = [](std::optional<double> v) { return v ? fmt::format("{:.1f} s", *v) : std::string("\u2014"); };
-  Section sec{plain("Time"), {}, Only::kMarkdown};
+  Section sec{plain("Time")};
   auto ra = t.ratio();
   sec.blocks.push_back(
       para(val("Wall time " + secs(t.wall_s) + ". LLM critical path: " +
@@ -421,9 +421,11 @@ Section time_section(const rundir::TimeAccount& t) {
 
 /// The returned solution at each shape its final check ran it at (--shapes):
 /// the benchmark's (timed), the variants it holds at, fails at (with the
-/// error) and those the reference itself cannot run. In report.md only.
+/// error) and those the reference itself cannot run. report.md also says it
+/// in its list of facts; report.html has no such list, so this section is the
+/// only place it says where the solution fails.
 Section shapes_section(const eval::ShapesRecord& r) {
-  Section sec{plain("Shapes the returned solution holds at"), {}, Only::kMarkdown};
+  Section sec{plain("Shapes the returned solution holds at")};
   sec.blocks.push_back(para({words("Verified at shape variants derived from the problem's size constants (--shapes "),
                              one_line(r.mode), words("); timing is at the benchmark's shape.")}));
   Table t;

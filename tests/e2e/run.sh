@@ -167,6 +167,7 @@ PY
 then pass "summary.json states the critical path (4 rounds), the wall time and where it went"
 else fail "summary.json time"; fi
 grep -q '^## Time' r1/report.md && pass "report.md has a Time section" || fail "report.md: no Time section"
+grep -q '<section><h2>Time</h2>' r1/report.html && pass "report.html has a Time section" || fail "report.html: no Time section"
 last_line=$(grep -v '^$' "$T/run1.out" | tail -1)
 [[ $last_line == "time: wall "*"; LLM critical path 4 rounds, "*"; wall / critical path "* ]] &&
   pass "run's last line states the wall time and the critical path" || fail "run's last line: $last_line"
