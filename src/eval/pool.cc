@@ -911,10 +911,17 @@ Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
     r.gpu = slot.gpu;
     return r;
   }
-  // No footprint yet: one evaluation of this problem runs alone and measures
-  // it; the others of the same problem wait for that, then use the measurement.
+  // No footprint yet, or only an estimate too large to run beside others
+  // (alone_until_measured): one evaluation of this problem runs alone and
+  // measures it; the others of the same problem wait for that, then use the
+  // measurement (and are admitted beside one another where it allows). One
+  // that waited and still finds no measurement (the first failed before its
+  // trials) measures next.
   std::shared_ptr<std::promise<void>> measuring;
-  if (opts_.memory_admission && !fp) {
+  auto must_measure = [&] {
+    return !fp || (!fp->measured && alone_until_measured(*fp, admission_->device_capacity(slot.gpu)));
+  };
+  while (opts_.memory_admission && must_measure()) {
     std::shared_future<void> first;
     {
       std::lock_guard lock(mu_);
@@ -925,23 +932,25 @@ Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
         measuring_[fkey] = measuring->get_future().share();
       }
     }
-    if (first.valid()) {
-      first.wait();
-      fp = footprints_->get(fkey);
-    }
+    if (!first.valid()) break;  // this one measures
+    first.wait();
+    fp = footprints_->get(fkey);
   }
   struct Done {
     WorkerPool* pool;
     std::shared_ptr<std::promise<void>> p;
     std::string key;
-    ~Done() {
+    /// The measuring evaluation is over: the ones waiting for it go on.
+    void now() {
       if (!p) return;
       {
         std::lock_guard lock(pool->mu_);
         pool->measuring_.erase(key);
       }
       p->set_value();
+      p.reset();
     }
+    ~Done() { now(); }
   } done{this, measuring, fkey};
   // The first candidate of a problem whose baselines are not known starts
   // them as a job of their own, on the next free slot, beside itself: its
@@ -977,6 +986,7 @@ Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
     std::lock_guard lock(mu_);
     ++stats_.retries;
   }
+  done.now();  // measured (or not): the others need not wait for its baselines too
   if (attempt > 0) {
     if (!r.raw.is_object()) r.raw = json::object();
     r.raw["harness_retries"] = attempt;

@@ -294,6 +294,41 @@ TEST_F(PoolTest, AnEstimateOfMoreThanAnEighthOfTheGpuRunsAloneUntilMeasured) {
   EXPECT_EQ(alone_small, 0);
 }
 
+TEST_F(PoolTest, EvaluationsThatWaitedForTheFirstToMeasureRunBesideOneAnother) {
+  // Four candidates of one large problem at once, on a 100 GiB GPU: the
+  // estimate (4 GiB in, 4 GiB out) is too large to trust beside others, so
+  // one runs alone and measures the evaluation (8 GiB of GPU memory); the
+  // other three wait for that measurement and then run beside one another,
+  // not each alone on its estimate, as they did when each took the
+  // estimate before the first was measured (KernelBench's 6.4 GB problems
+  // on an H200 ran one at a time, 2026-12-05).
+  auto o = options();
+  o.slots_per_gpu = 4;
+  o.cache_dir.clear();
+  o.host_capacity_bytes = 1000.0 * (1 << 30);
+  o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "4,4";
+  auto pool = make(o);
+  auto count = dir.path() / "waited";
+  auto k = kernel("measured", "# FAKE: concurrency " + count.string() + "\n# FAKE: footprint 1 8\n# FAKE: correct\n");
+  std::vector<std::future<Verdict>> futs;
+  for (int i = 0; i < 4; ++i) futs.push_back(pool->submit(request(k)));
+  int alone = 0, measured = 0;
+  for (auto& f : futs) {
+    Verdict r = f.get();
+    EXPECT_EQ(r.status, VerdictStatus::kCorrect) << r.feedback;
+    const json& adm = r.raw["checks"]["admission"];
+    alone += adm.value("exclusive", false);
+    measured += adm.value("footprint", "") == "measured";
+  }
+  std::ifstream in(count.string() + ".max");
+  int most = 0;
+  in >> most;
+  EXPECT_EQ(alone, 1) << "only the one that measured runs alone";
+  EXPECT_EQ(measured, 3);
+  EXPECT_GT(most, 1) << "the three that waited ran beside one another";
+}
+
 TEST_F(PoolTest, ACalibrationIsAdmittedByMemoryLikeAnEvaluation) {
   auto o = options();
   o.slots_per_gpu = 4;

@@ -443,6 +443,8 @@ def reference_body(ctx, job: dict) -> int:
                 else:
                     res.update(ref_mutated=mutated, constant=constant)
                     r["result"] = res
+            if share_pool is not None:
+                r["ipc_released"] = dict(released)  # so far (the server keeps the last: no "mem" may follow)
             ctx.send({"ev": "compared", "id": t["id"], **r})
             # The next trial is drawn only now, with this one's expected
             # output and copy gone: one trial's data at a time, not two.

@@ -534,8 +534,9 @@ class Evaluator:
         for ev in ref2.events:
             if ev.get("ev") == "mem" and isinstance(ev.get("device_peak"), int):
                 peaks["ref"] = max(peaks.get("ref", 0), ev["device_peak"])
-            if ev.get("ev") == "mem" and isinstance(res.checks.get("handover"), dict):
-                _record_released(res.checks["handover"], "reference", ev.get("ipc_released"))
+            if ev.get("ev") in ("compared", "mem") and "ipc_released" in ev and \
+                    isinstance(res.checks.get("handover"), dict):
+                _record_released(res.checks["handover"], "reference", ev["ipc_released"])  # the last one says it
         if isinstance(res.checks.get("handover"), dict):
             _record_released(res.checks["handover"], "candidate", state.get("cand_ipc_released"))
         if prof is not None:
@@ -551,6 +552,10 @@ class Evaluator:
             "reference_s": round(state["ref_s"], 4),
             "in_place": bool(state.get("in_place")),
         }
+        if state.get("ref_peak_grew_at"):
+            # The trials at which the reference's high-water mark rose, and to
+            # what: where its memory went (diagnosis).
+            res.checks["footprint"]["ref_peak_grew_at"] = state["ref_peak_grew_at"]
         if state["input_bytes"] and state["output_bytes"]:
             # The rule the pool estimates by (docs/EVAL.md, Device memory of one
             # evaluation), beside what was measured.
@@ -1406,6 +1411,8 @@ class _CandidateRun:
         if isinstance(rev.get("ref_s"), (int, float)):
             state["ref_s"] = max(state["ref_s"], float(rev["ref_s"]))
         if isinstance(rev.get("device_peak"), int):
+            if rev["device_peak"] > state["device_peaks"].get("ref", 0):
+                state.setdefault("ref_peak_grew_at", []).append([t["id"], rev["device_peak"]])
             state["device_peaks"]["ref"] = max(state["device_peaks"].get("ref", 0), rev["device_peak"])
         if isinstance(rev.get("work"), dict) and "work" not in res.checks:
             res.checks["work"] = rev["work"]  # what one call must do, for the roofline (workmodel.py)
