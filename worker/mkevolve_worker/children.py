@@ -324,6 +324,14 @@ def reference_body(ctx, job: dict) -> int:
     t_ref = 0.0
     work = None  # the first trial's work record (workmodel.py)
 
+    trace = bool(opts.get("trace_memory")) and device == "cuda"
+
+    def mem(tid: str, at: str) -> None:
+        # Diagnosis (option trace_memory): this process's device memory now.
+        if trace:
+            ctx.send({"ev": "ref_mem", "id": tid, "at": at, "reserved": torch.cuda.memory_reserved(),
+                      "allocated": torch.cuda.memory_allocated(), "peak": torch.cuda.max_memory_reserved()})
+
     def mark(what: str) -> None:
         # A milestone of the first trial, stamped with this machine's monotonic
         # clock (the server's too): where an evaluation's time goes (phases_s).
@@ -332,6 +340,7 @@ def reference_body(ctx, job: dict) -> int:
         where = f"get_inputs() of config {plan[0]['config']}"
         mark("drawing the first trial's inputs")
         pending = draw(plan[0])
+        mem(plan[0]["id"], "drawn")
         mark("first trial's inputs handed over")
         for i, t in enumerate(plan):
             c = t["config"]
@@ -388,6 +397,7 @@ def reference_body(ctx, job: dict) -> int:
                     raise
                 skip = f"the reference raised on these inputs: {type(e).__name__}"
             t_ref = max(t_ref, time.monotonic() - t0)
+            mem(t["id"], "forward returned")
             if i == 0:
                 mark("first forward returned")
             if skip is None and t["alt"] and not C.is_finite_tree(out):
@@ -400,6 +410,7 @@ def reference_body(ctx, job: dict) -> int:
             if t["id"] in deferred:
                 where = f"handing over the inputs of trial {t['id']}"
                 hand_over(t)
+                mem(t["id"], "handed over")
             if skip is not None:
                 out = None
                 ctx.send({"ev": "expected", "id": t["id"], "skip": skip})
@@ -426,6 +437,7 @@ def reference_body(ctx, job: dict) -> int:
                 return 0  # the server is done with us
             if not last:
                 release(t["id"], bool(msg.get("retain")))
+                mem(t["id"], "released")
             where = f"comparing the candidate's output of trial {t['id']}"
             keys = ("out",) if not last else ("timed_last",) if draws else ("timed_last", "wall_last")
             r = _compare_handed(out, fds, keys, dict(opts, trial_kind=C.trial_kind(t)),
@@ -434,6 +446,7 @@ def reference_body(ctx, job: dict) -> int:
                 r["results"]["wall_last_skipped"] = "the reference's forward draws random numbers; the " \
                     "wall-clock batch's calls are not seeded, so their output is not compared"
             del out
+            mem(t["id"], "compared")
             if "malformed" in r:
                 r = {"result": {"ok": False, "kind": "malformed_result", "message": r.pop("malformed")}}
             elif "results" in r and not last:
@@ -449,6 +462,8 @@ def reference_body(ctx, job: dict) -> int:
             # The next trial is drawn only now, with this one's expected
             # output and copy gone: one trial's data at a time, not two.
             pending = draw_after(i)
+            if pending is not None:
+                mem(plan[i + 1]["id"], "drawn")
     except BaseException as e:  # noqa: BLE001
         # Out of GPU memory is the machine's state (neighbours on a shared GPU),
         # not the problem's fault: the server answers it as no verdict.
