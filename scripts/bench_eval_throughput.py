@@ -87,13 +87,16 @@ KB_OWN_REFERENCES = ["19_ReLU", "23_Softmax", "20_LeakyReLU", "22_Tanh", "24_Log
                      "1_Square_matrix_multiplication_", "36_RMSNorm_", "40_LayerNorm", "47_Sum_reduction_over_a_dimension"]
 
 
-def own_reference_pairs(kb: str, out_dir: Path) -> list[tuple[str, str]]:
-    """(problem, candidate) for each of KB_OWN_REFERENCES under kb: the
-    problem's source plus `class ModelNew(Model): pass`, written to out_dir."""
+def own_reference_pairs(kb: str, out_dir: Path, only=None) -> list[tuple[str, str]]:
+    """(problem, candidate) for each of KB_OWN_REFERENCES under kb (those in
+    `only`, when given): the problem's source plus `class ModelNew(Model):
+    pass`, written to out_dir."""
     level1 = Path(kb) / "KernelBench" / "level1"
     out_dir.mkdir(parents=True, exist_ok=True)
     pairs = []
     for stem in KB_OWN_REFERENCES:
+        if only is not None and stem not in only:
+            continue
         prob = level1 / f"{stem}.py"
         if not prob.is_file():
             print(f"bench_eval_throughput: no KernelBench/level1/{stem}.py under {kb}: skipped", file=sys.stderr)
@@ -137,9 +140,14 @@ def parse_lines(text):
     return out
 
 
+CACHE_KEY = None  # --cache-key: the file that seals the cache's entries (travels with a carried cache)
+
+
 def base_env(cache_home, triton_cache):
     env = dict(os.environ)
     env["XDG_CACHE_HOME"] = str(cache_home)
+    if CACHE_KEY:
+        env["MKEVOLVE_CACHE_KEY"] = str(CACHE_KEY)
     env["TRITON_CACHE_DIR"] = str(triton_cache)
     env["MKEVOLVE_HOME"] = str(ROOT)
     env["PYTHONUNBUFFERED"] = "1"
@@ -207,6 +215,8 @@ def warm_baselines(binary, batch, cache_home, triton_cache, extra=()):
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if proc.returncode not in (0, 1):
         print(f"warm-up: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
+        return False
+    return True
 
 
 def run_fresh(python, pairs, cache_home, triton_cache, timeout_s, extra=(), stream=None):
@@ -262,7 +272,23 @@ def main(argv=None):
                     "--pairs reads them), then go on")
     ap.add_argument("--stream", help="append each verdict as a JSON line here as it comes (pool and fresh)")
     ap.add_argument("--only-pairs", action="store_true", help="with --pairs-out: write them and stop")
+    ap.add_argument("--own-only", help="with --own-references: only these problems' own references "
+                    "(comma-separated stems of KB_OWN_REFERENCES)")
+    ap.add_argument("--warm-only", action="store_true",
+                    help="run the untimed warm-up into --cache-home (made if missing) and stop: a cache one device "
+                         "call fills and a later call carries in with --warmed (the warm-up of KernelBench's 6.4 GB "
+                         "problems outlasts one call)")
+    ap.add_argument("--warmed", action="store_true",
+                    help="--cache-home holds every problem's baselines already (a --warm-only run's): no warm-up")
+    ap.add_argument("--cache-key", help="the file that seals the cache's entries (MKEVOLVE_CACHE_KEY; made if "
+                    "missing): keep it beside a cache that travels between machines, outside the cache itself")
     args = ap.parse_args(argv)
+    global CACHE_KEY
+    CACHE_KEY = args.cache_key
+    if (args.warm_only or args.warmed) and not args.cache_home:
+        ap.error("--warm-only and --warmed need --cache-home DIR")
+    if args.warmed and not Path(args.cache_home).is_dir():
+        ap.error(f"--warmed: {args.cache_home}: no such folder (a --warm-only run makes it)")
     slot_values = [s.strip() for s in args.slots.split(",") if s.strip()]
     if not slot_values or any(s != "auto" and not (s.isdigit() and int(s) >= 1) for s in slot_values):
         ap.error(f"--slots: {args.slots!r}: give comma-separated values, each an integer of 1 or more or auto")
@@ -285,7 +311,10 @@ def main(argv=None):
     tmp = Path(tempfile.mkdtemp(prefix="mk_bench_"))
     extra = ()
     if args.own_references and args.set != "mixed":
-        pairs += own_reference_pairs(args.kb, tmp / "own-references")
+        only = {x.strip() for x in (args.own_only or "").split(",") if x.strip()} or None
+        if only and only - set(KB_OWN_REFERENCES):
+            ap.error(f"--own-only: not in KB_OWN_REFERENCES: {sorted(only - set(KB_OWN_REFERENCES))}")
+        pairs += own_reference_pairs(args.kb, tmp / "own-references", only)
         extra = ("--allow-pytorch",)
     n = len(pairs)
     if args.pairs_out:
@@ -296,7 +325,12 @@ def main(argv=None):
     firsts = {}
     for problem, kernel in pairs:
         firsts.setdefault(problem, kernel)
-    if args.cache_home and Path(args.cache_home).is_dir():
+    if args.warm_only or args.warmed:
+        cache_home = Path(args.cache_home)   # this benchmark's own cache, carried between device calls
+        cache_home.mkdir(parents=True, exist_ok=True)
+        if args.warmed:
+            firsts = {}
+    elif args.cache_home and Path(args.cache_home).is_dir():
         cache_home = Path(args.cache_home)   # the examples' baselines measured earlier (gpu-suite's manifest stage)
         firsts = {p: k for p, k in firsts.items() if not p.startswith(P)}   # KernelBench's are not there
     else:
@@ -304,8 +338,16 @@ def main(argv=None):
     if firsts:
         warm = write_batch(tmp / "warm-batch.txt", list(firsts.items()))
         t0 = time.monotonic()
-        warm_baselines(args.mkevolve, warm, cache_home, tmp / "triton-warm", extra)
-        print(f"baselines measured (untimed warm-up) in {time.monotonic() - t0:.1f} s", flush=True)
+        warmed = warm_baselines(args.mkevolve, warm, cache_home, tmp / "triton-warm", extra)
+        print(f"untimed warm-up ({len(firsts)} problems) {'done' if warmed else 'FAILED'} in "
+              f"{time.monotonic() - t0:.1f} s", flush=True)
+        if args.warm_only:
+            print(f"warm-up only: the cache is {cache_home}" if warmed else
+                  "warm-up only: failed; the cache holds what finished", flush=True)
+            return 0 if warmed else 1
+    elif args.warm_only:
+        print("warm-up only: no problem needs one", flush=True)
+        return 0
     runs = []
     for slots in slot_values if "pool" in ways else []:
         secs, verdicts, phases = run_pool(args.mkevolve, all_pairs, cache_home, tmp / f"triton-pool-{slots}", slots,
