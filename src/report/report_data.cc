@@ -62,7 +62,7 @@ ReportData summarize(const records::Log& events, const json& versions, const jso
   bool have_prev = false;
   // The subkernels as they stand now: from the latest iteration, then swaps.
   std::vector<SubkernelRow> current;
-  std::optional<double> best_from_events;
+  records::BestSoFar best;  // the best solution as the records tell it (the status line's and summary.json's fold)
 
   auto place_after = [&](const std::vector<std::string>& parents, const std::vector<std::string>& children) {
     size_t pos = order.size();
@@ -194,18 +194,12 @@ ReportData summarize(const records::Log& events, const json& versions, const jso
               s.final_runtime_ms = row.runtime_ms;
               iterations[row.t] = std::move(row);
             },
-            [&](const records::Best& b) {
-              s.contains_pytorch = b.contains_pytorch_subkernels;
-              if (auto v = b.speedup_compile; b.correct && v && (!best_from_events || *v >= *best_from_events)) {
-                best_from_events = v;
-                s.best_t = b.t;
-              }
-            },
+            [&](const records::Best& b) { best.add(b); },
             [&](const records::ReuseMatch& r) {
               s.reuse.push_back({r.task, r.from_run, r.from_task, r.match, r.status, r.correct, r.calls_saved});
             },
             [&](const records::Swap& sw) {
-              if (sw.contains_pytorch_subkernels) s.contains_pytorch = *sw.contains_pytorch_subkernels;
+              best.add(sw);
               std::vector<std::string> names = swapped_names(sw);
               for (auto& r : current) {
                 if (std::find(names.begin(), names.end(), r.name) == names.end()) continue;
@@ -229,12 +223,11 @@ ReportData summarize(const records::Log& events, const json& versions, const jso
               if (fc.passed) s.final_speedup_compile_tf32 = fc.speedup_compile_tf32;
             },
             [&](const records::RunEnd& end) {
-              if (end.contains_pytorch_subkernels) s.contains_pytorch = *end.contains_pytorch_subkernels;
+              best.add(end);
               s.ended = true;
               s.end_status = end.status;
               s.end_message = end.message;
               s.solution_dir = end.solution_dir;
-              if (auto b = end.best_speedup_compile) best_from_events = std::max(best_from_events.value_or(*b), *b);
             },
             [](const auto&) {}},
         ev);
@@ -248,8 +241,10 @@ ReportData summarize(const records::Log& events, const json& versions, const jso
   std::stable_sort(s.agents.begin(), s.agents.end(),
                    [](const auto& a, const auto& b) { return a.second.total() > b.second.total(); });
 
-  // Best: the events' word, else the best correct iteration.
-  s.best_speedup_compile = best_from_events;
+  // Best: the records' word, else the best correct iteration.
+  s.contains_pytorch = best.contains_pytorch;
+  s.best_speedup_compile = best.speedup_compile;
+  s.best_t = best.speedup_compile ? best.t : -1;
   if (!s.best_speedup_compile) {
     for (const auto& row : s.iterations) {
       if (row.e2e_status == "correct" && row.speedup_compile &&

@@ -92,13 +92,14 @@ void StatusLine::update(const records::Event& ev) {
             ok_ = failed_ = fresh_ = 0;
             for (const auto& s : it.subkernels) (s.correct ? ok_ : failed_)++;
           },
-          [&](const records::Best& b) {
-            if (b.correct) best_ = b.speedup_compile;
-          },
+          [&](const records::Best& b) { best_.add(b); },
           [&](const records::Postfuse&) { phase_ = "post-fusion"; },
-          [&](const records::Swap&) { phase_ = "swap"; },
+          [&](const records::Swap& sw) {
+            best_.add(sw);
+            phase_ = "swap";
+          },
           [&](const records::RunEnd& end) {
-            if (end.best_speedup_compile) best_ = end.best_speedup_compile;
+            best_.add(end);
             phase_ = end.status;
           },
           [](const auto&) {}},
@@ -110,7 +111,7 @@ std::string StatusLine::current() const {
   s += " \u00b7 t " + std::to_string(t_) + (T_ > 0 ? "/" + std::to_string(T_) : "");
   s += " \u00b7 subproblems " + std::to_string(ok_) + "\u2713 " + std::to_string(failed_) + "\u2717";
   if (fresh_) s += " " + std::to_string(fresh_) + " new";
-  s += " \u00b7 best " + x(best_);
+  s += " \u00b7 best " + x(best_.speedup_compile);
   // The budget counts kernel calls only (decompose, split, fuse, judge are extra).
   s += " \u00b7 LLM " + std::to_string(llm_.calls) + " calls" +
        (opts_.max_calls ? " (kernel " + std::to_string(llm_.kernel_calls) + "/" + std::to_string(*opts_.max_calls) + ")" : "") +

@@ -70,7 +70,7 @@ class StatusLine {
   int t_ = 0;
   int T_ = 0;
   int ok_ = 0, failed_ = 0, fresh_ = 0;
-  std::optional<double> best_;
+  records::BestSoFar best_;  ///< the best, swap and run_end records seen
   records::LlmTally llm_;  ///< the llm_call records seen (kernel_calls: what the budget, max_calls, counts)
   int evals_in_flight_ = 0;
   int64_t evals_done_ = 0;

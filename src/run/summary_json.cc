@@ -107,9 +107,9 @@ Outcome outcome_from_events(const records::Log& events, const SummaryInfo& info)
   o.problem_name = info.problem_name.empty() ? info.problem_id : info.problem_name;
   o.method = info.method;
 
-  records::LlmTally llm;  // as report.md and the status line count calls and tokens
-  bool best_correct = false, best_pytorch = false;
-  double best_compile = 0, best_eager = 0;
+  records::LlmTally llm;   // as report.md and the status line count calls and tokens
+  records::BestSoFar best;  // as they tell the best solution
+  double best_eager = 0;
   // Eager speedups of correct whole-problem evaluations, by their compile speedup,
   // so a "best" event (which carries only the compile speedup) finds its eager one.
   std::vector<std::pair<double, double>> whole;
@@ -117,8 +117,9 @@ Outcome outcome_from_events(const records::Log& events, const SummaryInfo& info)
 
   auto known = [](double x) { return x > 0 ? std::optional<double>(x) : std::nullopt; };
   auto push_point = [&] {
-    TimelinePoint p{llm.calls, llm.total(), best_correct, best_correct ? known(best_compile) : std::nullopt,
-                    best_correct ? known(best_eager) : std::nullopt};
+    TimelinePoint p{llm.calls, llm.total(), best.correct,
+                    best.correct ? known(best.speedup_compile.value_or(0)) : std::nullopt,
+                    best.correct ? known(best_eager) : std::nullopt};
     if (!o.timeline.empty()) {
       auto& last = o.timeline.back();
       if (last.correct == p.correct && last.speedup_compile == p.speedup_compile &&
@@ -144,22 +145,26 @@ Outcome outcome_from_events(const records::Log& events, const SummaryInfo& info)
                 whole.emplace_back(ev.speedup_compile.value_or(0), ev.speedup_eager.value_or(0));
             },
             [&](const records::Best& b) {
-              best_correct = b.correct;
-              best_compile = b.speedup_compile.value_or(0);
-              best_pytorch = b.contains_pytorch_subkernels;
+              if (!b.correct) return;  // an older log's placeholder: no solution
+              best.add(b);
+              const double compile = best.speedup_compile.value_or(0);
               best_eager = 0;
               for (auto it = whole.rbegin(); it != whole.rend(); ++it)
-                if (std::fabs(it->first - best_compile) <= 1e-9 * std::max(1.0, best_compile)) {
+                if (std::fabs(it->first - compile) <= 1e-9 * std::max(1.0, compile)) {
                   best_eager = it->second;
                   break;
                 }
               push_point();
             },
+            [&](const records::Swap& sw) { best.add(sw); },
             [&](const records::Iteration&) { push_point(); },
             [&](const records::FinalCheck& fc) {
               if (fc.passed) tf32 = fc.speedup_compile_tf32.value_or(0);
             },
-            [&](const records::RunEnd& r) { end = r; },
+            [&](const records::RunEnd& r) {
+              end = r;
+              best.add(r);  // in order: a later swap (mkevolve swap) has the last word on PyTorch subkernels
+            },
             [&](const records::Resume&) { end.reset(); },  // a later run_end (of the resumed process) decides
             [](const auto&) {}},
         e);
@@ -175,9 +180,6 @@ Outcome outcome_from_events(const records::Log& events, const SummaryInfo& info)
       o.error = end->message;
       if (o.error.empty()) o.error = s.empty() ? "the run ended without a status" : "the run ended with status " + s;
     }
-    if (end->correct) best_correct = *end->correct;
-    if (end->best_speedup_compile) best_compile = *end->best_speedup_compile;
-    if (end->contains_pytorch_subkernels) best_pytorch = *end->contains_pytorch_subkernels;
     if (end->solution.is_object() && end->solution.contains("e2e")) {
       if (auto sol_e2e = eval::Verdict::from_json(end->solution["e2e"]); sol_e2e && sol_e2e->speedup_eager > 0)
         best_eager = sol_e2e->speedup_eager;
@@ -189,11 +191,11 @@ Outcome outcome_from_events(const records::Log& events, const SummaryInfo& info)
   if (!info.status.empty()) status = info.status;
   if (!info.error.empty()) o.error = info.error;
   o.status = status;
-  o.correct = status == "finished" && best_correct;
-  o.speedup_compile = o.correct ? known(best_compile) : std::nullopt;
+  o.correct = status == "finished" && best.correct;
+  o.speedup_compile = o.correct ? known(best.speedup_compile.value_or(0)) : std::nullopt;
   o.speedup_eager = o.correct ? known(best_eager) : std::nullopt;
   o.speedup_compile_tf32 = o.correct ? known(tf32) : std::nullopt;
-  o.uses_pytorch = o.correct && best_pytorch && !info.test_mode;
+  o.uses_pytorch = o.correct && best.contains_pytorch && !info.test_mode;
   o.test_mode = info.test_mode;
   o.calls = llm.calls;
   o.tokens = llm.total();

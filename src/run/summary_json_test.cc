@@ -122,6 +122,30 @@ TEST(SummaryJson, TimelineFollowsBestSoFarAndStatusFromRunEnd) {
   EXPECT_FALSE(o.correct);
 }
 
+TEST(SummaryJson, SaysWhatTheReportAndStatusLineSayOfTheBestSolution) {
+  // The best, swap and run_end records are folded once (records::BestSoFar)
+  // for summary.json, the report and the status line alike. summary.json
+  // used to fold them its own way: an older log's correct: false placeholder
+  // after a correct best made the run not correct, and a `mkevolve swap` to
+  // PyTorch after the run ended was in report.md but not in uses_pytorch.
+  std::vector<nlohmann::json> ev = {
+      {{"type", "run_start"}},
+      {{"type", "best"}, {"t", 1}, {"correct", true}, {"speedup_compile", 1.4}, {"contains_pytorch_subkernels", false}},
+      {{"type", "best"}, {"t", 2}, {"correct", false}, {"speedup_compile", nullptr}},
+      {{"type", "iteration"}},
+      {{"type", "run_end"}, {"status", "finished"}, {"best_speedup_compile", 1.4}},
+  };
+  SummaryInfo info{"level1-p-abc", "p", "mkevolve", "", ""};
+  auto o = outcome_from_events(records::parse_log(ev), info);
+  EXPECT_TRUE(o.correct);
+  EXPECT_DOUBLE_EQ(o.speedup_compile.value_or(-1), 1.4);
+  EXPECT_FALSE(o.uses_pytorch);
+  ev.push_back({{"type", "swap"}, {"name", "linear"}, {"from", "c3"}, {"to", "pytorch"}, {"by", "mkevolve swap"},
+                {"speedup_before", 1.4}, {"speedup_after", 0.9}, {"contains_pytorch_subkernels", true}});
+  o = outcome_from_events(records::parse_log(ev), info);
+  EXPECT_TRUE(o.uses_pytorch);
+}
+
 TEST(SummaryJson, TheSpeedupIsThePassingFinalChecksOwnAndSaysWhoMeasuredIt) {
   std::vector<nlohmann::json> ev = {
       {{"type", "run_start"}},
