@@ -64,6 +64,10 @@
 #             kbt-pool.jsonl (verdicts of both ways, streamed), kbt-bench.txt, kbt-bench.json,
 #             kbt-pairs.txt, kbt-kb.jsonl; the summary compares the rates (targets: pool >= 3x fresh,
 #             >= 5x KernelBench's harness) and the verdicts, and counts OOMs and no_verdicts
+#   refmem    where one timed evaluation's device memory goes, trial by trial and step by step
+#             (scripts/probe_reference_memory.py, worker option trace_memory) for KernelBench's
+#             19_ReLU and 23_Softmax with their honest kernels: refmem.txt and refmem-*.json into $OUT
+#             as they come, at most GPU_SUITE_REFMEM_LIMIT (120) s each
 #   kbthroughput-warm  the kbthroughput stage's untimed warm-up alone (every problem's baselines and
 #             footprint, measured into a cache of its own), which for KernelBench's 6.4 GB problems
 #             outlasts one device call beside the measurement: $OUT/kbt-cache.tgz holds the cache and
@@ -954,6 +958,18 @@ PYEOF
   check=$?
   [ $rc -eq 0 ] && rc=$check
   stage_result kblarge $rc $((SECONDS - t0))
+fi
+if want refmem; then
+  t0=$SECONDS
+  rc=0
+  L1=$KB/KernelBench/level1
+  for pair in "19_ReLU 01_relu__triton" "23_Softmax 02_softmax_wide__online"; do
+    set -- $pair
+    stage_timeout "${GPU_SUITE_REFMEM_LIMIT:-120}" "$PY" scripts/probe_reference_memory.py "$L1/$1.py" \
+      "examples/kernels/$2.py" --json-out "$KB_OUT/refmem-$1.json" >>"$KB_OUT/refmem.txt" 2>&1 || rc=$?
+  done
+  grep -E "^(19_ReLU|23_Softmax)|^peaks" "$KB_OUT/refmem.txt" | sed 's/^/refmem: /' | tee -a "$SUMMARY"
+  stage_result refmem $rc $((SECONDS - t0))
 fi
 # kbthroughput's carried cache (kbthroughput-warm): unpacked into $WORK/kbt-cache (xdg/ and key).
 KBT_WARM=()
