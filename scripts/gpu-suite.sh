@@ -964,9 +964,10 @@ if want refmem; then
   rc=0
   L1=$KB/KernelBench/level1
   for pair in "19_ReLU 01_relu__triton" "23_Softmax 02_softmax_wide__online"; do
-    set -- $pair
-    stage_timeout "${GPU_SUITE_REFMEM_LIMIT:-120}" "$PY" scripts/probe_reference_memory.py "$L1/$1.py" \
-      "examples/kernels/$2.py" --json-out "$KB_OUT/refmem-$1.json" >>"$KB_OUT/refmem.txt" 2>&1 || rc=$?
+    read -r rm_problem rm_kernel <<<"$pair"
+    stage_timeout "${GPU_SUITE_REFMEM_LIMIT:-120}" "$PY" scripts/probe_reference_memory.py "$L1/$rm_problem.py" \
+      "examples/kernels/$rm_kernel.py" --json-out "$KB_OUT/refmem-$rm_problem.json" >>"$KB_OUT/refmem.txt" 2>&1 ||
+      rc=$?
   done
   grep -E "^(19_ReLU|23_Softmax)|^peaks" "$KB_OUT/refmem.txt" | sed 's/^/refmem: /' | tee -a "$SUMMARY"
   stage_result refmem $rc $((SECONDS - t0))
