@@ -134,6 +134,10 @@ def test_ipc_release_zeroes_the_exporters_own_counters():
         # Released twice: the second time finds them at 0 and writes nothing.
         assert tensorio.ipc_release(sent[:2]) == {"released": 0, "already": 2, "unexpected": 0}
         assert tensorio.ipc_release([]) == {"released": 0, "already": 0, "unexpected": 0}
+        # A process's running tally: each release adds to it.
+        tally = {"released": 0, "already": 1, "unexpected": 0}
+        assert tensorio.ipc_release(sent[:2], tally) is tally and tally == {"released": 0, "already": 3,
+                                                                             "unexpected": 0}
     finally:
         os.unlink("/dev/shm" + name)
 

@@ -306,8 +306,7 @@ def reference_body(ctx, job: dict) -> int:
             retained.add(upto)
         for p in plan:
             if p["id"] in shared and p["id"] not in retained:
-                for k, n in tensorio.ipc_release(sent.pop(p["id"], [])).items():
-                    released[k] += n
+                tensorio.ipc_release(sent.pop(p["id"], []), released)
                 del shared[p["id"]]
             if p["id"] == upto:
                 break
@@ -457,7 +456,7 @@ def reference_body(ctx, job: dict) -> int:
                     res.update(ref_mutated=mutated, constant=constant)
                     r["result"] = res
             if share_pool is not None:
-                r["ipc_released"] = dict(released)  # so far (the server keeps the last: no "mem" may follow)
+                r["ipc_released"] = dict(released)  # so far: the last comparison's says it all
             ctx.send({"ev": "compared", "id": t["id"], **r})
             # The next trial is drawn only now, with this one's expected
             # output and copy gone: one trial's data at a time, not two.
@@ -470,8 +469,7 @@ def reference_body(ctx, job: dict) -> int:
         kind = "oom" if errors.classify_exception(e) == "oom" else "problem_error"
         return write_error(ctx, kind, f"the reference failed in {where}: "
                            + errors.trimmed_traceback(e, [job["problem"]]), where)
-    ctx.send({"ev": "mem", "device_peak": device_peak(device),
-              **({"ipc_released": released} if share_pool is not None else {})})
+    ctx.send({"ev": "mem", "device_peak": device_peak(device)})
     return 0
 
 
@@ -677,8 +675,7 @@ def candidate_body(ctx, job: dict) -> int:
         msg, fds = ctx.recv_msg()
         # The server moved on: the reference compared the last output (and,
         # from its own /dev/shm, could not tell torch here it was done).
-        for k, n in tensorio.ipc_release(held_sent).items():
-            released[k] += n
+        tensorio.ipc_release(held_sent, released)
         held, held_sent = None, []
         op = (msg or {}).get("op")
         if op == "done":

@@ -534,10 +534,11 @@ class Evaluator:
         for ev in ref2.events:
             if ev.get("ev") == "mem" and isinstance(ev.get("device_peak"), int):
                 peaks["ref"] = max(peaks.get("ref", 0), ev["device_peak"])
-            if ev.get("ev") in ("compared", "mem") and "ipc_released" in ev and \
-                    isinstance(res.checks.get("handover"), dict):
-                _record_released(res.checks["handover"], "reference", ev["ipc_released"])  # the last one says it
         if isinstance(res.checks.get("handover"), dict):
+            # The reference's tally rides on each comparison: the last one says it all.
+            ref_released = next((e["ipc_released"] for e in reversed(ref2.events)
+                                 if e.get("ev") == "compared" and "ipc_released" in e), None)
+            _record_released(res.checks["handover"], "reference", ref_released)
             _record_released(res.checks["handover"], "candidate", state.get("cand_ipc_released"))
         if prof is not None:
             rt = _read_json(prof.path("runtime.json"))

@@ -498,7 +498,7 @@ _RC_SLOTS = 10000
 _RC_NAME = re.compile(r"/torch_[0-9_]+")
 
 
-def ipc_release(sent: list) -> dict:
+def ipc_release(sent: list, counts: dict | None = None) -> dict:
     """The exporter's side of a hand-over that is over: every receiver is
     done with the storages `sent` lists (save_sealed's), so their counters go
     to 0 and the storages are freed as soon as this process drops them.
@@ -510,16 +510,20 @@ def ipc_release(sent: list) -> dict:
     until the process ends (9 GB a trial at KernelBench's 19_ReLU). Only a
     counter that still reads 1 is set to 0; one at 0 was released by its
     receiver; any other value is left alone and counted as "unexpected".
-    Returns {"released", "already", "unexpected"}. Never raises: a counter
-    that cannot be reached leaves its storage to torch."""
+    Returns {"released", "already", "unexpected"}, added to `counts` when
+    given (a process's running tally). Never raises: a counter that cannot
+    be reached leaves its storage to torch."""
     import mmap
-    counts = {"released": 0, "already": 0, "unexpected": 0}
+    if counts is None:
+        counts = {}
+    for k in ("released", "already", "unexpected"):
+        counts.setdefault(k, 0)
     by_file: dict = {}
     for rc, slot in sent:
         by_file.setdefault(rc, []).append(slot)
     for rc, slots in by_file.items():
         try:
-            name = bytes.fromhex(rc).decode("ascii") if isinstance(rc, str) else rc.decode("ascii")
+            name = bytes.fromhex(rc).decode("ascii")  # as _ipc_export wrote it
             if not _RC_NAME.fullmatch(name):
                 raise ValueError(f"not a torch counter file: {name!r}")
             fd = os.open("/dev/shm" + name, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -530,10 +534,10 @@ def ipc_release(sent: list) -> dict:
             size = os.fstat(fd).st_size
             with mmap.mmap(fd, size) as m:
                 for slot in slots:
-                    at = _RC_HEADER + 8 * slot
-                    if not isinstance(slot, int) or slot < 0 or slot >= _RC_SLOTS or at + 8 > size:
+                    if not isinstance(slot, int) or slot < 0 or slot >= _RC_SLOTS or _RC_HEADER + 8 * slot + 8 > size:
                         counts["unexpected"] += 1
                         continue
+                    at = _RC_HEADER + 8 * slot
                     v = struct.unpack_from("<q", m, at)[0]
                     if v == 1:
                         struct.pack_into("<q", m, at, 0)
