@@ -262,6 +262,39 @@ def test_what_crossed_by_cuda_ipc_is_freed_trial_to_trial(server, tmp_path):
         assert fp["device_peaks"][who] < 3 * (i + o), (who, fp["device_peaks"], n)
 
 
+def test_transformed_trials_keep_one_copy_of_a_large_input_in_the_shared_pool():
+    """The signed-normal and scaled trials draw their inputs in the pool
+    that crosses to the candidate by CUDA IPC (torch.cuda.MemPool), which
+    keeps what it once held for the rest of the evaluation. Each lets go of
+    the drawn input before (or instead of) making its replacement, so the
+    pool never holds two copies: before, one signed-normal trial of
+    KernelBench's 19_ReLU left 2 x 6.4 GB in it. 768 MiB here."""
+    import torch
+    from mkevolve_worker import children, correctness as C
+    if not torch.cuda.is_available() or not children.cuda_ipc_possible():
+        pytest.skip("no CUDA GPU, or no torch.cuda.MemPool")
+    n = 192 << 20
+    s = n * 4
+    cfg = {"get_inputs": lambda: [torch.rand(n)]}
+    trials = [{"seed": 1, "alt": False}, {"seed": 2, "alt": True}] + \
+        [{"seed": 3, "alt": True, "dist": d} for d in C.TRIAL_DISTS if d != "x1"]
+    pool = torch.cuda.MemPool()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_reserved()
+    rises = {}
+    for t in trials:
+        with torch.cuda.use_mem_pool(pool):
+            xs = C.generate_inputs(cfg, t, "cuda")
+        torch.cuda.synchronize()
+        rises[t.get("dist") or ("alt" if t["alt"] else "regular")] = (torch.cuda.max_memory_reserved() - base) / s
+        del xs
+    _append({"label": "transformed_trials_pool", "copies": rises,
+             "storage_use_count": hasattr(torch._C, "_storage_Use_Count")})
+    assert max(rises.values()) < 1.3, rises
+
+
 FORGERIES = {
     # The storage said to run past the allocation its handle maps.
     "oversized": 'r["ssize"] += 1 << 30',

@@ -199,3 +199,103 @@ class ModelNew(nn.Module):
     cheat = worker_server.eval(str(p), str(mutate), trials_dist="none", **_large())
     assert cheat["status"] == "cheating" and cheat["kind"] == "stale_output", cheat
     assert cheat["checks"]["timing"]["in_place"] is True
+
+
+# -- the transformed trials' inputs: one copy of a large input, not two ---------
+
+_PEAK_PROBE = r"""
+import json, resource, sys
+sys.path.insert(0, {worker!r})
+import torch
+from mkevolve_worker import correctness as C
+N = {n}
+KEEP = {keep}
+g = torch.rand(N) if KEEP else None
+cfg = {{"get_inputs": (lambda: [g]) if KEEP else (lambda: [torch.rand(N)])}}
+C.generate_inputs({{"get_inputs": lambda: [torch.rand(16)]}}, {{"seed": 1, "alt": True}})  # libraries warmed
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+before = rss()
+peak0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+xs = C.generate_inputs(cfg, {trial})
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({{"before": before, "peak0": peak0, "peak": peak, "held": rss() - before,
+                   "uses": hasattr(torch._C, "_storage_Use_Count")}}))
+"""
+
+
+def _generation_peak(trial: dict, n: int, keep: bool = False) -> dict:
+    """One trial's inputs drawn in a process of their own: how far above
+    the memory it held before the draw its high-water mark went."""
+    import json
+    import subprocess
+    import sys
+    from conftest import WORKER_DIR
+    code = _PEAK_PROBE.format(worker=WORKER_DIR, n=n, keep=keep, trial=repr(trial))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["peak0"] < r["before"] + (64 << 20), r  # the high-water mark was not already above the draw's
+    r["rise"] = r["peak"] - r["before"]
+    return r
+
+
+N_LARGE = 96 << 20  # float32 elements: 384 MiB, far above any library's own allocations
+
+
+def test_an_alternate_trials_drawn_inputs_are_gone_before_their_replacement_is_drawn():
+    """The signed-normal trial draws get_inputs() for its scale, then draws
+    the replacement: the first is let go before the second exists. On the
+    GPU the shared pool keeps what it once held, so before, one such trial
+    left two copies of a large input in it for the rest of the evaluation.
+    Measured here by the process's high-water mark on the CPU."""
+    s = N_LARGE * 4
+    r = _generation_peak({"seed": 3, "alt": True}, N_LARGE)
+    assert r["rise"] < 1.3 * s, (r, s)  # before: 2 x s
+    assert abs(r["held"] - s) < 0.2 * s, (r, s)
+
+
+def test_an_input_the_problem_keeps_is_never_written_by_a_transformed_trial():
+    """A problem that hands out the same tensor every call keeps it as it
+    was, whatever trial drew it: both the scaled and the signed-normal ones
+    make new tensors then; the values are the same either way."""
+    import torch
+    from mkevolve_worker import correctness as C
+    g = torch.rand(1000)
+    keep = g.clone()
+    view_of = torch.rand(2000)
+    view_keep = view_of.clone()
+    cfg = {"get_inputs": lambda: [g, view_of[:1000], g.detach(), torch.arange(4)]}
+    for name, f in C.TRIAL_DISTS.items():
+        if name == "x1":
+            continue
+        xs = C.generate_inputs(cfg, {"seed": 5, "alt": True, "dist": name})
+        assert torch.equal(g, keep) and torch.equal(view_of, view_keep), name
+        assert torch.equal(xs[0], keep * f) and torch.equal(xs[1], view_keep[:1000] * f), name
+        assert torch.equal(xs[2], keep * f) and torch.equal(xs[3], torch.arange(4)), name
+    ys = C.generate_inputs(cfg, {"seed": 5, "alt": True})
+    assert torch.equal(g, keep) and float(ys[0].min()) < 0
+
+
+def test_one_tensor_twice_in_the_inputs_is_scaled_once_in_each_place():
+    import torch
+    from mkevolve_worker import correctness as C
+    cfg = {"get_inputs": lambda: [torch.full((8,), 2.0)] * 2}
+    xs = C.generate_inputs(cfg, {"seed": 1, "alt": True, "dist": "x3"})
+    assert torch.equal(xs[0], torch.full((8,), 6.0)) and torch.equal(xs[1], torch.full((8,), 6.0))
+
+
+def test_a_scaled_trials_fresh_inputs_are_scaled_where_they_lie():
+    """x3, x0.01 and neg on a freshly drawn input write it in place, where
+    this torch can tell that nothing else holds it (torch._C.
+    _storage_Use_Count, torch 2.x: the GPU machine's); an older torch makes
+    a new tensor, as before (the values are the same)."""
+    s = N_LARGE * 4
+    r = _generation_peak({"seed": 3, "alt": True, "dist": "neg"}, N_LARGE)
+    if not r["uses"]:
+        assert r["rise"] > 1.7 * s, (r, s)  # a new tensor beside the drawn one: what _only_ours guards
+        pytest.skip("this torch cannot count a storage's users: scaled inputs are new tensors here")
+    assert r["rise"] < 1.3 * s, (r, s)
+    kept = _generation_peak({"seed": 3, "alt": True, "dist": "x3"}, N_LARGE, keep=True)
+    assert kept["rise"] > 0.7 * s, (kept, s)  # the problem's own tensor was left alone: a second one was made

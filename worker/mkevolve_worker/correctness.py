@@ -363,32 +363,39 @@ def enable_tf32() -> None:
     set_tf32(True)
 
 
-def alternate_distribution(inputs, seed: int):
+def alternate_distribution(inputs: list, seed: int) -> list:
     """Same shapes, dtypes and devices; floating tensors drawn from a scaled
     signed normal instead (integer and bool inputs keep their values). On
-    the GPU the draw stays there (no host copy of a large input)."""
+    the GPU the draw stays there (no host copy of a large input).
+
+    Takes the list and returns it, each floating entry replaced: the drawn
+    tensor is let go before its replacement is drawn, so a freshly drawn
+    input and its replacement never exist at once (one copy of a large
+    input, not two; on the GPU the shared pool keeps what it ever held)."""
     import torch
     gens: dict = {}
-    out = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
-            x = x.detach()
-            if x.numel() == 0:
-                scale = 1.0
-            elif _all_finite(x):  # the usual case: no boolean-indexed copy of a large input
-                lo, hi = torch.aminmax(x.reshape(-1))
-                scale = max(1.0, abs(float(lo)), abs(float(hi)))
-            else:
-                finite = x[torch.isfinite(x)]
-                scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
-            dev = x.device
-            if dev not in gens:
-                gens[dev] = torch.Generator(device=dev).manual_seed(seed)
-            y = torch.randn(x.shape, generator=gens[dev], dtype=torch.float32, device=dev).mul_(scale)
-            out.append(y.to(dtype=x.dtype))
+    for i in range(len(inputs)):  # not enumerate(): its reused tuple would keep the last input alive
+        x = inputs[i]
+        if not (isinstance(x, torch.Tensor) and x.dtype.is_floating_point):
+            continue
+        x = x.detach()
+        if x.numel() == 0:
+            scale = 1.0
+        elif _all_finite(x):  # the usual case: no boolean-indexed copy of a large input
+            lo, hi = torch.aminmax(x.reshape(-1))
+            scale = max(1.0, abs(float(lo)), abs(float(hi)))
         else:
-            out.append(x)
-    return out
+            finite = x[torch.isfinite(x)]
+            scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
+            del finite
+        shape, dtype, dev = x.shape, x.dtype, x.device
+        inputs[i] = x = None  # freed here unless the problem keeps it
+        if dev not in gens:
+            gens[dev] = torch.Generator(device=dev).manual_seed(seed)
+        y = torch.randn(shape, generator=gens[dev], dtype=torch.float32, device=dev).mul_(scale)
+        inputs[i] = y if dtype == torch.float32 else y.to(dtype=dtype)
+        del y
+    return inputs
 
 
 def _draw(cfg: dict, device: str, seed: int) -> list:
@@ -419,17 +426,53 @@ def generate_inputs(cfg: dict, trial: dict, device: str = "cpu"):
     return inputs
 
 
-def scaled_inputs(inputs, factor: float) -> list:
-    """get_inputs()'s floating tensors times factor, as new tensors (a
-    problem may hand out the same tensor every call); integer and bool
-    inputs keep their values."""
+def scaled_inputs(inputs: list, factor: float) -> list:
+    """get_inputs()'s floating tensors times factor (integer and bool inputs
+    keep their values). Takes the list and returns it. A tensor nothing else
+    holds (no other reference, view or alias of its storage: _only_ours) is
+    scaled in place, so a large input is not held twice; any other (a
+    problem may hand out the same tensor every call) gives a new tensor and
+    is left as it was. Both ways give the same values."""
     import torch
-    out = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
+    for i in range(len(inputs)):  # not enumerate(): its reused tuple would hold a second reference
+        x = inputs[i]
+        if not (isinstance(x, torch.Tensor) and x.dtype.is_floating_point):
+            continue
+        inputs[i] = None
+        if _only_ours(x):
+            x = x.neg_() if factor == -1.0 else x.mul_(factor)
+        else:
             x = -x.detach() if factor == -1.0 else x.detach() * factor
-        out.append(x)
-    return out
+        inputs[i] = x
+        del x
+    return inputs
+
+
+def _only_ours(x) -> bool:
+    """Whether writing to tensor x in place can change nothing anyone else
+    sees: x is contiguous, has no other Python reference than
+    the caller's one (here: x's parameter, its argument, the caller's local),
+    and its storage no other tensor (a view, a detach(), a global the
+    problem hands out). Counted against a fresh tensor made here, not
+    against numbers this torch happens to give; False where this torch
+    cannot count a storage's users (torch._C._storage_Use_Count)."""
+    import sys
+    import torch
+    uses = getattr(torch._C, "_storage_Use_Count", None)
+    if uses is None or not hasattr(x, "untyped_storage") or x.requires_grad:
+        return False
+    if not x.is_contiguous() or x.numel() == 0:  # a view's base, if alive, shows in the storage's count
+        return False
+
+    def refs(t):
+        return sys.getrefcount(t)  # t: the argument, this frame's t, the caller's name
+
+    fresh = torch.empty(1, dtype=x.dtype, device=x.device)
+    try:
+        return (refs(x) == refs(fresh) + 1  # x is also held by its caller's frame (the list let go of it)
+                and uses(x.untyped_storage()._cdata) == uses(fresh.untyped_storage()._cdata))
+    except Exception:  # noqa: BLE001 - a torch whose storages cannot be counted this way
+        return False
 
 
 def to_device(inputs, device):
@@ -808,7 +851,9 @@ def compare_tree(exp, got, opts: dict, path: str = "") -> dict:
 def is_finite_tree(obj) -> bool:
     import torch
     if isinstance(obj, torch.Tensor):
-        if obj.dtype.is_floating_point or obj.dtype.is_complex:
+        if obj.dtype.is_floating_point:
+            return _all_finite(obj)  # no output-sized boolean temporary in the usual, finite case
+        if obj.dtype.is_complex:
             return bool(torch.isfinite(obj).all())
         return True
     if isinstance(obj, (list, tuple)):
