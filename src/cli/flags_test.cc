@@ -117,7 +117,9 @@ TEST(FlagTable, NoTwoEntriesShareAName) {
 
 TEST(FlagTable, EnvironmentVariablesAreInTheHelp) {
   for (const auto& s : flag_table())
-    if (!s.env.empty()) EXPECT_NE(s.help.find("$" + s.env), std::string::npos) << s.long_name();
+    if (!s.env.empty()) {
+      EXPECT_NE(s.help.find("$" + s.env), std::string::npos) << s.long_name();
+    }
 }
 
 TEST(FlagTable, EachCommandsHelpListsExactlyItsTableFlags) {
@@ -180,7 +182,9 @@ TEST(FlagTable, AdaptTakesTheEvaluatorSettingsRunTakes) {
   EXPECT_EQ(r.err.find("not expected"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("/nonexistent/mk-run"), std::string::npos) << r.err;
   for (const auto& s : flag_table())
-    if (s.serves("run") && s.group == "Evaluation") EXPECT_TRUE(s.serves("adapt")) << s.long_name();
+    if (s.serves("run") && s.group == "Evaluation") {
+      EXPECT_TRUE(s.serves("adapt")) << s.long_name();
+    }
 }
 
 TEST(PoolOptions, FromTheMachineFlags) {

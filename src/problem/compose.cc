@@ -153,7 +153,7 @@ Status check_composable(const Topology& topo, const std::map<std::string, std::s
 
 Status write_solution_package(const fs::path& package_dir, const Topology& topo,
                               const std::map<std::string, std::string>& kernels,
-                              const SolutionManifest& manifest, bool durable) {
+                              const PackageContents& manifest, bool durable) {
   if (auto c = check_composable(topo, kernels); !c)
     return Error{fmt::format("cannot compose {}: {}", package_dir.string(), c.error())};
   auto top = rewrite_top_level_for_solution(topo.top_level);

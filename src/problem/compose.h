@@ -31,7 +31,7 @@ Result<std::string> rewrite_top_level_for_solution(const std::string& top_level)
 /// the reference source plus `class ModelNew(Model)`.
 std::string pytorch_implementation(const Subproblem& sp);
 
-struct SolutionManifest {
+struct PackageContents {
   std::set<std::string> pytorch_subkernels;          ///< implemented by the PyTorch reference (Swap)
   std::map<std::string, std::string> reused_from;    ///< subproblem -> the run its subkernel was reused from (adapt)
   /// Whether a subkernel is PyTorch cannot be known (CPU test mode, where
@@ -53,6 +53,6 @@ Status check_composable(const Topology& topo, const std::map<std::string, std::s
 /// Errors are check_composable's, else the file system's.
 Status write_solution_package(const fs::path& package_dir, const Topology& topo,
                               const std::map<std::string, std::string>& kernels,
-                              const SolutionManifest& manifest = {}, bool durable = true);
+                              const PackageContents& manifest = {}, bool durable = true);
 
 }  // namespace mk::problem

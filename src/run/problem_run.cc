@@ -397,7 +397,7 @@ ProblemRunResult run_problem(const Shared& shared, ProblemRun pr) {
 
   const auto& best = out.res.best;
   if (best.correct && best.kernels.size() == best.topology.subproblems.size()) {
-    problem::SolutionManifest man;
+    problem::PackageContents man;
     man.pytorch_subkernels = best.pytorch;
     man.reused_from = best.reused;
     man.record = best.manifest();

@@ -29,7 +29,7 @@ namespace detail {
 Composed compose_and_evaluate(SearchContext& ctx, const problem::Problem& problem, const Topology& topo,
                               const std::map<std::string, std::string>& kernels, const fs::path& dir,
                               bool allow_pytorch, const std::string& label, const eval::EvalOptions& options) {
-  problem::SolutionManifest man;
+  problem::PackageContents man;
   man.record.problem = problem.name;
   man.record.problem_hash = problem.hash;
   eval::Verdict r;

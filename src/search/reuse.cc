@@ -74,13 +74,13 @@ Result<EarlierRun> EarlierRun::from_json(const nlohmann::json& j) {
   }
 }
 
-std::optional<ReuseMatch> match_reuse(const EarlierRun& r, const Subproblem& sp) {
+std::optional<EarlierSubproblem> match_reuse(const EarlierRun& r, const Subproblem& sp) {
   // Each kind of match tries the subproblem of the same name first.
-  auto find = [&](auto same, const char* how) -> std::optional<ReuseMatch> {
+  auto find = [&](auto same, const char* how) -> std::optional<EarlierSubproblem> {
     if (r.problems.count(sp.name) && r.kernels.count(sp.name) && same(r.problems.at(sp.name)))
-      return ReuseMatch{sp.name, how};
+      return EarlierSubproblem{sp.name, how};
     for (const auto& [name, src] : r.problems)
-      if (r.kernels.count(name) && same(src)) return ReuseMatch{name, how};
+      if (r.kernels.count(name) && same(src)) return EarlierSubproblem{name, how};
     return std::nullopt;
   };
   const std::string same = normalized(sp.source);
@@ -88,7 +88,7 @@ std::optional<ReuseMatch> match_reuse(const EarlierRun& r, const Subproblem& sp)
   const std::string mine = without_sizes(sp.source);
   if (auto m = find([&](const std::string& s) { return without_sizes(s) == mine; }, "same module, other shapes"))
     return m;
-  if (r.problems.count(sp.name) && r.kernels.count(sp.name)) return ReuseMatch{sp.name, "same name"};
+  if (r.problems.count(sp.name) && r.kernels.count(sp.name)) return EarlierSubproblem{sp.name, "same name"};
   return std::nullopt;
 }
 
@@ -99,7 +99,7 @@ void seed_reused(SearchContext& ctx, const EarlierRun& r, const Topology& topo, 
   // and their outcomes are taken in subproblem order.
   struct Seed {
     const Subproblem* sp;
-    ReuseMatch m;
+    EarlierSubproblem m;
     Candidate c;
     CandidateRecord rec;
     std::vector<records::Event> events;

@@ -44,11 +44,11 @@ struct EarlierRun {
 /// first: the same file (source and shapes); the same module with other
 /// shapes (the file with its module-level numeric constants set aside); or
 /// only the same name. The old subkernel is re-verified in every case.
-struct ReuseMatch {
+struct EarlierSubproblem {
   std::string name;   ///< the earlier run's subproblem
   std::string how;    ///< "same source", "same module, other shapes", "same name"
 };
-std::optional<ReuseMatch> match_reuse(const EarlierRun& r, const problem::Subproblem& sp);
+std::optional<EarlierSubproblem> match_reuse(const EarlierRun& r, const problem::Subproblem& sp);
 
 /// Every setting of a run; each is a flag of `mkevolve run`.
 struct SearchOptions {
