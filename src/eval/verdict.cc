@@ -20,14 +20,11 @@ constexpr struct {
     {VerdictStatus::kCrashed, "crashed"},         {VerdictStatus::kNoVerdict, "no_verdict"},
 };
 
-// The fields the typed members hold, and the protocol envelope's (id, type):
-// none of them is kept in raw.
-constexpr std::string_view kTyped[] = {"status",      "kind",     "reasons",       "message",  "feedback",
-                                       "runtime_ms",  "runtime_mean_ms", "baseline_ms", "speedup", "max_abs_err",
-                                       "uses_pytorch", "cached",  "gpu",           "v",        "queued_s",
-                                       "eval_s",      "baseline_s", "id",          "type",
-                                       // the flat summary of older builds (read, never written)
-                                       "speedup_compile", "speedup_eager", "compile_ms", "eager_ms"};
+// Besides the table's top-level keys: the keys to_json and from_json handle
+// themselves, the protocol envelope's (id, type), and an older build's flat
+// summary (read, never written). None of them is kept in raw.
+constexpr std::string_view kAlsoTyped[] = {"runtime_mean_ms", "v", "id", "type", "feedback",
+                                           "speedup_compile", "speedup_eager", "compile_ms", "eager_ms"};
 
 // The worker's fields this build keeps in raw on purpose (read where they
 // are used: checks by roofline, shapes, the pool and the prompts; the rest
@@ -35,8 +32,17 @@ constexpr std::string_view kTyped[] = {"status",      "kind",     "reasons",    
 constexpr std::string_view kWorkerRaw[] = {"checks", "device", "elapsed_s", "subkernel_runtime_ms", "stderr_tail",
                                            "retryable"};
 
+const std::vector<std::string>& typed_keys() {
+  static const std::vector<std::string> keys = [] {
+    auto k = records::top_level_keys<Verdict>();
+    k.insert(k.end(), std::begin(kAlsoTyped), std::end(kAlsoTyped));
+    return k;
+  }();
+  return keys;
+}
+
 bool typed(const std::string& key) {
-  for (auto k : kTyped)
+  for (const auto& k : typed_keys())
     if (key == k) return true;
   return false;
 }
@@ -54,12 +60,10 @@ std::string string_or(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-json median_or_null(const Timing& t) { return t.valid ? json(t.median_ms) : json(nullptr); }
-json positive_or_null(double x) { return x > 0 ? json(x) : json(nullptr); }
 
 }  // namespace
 
-std::vector<std::string> verdict_typed_keys() { return {std::begin(kTyped), std::end(kTyped)}; }
+std::vector<std::string> verdict_typed_keys() { return typed_keys(); }
 std::vector<std::string> verdict_worker_raw_keys() { return {std::begin(kWorkerRaw), std::end(kWorkerRaw)}; }
 
 const char* to_string(VerdictStatus s) {
@@ -113,28 +117,12 @@ std::string reason_line(const json& j) {
 
 json Verdict::to_json() const {
   json j = raw.is_object() ? raw : json::object();
+  j.update(records::write_fields(*this));
   j["v"] = kVerdictSchema;
-  j["status"] = eval::to_string(status);
-  j["kind"] = kind;
-  j["reasons"] = reasons;
-  j["message"] = feedback;
-  j["runtime_ms"] = median_or_null(runtime);
   j["runtime_mean_ms"] = runtime.valid ? json(runtime.mean_ms) : json(nullptr);
-  j["baseline_ms"] = {{"eager", median_or_null(eager)}, {"compile", median_or_null(compiled)}};
-  j["speedup"] = {{"eager", positive_or_null(speedup_eager)}, {"compile", positive_or_null(speedup_compile)}};
-  if (compiled_tf32.valid) {  // --baseline-tf32: beside the TF32-off baseline, never replacing it
-    j["baseline_ms"]["compile_tf32"] = median_or_null(compiled_tf32);
-    j["speedup"]["compile_tf32"] = positive_or_null(speedup_compile_tf32);
-  }
-  j["max_abs_err"] = max_abs_err ? json(*max_abs_err) : json(nullptr);
-  j["uses_pytorch"] = uses_pytorch;
-  j["cached"] = cached;
-  j["gpu"] = gpu;
-  if (eval_s > 0) {
-    j["queued_s"] = queued_s;
-    j["eval_s"] = eval_s;
-    j["baseline_s"] = baseline_s;
-  }
+  if (!compiled_tf32.valid) j["speedup"].erase("compile_tf32");  // --baseline-tf32 only, beside its baseline
+  if (eval_s <= 0)  // the pool's clocks, only where it measured them
+    for (const char* k : {"queued_s", "eval_s", "baseline_s"}) j.erase(k);
   return j;
 }
 
@@ -165,28 +153,19 @@ json summary_json(Verdict r) {
 Result<Verdict> Verdict::from_json(const json& j) {
   if (!j.is_object()) return Error{"the verdict is not a JSON object"};
   std::string status_text = string_or(j, "status");
-  auto st = status_from_string(status_text);
-  if (!st)
+  if (!status_from_string(status_text))
     return Error{status_text.empty() ? "the verdict has no status" : "the verdict has an unknown status '" + status_text + "'"};
   Verdict r;
-  r.status = *st;
-  r.kind = string_or(j, "kind");
+  records::read_fields(j, r);
+  // What the table cannot read: reasons may be {file, line, rule, message}
+  // objects; a worker's answer says "feedback"; the mean beside the median.
+  r.reasons.clear();
   if (auto it = j.find("reasons"); it != j.end() && it->is_array())
     for (const auto& x : *it) r.reasons.push_back(reason_line(x));
-  r.feedback = string_or(j, "message");
   if (r.feedback.empty()) r.feedback = string_or(j, "feedback");
-  if (auto it = j.find("runtime_ms"); it != j.end()) r.runtime = parse_timing(*it);
   if (auto mean = number(j, "runtime_mean_ms"); mean && r.runtime.valid) r.runtime.mean_ms = *mean;
-  if (auto it = j.find("baseline_ms"); it != j.end() && it->is_object()) {
-    if (auto e = it->find("eager"); e != it->end()) r.eager = parse_timing(*e);
-    if (auto c = it->find("compile"); c != it->end()) r.compiled = parse_timing(*c);
-    if (auto c = it->find("compile_tf32"); c != it->end()) r.compiled_tf32 = parse_timing(*c);
-  }
-  if (auto it = j.find("speedup"); it != j.end() && it->is_object()) {
-    r.speedup_eager = number(*it, "eager").value_or(0);
-    r.speedup_compile = number(*it, "compile").value_or(0);
-    r.speedup_compile_tf32 = number(*it, "compile_tf32").value_or(0);
-  } else {  // an older build's flat summary
+  // An older build's flat summary.
+  if (auto it = j.find("speedup"); it == j.end() || !it->is_object()) {
     r.speedup_eager = number(j, "speedup_eager").value_or(0);
     r.speedup_compile = number(j, "speedup_compile").value_or(0);
   }
@@ -195,15 +174,9 @@ Result<Verdict> Verdict::from_json(const json& j) {
     if (auto it = j.find("compile_ms"); it != j.end()) r.compiled = parse_timing(*it);
   }
   // The worker writes -1 (or null) when it did not compare the outputs.
-  if (auto e = number(j, "max_abs_err"); e && *e >= 0) r.max_abs_err = *e;
-  if (auto it = j.find("uses_pytorch"); it != j.end() && it->is_boolean()) r.uses_pytorch = it->get<bool>();
-  if (auto it = j.find("cached"); it != j.end() && it->is_boolean()) r.cached = it->get<bool>();
-  if (auto it = j.find("gpu"); it != j.end() && it->is_number_integer()) r.gpu = it->get<int>();
-  if (auto it = j.find("v"); it != j.end() && it->is_number_integer()) r.v = it->get<int>();
-  else r.v = 1;
-  r.queued_s = number(j, "queued_s").value_or(0);
-  r.eval_s = number(j, "eval_s").value_or(0);
-  r.baseline_s = number(j, "baseline_s").value_or(0);
+  if (r.max_abs_err && !(*r.max_abs_err >= 0)) r.max_abs_err.reset();
+  auto v = j.find("v");
+  r.v = v != j.end() && v->is_number_integer() ? v->get<int>() : 1;
   for (const auto& [key, value] : j.items())
     if (!typed(key)) r.raw[key] = value;
   if (r.status != VerdictStatus::kCorrect && r.feedback.empty() && !r.reasons.empty()) r.feedback = r.reasons.front();

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records/fields.h"
 #include "records/worker_checks.h"
 #include "util/result.h"
 
@@ -30,9 +31,42 @@ struct Timing {
   bool valid = false;
 };
 
+/// A timing as the worker writes it: a number (the median), or an object with
+/// median/mean or median_ms/mean_ms. Anything else is invalid.
+Timing parse_timing(const nlohmann::json& j);
+
 /// The schema version of the Verdict's JSON form ("v"). A form without "v" is
 /// the worker's answer (protocol v1), read as version 1.
 inline constexpr int kVerdictSchema = 1;
+
+}  // namespace mk::eval
+
+namespace mk::records {
+/// A status is written as its name.
+template <>
+struct ValueCodec<eval::VerdictStatus> {
+  static nlohmann::json encode(eval::VerdictStatus s) { return eval::to_string(s); }
+  static bool decode(const nlohmann::json& j, eval::VerdictStatus& s) {
+    auto st = j.is_string() ? eval::status_from_string(j.get<std::string>()) : std::nullopt;
+    if (st) s = *st;
+    return st.has_value();
+  }
+  static bool is_set(eval::VerdictStatus) { return true; }
+};
+/// A timing is written as its median (null when not measured), and read
+/// however the worker writes it (parse_timing).
+template <>
+struct ValueCodec<eval::Timing> {
+  static nlohmann::json encode(const eval::Timing& t) { return t.valid ? nlohmann::json(t.median_ms) : nlohmann::json(nullptr); }
+  static bool decode(const nlohmann::json& j, eval::Timing& t) {
+    t = eval::parse_timing(j);
+    return true;
+  }
+  static bool is_set(const eval::Timing& t) { return t.valid; }
+};
+}  // namespace mk::records
+
+namespace mk::eval {
 
 struct Verdict {
   VerdictStatus status = VerdictStatus::kCrashed;
@@ -61,6 +95,34 @@ struct Verdict {
   int v = kVerdictSchema;             ///< the schema version it was read in (written: kVerdictSchema)
 
   bool correct() const { return status == VerdictStatus::kCorrect; }
+
+  /// The JSON form's one table. What it cannot say, to_json and from_json
+  /// add (verdict.cc): "v", runtime_mean_ms beside runtime_ms, the
+  /// compile_tf32 speedup only where its baseline was measured, the pool's
+  /// clocks only where measured, reasons given as {file, line, rule,
+  /// message} objects, and the older dialects (a worker's "feedback", an
+  /// older build's flat summary).
+  static constexpr auto fields() {
+    using records::field, records::When;
+    return std::tuple{field("status", &Verdict::status),
+                      field("kind", &Verdict::kind),
+                      field("reasons", &Verdict::reasons),
+                      field("message", &Verdict::feedback),
+                      field("runtime_ms", &Verdict::runtime),
+                      field("baseline_ms/eager", &Verdict::eager),
+                      field("baseline_ms/compile", &Verdict::compiled),
+                      field("baseline_ms/compile_tf32", &Verdict::compiled_tf32, When::kIfSet),
+                      field("speedup/eager", &Verdict::speedup_eager, When::kPositive),
+                      field("speedup/compile", &Verdict::speedup_compile, When::kPositive),
+                      field("speedup/compile_tf32", &Verdict::speedup_compile_tf32, When::kPositive),
+                      field("max_abs_err", &Verdict::max_abs_err),
+                      field("uses_pytorch", &Verdict::uses_pytorch),
+                      field("cached", &Verdict::cached),
+                      field("gpu", &Verdict::gpu),
+                      field("queued_s", &Verdict::queued_s),
+                      field("eval_s", &Verdict::eval_s),
+                      field("baseline_s", &Verdict::baseline_s)};
+  }
 
   /// The worker's checks (raw's "checks": work, runtime kernels, correctness,
   /// phases, footprint, shapes, ...), an empty object when it has none.
@@ -96,10 +158,6 @@ nlohmann::json summary_json(Verdict r);
 /// neither is a field nobody decided about.
 std::vector<std::string> verdict_typed_keys();
 std::vector<std::string> verdict_worker_raw_keys();
-
-/// A timing as the worker writes it: a number (the median), or an object with
-/// median/mean or median_ms/mean_ms. Anything else is invalid.
-Timing parse_timing(const nlohmann::json& j);
 
 /// One reason line from a string or a {file, line, rule, message} object.
 std::string reason_line(const nlohmann::json& j);

@@ -17,12 +17,19 @@
 // taken whether written as integers or not. Nested records (a member whose
 // type has its own fields()) and vectors of them are read and written through
 // their own tables.
+//
+// A key with a '/' names a field inside an object: "speedup/compile" is the
+// "compile" member of the "speedup" object (a flat struct can so write the
+// nested shape its file has). A type of the program's own with a JSON shape
+// of its own (a status written as its name, a timing written as a number)
+// says so once, by specialising ValueCodec<T>.
 #pragma once
 
 #include <concepts>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -37,7 +44,15 @@ enum class When {
   kAlways,    ///< always (an empty optional is written as null)
   kIfSet,     ///< only when set: a non-empty string or vector, a true bool, an optional with a value, non-null JSON
   kIfObject,  ///< JSON only: written, and read, only when it is an object
+  kPositive,  ///< a number (or an optional one): written as null unless above 0, read only when above 0
 };
+
+/// The JSON shape of a type of the program's own: specialise with
+///   static nlohmann::json encode(const T&);
+///   static bool decode(const nlohmann::json&, T&);  // false: j is not a T (v left alone)
+///   static bool is_set(const T&);                    // for When::kIfSet
+template <class T>
+struct ValueCodec;
 
 template <class T, class M>
 struct Field {
@@ -128,6 +143,25 @@ inline bool decode(const nlohmann::json& j, std::vector<std::pair<std::string, i
 }
 inline bool is_set(const std::vector<std::pair<std::string, int>>& v) { return !v.empty(); }
 
+template <class T>
+concept HasValueCodec = requires(const T& v, T& m, const nlohmann::json& j) {
+  { ValueCodec<T>::encode(v) } -> std::convertible_to<nlohmann::json>;
+  { ValueCodec<T>::decode(j, m) } -> std::same_as<bool>;
+  { ValueCodec<T>::is_set(v) } -> std::same_as<bool>;
+};
+template <HasValueCodec T>
+nlohmann::json encode(const T& v) {
+  return ValueCodec<T>::encode(v);
+}
+template <HasValueCodec T>
+bool decode(const nlohmann::json& j, T& v) {
+  return ValueCodec<T>::decode(j, v);
+}
+template <HasValueCodec T>
+bool is_set(const T& v) {
+  return ValueCodec<T>::is_set(v);
+}
+
 template <HasFields R>
 nlohmann::json encode(const R& r) {
   return write_fields(r);
@@ -183,6 +217,50 @@ bool is_set(const std::vector<U>& v) {
 
 }  // namespace codec
 
+/// The object a key's value lives in ("a/b": j's "a", made an object when
+/// it is none), and the last part of the key.
+inline std::pair<nlohmann::json*, std::string_view> slot_for_write(nlohmann::json& j, std::string_view key) {
+  nlohmann::json* at = &j;
+  for (auto slash = key.find('/'); slash != std::string_view::npos; slash = key.find('/')) {
+    nlohmann::json& next = (*at)[std::string(key.substr(0, slash))];
+    if (!next.is_object()) next = nlohmann::json::object();
+    at = &next;
+    key.remove_prefix(slash + 1);
+  }
+  return {at, key};
+}
+
+/// The value at a key ("a/b" inside j's "a"), or nullptr when it is absent.
+inline const nlohmann::json* value_at(const nlohmann::json& j, std::string_view key) {
+  const nlohmann::json* at = &j;
+  for (;;) {
+    if (!at->is_object()) return nullptr;
+    auto slash = key.find('/');
+    auto it = at->find(std::string(key.substr(0, slash)));
+    if (it == at->end()) return nullptr;
+    if (slash == std::string_view::npos) return &*it;
+    at = &*it;
+    key.remove_prefix(slash + 1);
+  }
+}
+
+/// A number, or an optional one: what When::kPositive applies to.
+template <class M>
+inline constexpr bool kNumeric = std::is_arithmetic_v<M> && !std::is_same_v<M, bool>;
+template <class U>
+inline constexpr bool kNumeric<std::optional<U>> = kNumeric<U>;
+
+/// When::kPositive: a number above 0, or nothing.
+template <class M>
+std::optional<double> positive_value(const M& v) {
+  if constexpr (std::is_arithmetic_v<M>) {
+    if (v > 0) return static_cast<double>(v);
+  } else {
+    if (v && *v > 0) return static_cast<double>(*v);
+  }
+  return std::nullopt;
+}
+
 template <class R, class T, class M>
 void write_field(nlohmann::json& j, const R& r, const Field<T, M>& f) {
   const M& v = r.*(f.member);
@@ -190,17 +268,40 @@ void write_field(nlohmann::json& j, const R& r, const Field<T, M>& f) {
     if (f.when == When::kIfObject && !v.is_object()) return;
   }
   if (f.when == When::kIfSet && !codec::is_set(v)) return;
-  j[f.key] = codec::encode(v);
+  auto [obj, key] = slot_for_write(j, f.key);
+  if constexpr (kNumeric<M>) {
+    if (f.when == When::kPositive) {
+      auto x = positive_value(v);
+      (*obj)[std::string(key)] = x ? nlohmann::json(*x) : nlohmann::json(nullptr);
+      return;
+    }
+  }
+  (*obj)[std::string(key)] = codec::encode(v);
 }
 
 template <class R, class T, class M>
 void read_field(const nlohmann::json& j, R& r, const Field<T, M>& f) {
-  auto it = j.find(f.key);
-  if (it == j.end()) return;
+  const nlohmann::json* it = value_at(j, f.key);
+  if (it == nullptr) return;
   if constexpr (std::is_same_v<M, nlohmann::json>) {
     if (f.when == When::kIfObject && !it->is_object()) return;
   }
+  if (f.when == When::kPositive && !(it->is_number() && it->get<double>() > 0)) return;
   codec::decode(*it, r.*(f.member));
+}
+
+/// The top-level keys a record's table writes ("a/b" counts as "a"), once each, in its order.
+template <HasFields T>
+std::vector<std::string> top_level_keys() {
+  std::vector<std::string> out;
+  auto add = [&](std::string_view key) {
+    std::string top(key.substr(0, key.find('/')));
+    for (const auto& k : out)
+      if (k == top) return;
+    out.push_back(std::move(top));
+  };
+  std::apply([&](const auto&... f) { (add(f.key), ...); }, T::fields());
+  return out;
 }
 
 /// The record's fields as a JSON object, as its table says.

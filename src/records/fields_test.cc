@@ -36,6 +36,74 @@ struct Sample {
   }
 };
 
+// A type with a JSON shape of its own: a level written as its name.
+enum class Level { kLow, kHigh };
+
+}  // namespace
+
+template <>
+struct ValueCodec<Level> {
+  static nlohmann::json encode(Level l) { return l == Level::kHigh ? "high" : "low"; }
+  static bool decode(const nlohmann::json& j, Level& l) {
+    if (j == "high") l = Level::kHigh;
+    else if (j == "low") l = Level::kLow;
+    else return false;
+    return true;
+  }
+  static bool is_set(Level l) { return l != Level::kLow; }
+};
+
+namespace {
+
+struct Nested {
+  std::optional<double> fast{}, slow{};
+  double ratio = 0;
+  int64_t total = 0;
+  Level level = Level::kLow;
+  std::optional<Level> maybe_level{};
+  static constexpr auto fields() {
+    return std::tuple{field("speed/fast", &Nested::fast, When::kPositive),
+                      field("speed/slow", &Nested::slow, When::kPositive),
+                      field("speed/ratio", &Nested::ratio, When::kPositive),
+                      field("tokens/total", &Nested::total),
+                      field("level", &Nested::level, When::kIfSet),
+                      field("maybe_level", &Nested::maybe_level)};
+  }
+};
+
+TEST(FieldTable, SlashedKeysPositiveNumbersAndOwnShapes) {
+  Nested n;
+  n.fast = 2.5;
+  n.slow = 0.0;  // not above 0: unknown, written as null
+  n.ratio = -1;
+  n.total = 7;
+  auto j = write_fields(n);
+  EXPECT_EQ(j, nlohmann::json::parse(R"({"speed":{"fast":2.5,"slow":null,"ratio":null},"tokens":{"total":7},
+                                         "maybe_level":null})"));
+  n.level = Level::kHigh;
+  n.maybe_level = Level::kHigh;
+  j = write_fields(n);
+  EXPECT_EQ(j["level"], "high");
+  EXPECT_EQ(j["maybe_level"], "high");
+
+  Nested back;
+  read_fields(nlohmann::json::parse(R"({"speed":{"fast":0,"slow":3,"ratio":1.5},"tokens":{"total":9},
+                                        "level":"high","maybe_level":"middle"})"),
+              back);
+  EXPECT_FALSE(back.fast.has_value());  // 0 is not a speed: older files wrote it for unknown
+  EXPECT_EQ(back.slow, 3.0);
+  EXPECT_EQ(back.ratio, 1.5);
+  EXPECT_EQ(back.total, 9);
+  EXPECT_EQ(back.level, Level::kHigh);
+  EXPECT_FALSE(back.maybe_level.has_value());  // not a level: left alone
+  // A path through something that is not an object reads nothing.
+  Nested none;
+  read_fields(nlohmann::json::parse(R"({"speed":[1],"tokens":5})"), none);
+  EXPECT_FALSE(none.slow.has_value());
+  EXPECT_EQ(none.total, 0);
+  EXPECT_EQ((top_level_keys<Nested>()), (std::vector<std::string>{"speed", "tokens", "level", "maybe_level"}));
+}
+
 TEST(FieldTable, WritesWhatTheTableSays) {
   Sample s;
   s.text = "a";

@@ -11,13 +11,6 @@
 
 namespace mk::run {
 
-std::optional<double> known_speedup(const nlohmann::json& obj, const char* key) {
-  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number()) return std::nullopt;
-  double x = obj[key].get<double>();
-  if (!(x > 0)) return std::nullopt;  // older files wrote 0 for unknown
-  return x;
-}
-
 bool summary_says_finished(const std::filesystem::path& run_dir) {
   auto text = read_file(run_dir / "summary.json");
   if (!text) return false;
@@ -27,77 +20,36 @@ bool summary_says_finished(const std::filesystem::path& run_dir) {
 
 Result<Outcome> outcome_from_summary(const nlohmann::json& s) {
   if (!s.is_object()) return Error{"summary is not a JSON object"};
-  auto need = [&](const char* key) { return s.contains(key); };
-  for (const char* k : {"problem_id", "method", "status", "correct"})
-    if (!need(k)) return Error{std::string("summary lacks \"") + k + "\""};
-  Outcome o;
-  try {
-    o.problem_id = s.at("problem_id").get<std::string>();
-    o.problem_name = s.value("problem_name", std::string());
-    if (o.problem_name.empty()) o.problem_name = o.problem_id;
-    o.method = s.at("method").get<std::string>();
-    o.status = s.at("status").get<std::string>();
-    o.correct = s.at("correct").get<bool>();
-    if (s.contains("speedup") && s["speedup"].is_object()) {
-      const auto& sp = s["speedup"];
-      o.speedup_compile = known_speedup(sp, "compile");
-      o.speedup_eager = known_speedup(sp, "eager");
-      o.speedup_compile_tf32 = known_speedup(sp, "compile_tf32");
-      o.speedup_measured_by = sp.value("measured_by", std::string());
-    }
-    if (!o.correct) o.speedup_compile = o.speedup_eager = o.speedup_compile_tf32 = std::nullopt;
-    if (s.contains("tokens")) {
-      const auto& t = s["tokens"];
-      o.tokens = t.is_number() ? t.get<int64_t>() : t.value("total", int64_t{0});
-    }
-    o.calls = s.value("calls", int64_t{0});
-    o.uses_pytorch = s.contains("uses_pytorch") && s["uses_pytorch"].is_boolean() && s["uses_pytorch"].get<bool>();
-    o.test_mode = s.contains("test_mode") && s["test_mode"].is_boolean() && s["test_mode"].get<bool>();
-    o.error = s.value("error", std::string());
-    if (s.contains("time")) o.time = s["time"];
-    if (s.contains("final_check")) o.final_check = s["final_check"];
-    if (s.contains("timeline")) {
-      for (const auto& p : s["timeline"]) {
-        TimelinePoint tp;
-        tp.calls = p.value("calls", int64_t{0});
-        tp.tokens = p.value("tokens", int64_t{0});
-        tp.correct = p.value("correct", false);
-        if (tp.correct) {
-          tp.speedup_compile = known_speedup(p, "speedup_compile");
-          tp.speedup_eager = known_speedup(p, "speedup_eager");
-        }
-        o.timeline.push_back(tp);
-      }
-      std::stable_sort(o.timeline.begin(), o.timeline.end(),
-                       [](const TimelinePoint& a, const TimelinePoint& b) { return a.calls < b.calls; });
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return Error{std::string("summary has a field of the wrong type: ") + e.what()};
+  // What makes it a summary at all: these four, of these types.
+  for (auto [key, is_type, type] : {std::tuple{"problem_id", &nlohmann::json::is_string, "a string"},
+                                    std::tuple{"method", &nlohmann::json::is_string, "a string"},
+                                    std::tuple{"status", &nlohmann::json::is_string, "a string"},
+                                    std::tuple{"correct", &nlohmann::json::is_boolean, "true or false"}}) {
+    auto it = s.find(key);
+    if (it == s.end()) return Error{std::string("summary lacks \"") + key + "\""};
+    if (!((*it).*is_type)()) return Error{std::string("summary's \"") + key + "\" is not " + type};
   }
+  Outcome o;
+  records::read_fields(s, o);  // the rest is read tolerantly: what is missing or mistyped is unknown
+  if (o.problem_name.empty()) o.problem_name = o.problem_id;
+  if (!o.correct) o.speedup_compile = o.speedup_eager = o.speedup_compile_tf32 = std::nullopt;
+  if (o.speedup_compile_tf32 && !(*o.speedup_compile_tf32 > 0)) o.speedup_compile_tf32 = std::nullopt;
+  if (auto it = s.find("tokens"); it != s.end() && it->is_number()) o.tokens = it->get<int64_t>();  // an older file
+  for (auto& p : o.timeline)
+    if (!p.correct) p.speedup_compile = p.speedup_eager = std::nullopt;
+  std::stable_sort(o.timeline.begin(), o.timeline.end(),
+                   [](const TimelinePoint& a, const TimelinePoint& b) { return a.calls < b.calls; });
   return o;
 }
 
 nlohmann::json summary_to_json(const Outcome& o) {
-  auto num = [](const std::optional<double>& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
-  nlohmann::json tl = nlohmann::json::array();
-  for (const auto& p : o.timeline)
-    tl.push_back({{"calls", p.calls}, {"tokens", p.tokens}, {"correct", p.correct},
-                  {"speedup_compile", num(p.speedup_compile)}, {"speedup_eager", num(p.speedup_eager)}});
-  nlohmann::json j = {{"problem_id", o.problem_id}, {"problem_name", o.problem_name}, {"method", o.method},
-                      {"status", o.status}, {"correct", o.correct},
-                      {"speedup", {{"compile", num(o.speedup_compile)}, {"eager", num(o.speedup_eager)}}},
-                      {"tokens", {{"total", o.tokens}}}, {"calls", o.calls}, {"uses_pytorch", o.uses_pytorch},
-                      {"test_mode", o.test_mode}, {"error", o.error}, {"timeline", tl}};
+  nlohmann::json j = records::write_fields(o);
   // Test mode lets PyTorch stand-ins pass as kernels: whether the solution
   // uses PyTorch is not known there, so it is not claimed either way.
   if (o.test_mode) {
     j["uses_pytorch"] = nullptr;
     j["test_mode_note"] = kTestModeNote;
   }
-  if (!o.time.is_null()) j["time"] = o.time;
-  if (!o.final_check.is_null()) j["final_check"] = o.final_check;
-  if (o.speedup_compile_tf32) j["speedup"]["compile_tf32"] = *o.speedup_compile_tf32;
-  if (!o.speedup_measured_by.empty()) j["speedup"]["measured_by"] = o.speedup_measured_by;
   return j;
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "records/events.h"
+#include "records/fields.h"
 #include "util/result.h"
 
 namespace mk::run {
@@ -24,6 +25,13 @@ struct TimelinePoint {
   bool correct = false;
   std::optional<double> speedup_compile;  ///< nullopt: not correct, or no baseline measured
   std::optional<double> speedup_eager;
+  static constexpr auto fields() {
+    using records::field, records::When;
+    return std::tuple{field("calls", &TimelinePoint::calls), field("tokens", &TimelinePoint::tokens),
+                      field("correct", &TimelinePoint::correct),
+                      field("speedup_compile", &TimelinePoint::speedup_compile, When::kPositive),
+                      field("speedup_eager", &TimelinePoint::speedup_eager, When::kPositive)};
+  }
 };
 
 /// The result of one method on one problem (from the run's summary.json).
@@ -56,16 +64,38 @@ struct Outcome {
   nlohmann::json time;
   /// What the final checks came to (records::FinalCheckOutcome::to_json; null: none logged)
   nlohmann::json final_check;
+
+  /// summary.json's one table. What it cannot say, summary_to_json and
+  /// outcome_from_summary add: in test mode uses_pytorch is null and a note
+  /// says why; the speedups of a run that is not correct, and of a timeline
+  /// point that is not, read as unknown; the timeline reads in call order;
+  /// "tokens" may be an older file's plain number; problem_name defaults to problem_id.
+  static constexpr auto fields() {
+    using records::field, records::When;
+    return std::tuple{field("problem_id", &Outcome::problem_id),
+                      field("problem_name", &Outcome::problem_name),
+                      field("method", &Outcome::method),
+                      field("status", &Outcome::status),
+                      field("correct", &Outcome::correct),
+                      field("speedup/compile", &Outcome::speedup_compile, When::kPositive),
+                      field("speedup/eager", &Outcome::speedup_eager, When::kPositive),
+                      field("speedup/compile_tf32", &Outcome::speedup_compile_tf32, When::kIfSet),
+                      field("speedup/measured_by", &Outcome::speedup_measured_by, When::kIfSet),
+                      field("tokens/total", &Outcome::tokens),
+                      field("calls", &Outcome::calls),
+                      field("uses_pytorch", &Outcome::uses_pytorch),
+                      field("test_mode", &Outcome::test_mode),
+                      field("error", &Outcome::error),
+                      field("timeline", &Outcome::timeline),
+                      field("time", &Outcome::time, When::kIfSet),
+                      field("final_check", &Outcome::final_check, When::kIfSet)};
+  }
 };
 
 /// What a test-mode run's summary.json and manifest.json say of its figures.
 inline constexpr const char* kTestModeNote =
     "TEST MODE: run in the worker's CPU test mode (--test-cpu-unsafe): the kernels may be PyTorch stand-ins, "
     "run on a CPU; they are not GPU kernels, and the speedups mean nothing";
-
-/// A speedup from obj[key]: nullopt when absent, null, or not positive (files
-/// before the unknown-is-null change wrote 0 for unknown).
-std::optional<double> known_speedup(const nlohmann::json& obj, const char* key);
 
 /// Parses a run's summary.json. Errors name the field that is wrong.
 Result<Outcome> outcome_from_summary(const nlohmann::json& summary);
