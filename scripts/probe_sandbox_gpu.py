@@ -7,7 +7,7 @@ runs in a fresh Python process of its own under its own time limit and
 writes one JSON line to OUT.jsonl as soon as it ends (flushed), so a check
 that hangs or kills its process leaves the others' lines: {"check", "ok",
 "seconds", ...}; a check that ran out of time says "timeout". Nothing here
-decides anything: the worker's own self-test (sandbox.self_test, run by
+decides anything: the worker's own self-test (sandbox_selftest.self_test, run by
 every GPU server at start) picks the plan; this says why.
 
 Checks, each alone where it can be:
@@ -39,9 +39,9 @@ Checks, each alone where it can be:
   links             hard links into a private directory of files owned by nobody, 0444
   triton_cold       Triton compile + launch of the worker's warm kernel in an empty cache,
                     then in the warm one, unsandboxed (the cost a private cache adds)
-  plan              sandbox.try_plan of the strongest plan: set-up, CUDA, Triton in the
+  plan              sandbox_selftest.try_plan of the strongest plan: set-up, CUDA, Triton in the
                     box's cache, a CUPTI profile, IPC both ways; the record a verdict would carry
-  self_test         sandbox.self_test as a server runs it at start: the plan it keeps
+  self_test         sandbox_selftest.self_test as a server runs it at start: the plan it keeps
   eval_cost         a worker server evaluating examples/kernels/01_relu__triton.py
                     --evals times with the sandbox and with MKEVOLVE_SANDBOX=off:
                     elapsed_s median, spares and no spares
@@ -547,12 +547,12 @@ def check_triton_cold() -> dict:
 
 def check_plan() -> dict:
     import torch  # noqa: F401
-    from mkevolve_worker import children, isolation, spares
+    from mkevolve_worker import children, isolation, sandbox_selftest, spares
     from mkevolve_worker import sandbox as sbx
     isolation.become_supervisor()
     plan = sbx.make_plan("best-effort", triton_lower=spares.Launcher.triton_cache())
     try:
-        res = sbx.try_plan(plan, children.cuda_ipc_possible())
+        res = sandbox_selftest.try_plan(plan, children.cuda_ipc_possible())
     finally:
         isolation.kill_descendants(spares_too=True)
         isolation.cleanup_dir(isolation.base_tmp())
@@ -561,12 +561,12 @@ def check_plan() -> dict:
 
 def check_self_test() -> dict:
     import torch  # noqa: F401
-    from mkevolve_worker import isolation, spares
+    from mkevolve_worker import isolation, sandbox_selftest, spares
     from mkevolve_worker import sandbox as sbx
     isolation.become_supervisor()
     plan = sbx.make_plan("best-effort")
     try:
-        rep = sbx.self_test(plan, spares.Launcher.triton_cache())
+        rep = sandbox_selftest.self_test(plan, spares.Launcher.triton_cache())
     finally:
         isolation.kill_descendants(spares_too=True)
         isolation.cleanup_dir(isolation.base_tmp())

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import WORKER_DIR, WorkerClient, cand, problem, write_source
 
-from mkevolve_worker import sandbox  # noqa: E402
+from mkevolve_worker import sandbox, sandbox_selftest  # noqa: E402
 
 ROOT = os.geteuid() == 0
 
@@ -230,11 +230,11 @@ def _decide(monkeypatch, outcome, mode="best-effort"):
     from mkevolve_worker import children
     monkeypatch.setattr(children, "cuda_ipc_possible", lambda: True)
     n = len(inspect.signature(outcome).parameters)
-    monkeypatch.setattr(sandbox, "try_plan", lambda plan, ipc, timeout_s=120: (
+    monkeypatch.setattr(sandbox_selftest, "try_plan", lambda plan, ipc, timeout_s=120: (
         outcome(plan.user, plan.pidns, plan.allow_perf, plan.ipcns) if n == 4
         else outcome(plan.user, plan.pidns, plan.allow_perf) if n == 3 else outcome(plan.user, plan.pidns)))
     plan = sandbox.Plan(mode=mode, user="own", pidns=True)
-    return plan, sandbox.self_test(plan, None)
+    return plan, sandbox_selftest.self_test(plan, None)
 
 
 OK = {"cuda": True, "triton": True, "profiler": True, "ipc_in": True, "ipc_out": True, "ok": True}

@@ -13,7 +13,7 @@ import platform
 import sys
 import traceback
 
-from . import children, errors, isolation, sandbox, spares
+from . import children, errors, isolation, sandbox, sandbox_selftest, spares
 from .spares import Launcher as SparesLauncher
 from .protocol import PROTOCOL_VERSION, Channel
 
@@ -123,7 +123,7 @@ class Server:
             if msg["cuda"] and sandbox.active():
                 # What the sandbox leaves of CUDA and its IPC hand-over on this
                 # machine, tried once here; the plan falls back where it must.
-                msg["sandbox_selftest"] = sandbox.self_test(sandbox.PLAN, SparesLauncher.triton_cache())
+                msg["sandbox_selftest"] = sandbox_selftest.self_test(sandbox.PLAN, SparesLauncher.triton_cache())
         if sandbox.PLAN is not None:
             msg["sandbox"] = sandbox.PLAN.describe()
         if self.sandbox_error:
