@@ -90,7 +90,6 @@ import signal
 import stat
 import struct
 import sys
-import time
 from dataclasses import dataclass, field
 
 MODES = ("best-effort", "require", "off")
