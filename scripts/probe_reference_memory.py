@@ -63,9 +63,17 @@ def main() -> int:
           f"out {fp.get('output_bytes', 0) / 1e9:.2f} GB; in place: {fp.get('in_place')}")
     print(f"peaks (GB): {json.dumps({k: round(v / 1e9, 2) for k, v in (fp.get('device_peaks') or {}).items()})}; "
           f"all {float(fp.get('device_peak_bytes') or 0) / 1e9:.1f} GB; rule {fp.get('device_rule')}")
-    print(f"{'trial':<10} {'step':<17} {'reserved':>9} {'allocated':>9} {'peak':>9}   (in units of one call's inputs)")
-    for tid, at, reserved, allocated, peak in fp.get("ref_trace") or []:
-        print(f"{str(tid):<10} {str(at):<17} {reserved / unit:9.2f} {allocated / unit:9.2f} {peak / unit:9.2f}")
+    print(f"{'trial':<10} {'step':<17} {'reserved':>9} {'allocated':>9} {'peak':>9} {'shared':>7} {'default':>7} "
+          f"{'split':>6} {'segs':>5}  largest [size, in use]   (in units of one call's inputs)")
+    for row in fp.get("ref_trace") or []:
+        tid, at, reserved, allocated, peak = row[:5]
+        lay = (row[5] if len(row) > 5 else None) or {}
+        pools = lay.get("pools") or {}
+        big = " ".join(f"[{a / unit:.2f},{b / unit:.2f}]" for a, b in lay.get("largest") or [])
+        print(f"{str(tid):<10} {str(at):<17} {reserved / unit:9.2f} {allocated / unit:9.2f} {peak / unit:9.2f} "
+              f"{pools.get('shared', 0) / unit:7.2f} {pools.get('default', 0) / unit:7.2f} "
+              f"{lay.get('split_free', 0) / unit:6.2f} {lay.get('segments', 0):5d}  {big}"
+              f"{'  ' + lay['snapshot_error'] if lay.get('snapshot_error') else ''}")
     print(f"released: {json.dumps((msg.get('checks') or {}).get('handover'))}")
     if args.json_out:
         with open(args.json_out, "w") as f:

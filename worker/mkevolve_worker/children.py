@@ -326,10 +326,12 @@ def reference_body(ctx, job: dict) -> int:
     trace = bool(opts.get("trace_memory")) and device == "cuda"
 
     def mem(tid: str, at: str) -> None:
-        # Diagnosis (option trace_memory): this process's device memory now.
+        # Diagnosis (option trace_memory): this process's device memory now,
+        # and where it lies (_memory_layout).
         if trace:
             ctx.send({"ev": "ref_mem", "id": tid, "at": at, "reserved": torch.cuda.memory_reserved(),
-                      "allocated": torch.cuda.memory_allocated(), "peak": torch.cuda.max_memory_reserved()})
+                      "allocated": torch.cuda.memory_allocated(), "peak": torch.cuda.max_memory_reserved(),
+                      "layout": _memory_layout(share_pool)})
 
     def mark(what: str) -> None:
         # A milestone of the first trial, stamped with this machine's monotonic
@@ -474,6 +476,38 @@ def reference_body(ctx, job: dict) -> int:
 
 
 # ---------------------------------------------------------------------------
+
+
+def _memory_layout(share_pool) -> dict:
+    """Where this process's reserved device memory lies (option
+    trace_memory): bytes by pool ("shared": the pool whose tensors cross by
+    CUDA IPC, which keeps what it held; "default": the rest), the free bytes
+    inside partly used blocks (memory_stats' inactive_split_bytes: a large
+    block split for smaller tensors), the segment count, and the four largest
+    segments as [size, in use]. Best effort: what this torch cannot say is
+    left out."""
+    import torch
+    out: dict = {}
+    try:
+        stats = torch.cuda.memory_stats()
+        out["split_free"] = int(stats.get("inactive_split_bytes.all.current", 0))
+        out["segments"] = int(stats.get("segment.all.current", 0))
+    except Exception:  # noqa: BLE001 - diagnosis only
+        pass
+    try:
+        shared_id = tuple(share_pool.id) if share_pool is not None and hasattr(share_pool, "id") else None
+        pools: dict = {}
+        sizes = []
+        for seg in torch.cuda.memory_snapshot():
+            pid = seg.get("segment_pool_id")
+            key = "shared" if shared_id is not None and pid is not None and tuple(pid) == shared_id else "default"
+            pools[key] = pools.get(key, 0) + int(seg.get("total_size", 0))
+            sizes.append([int(seg.get("total_size", 0)), int(seg.get("allocated_size", 0))])
+        out["pools"] = pools
+        out["largest"] = sorted(sizes, reverse=True)[:4]
+    except Exception as e:  # noqa: BLE001 - diagnosis only
+        out["snapshot_error"] = f"{type(e).__name__}: {e}"[:200]
+    return out
 
 
 def cuda_ipc_possible() -> bool:

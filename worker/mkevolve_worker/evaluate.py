@@ -553,10 +553,11 @@ class Evaluator:
             "reference_s": round(state["ref_s"], 4),
             "in_place": bool(state.get("in_place")),
         }
-        trace = [[e.get("id"), e.get("at"), e.get("reserved"), e.get("allocated"), e.get("peak")]
+        trace = [[e.get("id"), e.get("at"), e.get("reserved"), e.get("allocated"), e.get("peak"), e.get("layout")]
                  for e in ref2.events if e.get("ev") == "ref_mem"]
         if trace:
-            res.checks["footprint"]["ref_trace"] = trace  # option trace_memory: [trial, step, reserved, allocated, peak]
+            # option trace_memory: [trial, step, reserved, allocated, peak, layout (children._memory_layout)]
+            res.checks["footprint"]["ref_trace"] = trace
         if state.get("ref_peak_grew_at"):
             # The trials at which the reference's high-water mark rose, and to
             # what: where its memory went (diagnosis).
