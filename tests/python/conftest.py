@@ -24,6 +24,21 @@ if WORKER_DIR not in sys.path:
     sys.path.insert(0, WORKER_DIR)
 
 
+@pytest.fixture(autouse=True)
+def _spare_the_test_servers(monkeypatch):
+    """A test that forks isolation children in the test process itself ends
+    them with isolation.kill_descendants, which kills every descendant of
+    this process: the session's worker servers too, so that the next file's
+    tests found theirs dead (a broken pipe) when several files ran in one
+    pytest. They are spared, as the server spares its idle spares."""
+    from mkevolve_worker import isolation
+    orig = isolation.kill_descendants
+
+    def spare(protect=frozenset(), *args, **kwargs):
+        return orig(frozenset(protect) | frozenset(WorkerClient.LIVE), *args, **kwargs)
+    monkeypatch.setattr(isolation, "kill_descendants", spare)
+
+
 @pytest.fixture(scope="session")
 def sandbox_share(tmp_path_factory):
     """A directory that the test servers' sandboxed candidates see read-write

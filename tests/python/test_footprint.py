@@ -204,7 +204,7 @@ class ModelNew(nn.Module):
 # -- the transformed trials' inputs: one copy of a large input, not two ---------
 
 _PEAK_PROBE = r"""
-import json, resource, sys
+import json, sys
 sys.path.insert(0, {worker!r})
 import torch
 from mkevolve_worker import correctness as C
@@ -213,21 +213,27 @@ KEEP = {keep}
 g = torch.rand(N) if KEEP else None
 cfg = {{"get_inputs": (lambda: [g]) if KEEP else (lambda: [torch.rand(N)])}}
 C.generate_inputs({{"get_inputs": lambda: [torch.rand(16)]}}, {{"seed": 1, "alt": True}})  # libraries warmed
-def rss():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize()
-before = rss()
-peak0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def status(key):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith(key + ":"))
+try:  # the high-water mark starts again from here (Linux 4.0 and later)
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+except OSError:
+    pass
+before = status("VmRSS")
+peak0 = status("VmHWM")
 xs = C.generate_inputs(cfg, {trial})
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({{"before": before, "peak0": peak0, "peak": peak, "held": rss() - before,
+peak = status("VmHWM")
+print(json.dumps({{"before": before, "peak0": peak0, "peak": peak, "held": status("VmRSS") - before,
                    "uses": hasattr(torch._C, "_storage_Use_Count")}}))
 """
 
 
 def _generation_peak(trial: dict, n: int, keep: bool = False) -> dict:
     """One trial's inputs drawn in a process of their own: how far above
-    the memory it held before the draw its high-water mark went."""
+    the memory it held before the draw its high-water mark went (VmHWM, the
+    process's own; getrusage's would carry the forking pytest's across exec)."""
     import json
     import subprocess
     import sys
