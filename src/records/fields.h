@@ -272,7 +272,7 @@ void write_field(nlohmann::json& j, const R& r, const Field<T, M>& f) {
   if constexpr (kNumeric<M>) {
     if (f.when == When::kPositive) {
       auto x = positive_value(v);
-      (*obj)[std::string(key)] = x ? nlohmann::json(*x) : nlohmann::json(nullptr);
+      (*obj)[std::string(key)] = x ? codec::encode(v) : nlohmann::json(nullptr);  // in the member's own type
       return;
     }
   }
@@ -304,9 +304,31 @@ std::vector<std::string> top_level_keys() {
   return out;
 }
 
+/// Whether a table can be written as it says, checked when it is compiled:
+/// When::kPositive only on numbers, and no key that is also the object
+/// another key's "a/b" writes into (one would overwrite the other).
+template <HasFields T>
+consteval bool table_is_sound() {
+  constexpr auto table = T::fields();
+  bool ok = true;
+  std::apply([&](const auto&... f) {
+    auto numeric_where_positive = [](const auto& fld) {
+      using M = std::remove_cvref_t<decltype(std::declval<T>().*(fld.member))>;
+      return fld.when != When::kPositive || kNumeric<M>;
+    };
+    ok = ok && (numeric_where_positive(f) && ...);
+    const std::string_view keys[] = {std::string_view(f.key)...};
+    for (auto a : keys)
+      for (auto b : keys)
+        if (b.size() > a.size() && b.substr(0, a.size()) == a && b[a.size()] == '/') ok = false;
+  }, table);
+  return ok;
+}
+
 /// The record's fields as a JSON object, as its table says.
 template <HasFields T>
 nlohmann::json write_fields(const T& r) {
+  static_assert(table_is_sound<T>(), "a field table writes a key inside another key's value, or has When::kPositive on a non-number");
   nlohmann::json j = nlohmann::json::object();
   std::apply([&](const auto&... f) { (write_field(j, r, f), ...); }, T::fields());
   return j;

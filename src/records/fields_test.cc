@@ -71,6 +71,32 @@ struct Nested {
   }
 };
 
+// Tables the writer refuses when they are compiled (held here as values, so
+// that a detector that let them through fails the build of this test).
+struct KeyInsideAnother {
+  std::string a{}, b{};
+  static constexpr auto fields() { return std::tuple{field("x", &KeyInsideAnother::a), field("x/y", &KeyInsideAnother::b)}; }
+};
+struct PositiveString {
+  std::string a{};
+  static constexpr auto fields() { return std::tuple{field("a", &PositiveString::a, When::kPositive)}; }
+};
+static_assert(!table_is_sound<KeyInsideAnother>());
+static_assert(!table_is_sound<PositiveString>());
+static_assert(table_is_sound<Nested>());
+
+TEST(FieldTable, APositiveIntegerIsWrittenAsAnInteger) {
+  struct Count {
+    int64_t n = 0;
+    static constexpr auto fields() { return std::tuple{field("n", &Count::n, When::kPositive)}; }
+  };
+  Count c;
+  c.n = 7;
+  EXPECT_EQ(write_fields(c).dump(), R"({"n":7})");
+  c.n = 0;
+  EXPECT_EQ(write_fields(c).dump(), R"({"n":null})");
+}
+
 TEST(FieldTable, SlashedKeysPositiveNumbersAndOwnShapes) {
   Nested n;
   n.fast = 2.5;

@@ -36,6 +36,37 @@ TEST(SummaryJson, RoundTripAndErrors) {
   EXPECT_FALSE(outcome_from_summary(j)->speedup_compile.has_value());
 }
 
+// What makes a file a summary is its four keys, of their types; the rest is
+// read as every record is (records/fields.h): a field that is missing or
+// mistyped reads as unknown, and the file still counts.
+TEST(SummaryJson, TheFourKeysMustBeThereTheRestIsReadTolerantly) {
+  auto j = summary_to_json(oc("p", true, 1.5, 2.0, 9));
+  for (const char* key : {"problem_id", "method", "status", "correct"}) {
+    auto wrong = j;
+    wrong[key] = 5;
+    auto r = outcome_from_summary(wrong);
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_NE(r.error().find(key), std::string::npos) << r.error();
+  }
+  auto odd = j;
+  odd["calls"] = "x";
+  odd["error"] = 5;
+  odd["tokens"] = nullptr;
+  odd["timeline"] = {{{"calls", 3}, {"correct", "yes"}, {"speedup_compile", 2.0}}, "junk"};
+  auto r = outcome_from_summary(odd);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->calls, 0);
+  EXPECT_EQ(r->error, "");
+  EXPECT_EQ(r->tokens, 0);
+  ASSERT_EQ(r->timeline.size(), 1u);                       // the entry that is no object is skipped
+  EXPECT_FALSE(r->timeline[0].correct);                    // "yes" is not true
+  EXPECT_FALSE(r->timeline[0].speedup_compile.has_value());  // so it carries no speedup
+  EXPECT_EQ(r->speedup_compile, 1.5);
+  // An older file's tokens: a plain number.
+  odd["tokens"] = 77;
+  EXPECT_EQ(outcome_from_summary(odd)->tokens, 77);
+}
+
 // Unknown is null, never 0 (a torch without torch.compile measures no
 // baseline): written as null, read back as unknown, and files from before
 // that wrote 0 for unknown read as unknown too.

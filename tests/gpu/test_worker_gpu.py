@@ -295,6 +295,38 @@ def test_transformed_trials_keep_one_copy_of_a_large_input_in_the_shared_pool():
     assert max(rises.values()) < 1.3, rises
 
 
+def test_an_input_the_problem_keeps_on_the_gpu_is_never_scaled_in_place():
+    """On the GPU's torch (which can count a storage's users) a scaled trial
+    writes a freshly drawn input in place; one the problem keeps must stay
+    as it was however it is handed out: the tensor itself, a view, a
+    detach(), a DLPack alias (memory no storage count sees), or the same
+    tensor twice. The values are x * factor in every case."""
+    import torch
+    from mkevolve_worker import correctness as C
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    assert hasattr(torch._C, "_storage_Use_Count"), "this torch cannot count a storage's users"
+    g = torch.rand(1000, device="cuda")
+    base = torch.rand(2000, device="cuda")
+    other = torch.rand(1000, device="cuda")
+    alias = torch.from_dlpack(other)
+    keep = [t.clone() for t in (g, base, other)]
+    cfg = {"get_inputs": lambda: [g, base[:1000], g.detach(), alias, torch.rand(1000)]}
+    for name, f in C.TRIAL_DISTS.items():
+        if name == "x1":
+            continue
+        xs = C.generate_inputs(cfg, {"seed": 5, "alt": True, "dist": name}, "cuda")
+        for kept, now in zip(keep, (g, base, other)):
+            assert torch.equal(kept, now), name
+        assert torch.equal(xs[0], keep[0] * f) and torch.equal(xs[1], keep[1][:1000] * f), name
+        assert torch.equal(xs[2], keep[0] * f) and torch.equal(xs[3], keep[2] * f), name
+    twice = C.generate_inputs({"get_inputs": lambda: [torch.full((8,), 2.0)] * 2},
+                              {"seed": 1, "alt": True, "dist": "x3"}, "cuda")
+    assert torch.equal(twice[0], twice[1]) and float(twice[0][0]) == 6.0
+    fresh = torch.rand(8, device="cuda")  # held by this one name, as scaled_inputs holds what it checks
+    assert C._only_ours(fresh), "a fresh tensor nothing else holds must be written in place"
+
+
 FORGERIES = {
     # The storage said to run past the allocation its handle maps.
     "oversized": 'r["ssize"] += 1 << 30',

@@ -35,7 +35,7 @@ def _spare_the_test_servers(monkeypatch):
     orig = isolation.kill_descendants
 
     def spare(protect=frozenset(), *args, **kwargs):
-        return orig(frozenset(protect) | frozenset(WorkerClient.LIVE), *args, **kwargs)
+        return orig(frozenset(protect) | WorkerClient.live_server_pids(), *args, **kwargs)
     monkeypatch.setattr(isolation, "kill_descendants", spare)
 
 

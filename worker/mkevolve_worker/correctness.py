@@ -467,8 +467,13 @@ def _only_ours(x) -> bool:
     def refs(t):
         return sys.getrefcount(t)  # t: the argument, this frame's t, the caller's name
 
-    fresh = torch.empty(1, dtype=x.dtype, device=x.device)
     try:
+        # Memory torch did not allocate (torch.from_numpy, frombuffer, DLPack)
+        # may be the problem's own array, which no storage count sees: such a
+        # storage cannot be resized, one torch allocated can.
+        if not x.untyped_storage().resizable():
+            return False
+        fresh = torch.empty(1, dtype=x.dtype, device=x.device)
         return (refs(x) == refs(fresh) + 1  # x is also held by its caller's frame (the list let go of it)
                 and uses(x.untyped_storage()._cdata) == uses(fresh.untyped_storage()._cdata))
     except Exception:  # noqa: BLE001 - a torch whose storages cannot be counted this way
@@ -595,8 +600,11 @@ def _all_finite(x) -> bool:
     import torch
     if x.numel() == 0:
         return True
-    if math.isfinite(float(x.sum())):
-        return True
+    try:
+        if math.isfinite(float(x.sum())):
+            return True
+    except (RuntimeError, TypeError):  # a dtype this torch cannot sum (float8): the exact test
+        pass
     return bool(torch.isfinite(x).all())
 
 
