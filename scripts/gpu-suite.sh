@@ -66,8 +66,9 @@
 #             >= 5x KernelBench's harness) and the verdicts, and counts OOMs and no_verdicts
 #   refmem    where one timed evaluation's device memory goes, trial by trial and step by step
 #             (scripts/probe_reference_memory.py, worker option trace_memory) for KernelBench's
-#             19_ReLU and 23_Softmax with their honest kernels: refmem.txt and refmem-*.json into $OUT
-#             as they come, at most GPU_SUITE_REFMEM_LIMIT (120) s each
+#             19_ReLU and 23_Softmax with their honest kernels, then 19_ReLU again with the reference's
+#             allocator splitting no cached block above GPU_SUITE_REFMEM_SPLIT MiB (256; 0: not run):
+#             refmem.txt and refmem-*.json into $OUT as they come, at most GPU_SUITE_REFMEM_LIMIT (120) s each
 #   kbthroughput-warm  the kbthroughput stage's untimed warm-up alone (every problem's baselines and
 #             footprint, measured into a cache of its own), which for KernelBench's 6.4 GB problems
 #             outlasts one device call beside the measurement: $OUT/kbt-cache.tgz holds the cache and
@@ -969,7 +970,16 @@ if want refmem; then
       "examples/kernels/$rm_kernel.py" --json-out "$KB_OUT/refmem-$rm_problem.json" >>"$KB_OUT/refmem.txt" 2>&1 ||
       rc=$?
   done
-  grep -E "^(19_ReLU|23_Softmax)|^peaks" "$KB_OUT/refmem.txt" | sed 's/^/refmem: /' | tee -a "$SUMMARY"
+  # The same 19_ReLU with the reference's allocator splitting no cached block
+  # above 256 MiB (worker option ref_max_split_mb): a peak that falls says the
+  # excess was fragmentation, one that stays says it is memory held.
+  if [ "${GPU_SUITE_REFMEM_SPLIT:-256}" != "0" ]; then
+    echo "--- 19_ReLU, ref_max_split_mb ${GPU_SUITE_REFMEM_SPLIT:-256}" >>"$KB_OUT/refmem.txt"
+    stage_timeout "${GPU_SUITE_REFMEM_LIMIT:-120}" "$PY" scripts/probe_reference_memory.py "$L1/19_ReLU.py" \
+      examples/kernels/01_relu__triton.py --max-split-mb "${GPU_SUITE_REFMEM_SPLIT:-256}" \
+      --json-out "$KB_OUT/refmem-19_ReLU-split.json" >>"$KB_OUT/refmem.txt" 2>&1 || rc=$?
+  fi
+  grep -E "^(19_ReLU|23_Softmax)|^peaks|^---|^reference allocator" "$KB_OUT/refmem.txt" | sed 's/^/refmem: /' | tee -a "$SUMMARY"
   stage_result refmem $rc $((SECONDS - t0))
 fi
 # kbthroughput's carried cache (kbthroughput-warm): unpacked into $WORK/kbt-cache (xdg/ and key).

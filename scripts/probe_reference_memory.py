@@ -37,6 +37,9 @@ def main() -> int:
     ap.add_argument("--json-out")
     ap.add_argument("--no-perf", action="store_true", help="correctness trials only")
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--max-split-mb", type=int, default=0,
+                    help="the reference's allocator splits no cached block above this for smaller tensors "
+                         "(worker option ref_max_split_mb; 0: torch's default)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mk-refmem-") as d:
         client = WorkerClient([], cwd=d)
@@ -48,7 +51,7 @@ def main() -> int:
             msg, _ = client.request("eval", timeout=args.timeout * 3 + 120, problem=os.path.abspath(args.problem),
                                     kernel=os.path.abspath(args.kernel),
                                     options={"perf": not args.no_perf, "trace_memory": True,
-                                             "timeout_s": args.timeout})
+                                             "timeout_s": args.timeout, "ref_max_split_mb": args.max_split_mb})
             wall = time.monotonic() - t0
         finally:
             client.close()
@@ -75,6 +78,8 @@ def main() -> int:
               f"{lay.get('split_free', 0) / unit:6.2f} {lay.get('segments', 0):5d}  {big}"
               f"{'  ' + lay['snapshot_error'] if lay.get('snapshot_error') else ''}")
     print(f"released: {json.dumps((msg.get('checks') or {}).get('handover'))}")
+    if fp.get("ref_alloc"):
+        print(f"reference allocator: {json.dumps(fp['ref_alloc'])}")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"problem": args.problem, "kernel": args.kernel, "wall_s": wall, "status": msg["status"],

@@ -226,6 +226,8 @@ def reference_body(ctx, job: dict) -> int:
     # candidate is done with it: until its comparison, or to the end for
     # the trials the timed calls reuse and the timing trial.
     share_pool = _share_pool() if device == "cuda" and opts.get("cuda_ipc", True) else None
+    if device == "cuda" and opts.get("ref_max_split_mb"):
+        ctx.send({"ev": "ref_alloc", **_limit_splits(int(opts["ref_max_split_mb"]))})
     shared: dict = {}
     # What each shared copy's hand-over exported (tensorio.ipc_release): a
     # sandboxed candidate cannot tell torch here that it is done with a
@@ -476,6 +478,19 @@ def reference_body(ctx, job: dict) -> int:
 
 
 # ---------------------------------------------------------------------------
+
+
+def _limit_splits(mb: int) -> dict:
+    """Option ref_max_split_mb: this process's caching allocator stops
+    splitting cached blocks above `mb` MiB for smaller tensors (diagnosis:
+    whether a large block carved up for temporaries is what makes the
+    reference reserve more than it holds). Says whether this torch took it."""
+    import torch
+    try:
+        torch.cuda.memory._set_allocator_settings(f"max_split_size_mb:{mb}")
+        return {"max_split_mb": mb, "applied": True}
+    except Exception as e:  # noqa: BLE001 - diagnosis only: the evaluation goes on as it would
+        return {"max_split_mb": mb, "applied": False, "error": f"{type(e).__name__}: {e}"[:200]}
 
 
 def _memory_layout(share_pool) -> dict:

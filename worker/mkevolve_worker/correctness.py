@@ -65,6 +65,9 @@ DEFAULTS = {
     "test_slow_compile_s": 0.0,   # CPU test mode only: the compile step sleeps this long first
     "trace_memory": False,        # diagnosis: the reference reports its device memory at each step of each
                                   # trial (checks.footprint.ref_trace; scripts/probe_reference_memory.py)
+    "ref_max_split_mb": 0,        # diagnosis: the reference's caching allocator never splits a cached block
+                                  # larger than this for a smaller tensor (torch's max_split_size_mb; 0:
+                                  # torch's default, no limit), to tell fragmentation from memory held
     "test_pool_bytes": 0,         # CPU test mode only: timing.POOL_BYTES instead (0: the real one), so small
                                   # inputs take the large-input path (timed in place, timing.in_place)
     "tf32": False,          # the baseline op only: time eager and torch.compile with TF32 on (--baseline-tf32,

@@ -558,6 +558,9 @@ class Evaluator:
         if trace:
             # option trace_memory: [trial, step, reserved, allocated, peak, layout (children._memory_layout)]
             res.checks["footprint"]["ref_trace"] = trace
+        alloc = next((e for e in ref2.events if e.get("ev") == "ref_alloc"), None)
+        if alloc is not None:  # option ref_max_split_mb
+            res.checks["footprint"]["ref_alloc"] = {k: v for k, v in alloc.items() if k not in ("ev", "_t")}
         if state.get("ref_peak_grew_at"):
             # The trials at which the reference's high-water mark rose, and to
             # what: where its memory went (diagnosis).
