@@ -811,18 +811,25 @@ TEST_F(PoolTest, QueuedEvaluationsStartHighestPriorityFirstThenInArrivalOrder) {
 TEST_F(PoolTest, ARoundsSparesAreRefilledOnceTheGpuIsQuiet) {
   // Three evaluations at once on three slots: none waits, so each leaves its
   // spares for later, and the three refills come only after the slowest
-  // evaluation ended, though two ended long before it.
+  // evaluation ended, though two ended before it.
   auto o = options();
   o.slots_per_gpu = 3;
   o.cache_dir.clear();
   o.spares_idle_refill_s = 60;
   o.memory_admission = false;  // else the others wait for the first one's footprint
   auto pool = make(o);
+  // The slow one runs until the test lets it go, after both fast ones ended
+  // (not for a fixed time, which a loaded machine can outlast while starting
+  // the fast ones' servers).
+  const fs::path go = dir.path() / "let-slow-go";
   std::vector<std::future<Verdict>> futs;
-  futs.push_back(pool->submit(request(kernel("slow", "# FAKE: slow 1.5\n# FAKE: correct\n"))));
+  futs.push_back(pool->submit(request(kernel("slow", "# FAKE: until " + go.string() + "\n# FAKE: correct\n"))));
   futs.push_back(pool->submit(request(kernel("fast_a", "# FAKE: correct\n"))));
   futs.push_back(pool->submit(request(kernel("fast_b", "# FAKE: correct\n"))));
-  for (auto& f : futs) EXPECT_EQ(f.get().status, VerdictStatus::kCorrect);
+  EXPECT_EQ(futs[1].get().status, VerdictStatus::kCorrect);
+  EXPECT_EQ(futs[2].get().status, VerdictStatus::kCorrect);
+  ASSERT_TRUE(write_file_atomic(go, "go\n").ok());
+  EXPECT_EQ(futs[0].get().status, VerdictStatus::kCorrect);
   wait_logged("refill", 3, 5);
   auto lines = log_lines({"spares", "eval_end", "refill"});
   int later = 0, refills = 0;

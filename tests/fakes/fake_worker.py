@@ -18,6 +18,7 @@ Per request, `eval` reads directives from the kernel file, lines of the form
   no_status             a result without status
   error                 an error message instead of a result
   slow <seconds>        sleep, then continue
+  until <path>          wait until <path> exists (at most 60 s): a candidate the test lets go
   progress              send two progress lines first
   grandchild <marker> [clean]
                         start a setsid, orphaned grandchild (`sleep 1000` with
