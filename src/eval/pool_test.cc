@@ -818,17 +818,20 @@ TEST_F(PoolTest, ARoundsSparesAreRefilledOnceTheGpuIsQuiet) {
   o.spares_idle_refill_s = 60;
   o.memory_admission = false;  // else the others wait for the first one's footprint
   auto pool = make(o);
-  // The slow one runs until the test lets it go, after both fast ones ended
-  // (not for a fixed time, which a loaded machine can outlast while starting
-  // the fast ones' servers).
-  const fs::path go = dir.path() / "let-slow-go";
+  // All three are in their workers before any ends (each waits for a file
+  // the test writes: no clock, which a loaded machine can outlast while it
+  // starts the servers), and the slow one ends only after both fast ones.
+  const fs::path go_fast = dir.path() / "let-fast-go", go_slow = dir.path() / "let-slow-go";
   std::vector<std::future<Verdict>> futs;
-  futs.push_back(pool->submit(request(kernel("slow", "# FAKE: until " + go.string() + "\n# FAKE: correct\n"))));
-  futs.push_back(pool->submit(request(kernel("fast_a", "# FAKE: correct\n"))));
-  futs.push_back(pool->submit(request(kernel("fast_b", "# FAKE: correct\n"))));
+  futs.push_back(pool->submit(request(kernel("slow", "# FAKE: until " + go_slow.string() + "\n# FAKE: correct\n"))));
+  for (const char* name : {"fast_a", "fast_b"})
+    futs.push_back(pool->submit(request(kernel(name, "# FAKE: until " + go_fast.string() + "\n# FAKE: correct\n"))));
+  wait_logged("eval", 3, 60);
+  ASSERT_EQ(logged("eval"), 3);
+  ASSERT_TRUE(write_file_atomic(go_fast, "go\n").ok());
   EXPECT_EQ(futs[1].get().status, VerdictStatus::kCorrect);
   EXPECT_EQ(futs[2].get().status, VerdictStatus::kCorrect);
-  ASSERT_TRUE(write_file_atomic(go, "go\n").ok());
+  ASSERT_TRUE(write_file_atomic(go_slow, "go\n").ok());
   EXPECT_EQ(futs[0].get().status, VerdictStatus::kCorrect);
   wait_logged("refill", 3, 5);
   auto lines = log_lines({"spares", "eval_end", "refill"});

@@ -193,7 +193,11 @@ def do_eval(req):
                 break
         elif action == "concurrency":
             count_concurrency(args[0])
+    # Logged before the answer: the pool may act on the answer (another slot's
+    # refill) before this process could log after it.
+    log("eval_end", kernel)
     send(result)
+    return True
 
 
 def count_concurrency(path):
@@ -254,8 +258,8 @@ def main():
         if op == "eval":
             log("spares", "%s %s" % (req.get("spares", "-"), req.get("kernel", "")))
             log("priority", "%s %s" % (req.get("priority", "-"), req.get("kernel", "")))
-            do_eval(req)
-            log("eval_end", req.get("kernel", ""))
+            if not do_eval(req):
+                log("eval_end", req.get("kernel", ""))
         elif op == "refill":
             log("refill", "")
             send({"id": rid, "type": "result", "ok": True, "forked": ["ref", "cand", "prof"]})
