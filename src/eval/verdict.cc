@@ -60,7 +60,6 @@ std::string string_or(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-
 }  // namespace
 
 std::vector<std::string> verdict_typed_keys() { return typed_keys(); }

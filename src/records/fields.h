@@ -25,6 +25,7 @@
 // says so once, by specialising ValueCodec<T>.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <optional>
@@ -250,15 +251,11 @@ inline constexpr bool kNumeric = std::is_arithmetic_v<M> && !std::is_same_v<M, b
 template <class U>
 inline constexpr bool kNumeric<std::optional<U>> = kNumeric<U>;
 
-/// When::kPositive: a number above 0, or nothing.
+/// When::kPositive: whether a number (or an optional one) is there and above 0.
 template <class M>
-std::optional<double> positive_value(const M& v) {
-  if constexpr (std::is_arithmetic_v<M>) {
-    if (v > 0) return static_cast<double>(v);
-  } else {
-    if (v && *v > 0) return static_cast<double>(*v);
-  }
-  return std::nullopt;
+bool is_positive(const M& v) {
+  if constexpr (std::is_arithmetic_v<M>) return v > 0;
+  else return v && *v > 0;
 }
 
 template <class R, class T, class M>
@@ -271,8 +268,7 @@ void write_field(nlohmann::json& j, const R& r, const Field<T, M>& f) {
   auto [obj, key] = slot_for_write(j, f.key);
   if constexpr (kNumeric<M>) {
     if (f.when == When::kPositive) {
-      auto x = positive_value(v);
-      (*obj)[std::string(key)] = x ? codec::encode(v) : nlohmann::json(nullptr);  // in the member's own type
+      (*obj)[std::string(key)] = is_positive(v) ? codec::encode(v) : nlohmann::json(nullptr);
       return;
     }
   }
@@ -288,20 +284,6 @@ void read_field(const nlohmann::json& j, R& r, const Field<T, M>& f) {
   }
   if (f.when == When::kPositive && !(it->is_number() && it->get<double>() > 0)) return;
   codec::decode(*it, r.*(f.member));
-}
-
-/// The top-level keys a record's table writes ("a/b" counts as "a"), once each, in its order.
-template <HasFields T>
-std::vector<std::string> top_level_keys() {
-  std::vector<std::string> out;
-  auto add = [&](std::string_view key) {
-    std::string top(key.substr(0, key.find('/')));
-    for (const auto& k : out)
-      if (k == top) return;
-    out.push_back(std::move(top));
-  };
-  std::apply([&](const auto&... f) { (add(f.key), ...); }, T::fields());
-  return out;
 }
 
 /// Whether a table can be written as it says, checked when it is compiled:
@@ -347,6 +329,17 @@ template <HasFields T>
 std::vector<std::string> field_keys() {
   std::vector<std::string> out;
   std::apply([&](const auto&... f) { (out.emplace_back(f.key), ...); }, T::fields());
+  return out;
+}
+
+/// The top-level keys a record's table writes ("a/b" counts as "a"), once each, in its order.
+template <HasFields T>
+std::vector<std::string> top_level_keys() {
+  std::vector<std::string> out;
+  for (const auto& key : field_keys<T>()) {
+    std::string top = key.substr(0, key.find('/'));
+    if (std::find(out.begin(), out.end(), top) == out.end()) out.push_back(std::move(top));
+  }
   return out;
 }
 
