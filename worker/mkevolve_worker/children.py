@@ -233,7 +233,7 @@ def reference_body(ctx, job: dict) -> int:
     # sandboxed candidate cannot tell torch here that it is done with a
     # copy, so its release (below) says so before the copy is dropped.
     sent: dict = {}
-    released = {"released": 0, "already": 0, "unexpected": 0}
+    released = tensorio.release_tally()
     retained: set = set()
     # Trials whose inputs are large (timing.in_place): drawn straight into the
     # shared pool, computed on there first and handed over after (hand_over),
@@ -716,7 +716,7 @@ def candidate_body(ctx, job: dict) -> int:
     mutates = False    # forward changed its inputs (allowed where the reference does too)
     held = None   # the last output handed over by IPC: alive until the server moves on
     held_sent: list = []  # what its hand-over exported (released when the server moves on)
-    released = {"released": 0, "already": 0, "unexpected": 0}
+    released = tensorio.release_tally()
     first_forward = True
     ipc = "open" if device == "cuda" else "refuse"
     ctx.send({"ev": "phase", "phase": "waiting for inputs"})

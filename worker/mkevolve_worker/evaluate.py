@@ -1656,7 +1656,7 @@ def _record_released(handover: dict, who: str, counts) -> None:
     allocated). The candidate's own word, for diagnosis only."""
     if not isinstance(counts, dict):
         return
-    keys = ("released", "already", "unexpected")
+    keys = tensorio.RELEASE_KEYS
     if not all(isinstance(counts.get(k), int) and not isinstance(counts.get(k), bool) for k in keys):
         return
     if not any(counts[k] for k in keys):

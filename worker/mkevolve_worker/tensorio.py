@@ -498,6 +498,15 @@ _RC_SLOTS = 10000
 _RC_NAME = re.compile(r"/torch_[0-9_]+")
 
 
+#: What ipc_release counts (checks.handover.released).
+RELEASE_KEYS = ("released", "already", "unexpected")
+
+
+def release_tally() -> dict:
+    """A process's running tally of ipc_release, every count at 0."""
+    return dict.fromkeys(RELEASE_KEYS, 0)
+
+
 def ipc_release(sent: list, counts: dict | None = None) -> dict:
     """The exporter's side of a hand-over that is over: every receiver is
     done with the storages `sent` lists (save_sealed's), so their counters go
@@ -511,13 +520,11 @@ def ipc_release(sent: list, counts: dict | None = None) -> dict:
     counter that still reads 1 is set to 0; one at 0 was released by its
     receiver; any other value is left alone and counted as "unexpected".
     Returns {"released", "already", "unexpected"}, added to `counts` when
-    given (a process's running tally). Never raises: a counter that cannot
+    given (a process's running tally, release_tally()). Never raises: a counter that cannot
     be reached leaves its storage to torch."""
     import mmap
     if counts is None:
-        counts = {}
-    for k in ("released", "already", "unexpected"):
-        counts.setdefault(k, 0)
+        counts = release_tally()
     by_file: dict = {}
     for rc, slot in sent:
         by_file.setdefault(rc, []).append(slot)
