@@ -68,7 +68,8 @@
 #             (scripts/probe_reference_memory.py, worker option trace_memory) for KernelBench's
 #             19_ReLU and 23_Softmax with their honest kernels, then 19_ReLU again with the reference's
 #             allocator splitting no cached block above GPU_SUITE_REFMEM_SPLIT MiB (256; 0: not run):
-#             refmem.txt and refmem-*.json into $OUT as they come, at most GPU_SUITE_REFMEM_LIMIT (120) s each
+#             refmem.txt and refmem-*.json into $OUT as they come, at most GPU_SUITE_REFMEM_LIMIT (120) s each;
+#             GPU_SUITE_REFMEM_PROBLEMS="19_ReLU" leaves 23_Softmax out
 #   kbthroughput-warm  the kbthroughput stage's untimed warm-up alone (every problem's baselines and
 #             footprint, measured into a cache of its own), which for KernelBench's 6.4 GB problems
 #             outlasts one device call beside the measurement: $OUT/kbt-cache.tgz holds the cache and
@@ -966,6 +967,7 @@ if want refmem; then
   L1=$KB/KernelBench/level1
   for pair in "19_ReLU 01_relu__triton" "23_Softmax 02_softmax_wide__online"; do
     read -r rm_problem rm_kernel <<<"$pair"
+    [[ " ${GPU_SUITE_REFMEM_PROBLEMS:-19_ReLU 23_Softmax} " == *" $rm_problem "* ]] || continue
     stage_timeout "${GPU_SUITE_REFMEM_LIMIT:-120}" "$PY" scripts/probe_reference_memory.py "$L1/$rm_problem.py" \
       "examples/kernels/$rm_kernel.py" --json-out "$KB_OUT/refmem-$rm_problem.json" >>"$KB_OUT/refmem.txt" 2>&1 ||
       rc=$?
