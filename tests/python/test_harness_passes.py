@@ -80,3 +80,50 @@ def get_init_inputs():
                            warmup=1, perf_trials=3, profile=False, timeout=120)
     assert r["status"] == "correct", r
     assert r["checks"]["timed_pass_s"] == 10.0, r["checks"]  # twice the deadline: 3 x 5+ calls x 1 s + 30 s is more
+
+
+def test_the_profiling_pass_counts_the_first_calls_compile_once_not_per_call():
+    """On an H100 (2026-12-05) a 6.4 GB ReLU's first call took 5 s (a compile
+    and a first use), its later ones 4 ms: sized by the first, 12 of 142
+    calls were profiled; sized by the later ones, all are, and the first's
+    extra seconds are counted once in the time the pass should take."""
+    opts = {"timeout_s": 120.0}
+    plan = evaluate.pass_plan(142, 1, [5.0, 0.0043, 0.0045, 0.0044], opts)
+    assert plan["calls"] == 142 and "why" not in plan, plan
+    assert plan["per_call_s"] == 0.0045 and plan["first_call_extra_s"] == 4.9955, plan
+    assert plan["expected_s"] == round(4.9955 + 142 * 0.0045, 3), plan
+    # Slow later calls still cut the pass, and the first's extra shrinks the budget they share.
+    slow = evaluate.pass_plan(150, 4, [12.0, 2.0, 1.5], opts)
+    assert slow["calls"] == 4 + 12 and slow["expected_s"] == 10.0 + 16 * 2.0, slow
+    # The slowest call after the first sets the speed, whichever trial it was.
+    assert evaluate.pass_plan(150, 4, [0.1, 0.1, 3.0], opts)["per_call_s"] == 3.0
+
+
+def test_the_passes_are_sized_by_the_candidates_own_calls_timed_on_the_servers_clock(worker_server, tmp_path):
+    """The candidate's forward takes 0.3 s a call, the reference's nothing:
+    the timed pass gets at least three times its calls at 0.3 s plus 30 s,
+    which only the candidate's own calls, bracketed in its trials by the
+    'fwd' events the server stamps, can have told it."""
+    p = tmp_path / "fast.py"
+    p.write_text("""
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a + b
+
+def get_inputs():
+    return [torch.randn(8, 8), torch.randn(8, 8)]
+
+def get_init_inputs():
+    return []
+""")
+    k = tmp_path / "slow_new.py"
+    k.write_text(p.read_text().replace("class Model(", "class ModelNew(").replace(
+        "        return a + b", "        import time\n        time.sleep(0.3)\n        return a + b"))
+    r = worker_server.eval(str(p), str(k), timeout_s=60, trials=2, alt_dist_trials=0, trials_dist="none", perf=True,
+                           warmup=1, perf_trials=3, profile=False, timeout=120)
+    assert r["status"] == "correct", r
+    assert r["checks"]["timed_pass_s"] >= 3 * 4 * 0.3 + 30, r["checks"]
+    assert r["checks"]["timed_pass_s"] < 3 * 4 * 1.0 + 30, r["checks"]  # the call alone, not the whole trial's step

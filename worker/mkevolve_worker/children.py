@@ -793,9 +793,14 @@ def candidate_body(ctx, job: dict) -> int:
             before = [C.fingerprint(x) for x in xs]
         try:
             C.seed_all(t["seed"] + 1)
+            # The call alone, on the server's clock (what the harness's own
+            # passes are sized by: evaluate.pass_plan), without this trial's
+            # input hand-over, host copy and fingerprints around it.
+            ctx.send({"ev": "fwd", "at": "start"})
             with torch.no_grad():
                 out = models[c](*xs)
             _sync(device)
+            ctx.send({"ev": "fwd", "at": "end"})
             devices = C.tree_devices(out)
             mutated = _mutated(xs, orig, before)
             mutates = mutates or any(mutated)

@@ -1534,19 +1534,20 @@ class _CandidateRun:
             self.on_wall_round(child, ev)
         elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not self.lock.held:
             self.on_timing_ready(child, ev)
+        elif ev.get("ev") == "fwd" and state.get("gate") != "timing":
+            # How long each forward call of its correctness trials took here
+            # and now, on our clock (the call alone): what the harness's own
+            # passes are sized by (pass_plan).
+            if ev.get("at") == "start":
+                state["fwd_start"] = ev["_t"]
+            elif ev.get("at") == "end" and state.get("fwd_start") is not None:
+                state.setdefault("forward_s", []).append(ev["_t"] - state.pop("fwd_start"))
 
     def on_phase(self, child, ev) -> None:
         state = self.state
         state["phase"] = ev["phase"][:200]
         if len(self.phase_s) < 64:
             self.phase_s.append([state["phase"], round(ev["_t"] - child.started, 3)])
-        # How long one of its forward calls takes here and now, from its
-        # correctness trials (our clock): what the harness's own passes
-        # are sized by (pass_plan).
-        if state["phase"].startswith("running forward"):
-            state["fwd_start"] = ev["_t"]
-        elif state["phase"].startswith("forward returned") and state.get("fwd_start") is not None:
-            state.setdefault("forward_s", []).append(ev["_t"] - state.pop("fwd_start"))
 
     def on_output(self, child, ev) -> None:
         state = self.state
@@ -1760,24 +1761,42 @@ def pass_plan(full_calls: int, n_pool: int, forward_s: list | None, opts: dict, 
     """How many calls the profiling process makes, and how long they should
     take: all of them (one per pool set, then as many as the timed process
     makes) where that fits the budget at the speed its correctness trials ran
-    (their slowest forward call, measured on our clock, or the reference's
-    slowest trial on the same inputs, ref_s, where that was slower), else as
+    (their slowest forward call after the first, the call alone, measured on
+    our clock, or the reference's slowest trial on the same inputs, ref_s,
+    where that was slower; what the first call took beyond that, a compile,
+    is counted once), else as
     many as fit, never fewer than the pool sets and MIN_PROFILED_CALLS. Fewer
     profiled calls leave the runtime checks the same rules; only their number
     is judged against what it was told."""
-    per = max(max(forward_s) if forward_s else 0.0, ref_s or 0.0) or None
+    steady, first = _call_speeds(forward_s)
+    per = max(steady, ref_s or 0.0) or None
     out = {"calls": full_calls, "full": full_calls, "per_call_s": None if per is None else round(per, 4),
            "expected_s": None}
     if not per or per <= 0:
         return out
     budget = max(PROFILE_BUDGET_S, opts["timeout_s"] / 5)
-    fit = n_pool + max(MIN_PROFILED_CALLS, int(budget / per))
+    fit = n_pool + max(MIN_PROFILED_CALLS, int(max(0.0, budget - first) / per))
     out["calls"] = max(n_pool + 1, min(full_calls, fit))
-    out["expected_s"] = round(out["calls"] * per, 3)
+    out["expected_s"] = round(first + out["calls"] * per, 3)
+    if first > 0:
+        out["first_call_extra_s"] = round(first, 4)
     if out["calls"] < full_calls:
         out["why"] = (f"one forward call took up to {per:.3g} s in the correctness trials: {out['calls']} of "
                       f"{full_calls} calls profiled, to fit about {budget:g} s")
     return out
+
+
+def _call_speeds(forward_s: list | None) -> tuple[float, float]:
+    """(seconds a call takes once warm, extra seconds of the first call):
+    the slowest of the calls after the first, and what the first took beyond
+    that (a Triton compile, a library's first use). With one call, that call
+    is the speed and there is no extra."""
+    if not forward_s:
+        return 0.0, 0.0
+    if len(forward_s) == 1:
+        return float(forward_s[0]), 0.0
+    steady = float(max(forward_s[1:]))
+    return steady, max(0.0, float(forward_s[0]) - steady)
 
 
 def timed_pass_s(opts: dict, extra_warmup: int, forward_s: list | None, ref_s: float, device: str) -> float:
