@@ -125,5 +125,9 @@ def get_init_inputs():
     r = worker_server.eval(str(p), str(k), timeout_s=60, trials=2, alt_dist_trials=0, trials_dist="none", perf=True,
                            warmup=1, perf_trials=3, profile=False, timeout=120)
     assert r["status"] == "correct", r
-    assert r["checks"]["timed_pass_s"] >= 3 * 4 * 0.3 + 30, r["checks"]
-    assert r["checks"]["timed_pass_s"] < 3 * 4 * 1.0 + 30, r["checks"]  # the call alone, not the whole trial's step
+    calls = 1 + (r["checks"]["timing"].get("extra_warmup") or 0) + 3  # warm-up, extra warm-up, timed
+    # Each call took 0.3 s and a little more (a sleep); the reference's calls alone would give 30 s.
+    assert 3 * calls * 0.3 + 30 <= r["checks"]["timed_pass_s"] <= 3 * calls * 0.6 + 30, (calls, r["checks"])
+    # The timed phase's own milestones, for where its time goes.
+    phases = [p[0] for p in r["checks"]["phases_s"]]
+    assert phases.index("timing") < phases.index("writing the timed outputs"), phases

@@ -889,28 +889,42 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
         ctx.send({"ev": "timing_ready"})
         if not ctx.wait_go():
             return 0
-        where = "timing"
-        ctx.send({"ev": "phase", "phase": where})
+        def step(what: str) -> None:
+            # A milestone of the timed phase (checks.phases_s): where its time goes.
+            nonlocal where
+            where = what
+            ctx.send({"ev": "phase", "phase": what})
+        step("timing")
         extra = {"in_place": in_place}
         if device == "cuda":
             flush, nbytes = timing.l2_flush_buffer(device)
-            # The last timed call's output goes to the host before the synced
-            # calls run: the device holds one call's output at a time.
+
+            def take_out(out):
+                # The last timed call's output goes to the host before the synced
+                # calls run: the device holds one call's output at a time.
+                step("moving the last timed output to the host")
+                out = C.to_cpu_tree(out)
+                step("the synced calls")
+                return out
             times, timed_last, info, synced = timing.time_cuda_with_synced(
-                call, refill, _warmup(job), opts["perf_trials"], flush, opts["timing"], take_out=C.to_cpu_tree)
+                call, refill, _warmup(job), opts["perf_trials"], flush, opts["timing"], take_out=take_out)
             extra.update(l2_flush_bytes=nbytes, synced_times_ms=synced, **info)
             del flush
             wall_last = None
             if opts["wall_check"]:
-                where = "the wall-clock batch"
+                step("the wall-clock batch")
                 synced_median = sorted(synced)[len(synced) // 2]
                 n = timing.wall_batch_size(synced_median)
                 extra["wall_calls"] = n
-                wall_last = C.to_cpu_tree(timing.wall_batches(ctx, call, n, synced_median_ms=synced_median))
+                out = timing.wall_batches(ctx, call, n, synced_median_ms=synced_median)
+                step("moving the wall-clock batch's output to the host")
+                wall_last = C.to_cpu_tree(out)
+                del out
         else:
             times, out = timing.time_cpu(call, refill, min(_warmup(job), 2), opts["perf_trials"])
             timed_last = C.to_cpu_tree(out)
             wall_last = None
+        step("writing the timed outputs")
         tensorio.save(os.path.join(ctx.dir, "timed.mkt"), {"timed_last": timed_last, "wall_last": wall_last})
         write_json(os.path.join(ctx.dir, "timing.json"), {"times_ms": times, **extra, **_coverage("coverage")})
     except BaseException as e:  # noqa: BLE001

@@ -644,10 +644,11 @@ class Evaluator:
             return res.ok(t_start)
         # The candidate was allowed to profile and time itself; it is now dead.
         timing_json = _read_json(cand.path("timing.json"))
-        if cand.timed_out and state["phase"] == "timing":
+        if cand.timed_out and state.get("gate") == "timing":
             # Its outputs were all correct: the timed calls the harness planned
-            # did not fit the deadline (a loaded machine, calls slower than
-            # planned). The harness's failure, never the candidate's.
+            # (or moving their outputs out) did not fit the deadline (a loaded
+            # machine, calls slower than planned). The harness's failure, never
+            # the candidate's. The gate is ours; the phase is the candidate's word.
             return res.no_verdict("pass_overrun", _overrun_message("timed calls", opts, state), t_start)
         if cand.timed_out or not isinstance(timing_json, dict) or _read_json(cand.path("error.json")) is not None:
             kind, message = _failure_of(cand, state["phase"], opts["timeout_s"])
