@@ -171,26 +171,41 @@ def write_batch(path, pairs):
     return path
 
 
-def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=(), stream=None):
+def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=(), stream=None, progress=None):
     """One `mkevolve eval --batch` call: one pool for every candidate. stream:
-    a file each verdict line is appended to as it comes."""
+    a file each verdict line is appended to as it comes; progress (a dict,
+    when given, with stream) holds the verdicts so far and when it began."""
     env = base_env(cache_home, triton_cache)
     cmd = [binary, "eval", "--json", "--no-cache", "--batch", str(batch), "--timeout", str(timeout_s),
            "--slots-per-gpu", str(slots), "--shapes", "benchmark", *extra]  # one evaluation per candidate
     verdicts, t0 = {}, time.monotonic()
+    if progress is not None:
+        progress.clear()
+        progress.update(verdicts={}, t0=t0)
     if stream:
         cmd.append("--stream")
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL)
-        lines = []
-        with open(stream, "a") as f:
-            for line in proc.stdout:
-                lines.append(line)
-                if line.strip().startswith("{"):
-                    f.write(line)
-                    f.flush()
-        err = proc.stderr.read()
-        proc.wait()
+        # stderr into a file: a pipe nobody reads while stdout streams could fill and stall the pool.
+        with tempfile.TemporaryFile(mode="w+") as errf:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=errf, text=True,
+                                    stdin=subprocess.DEVNULL)
+            lines = []
+            try:
+                with open(stream, "a") as f:
+                    for line in proc.stdout:
+                        lines.append(line)
+                        if line.strip().startswith("{"):
+                            f.write(line)
+                            f.flush()
+                            if progress is not None:
+                                progress["verdicts"][len(progress["verdicts"])] = line
+                proc.wait()
+            except BaseException:
+                # Stopped from outside: the pool goes with us (as subprocess.run would see to).
+                proc.kill()
+                proc.wait()
+                raise
+            errf.seek(0)
+            err = errf.read()
         proc = subprocess.CompletedProcess(cmd, proc.returncode, "".join(lines), err)
     else:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -219,10 +234,16 @@ def warm_baselines(binary, batch, cache_home, triton_cache, extra=()):
     return True
 
 
-def run_fresh(python, pairs, cache_home, triton_cache, timeout_s, extra=(), stream=None):
+def run_fresh(python, pairs, cache_home, triton_cache, timeout_s, extra=(), stream=None, progress=None):
+    """One new process per candidate, one after another. progress (a dict,
+    when given) holds the verdicts so far and the seconds they took, for a
+    run that is stopped before the last."""
     env = base_env(cache_home, triton_cache)
     env["PYTHONPATH"] = str(ROOT / "worker") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     verdicts, t0 = {}, time.monotonic()
+    if progress is not None:
+        progress.clear()
+        progress.update(verdicts=verdicts, t0=t0)
     for problem, kernel in pairs:
         s = key_of(problem, kernel)
         cmd = [python, "-m", "mkevolve_worker", "eval", "--problem", problem, "--kernel", kernel,
@@ -349,18 +370,41 @@ def main(argv=None):
         print("warm-up only: no problem needs one", flush=True)
         return 0
     runs = []
-    for slots in slot_values if "pool" in ways else []:
-        secs, verdicts, phases = run_pool(args.mkevolve, all_pairs, cache_home, tmp / f"triton-pool-{slots}", slots,
-                                          args.timeout, extra, args.stream)
-        plural = "" if slots == "1" else "s"
-        runs.append({"way": f"pool, {slots} slot{plural}", "seconds": secs,
-                     "processes_started": 1, "verdicts": verdicts, "phases": phases})
-        print(f"pool   {runs[-1]['way']}: {len(verdicts)} verdicts in {secs:.1f} s", flush=True)
-    if "fresh" in ways:
-        secs, verdicts = run_fresh(args.python, pairs, cache_home, tmp / "triton-fresh", args.timeout, extra,
-                                   args.stream)
-        runs.append({"way": "fresh process per candidate", "seconds": secs, "processes_started": n,
-                     "verdicts": verdicts})
+    progress: dict = {}
+
+    def keep_what_finished(stopped_in: str) -> None:
+        # Stopped (a stage's limit): the ways that finished are still a
+        # measurement; the one cut short says how far it got, as no rate.
+        for r in runs:
+            r["evals_per_minute"] = 60.0 * n / r["seconds"] if r["seconds"] > 0 else 0.0
+        stopped = {"way": stopped_in, "verdicts": len(progress.get("verdicts") or {}), "of": n,
+                   "seconds": round(time.monotonic() - progress["t0"], 1) if "t0" in progress else None}
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps({"candidates": n, "set": args.set, "runs": runs,
+                                                       "incomplete": [r["way"] for r in runs if len(r["verdicts"]) < n],
+                                                       "stopped": stopped, "disagreements": []}, indent=1))
+        print(f"stopped in {stopped_in} after {stopped['verdicts']} of {n} candidates; "
+              f"the ways that finished are kept", flush=True)
+
+    way = "the pool"
+    try:
+        for slots in slot_values if "pool" in ways else []:
+            way = f"the pool at {slots} slots"
+            secs, verdicts, phases = run_pool(args.mkevolve, all_pairs, cache_home, tmp / f"triton-pool-{slots}",
+                                              slots, args.timeout, extra, args.stream, progress)
+            plural = "" if slots == "1" else "s"
+            runs.append({"way": f"pool, {slots} slot{plural}", "seconds": secs,
+                         "processes_started": 1, "verdicts": verdicts, "phases": phases})
+            print(f"pool   {runs[-1]['way']}: {len(verdicts)} verdicts in {secs:.1f} s", flush=True)
+        if "fresh" in ways:
+            way = "the fresh way"
+            secs, verdicts = run_fresh(args.python, pairs, cache_home, tmp / "triton-fresh", args.timeout, extra,
+                                       args.stream, progress)
+            runs.append({"way": "fresh process per candidate", "seconds": secs, "processes_started": n,
+                         "verdicts": verdicts})
+    except SystemExit:
+        keep_what_finished(way)
+        raise
 
     for r in runs:
         r["evals_per_minute"] = 60.0 * n / r["seconds"] if r["seconds"] > 0 else 0.0

@@ -1047,6 +1047,10 @@ if bench.get("incomplete"):
     print(f"kbthroughput: NOT A MEASUREMENT: some of the {n} candidates got no verdict in: "
           f"{', '.join(bench['incomplete'])}")
     pool = fresh = None
+st = bench.get("stopped")
+if st:
+    print(f"kbthroughput: the stage's limit stopped {st['way']} after {st['verdicts']} of {st['of']} candidates "
+          f"({st['seconds']} s): no rate for it; the ways that finished are kept")
 print(f"kbthroughput: {n} candidates; pool {pool and round(pool['evals_per_minute'], 2)} evals/min, "
       f"fresh {fresh and round(fresh['evals_per_minute'], 2)} evals/min")
 if pool and fresh and fresh["evals_per_minute"] > 0:
