@@ -11,6 +11,34 @@ from mkevolve_worker import evaluate
 from worker_client import cand, problem
 
 
+_ADD = """
+import time
+import torch
+import torch.nn as nn
+
+class {cls}(nn.Module):
+    def forward(self, a, b):
+        time.sleep({sleep})
+        return a + b
+
+def get_inputs():
+    return [torch.randn(8, 8), torch.randn(8, 8)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _sleeping_add(tmp_path, ref_s: float, cand_s: float):
+    """A problem whose forward adds two 8x8 tensors after sleeping ref_s, and
+    a candidate that does the same after sleeping cand_s."""
+    p = tmp_path / "add_sleeping.py"
+    p.write_text(_ADD.format(cls="Model", sleep=ref_s))
+    k = tmp_path / "add_sleeping_new.py"
+    k.write_text(_ADD.format(cls="ModelNew", sleep=cand_s))
+    return p, k
+
+
 def test_a_correct_candidate_whose_timed_pass_overruns_gets_no_verdict_not_a_hang(worker_server):
     t0 = time.monotonic()
     r = worker_server.eval(problem("add"), cand("add_slow_when_timed"), timeout_s=6, trials=2, alt_dist_trials=0,
@@ -57,25 +85,7 @@ def test_a_timed_pass_slower_than_the_deadline_at_the_references_speed_still_fin
     """Reference and candidate take 1 s a call: the trials, the last call's
     reference and the timed calls overrun a 5 s deadline from the candidate's
     start, but the timed calls get the time they need from their go."""
-    p = tmp_path / "slow.py"
-    p.write_text("""
-import time
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, a, b):
-        time.sleep(1.0)
-        return a + b
-
-def get_inputs():
-    return [torch.randn(8, 8), torch.randn(8, 8)]
-
-def get_init_inputs():
-    return []
-""")
-    k = tmp_path / "slow_new.py"
-    k.write_text(p.read_text().replace("class Model(", "class ModelNew("))
+    p, k = _sleeping_add(tmp_path, ref_s=1.0, cand_s=1.0)
     r = worker_server.eval(str(p), str(k), timeout_s=5, trials=1, alt_dist_trials=0, trials_dist="none", perf=True,
                            warmup=1, perf_trials=3, profile=False, timeout=120)
     assert r["status"] == "correct", r
@@ -104,24 +114,7 @@ def test_the_passes_are_sized_by_the_candidates_own_calls_timed_on_the_servers_c
     the timed pass gets at least three times its calls at 0.3 s plus 30 s,
     which only the candidate's own calls, bracketed in its trials by the
     'fwd' events the server stamps, can have told it."""
-    p = tmp_path / "fast.py"
-    p.write_text("""
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, a, b):
-        return a + b
-
-def get_inputs():
-    return [torch.randn(8, 8), torch.randn(8, 8)]
-
-def get_init_inputs():
-    return []
-""")
-    k = tmp_path / "slow_new.py"
-    k.write_text(p.read_text().replace("class Model(", "class ModelNew(").replace(
-        "        return a + b", "        import time\n        time.sleep(0.3)\n        return a + b"))
+    p, k = _sleeping_add(tmp_path, ref_s=0.0, cand_s=0.3)
     r = worker_server.eval(str(p), str(k), timeout_s=60, trials=2, alt_dist_trials=0, trials_dist="none", perf=True,
                            warmup=1, perf_trials=3, profile=False, timeout=120)
     assert r["status"] == "correct", r
