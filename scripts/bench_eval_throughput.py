@@ -181,7 +181,9 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=()
     verdicts, t0 = {}, time.monotonic()
     if progress is not None:
         progress.clear()
-        progress.update(verdicts={}, t0=t0)
+        progress.update(t0=t0)  # verdicts counted only where they stream
+        if stream:
+            progress["verdicts"] = {}
     if stream:
         cmd.append("--stream")
         # stderr into a file: a pipe nobody reads while stdout streams could fill and stall the pool.
@@ -268,7 +270,7 @@ def _stop(signum, _frame):
     """Stopped (`timeout`, gpu-suite's stage limit): raising here makes
     subprocess.run kill the child it waits on (mkevolve, whose worker servers
     then stop too), so no evaluation goes on beside whatever runs next."""
-    print(f"bench_eval_throughput: stopped by signal {signum}; no measurement", file=sys.stderr, flush=True)
+    print(f"bench_eval_throughput: stopped by signal {signum}", file=sys.stderr, flush=True)
     raise SystemExit(128 + signum)
 
 
@@ -377,13 +379,14 @@ def main(argv=None):
         # measurement; the one cut short says how far it got, as no rate.
         for r in runs:
             r["evals_per_minute"] = 60.0 * n / r["seconds"] if r["seconds"] > 0 else 0.0
-        stopped = {"way": stopped_in, "verdicts": len(progress.get("verdicts") or {}), "of": n,
+        got = progress.get("verdicts")
+        stopped = {"way": stopped_in, "verdicts": None if got is None else len(got), "of": n,
                    "seconds": round(time.monotonic() - progress["t0"], 1) if "t0" in progress else None}
         if args.json_out:
             Path(args.json_out).write_text(json.dumps({"candidates": n, "set": args.set, "runs": runs,
                                                        "incomplete": [r["way"] for r in runs if len(r["verdicts"]) < n],
                                                        "stopped": stopped, "disagreements": []}, indent=1))
-        print(f"stopped in {stopped_in} after {stopped['verdicts']} of {n} candidates; "
+        print(f"stopped in {stopped_in} after {'?' if got is None else len(got)} of {n} candidates; "
               f"the ways that finished are kept", flush=True)
 
     way = "the pool"
@@ -396,6 +399,8 @@ def main(argv=None):
             runs.append({"way": f"pool, {slots} slot{plural}", "seconds": secs,
                          "processes_started": 1, "verdicts": verdicts, "phases": phases})
             print(f"pool   {runs[-1]['way']}: {len(verdicts)} verdicts in {secs:.1f} s", flush=True)
+            progress.clear()  # a stop before the next way starts is in no way's count
+            way = "between two ways"
         if "fresh" in ways:
             way = "the fresh way"
             secs, verdicts = run_fresh(args.python, pairs, cache_home, tmp / "triton-fresh", args.timeout, extra,

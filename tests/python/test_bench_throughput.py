@@ -7,7 +7,8 @@ JSON at all and the stage's summary said "0 candidates". Here the two ways run
 against stand-ins written in tmp_path: a `mkevolve` that answers every pair of
 its batch at once, and a `python` whose every evaluation takes 30 s, so the
 stage's SIGTERM lands in the fresh way. The bench must write the pool's figure
-and say where it was stopped, and must not leave the fresh evaluation running.
+and say where it was stopped, and must not leave the evaluation it waited on running
+(a fresh process, or a streaming pool).
 """
 from __future__ import annotations
 
@@ -48,6 +49,37 @@ def _script(path: pathlib.Path, text: str) -> str:
     return str(path)
 
 
+def _gone(pid: int) -> bool:
+    """Whether process pid has ended (a zombie counts as ended), within 5 s."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if pathlib.Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+                return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _stopped_once_started(cmd, env, pids, what: str, settle_s: float = 0.0):
+    """Runs the bench, and sends it SIGTERM once a stand-in wrote its pid to
+    `pids` (and settle_s more): (exit status, stdout, stderr)."""
+    p = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert pids.exists(), f"{what} never started"
+        time.sleep(settle_s)
+        p.send_signal(signal.SIGTERM)
+        stdout, stderr = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return p.returncode, stdout, stderr
+
+
 def test_a_bench_stopped_in_the_fresh_way_keeps_the_pools_figure(tmp_path):
     mk = _script(tmp_path / "mkevolve", FAKE_MKEVOLVE)
     py = _script(tmp_path / "python", FAKE_PYTHON)
@@ -56,20 +88,10 @@ def test_a_bench_stopped_in_the_fresh_way_keeps_the_pools_figure(tmp_path):
     env = dict(os.environ, FAKE_PIDS=str(pids))
     cache = tmp_path / "cache"
     cache.mkdir()
-    p = subprocess.Popen([sys.executable, str(BENCH), "--mkevolve", mk, "--python", py, "--slots", "auto",
-                          "--cache-home", str(cache), "--json-out", str(out)],
-                         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
-            time.sleep(0.1)  # until the fresh way's first evaluation runs
-        assert pids.exists(), "the fresh way never started"
-        p.send_signal(signal.SIGTERM)
-        stdout, stderr = p.communicate(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 128 + signal.SIGTERM, (p.returncode, stderr)
+    rc, stdout, stderr = _stopped_once_started(
+        [sys.executable, str(BENCH), "--mkevolve", mk, "--python", py, "--slots", "auto",
+         "--cache-home", str(cache), "--json-out", str(out)], env, pids, "the fresh way")
+    assert rc == 128 + signal.SIGTERM, (rc, stderr)
     rec = json.loads(out.read_text())
     n = rec["candidates"]
     assert n == 17
@@ -79,11 +101,33 @@ def test_a_bench_stopped_in_the_fresh_way_keeps_the_pools_figure(tmp_path):
     assert rec["stopped"]["way"] == "the fresh way" and rec["stopped"]["verdicts"] == 0 and rec["stopped"]["of"] == n
     assert "stopped in the fresh way after 0 of 17" in stdout
     # The fresh evaluation it was waiting on went with it.
-    pid = int(pids.read_text().split()[0])
-    time.sleep(0.2)
-    try:
-        os.kill(pid, 0)
-        alive = pathlib.Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except ProcessLookupError:
-        alive = False
-    assert not alive, "the fresh evaluation outlived the bench"
+    assert _gone(int(pids.read_text().split()[0])), "the fresh evaluation outlived the bench"
+
+
+SLOW_MKEVOLVE = """#!/usr/bin/env python3
+import json, os, sys, time
+args = sys.argv[1:]
+batch = args[args.index("--batch") + 1]
+pairs = [l.split()[:2] for l in open(batch) if l.strip() and not l.startswith("#")]
+problem, kernel = pairs[0]
+print(json.dumps({"problem": problem, "kernel": kernel, "status": "correct", "kind": "ok"}), flush=True)
+open(os.environ["FAKE_PIDS"], "a").write(f"{os.getpid()}\\n")
+time.sleep(30)
+"""
+
+
+def test_a_bench_stopped_in_a_streaming_pool_says_how_far_it_got_and_stops_the_pool(tmp_path):
+    mk = _script(tmp_path / "mkevolve", SLOW_MKEVOLVE)
+    out = tmp_path / "bench.json"
+    pids = tmp_path / "pids"
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    rc, _, stderr = _stopped_once_started(
+        [sys.executable, str(BENCH), "--mkevolve", mk, "--slots", "auto", "--ways", "pool",
+         "--cache-home", str(cache), "--json-out", str(out), "--stream", str(tmp_path / "s.jsonl")],
+        dict(os.environ, FAKE_PIDS=str(pids)), pids, "the pool", settle_s=0.3)
+    assert rc == 128 + signal.SIGTERM, (rc, stderr)
+    rec = json.loads(out.read_text())
+    assert rec["runs"] == [] and rec["stopped"]["way"] == "the pool at auto slots", rec
+    assert rec["stopped"]["verdicts"] == 1 and rec["stopped"]["of"] == 17, rec
+    assert _gone(int(pids.read_text().split()[0])), "the pool outlived the bench"

@@ -904,7 +904,8 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
                 # calls run: the device holds one call's output at a time.
                 step("moving the last timed output to the host")
                 out = C.to_cpu_tree(out)
-                step("the synced calls")
+                if opts["timing"] == "device":  # "synced" timing has no second series
+                    step("the synced calls")
                 return out
             times, timed_last, info, synced = timing.time_cuda_with_synced(
                 call, refill, _warmup(job), opts["perf_trials"], flush, opts["timing"], take_out=take_out)

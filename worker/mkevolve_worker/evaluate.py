@@ -1535,7 +1535,7 @@ class _CandidateRun:
             self.on_wall_round(child, ev)
         elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not self.lock.held:
             self.on_timing_ready(child, ev)
-        elif ev.get("ev") == "fwd" and state.get("gate") != "timing":
+        elif ev.get("ev") == "fwd" and state.get("gate") is None:  # the correctness trials' calls only
             # How long each forward call of its correctness trials took here
             # and now, on our clock (the call alone): what the harness's own
             # passes are sized by (pass_plan).
