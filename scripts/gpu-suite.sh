@@ -75,7 +75,8 @@
 #             outlasts one device call beside the measurement: $OUT/kbt-cache.tgz holds the cache and
 #             the key that seals it, whatever finished within GPU_SUITE_KBT_WARM_LIMIT (500 s). A later
 #             call carries it in (GPU_SUITE_KBT_CACHE=that file: this stage then goes on where it
-#             stopped, and kbthroughput skips its warm-up). GPU_SUITE_KBT_OWN (stems of
+#             stopped; kbthroughput skips its warm-up where the cache's finished, the file "complete"
+#             in it, and otherwise finishes it, untimed). GPU_SUITE_KBT_OWN (stems of
 #             KB_OWN_REFERENCES, comma-separated) narrows the own references of both stages. Both
 #             stages in one call ("kbthroughput-warm kbthroughput"): kbthroughput goes on from this cache
 #   neighbours  a spinning-kernel candidate among eight honest example kernels at
