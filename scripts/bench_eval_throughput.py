@@ -183,7 +183,7 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=()
         progress.clear()
         progress.update(t0=t0)  # verdicts counted only where they stream
         if stream:
-            progress["verdicts"] = {}
+            progress["verdicts"] = []
     if stream:
         cmd.append("--stream")
         # stderr into a file: a pipe nobody reads while stdout streams could fill and stall the pool.
@@ -199,7 +199,7 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=()
                             f.write(line)
                             f.flush()
                             if progress is not None:
-                                progress["verdicts"][len(progress["verdicts"])] = line
+                                progress["verdicts"].append(line)
                 proc.wait()
             except BaseException:
                 # Stopped from outside: the pool goes with us (as subprocess.run would see to).
@@ -374,20 +374,17 @@ def main(argv=None):
     runs = []
     progress: dict = {}
 
-    def keep_what_finished(stopped_in: str) -> None:
-        # Stopped (a stage's limit): the ways that finished are still a
-        # measurement; the one cut short says how far it got, as no rate.
-        for r in runs:
-            r["evals_per_minute"] = 60.0 * n / r["seconds"] if r["seconds"] > 0 else 0.0
-        got = progress.get("verdicts")
-        stopped = {"way": stopped_in, "verdicts": None if got is None else len(got), "of": n,
-                   "seconds": round(time.monotonic() - progress["t0"], 1) if "t0" in progress else None}
+    def finished(run: dict) -> None:
+        run["evals_per_minute"] = 60.0 * n / run["seconds"] if run["seconds"] > 0 else 0.0
+        runs.append(run)
+
+    def incomplete_ways() -> list:
+        return [r["way"] for r in runs if len(r["verdicts"]) < n]
+
+    def write_record(**more) -> None:
         if args.json_out:
             Path(args.json_out).write_text(json.dumps({"candidates": n, "set": args.set, "runs": runs,
-                                                       "incomplete": [r["way"] for r in runs if len(r["verdicts"]) < n],
-                                                       "stopped": stopped, "disagreements": []}, indent=1))
-        print(f"stopped in {stopped_in} after {'?' if got is None else len(got)} of {n} candidates; "
-              f"the ways that finished are kept", flush=True)
+                                                       "incomplete": incomplete_ways(), **more}, indent=1))
 
     way = "the pool"
     try:
@@ -396,8 +393,8 @@ def main(argv=None):
             secs, verdicts, phases = run_pool(args.mkevolve, all_pairs, cache_home, tmp / f"triton-pool-{slots}",
                                               slots, args.timeout, extra, args.stream, progress)
             plural = "" if slots == "1" else "s"
-            runs.append({"way": f"pool, {slots} slot{plural}", "seconds": secs,
-                         "processes_started": 1, "verdicts": verdicts, "phases": phases})
+            finished({"way": f"pool, {slots} slot{plural}", "seconds": secs,
+                      "processes_started": 1, "verdicts": verdicts, "phases": phases})
             print(f"pool   {runs[-1]['way']}: {len(verdicts)} verdicts in {secs:.1f} s", flush=True)
             progress.clear()  # a stop before the next way starts is in no way's count
             way = "between two ways"
@@ -405,14 +402,19 @@ def main(argv=None):
             way = "the fresh way"
             secs, verdicts = run_fresh(args.python, pairs, cache_home, tmp / "triton-fresh", args.timeout, extra,
                                        args.stream, progress)
-            runs.append({"way": "fresh process per candidate", "seconds": secs, "processes_started": n,
-                         "verdicts": verdicts})
+            finished({"way": "fresh process per candidate", "seconds": secs, "processes_started": n,
+                      "verdicts": verdicts})
     except SystemExit:
-        keep_what_finished(way)
+        # Stopped (a stage's limit): the ways that finished are still a
+        # measurement; the one cut short says how far it got, as no rate.
+        got = progress.get("verdicts")
+        write_record(stopped={"way": way, "verdicts": None if got is None else len(got), "of": n,
+                              "seconds": round(time.monotonic() - progress["t0"], 1) if "t0" in progress else None},
+                     disagreements=[])
+        print(f"stopped in {way} after {'?' if got is None else len(got)} of {n} candidates; "
+              f"the ways that finished are kept", flush=True)
         raise
 
-    for r in runs:
-        r["evals_per_minute"] = 60.0 * n / r["seconds"] if r["seconds"] > 0 else 0.0
     fresh = runs[-1] if "fresh" in ways else None
     names = [key_of(p, k) for p, k in pairs]
     disagreements = [s for s in names if len({r["verdicts"].get(s) for r in runs}) != 1]
@@ -433,13 +435,10 @@ def main(argv=None):
                   f"the fresh-process rate")
     if disagreements:
         print(f"verdicts differ between ways for: {', '.join(disagreements)}")
-    incomplete = [r["way"] for r in runs if len(r["verdicts"]) < n]
+    incomplete = incomplete_ways()
     if incomplete:
         print(f"NOT A MEASUREMENT: some candidates got no verdict in: {', '.join(incomplete)}")
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"candidates": n, "set": args.set, "runs": runs,
-                                                   "incomplete": incomplete,
-                                                   "disagreements": disagreements}, indent=1))
+    write_record(disagreements=disagreements)
     return 1 if disagreements or incomplete else 0
 
 

@@ -967,21 +967,23 @@ if want refmem; then
   t0=$SECONDS
   rc=0
   L1=$KB/KernelBench/level1
+  refmem_probe() {  # PROBLEM KERNEL NAME [more probe arguments]: one trace into refmem-NAME.json
+    local problem=$1 kernel=$2 name=$3
+    shift 3
+    stage_timeout "${GPU_SUITE_REFMEM_LIMIT:-120}" "$PY" scripts/probe_reference_memory.py "$L1/$problem.py" \
+      "examples/kernels/$kernel.py" --json-out "$KB_OUT/refmem-$name.json" "$@" >>"$KB_OUT/refmem.txt" 2>&1 || rc=$?
+  }
   for pair in "19_ReLU 01_relu__triton" "23_Softmax 02_softmax_wide__online"; do
     read -r rm_problem rm_kernel <<<"$pair"
     [[ " ${GPU_SUITE_REFMEM_PROBLEMS:-19_ReLU 23_Softmax} " == *" $rm_problem "* ]] || continue
-    stage_timeout "${GPU_SUITE_REFMEM_LIMIT:-120}" "$PY" scripts/probe_reference_memory.py "$L1/$rm_problem.py" \
-      "examples/kernels/$rm_kernel.py" --json-out "$KB_OUT/refmem-$rm_problem.json" >>"$KB_OUT/refmem.txt" 2>&1 ||
-      rc=$?
+    refmem_probe "$rm_problem" "$rm_kernel" "$rm_problem"
   done
   # The same 19_ReLU with the reference's allocator splitting no cached block
   # above 256 MiB (worker option ref_max_split_mb): a peak that falls says the
   # excess was fragmentation, one that stays says it is memory held.
   if [ "${GPU_SUITE_REFMEM_SPLIT:-256}" != "0" ]; then
     echo "--- 19_ReLU, ref_max_split_mb ${GPU_SUITE_REFMEM_SPLIT:-256}" >>"$KB_OUT/refmem.txt"
-    stage_timeout "${GPU_SUITE_REFMEM_LIMIT:-120}" "$PY" scripts/probe_reference_memory.py "$L1/19_ReLU.py" \
-      examples/kernels/01_relu__triton.py --max-split-mb "${GPU_SUITE_REFMEM_SPLIT:-256}" \
-      --json-out "$KB_OUT/refmem-19_ReLU-split.json" >>"$KB_OUT/refmem.txt" 2>&1 || rc=$?
+    refmem_probe 19_ReLU 01_relu__triton 19_ReLU-split --max-split-mb "${GPU_SUITE_REFMEM_SPLIT:-256}"
   fi
   grep -E "^(19_ReLU|23_Softmax)|^peaks|^---|^reference allocator" "$KB_OUT/refmem.txt" | sed 's/^/refmem: /' | tee -a "$SUMMARY"
   stage_result refmem $rc $((SECONDS - t0))
