@@ -1782,7 +1782,8 @@ def pass_plan(full_calls: int, n_pool: int, forward_s: list | None, opts: dict, 
     if first > 0:
         out["first_call_extra_s"] = round(first, 4)
     if out["calls"] < full_calls:
-        out["why"] = (f"one forward call took up to {per:.3g} s in the correctness trials: {out['calls']} of "
+        call = "one forward call" if first <= 0 else "one forward call after the first"
+        out["why"] = (f"{call} took up to {per:.3g} s in the correctness trials: {out['calls']} of "
                       f"{full_calls} calls profiled, to fit about {budget:g} s")
     return out
 
