@@ -64,6 +64,10 @@
 #             kbt-pool.jsonl (verdicts of both ways, streamed), kbt-bench.txt, kbt-bench.json,
 #             kbt-kb.jsonl (kbt-pairs.txt in the logs); the summary compares the rates (targets: pool >= 3x fresh,
 #             >= 5x KernelBench's harness) and the verdicts, and counts OOMs and no_verdicts
+#   kbthroughput-kb  KernelBench's harness alone over kbthroughput's candidates, for a call of its own
+#             on the same warm machine: GPU_SUITE_KBT_BENCH_JSON and GPU_SUITE_KBT_POOL_JSONL (the
+#             bench's kbt-bench.json and kbt-pool.jsonl from the call before, carried) let the summary
+#             compare the two; GPU_SUITE_KBT_KB_LIMIT=0 leaves the harness out of kbthroughput
 #   refmem    where one timed evaluation's device memory goes, trial by trial and step by step
 #             (scripts/probe_reference_memory.py, worker option trace_memory) for KernelBench's
 #             19_ReLU and 23_Softmax with their honest kernels, then 19_ReLU again with the reference's
@@ -231,7 +235,7 @@ note "$("$PY" -c 'import sys, torch, triton; print("python", sys.version.split()
 BIN=${MKEVOLVE_BIN:-}
 if want build || want manifest || want repeat || want bench || want run || want suite || want concurrency ||
   want concurrency-start || want concurrency-ab ||
-  want kbsweep || want kbtiming || want kblarge || want kbthroughput || want kbthroughput-warm || want shapes ||
+  want kbsweep || want kbtiming || want kblarge || want kbthroughput || want kbthroughput-warm || want kbthroughput-kb || want shapes ||
   want neighbours || want adapt ||
   want roofline || want ncu ||
   want precision || want messy; then
@@ -1029,23 +1033,40 @@ if want kbthroughput-warm && have_bin kbthroughput-warm; then
   # kbthroughput in the same call goes on from this cache.
   kbt_warm_cache
 fi
-if want kbthroughput && have_bin kbthroughput; then
+# kbthroughput-kb: KernelBench's harness alone over the same candidates, for a call of its own on
+# the same warm machine (the bench and the harness together outlast one call at these sizes):
+# GPU_SUITE_KBT_BENCH_JSON and GPU_SUITE_KBT_POOL_JSONL name the bench's kbt-bench.json and
+# kbt-pool.jsonl from the call before (carried), so the summary compares the two. In kbthroughput,
+# GPU_SUITE_KBT_KB_LIMIT=0 leaves the harness out.
+if { want kbthroughput || want kbthroughput-kb; } && have_bin kbthroughput; then
   t0=$SECONDS
   rc=0
-  : >"$KB_OUT/kbt-pool.jsonl"
+  BENCH_JSON=$KB_OUT/kbt-bench.json
+  POOL_JSONL=$KB_OUT/kbt-pool.jsonl
   : >"$KB_OUT/kbt-kb.jsonl"
-  stage_timeout "${GPU_SUITE_KBT_BENCH_LIMIT:-430}" "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" \
-    --python "$PY" --set kb-large --own-references "${KBT_OWN[@]}" "${KBT_WARM[@]}" --kb "$KB" --slots auto --timeout 120 \
-    --pairs-out "$OUTDIR/kbt-pairs.txt" --stream "$KB_OUT/kbt-pool.jsonl" --json-out "$KB_OUT/kbt-bench.json" \
-    >"$KB_OUT/kbt-bench.txt" 2>"$OUTDIR/kbt-bench.err" || rc=$?
+  if want kbthroughput; then
+    : >"$POOL_JSONL"
+    stage_timeout "${GPU_SUITE_KBT_BENCH_LIMIT:-430}" "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" \
+      --python "$PY" --set kb-large --own-references "${KBT_OWN[@]}" "${KBT_WARM[@]}" --kb "$KB" --slots auto --timeout 120 \
+      --pairs-out "$OUTDIR/kbt-pairs.txt" --stream "$POOL_JSONL" --json-out "$BENCH_JSON" \
+      >"$KB_OUT/kbt-bench.txt" 2>"$OUTDIR/kbt-bench.err" || rc=$?
+  else
+    BENCH_JSON=${GPU_SUITE_KBT_BENCH_JSON:-/nonexistent}
+    POOL_JSONL=${GPU_SUITE_KBT_POOL_JSONL:-/dev/null}
+    note "kbthroughput-kb: the bench's figures from $BENCH_JSON and $POOL_JSONL"
+  fi
   [ -s "$OUTDIR/kbt-pairs.txt" ] || "$PY" scripts/bench_eval_throughput.py --set kb-large --own-references \
     "${KBT_OWN[@]}" --kb "$KB" --pairs-out "$OUTDIR/kbt-pairs.txt" --only-pairs 2>>"$OUTDIR/kbt-bench.err"
   kb_t0=$SECONDS
-  stage_timeout "${GPU_SUITE_KBT_KB_LIMIT:-140}" "$PY" scripts/kb_harness.py --kb "$KB" \
-    --pairs "$OUTDIR/kbt-pairs.txt" --out "$KB_OUT/kbt-kb.jsonl" --timeout 120 \
-    >/dev/null 2>"$OUTDIR/kbt-kb.err" || rc=$((rc ? rc : $?))
+  if [ "${GPU_SUITE_KBT_KB_LIMIT:-140}" != 0 ]; then
+    stage_timeout "${GPU_SUITE_KBT_KB_LIMIT:-140}" "$PY" scripts/kb_harness.py --kb "$KB" \
+      --pairs "$OUTDIR/kbt-pairs.txt" --out "$KB_OUT/kbt-kb.jsonl" --timeout 120 \
+      >/dev/null 2>"$OUTDIR/kbt-kb.err" || rc=$((rc ? rc : $?))
+  else
+    note "kbthroughput: KernelBench's harness left out (GPU_SUITE_KBT_KB_LIMIT=0)"
+  fi
   kb_secs=$((SECONDS - kb_t0))
-  "$PY" - "$KB_OUT/kbt-bench.json" "$KB_OUT/kbt-kb.jsonl" "$kb_secs" "$KB_OUT/kbt-pool.jsonl" <<'PYEOF' | tee -a "$SUMMARY"
+  "$PY" - "$BENCH_JSON" "$KB_OUT/kbt-kb.jsonl" "$kb_secs" "$POOL_JSONL" <<'PYEOF' | tee -a "$SUMMARY"
 import json, os, sys
 bench = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) and os.path.getsize(sys.argv[1]) else {}
 kb = [json.loads(l) for l in open(sys.argv[2]) if l.strip().startswith("{")]
@@ -1072,10 +1093,16 @@ judged = [k for k in kb if isinstance(k.get("correctness"), bool)]
 if len(judged) < len(kb):
     print(f"kbthroughput: KernelBench's harness judged {len(judged)} of its {len(kb)} candidates "
           f"(the others: an error of the harness run; not counted)")
-if judged and pool and kb_secs > 0:
+if judged and kb_secs > 0:
     kb_rate = 60.0 * len(judged) / kb_secs
-    print(f"kbthroughput: KernelBench harness {len(judged)} candidates in {kb_secs:.0f} s = {kb_rate:.2f} evals/min; "
-          f"pool/KernelBench {pool['evals_per_minute'] / kb_rate:.2f}x (target >= 5)")
+    print(f"kbthroughput: KernelBench harness {len(judged)} candidates in {kb_secs:.0f} s = {kb_rate:.2f} evals/min "
+          f"({', '.join(str(k.get('seconds')) for k in judged)} s each)")
+    if pool and len(judged) == n:
+        print(f"kbthroughput: pool/KernelBench {pool['evals_per_minute'] / kb_rate:.2f}x over the same {n} "
+              f"candidates (target >= 5)")
+    elif pool:
+        print(f"kbthroughput: KernelBench's harness judged {len(judged)} of the bench's {n} candidates: "
+              f"a rate over other candidates, so no pool/KernelBench ratio")
     ours = {os.path.basename(r.get("kernel", "")): r for r in pool_rows if "way" not in r}
     for k in kb:
         name = os.path.basename(k.get("candidate", ""))
@@ -1088,11 +1115,13 @@ nov = [r for r in pool_v if r.get("status") == "no_verdict" or r.get("kind") in 
 peaks = [((r.get("checks") or {}).get("footprint") or {}).get("device_peak_bytes") or 0 for r in pool_v]
 print(f"kbthroughput: {len(ooms)} oom, {len(nov)} harness failures in the pool's verdicts; "
       f"largest device footprint {max(peaks or [0]) / 1e9:.1f} GB")
+if not bench and kb:  # kbthroughput-kb without the bench's figures: the harness alone
+    sys.exit(0 if len(judged) == len(kb) else 1)
 sys.exit(0 if pool and not ooms and not nov and not bench.get("incomplete") else 1)
 PYEOF
   check=$?
   [ $rc -eq 0 ] && rc=$check
-  stage_result kbthroughput $rc $((SECONDS - t0))
+  stage_result "$(want kbthroughput && echo kbthroughput || echo kbthroughput-kb)" $rc $((SECONDS - t0))
 fi
 # --- ncu: Nsight Compute's counters through --profile ncu (issue 15) ----------
 if want ncu && have_bin ncu; then

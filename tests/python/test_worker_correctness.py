@@ -180,6 +180,26 @@ def test_caching_results_between_timed_calls_is_caught(worker_server):
     assert honest["checks"]["timed_output"] == {"checked": True, "ok": True}
 
 
+def test_the_timed_outputs_are_compared_while_the_candidate_holds_them(worker_server):
+    # The last timed call's output is handed over and compared before the
+    # candidate goes on (on the GPU by CUDA IPC; here as bytes): its phase and
+    # the server's mark stand in that order, and nothing is left in a file.
+    r = worker_server.eval(problem("add"), cand("add_ok"), perf=True, perf_trials=5, warmup=2)
+    assert r["status"] == "correct", r
+    names = [p[0] for p in r["checks"]["phases_s"]]
+    assert "handing over the last timed output" in names, names
+    assert "timed_last compared" in names, names
+    assert names.index("handing over the last timed output") < names.index("timed_last compared"), names
+
+
+def test_a_timed_output_handed_over_out_of_turn_is_malformed(worker_server):
+    # A candidate that reaches the harness's channel and announces an output
+    # the server did not ask for: its own failure, not a verdict on its outputs.
+    r = worker_server.eval(problem("add"), cand("add_forged_timed_output"), perf=True, perf_trials=5, warmup=2)
+    assert r["status"] != "correct" and r["kind"] == "malformed_result", r
+    assert "out of turn" in r["message"], r
+
+
 def test_a_reference_that_draws_random_numbers_passes_as_its_own_candidate(worker_server):
     # KernelBench level2/66_Matmul_Dropout_Softmax leaves Dropout in training
     # mode: the last timed call is seeded as the reference seeded its expected

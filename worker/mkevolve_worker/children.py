@@ -433,35 +433,51 @@ def reference_body(ctx, job: dict) -> int:
             last = t["id"] == "last"
             if last and device == "cuda":
                 torch.cuda.empty_cache()  # idle through the candidate's timed calls: hold only what is kept
-            msg, fds = ctx.recv_msg()
-            op = (msg or {}).get("op")
-            if op != ("compare_last" if last else "compare") or msg.get("id") != t["id"]:
-                _close_all(fds)
-                return 0  # the server is done with us
-            if not last:
-                release(t["id"], bool(msg.get("retain")))
-                mem(t["id"], "released")
-            where = f"comparing the candidate's output of trial {t['id']}"
-            keys = ("out",) if not last else ("timed_last",) if draws else ("timed_last", "wall_last")
-            r = _compare_handed(out, fds, keys, dict(opts, trial_kind=C.trial_kind(t)),
-                                ipc="open" if device == "cuda" and not last else "refuse")
-            if last and draws and "results" in r:
-                r["results"]["wall_last_skipped"] = "the reference's forward draws random numbers; the " \
-                    "wall-clock batch's calls are not seeded, so their output is not compared"
-            del out
-            mem(t["id"], "compared")
-            if "malformed" in r:
-                r = {"result": {"ok": False, "kind": "malformed_result", "message": r.pop("malformed")}}
-            elif "results" in r and not last:
-                res = r.pop("results").get("out")
-                if res is None:
-                    r = {"error": "the handed-over file holds no output"}
+            # A trial's output comes once. The timing trial's come one at a
+            # time while the candidate is timed (the last timed call's, then
+            # the wall-clock batch's), each while the candidate holds it, until
+            # the server says done: the expected output stays here till then.
+            while True:
+                msg, fds = ctx.recv_msg()
+                op = (msg or {}).get("op")
+                if op != ("compare_last" if last else "compare") or msg.get("id") != t["id"]:
+                    _close_all(fds)
+                    if last and op == "done":
+                        break
+                    return 0  # the server is done with us
+                if not last:
+                    release(t["id"], bool(msg.get("retain")))
+                    mem(t["id"], "released")
+                where = f"comparing the candidate's output of trial {t['id']}"
+                if not last:
+                    keys = ("out",)
                 else:
-                    res.update(ref_mutated=mutated, constant=constant)
-                    r["result"] = res
-            if share_pool is not None:
-                r["ipc_released"] = dict(released)  # so far: the last comparison's says it all
-            ctx.send({"ev": "compared", "id": t["id"], **r})
+                    asked = msg.get("keys") if isinstance(msg.get("keys"), list) else []
+                    keys = tuple(k for k in ("timed_last", "wall_last") if k in asked
+                                 and not (k == "wall_last" and draws))
+                r = _compare_handed(out, fds, keys, dict(opts, trial_kind=C.trial_kind(t)),
+                                    ipc="open" if device == "cuda" else "refuse")
+                if last and draws and "results" in r and "wall_last" in (msg.get("keys") or []):
+                    r["results"]["wall_last_skipped"] = "the reference's forward draws random numbers; the " \
+                        "wall-clock batch's calls are not seeded, so their output is not compared"
+                mem(t["id"], "compared")
+                if "malformed" in r:
+                    r = {"result": {"ok": False, "kind": "malformed_result", "message": r.pop("malformed")}} \
+                        if not last else {"results": {k: {"ok": False, "kind": "malformed_result",
+                                                          "message": r["malformed"]} for k in keys}}
+                elif "results" in r and not last:
+                    res = r.pop("results").get("out")
+                    if res is None:
+                        r = {"error": "the handed-over file holds no output"}
+                    else:
+                        res.update(ref_mutated=mutated, constant=constant)
+                        r["result"] = res
+                if share_pool is not None:
+                    r["ipc_released"] = dict(released)  # so far: the last comparison's says it all
+                ctx.send({"ev": "compared", "id": t["id"], **r})
+                if not last:
+                    break
+            del out
             # The next trial is drawn only now, with this one's expected
             # output and copy gone: one trial's data at a time, not two.
             pending = draw_after(i)
@@ -843,6 +859,10 @@ def candidate_body(ctx, job: dict) -> int:
     return _perf(ctx, job, models[0], files, pool, last, pool_layout, in_place=in_place and not mutates)
 
 
+class _ServerGone(Exception):
+    """The server answered a timed output's hand-over with anything but go."""
+
+
 def _warmup(job: dict) -> int:
     """Warm-up calls: the option plus a count the server draws per eval, so the
     candidate cannot tell its calls apart by counting them."""
@@ -896,38 +916,54 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
             ctx.send({"ev": "phase", "phase": what})
         step("timing")
         extra = {"in_place": in_place}
+        handed = tensorio.release_tally()
+
+        def hand_over(key: str, out, what: str) -> None:
+            # A timed output goes to the reference while this process waits:
+            # on the GPU by CUDA IPC (no trip through the host), in test mode
+            # as bytes in a sealed file. The server answers once the
+            # reference compared it; then it is released and dropped, so the
+            # device holds one call's output at a time.
+            step(f"handing over {what}")
+            sent: list = []
+            fd = tensorio.save_sealed({key: out}, ipc=device == "cuda" and opts.get("cuda_ipc", True), sent=sent)
+            try:
+                ctx.send_fd(fd)
+            finally:
+                os.close(fd)
+            ctx.send({"ev": "timed_output", "key": key})
+            ok = ctx.wait_go()
+            tensorio.ipc_release(sent, handed)
+            if not ok:
+                raise _ServerGone()
         if device == "cuda":
             flush, nbytes = timing.l2_flush_buffer(device)
 
             def take_out(out):
-                # The last timed call's output goes to the host before the synced
-                # calls run: the device holds one call's output at a time.
-                step("moving the last timed output to the host")
-                out = C.to_cpu_tree(out)
+                hand_over("timed_last", out, "the last timed output")
                 if opts["timing"] == "device":  # "synced" timing has no second series
                     step("the synced calls")
-                return out
-            times, timed_last, info, synced = timing.time_cuda_with_synced(
+                return None
+            times, _, info, synced = timing.time_cuda_with_synced(
                 call, refill, _warmup(job), opts["perf_trials"], flush, opts["timing"], take_out=take_out)
             extra.update(l2_flush_bytes=nbytes, synced_times_ms=synced, **info)
             del flush
-            wall_last = None
             if opts["wall_check"]:
                 step("the wall-clock batch")
                 synced_median = sorted(synced)[len(synced) // 2]
                 n = timing.wall_batch_size(synced_median)
                 extra["wall_calls"] = n
                 out = timing.wall_batches(ctx, call, n, synced_median_ms=synced_median)
-                step("moving the wall-clock batch's output to the host")
-                wall_last = C.to_cpu_tree(out)
+                hand_over("wall_last", out, "the wall-clock batch's output")
                 del out
         else:
             times, out = timing.time_cpu(call, refill, min(_warmup(job), 2), opts["perf_trials"])
-            timed_last = C.to_cpu_tree(out)
-            wall_last = None
-        step("writing the timed outputs")
-        tensorio.save(os.path.join(ctx.dir, "timed.mkt"), {"timed_last": timed_last, "wall_last": wall_last})
+            hand_over("timed_last", out, "the last timed output")
+            del out
+        extra["ipc_released"] = handed
         write_json(os.path.join(ctx.dir, "timing.json"), {"times_ms": times, **extra, **_coverage("coverage")})
+    except _ServerGone:
+        return 0  # the server is done with us (it judged a handed-over output, or is gone)
     except BaseException as e:  # noqa: BLE001
         return _fail(ctx, e, where, files)
     ctx.send({"ev": "done"})

@@ -459,15 +459,19 @@ class Evaluator:
         return child
 
     def _ref_compare(self, ref2, op: str, tid: str, fd: int, what: str, timeout_s: float,
-                     protect=frozenset(), retain: bool = False) -> dict:
+                     protect=frozenset(), retain: bool = False, keys: list | None = None) -> dict:
         """Hands the reference the candidate's sealed output (fd) for trial
         tid and returns what its comparison said: the event's "result" (op
         "compare") or "results" (op "compare_last"). retain: the timed calls
-        reuse this trial's inputs (the reference keeps its copy of them). A
+        reuse this trial's inputs (the reference keeps its copy of them).
+        keys (op "compare_last"): which timed outputs the file holds. A
         reference that cannot compare is a harness failure (HarnessError),
         never the candidate's."""
         n_before = sum(1 for e in ref2.events if e.get("ev") == "compared")
-        if not isolation.send_msg(ref2, {"op": op, "id": tid, "retain": retain}, [fd]):
+        msg = {"op": op, "id": tid, "retain": retain}
+        if keys is not None:
+            msg["keys"] = keys
+        if not isolation.send_msg(ref2, msg, [fd]):
             self._reference_failed(ref2, what, timeout_s, protect)
         isolation._kill(ref2, signal.SIGCONT)
         if not isolation.wait_event(ref2, "compared", timeout_s):
@@ -643,6 +647,8 @@ class Evaluator:
         if not perf:
             return res.ok(t_start)
         # The candidate was allowed to profile and time itself; it is now dead.
+        if state.get("timed_problem") is not None:
+            return res.fail(*state["timed_problem"], t_start)
         timing_json = _read_json(cand.path("timing.json"))
         if cand.timed_out and state.get("gate") == "timing":
             # Its outputs were all correct: the timed calls the harness planned
@@ -726,47 +732,32 @@ class Evaluator:
                 # Test mode: each subkernel module's wall time in the composed forward.
                 self._subkernel_runtimes(res, subs, {}, prof["record"], state["profiled_calls"])
         # Output of the last timed call (and of the wall batch) on known
-        # inputs, compared by the reference, which kept its expected output.
-        try:
-            tfd = tensorio.open_regular(cand.path("timed.mkt"), max_bytes=1 << 38)
-        except (OSError, tensorio.FormatError) as e:
-            return res.fail("malformed_result", f"the candidate's timed output could not be read ({e})", t_start)
-        try:
-            try:
-                timed, _ = tensorio.load_fd(tfd)  # its form only: mapped, not read
-                if not isinstance(timed, dict) or "timed_last" not in timed:
-                    raise tensorio.FormatError("no timed_last in it")
-                del timed
-            except (OSError, tensorio.FormatError) as e:
-                return res.fail("malformed_result", f"the candidate's timed output could not be read ({e})",
-                                t_start)
-            stale = {"checked": bool(state["ref_last"])}
-            if state["ref_last"]:
-                # The comparison reads the whole output on the GPU: under the
-                # timing lock taken shared, like the trials, so that it never
-                # runs beside the next candidate's timed phase.
-                work, _ = self._take_shared(opts)
-                try:
-                    results = self._ref_compare(ref2, "compare_last", "last", tfd, "on the timed calls' output",
-                                                self._ref_timeout(opts))
-                finally:
-                    work.release()
-                for key, label in (("timed_last", "the last timed call"), ("wall_last", "the last wall-clock call")):
-                    r = results.get(key)
-                    if isinstance(r, dict) and not r.get("ok"):
-                        stale["ok"] = False
-                        problems.append(("stale_output",
-                                         f"integrity: the output of {label} is wrong after fresh values were "
-                                         f"written into the same input buffers ({r.get('message')}); results must "
-                                         f"not be cached or reused between calls"))
-                        break
-                if "timed_last" not in results:
-                    raise HarnessError(f"{ref2.job_problem}: the reference did not compare the timed output")
-                stale.setdefault("ok", True)
-                if isinstance(results.get("wall_last_skipped"), str):
-                    stale["wall_last"] = "not compared: " + results["wall_last_skipped"]
-        finally:
-            os.close(tfd)
+        # inputs, compared by the reference, which kept its expected output,
+        # as each was handed over during the timed phase (on_timed_output).
+        got = state.get("timed_outputs") or {}
+        if "timed_last" not in got:
+            return res.fail("malformed_result", "the candidate handed over no output of its last timed call "
+                                                "(the timed phase hands it over before the synced calls)", t_start)
+        stale = {"checked": bool(state["ref_last"])}
+        if device == "cuda" and opts["wall_check"] and "wall_last" not in got:
+            stale["ok"] = False
+            problems.append(("stale_output", "integrity: the candidate handed over no output of its wall-clock "
+                                             "batch, so its calls could not be checked"))
+        if state["ref_last"]:
+            for key, label in (("timed_last", "the last timed call"), ("wall_last", "the last wall-clock call")):
+                r = got.get(key)
+                if isinstance(r, dict) and not r.get("ok") and r.get("kind") == "malformed_result":
+                    return res.fail("malformed_result", f"the output of {label}: {r.get('message')}", t_start)
+                if isinstance(r, dict) and not r.get("ok"):
+                    stale["ok"] = False
+                    problems.append(("stale_output",
+                                     f"integrity: the output of {label} is wrong after fresh values were "
+                                     f"written into the same input buffers ({r.get('message')}); results must "
+                                     f"not be cached or reused between calls"))
+                    break
+            stale.setdefault("ok", True)
+            if isinstance(got.get("wall_last_skipped"), str):
+                stale["wall_last"] = "not compared: " + got["wall_last_skipped"]
         res.checks["timed_output"] = stale
         if device == "cuda" and opts["wall_check"]:
             w = wall_clock_verdict(cand.events, synced_median)
@@ -1272,6 +1263,11 @@ class _CandidateRun:
         """Records what the exited candidate's processes did; for a failure
         before an output, lets the reference show that the trial is sound."""
         res, state, opts, cand, plan = self.res, self.state, self.opts, self.cand, self.plan
+        if state["ref_last"] and self.ref2.exit_status is None:
+            # The timed outputs are compared: the reference lets its expected
+            # output go and says what it held at most (its "mem").
+            if isolation.send_msg(self.ref2, {"op": "done"}):
+                isolation.wait_event(self.ref2, "mem", 10.0)
         # The reference's first-trial milestones, stamped by the reference itself.
         self.phase_s.extend(_child_milestones(self.ref2, "reference", cand.started, ev_name="ref_phase", clock="t"))
         res.checks["isolation"]["warm"] = _warm_record(cand)
@@ -1535,6 +1531,12 @@ class _CandidateRun:
             self.on_wall_round(child, ev)
         elif ev.get("ev") == "timing_ready" and state.get("gate") == "profiling" and not self.lock.held:
             self.on_timing_ready(child, ev)
+        elif ev.get("ev") == "timed_output" and state.get("gate") == "timing" and state["error"] is None:
+            try:
+                self.on_timed_output(child, ev)
+            except ProblemError as e:
+                state["error"] = e
+                self.kill_candidate()
         elif ev.get("ev") == "fwd" and state.get("gate") is None:  # the correctness trials' calls only
             # How long each forward call of its correctness trials took here
             # and now, on our clock (the call alone): what the harness's own
@@ -1635,6 +1637,58 @@ class _CandidateRun:
         res.checks["timed_pass_s"] = round(child.min_left_s, 3)
         cov.given("candidate")
         child.go()
+
+
+    def on_timed_output(self, child, ev) -> None:
+        """One output of the timed phase, handed over while the candidate
+        waits (the last timed call's, then the wall-clock batch's): its form
+        checked here, its values compared by the reference, still under this
+        evaluation's exclusive timing lock and while nothing is timed; then
+        the candidate goes on. On the GPU it crosses by CUDA IPC, so no timed
+        output makes a trip through the host."""
+        state = self.state
+        got = state.setdefault("timed_outputs", {})
+        key = ev.get("key")
+        expected = next((k for k in TIMED_OUTPUTS if k not in got), None)
+        if key != expected or (key == "wall_last" and not (self.device == "cuda" and self.opts["wall_check"])):
+            state["timed_problem"] = ("malformed_result", f"the candidate handed over a timed output {key!r} out "
+                                                          f"of turn (expected {expected!r})")
+            return self.kill_candidate()
+        fd = isolation.receive_fd(self.cand, 10.0)
+        if fd is None or not tensorio.is_sealed(fd):
+            if fd is not None:
+                os.close(fd)
+            state["timed_problem"] = ("malformed_result", f"the candidate handed over no sealed file for {key}")
+            return self.kill_candidate()
+        try:
+            try:
+                obj, _ = tensorio.load_fd(fd, ipc="meta" if self.device == "cuda" else "refuse")
+                if not isinstance(obj, dict) or set(obj) != {key}:
+                    raise tensorio.FormatError(f"it holds {sorted(obj) if isinstance(obj, dict) else type(obj).__name__}"
+                                               f", expected {key} alone")
+                del obj
+            except (OSError, tensorio.FormatError) as e:
+                state["timed_problem"] = ("malformed_result", f"the candidate's {key} could not be read ({e})")
+                return self.kill_candidate()
+            if state["ref_last"]:
+                keep_pids = frozenset({self.cand.pid})
+                results = self.ev._ref_compare(self.ref2, "compare_last", "last", fd, f"on {TIMED_OUTPUTS[key]}",
+                                               self.ref_timeout, keep_pids, keys=[key])
+                if key not in results and not isinstance(results.get(key + "_skipped"), str):
+                    raise HarnessError(f"{self.problem}: the reference did not compare {TIMED_OUTPUTS[key]}")
+                got[key] = results.get(key)
+                if isinstance(results.get(key + "_skipped"), str):
+                    got[key + "_skipped"] = results[key + "_skipped"]
+            else:
+                got[key] = None  # nothing to compare it with (no timing trial)
+        finally:
+            os.close(fd)
+        self.mark(f"{key} compared")
+        self.cov.given("candidate")
+        child.go()
+
+
+TIMED_OUTPUTS = {"timed_last": "the last timed call's output", "wall_last": "the last wall-clock call's output"}
 
 
 def _child_milestones(child, label: str, since: float, ev_name: str = "phase", clock: str = "_t") -> list:
