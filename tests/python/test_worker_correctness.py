@@ -200,6 +200,14 @@ def test_a_timed_output_handed_over_out_of_turn_is_malformed(worker_server):
     assert "out of turn" in r["message"], r
 
 
+def test_a_file_queued_beside_the_output_makes_the_output_malformed(worker_server):
+    # Only the one file the harness hands over counts; a candidate that queues
+    # another on the same channel cannot get either compared as its output.
+    r = worker_server.eval(problem("add"), cand("add_extra_fd"))
+    assert r["status"] != "correct" and r["kind"] == "malformed_result", r
+    assert "more than one file" in r["message"], r
+
+
 def test_a_reference_that_draws_random_numbers_passes_as_its_own_candidate(worker_server):
     # KernelBench level2/66_Matmul_Dropout_Softmax leaves Dropout in training
     # mode: the last timed call is seeded as the reference seeded its expected

@@ -770,6 +770,49 @@ def test_fingerprint_sees_any_change_of_bits():
     assert C.fingerprint(3) is None
 
 
+def _fingerprint_by_definition(words: list[int], bits: int) -> tuple[int, int]:
+    """The fingerprint's two sums straight from its definition: the word at
+    flat index i weighs (i mod P) + 1; the full rows' column sums wrap like
+    the device's (mod 2^32 for 32-bit words), the tail's do not."""
+    p = C._FP_PERIOD
+    m = len(words) // p
+    cols = [0] * p
+    for i in range(m * p):
+        cols[i % p] += words[i]
+    if bits == 32:
+        cols = [(c + 2**31) % 2**32 - 2**31 for c in cols] if m else cols
+    tail = words[m * p:]
+    s1 = (sum(cols) if m else 0) + sum(tail)
+    s2 = (sum((j + 1) * c for j, c in enumerate(cols)) if m else 0) + sum((k + 1) * v for k, v in enumerate(tail))
+    return s1, s2
+
+
+def test_fingerprint_of_a_tensor_longer_than_its_period_matches_its_definition_and_sees_changes():
+    # Past one period the device sums columns (a tensor 3 periods and 17 words
+    # long); the sums must be the definition's, and any change seen there too.
+    import torch
+    p = C._FP_PERIOD
+    g = torch.Generator().manual_seed(7)
+    x = torch.randint(-2**31, 2**31 - 1, (3 * p + 17,), dtype=torch.int32, generator=g)
+    x[:5] = 2**31 - 1  # large words in one column: the column sums wrap mod 2^32
+    f = C.fingerprint(x)
+    assert f[:3] == ((3 * p + 17,), "torch.int32", 3 * p + 17)
+    assert f[3:] == _fingerprint_by_definition(x.tolist(), 32)
+    # Odd byte counts are fingerprinted byte by byte, without wrapping.
+    b = torch.randint(0, 256, (2 * p + 3,), dtype=torch.uint8, generator=g)
+    assert C.fingerprint(b)[3:] == _fingerprint_by_definition(b.tolist(), 8)
+    # Any one word changed, two words swapped, a NaN's payload: seen.
+    y = torch.randn(2 * p + 5, generator=g)
+    fy = C.fingerprint(y)
+    for change in (lambda z: z.__setitem__(p + 3, z[p + 3] + 1e-7),
+                   lambda z: z.__setitem__(slice(10, 12), z[10:12].flip(0).clone()),
+                   lambda z: z.view(torch.int32).__setitem__(2 * p, 0x7FC00001)):
+        z = y.clone()
+        change(z)
+        assert C.fingerprint(z) != fy
+    assert C.fingerprint(y.clone()) == fy
+
+
 def test_work_model_counts_matmul_conv_and_attention_flops():
     import torch
     import torch.nn as nn
@@ -901,3 +944,73 @@ def test_the_server_says_whether_its_triton_reads_the_fp32_dot_default(tmp_path)
     assert serve.triton_reads_f32_default(SimpleNamespace(__file__=str(new / "__init__.py")))
     assert not serve.triton_reads_f32_default(SimpleNamespace(__file__=str(old / "__init__.py")))
     assert not serve.triton_reads_f32_default(SimpleNamespace())
+
+
+def test_the_answer_to_the_last_wall_clock_round_is_read_by_the_rounds_not_by_the_hand_over(monkeypatch):
+    # The wall check fails every round (a loaded GPU): the server answers
+    # go, go, go, stop. The last answer must be taken by the rounds
+    # themselves; left unread, the candidate's next wait (the hand-over of the
+    # batch's output) took it as "stop" and the honest candidate exited
+    # without its timing record.
+    import json
+    import socket
+    import threading
+    from mkevolve_worker import isolation, timing
+    monkeypatch.setattr(timing, "wall_clock_verdict", lambda events, sm: {"ok": False})
+    ev_r, ev_w = os.pipe()
+    srv, cli = socket.socketpair()
+    ctx = isolation.ChildContext(dir=".", ev_fd=ev_w, ctl_fd=cli.fileno())
+
+    class Probe:
+        def zero_(self):
+            pass
+    got = {}
+
+    def candidate():
+        got["out"] = timing.wall_batches(ctx, lambda: "out", 1, sync=lambda: None, probe=Probe(), synced_median_ms=1.0)
+        ctx.send({"ev": "timed_output", "key": "wall_last"})
+        got["go"] = ctx.wait_go()
+        os.close(ev_w)
+    t = threading.Thread(target=candidate)
+    t.start()
+    rounds, events, answers = timing.WallRounds(), [], []
+    with os.fdopen(ev_r, "rb") as f:
+        for line in f:
+            ev = json.loads(line)
+            events.append(ev)
+            if ev.get("mark") == "round_end":
+                answers.append(rounds.answer(events, ev))
+                srv.send(b"g" if answers[-1] == "go" else b"s")
+            elif ev.get("ev") == "timed_output":
+                srv.send(b"g")  # compared: go on
+    t.join(10)
+    srv.close()
+    cli.close()
+    assert answers == ["go"] * (timing.WALL_MAX_ROUNDS - 1) + ["stop"], answers
+    assert got == {"out": "out", "go": True}, got
+
+
+def test_more_queued_peeks_without_waiting_and_without_taking_anything():
+    # receive_fd leaves a timeout on the control socket; a peek that honoured
+    # it waited that long on every honest output (nothing else queued), which
+    # is how this check once cost each trial 10 s. It must answer at once
+    # (here: within a liveness bound far below the socket's timeout), leave
+    # the queued byte, and keep the socket's timeout.
+    import socket
+    import threading
+    from mkevolve_worker import isolation
+    a, b = socket.socketpair()
+
+    class Child:
+        ctl_sock = a
+    a.settimeout(3600)
+    got = []
+    t = threading.Thread(target=lambda: got.append(isolation.more_queued(Child())), daemon=True)
+    t.start()
+    t.join(60)
+    assert got == [False], "more_queued waited on an empty socket"
+    b.send(b"F")
+    assert isolation.more_queued(Child()) is True
+    assert a.recv(1) == b"F" and a.gettimeout() == 3600
+    a.close()
+    b.close()

@@ -450,21 +450,21 @@ def reference_body(ctx, job: dict) -> int:
                     mem(t["id"], "released")
                 where = f"comparing the candidate's output of trial {t['id']}"
                 if not last:
-                    keys = ("out",)
+                    asked = keys = ("out",)
                 else:
-                    asked = msg.get("keys") if isinstance(msg.get("keys"), list) else []
-                    keys = tuple(k for k in ("timed_last", "wall_last") if k in asked
-                                 and not (k == "wall_last" and draws))
+                    asked = tuple(k for k in ("timed_last", "wall_last")
+                                  if k in (msg.get("keys") if isinstance(msg.get("keys"), list) else []))
+                    keys = tuple(k for k in asked if not (k == "wall_last" and draws))
                 r = _compare_handed(out, fds, keys, dict(opts, trial_kind=C.trial_kind(t)),
                                     ipc="open" if device == "cuda" else "refuse")
-                if last and draws and "results" in r and "wall_last" in (msg.get("keys") or []):
+                if last and draws and "results" in r and "wall_last" in asked:
                     r["results"]["wall_last_skipped"] = "the reference's forward draws random numbers; the " \
                         "wall-clock batch's calls are not seeded, so their output is not compared"
                 mem(t["id"], "compared")
                 if "malformed" in r:
                     r = {"result": {"ok": False, "kind": "malformed_result", "message": r.pop("malformed")}} \
                         if not last else {"results": {k: {"ok": False, "kind": "malformed_result",
-                                                          "message": r["malformed"]} for k in keys}}
+                                                          "message": r["malformed"]} for k in asked}}
                 elif "results" in r and not last:
                     res = r.pop("results").get("out")
                     if res is None:

@@ -19,6 +19,7 @@ functions run in the reference child, on its device. torch is imported lazily.
 from __future__ import annotations
 
 import math
+import operator
 
 from . import layouts as _layouts
 
@@ -552,25 +553,48 @@ def same_values(x, orig) -> bool:
     return True
 
 
+_FP_PERIOD = 65521  # the position weights repeat with this period (a prime)
+
+
 def fingerprint(x):
     """Two position-weighted sums of tensor x's raw bits, computed on x's own
-    device slice by slice: equal before and after a call means the call left
-    x alone (NaN payloads included), without keeping a pristine copy or
-    moving x to the host. None for a non-tensor."""
+    device: equal before and after a call means the call left x alone (NaN
+    payloads included), without keeping a pristine copy or moving x to the
+    host. None for a non-tensor.
+
+    The word at flat index i weighs (i mod P) + 1. Laid out P words to a row,
+    that is its column's weight, so the device only sums columns (integer
+    sums, wrapping mod 2^32 for 32-bit words: any one changed word still
+    changes its column), with no temporary for 32-bit words and no host sync
+    until the P column sums come back; the weighting is done here, exactly.
+    At KernelBench's 6.4 GB inputs this is one read of the data, where the
+    slice-by-slice form before it built each slice's weights and an int64
+    copy of it and synced with the host twice a slice (192 syncs), about
+    six times a trial. On the CPU (test mode, 2 cores) a 256 MiB tensor took
+    8.2 s that way and takes 0.15 s this way."""
     import torch
     if not isinstance(x, torch.Tensor):
         return None
     from .tensorio import flat_bytes
     flat = flat_bytes(x)
     words = flat.view(torch.int32) if flat.numel() % 4 == 0 else flat
-    s1 = s2 = 0
     n = words.numel()
-    for a in range(0, n, _SLICE):
-        w = words[a:a + _SLICE].to(torch.int64)
-        pos = torch.arange(a, a + w.numel(), device=w.device, dtype=torch.int64).remainder_(65521).add_(1)
-        s1 += int(w.sum())
-        s2 += int(w.mul_(pos).sum())
-        del w, pos
+    period = _FP_PERIOD
+    m = n // period
+    s1 = s2 = 0
+    if m:
+        # Byte words (odd sizes) are widened slice by slice: a bounded temporary.
+        acc = torch.int32 if words.dtype == torch.int32 else torch.int64
+        cols = torch.zeros(period, dtype=acc, device=words.device)
+        rows = max(1, _SLICE // period)
+        for r in range(0, m, rows):
+            cols += words[r * period:min(m, r + rows) * period].view(-1, period).sum(dim=0, dtype=acc)
+        vals = cols.tolist()
+        s1 = sum(vals)
+        s2 = sum(map(operator.mul, range(1, period + 1), vals))
+    tail = words[m * period:].to(torch.int64).tolist()  # fewer than P words
+    s1 += sum(tail)
+    s2 += sum(map(operator.mul, range(1, len(tail) + 1), tail))
     return (tuple(x.shape), str(x.dtype), n, s1, s2)
 
 

@@ -650,12 +650,21 @@ class Evaluator:
         if state.get("timed_problem") is not None:
             return res.fail(*state["timed_problem"], t_start)
         timing_json = _read_json(cand.path("timing.json"))
-        if cand.timed_out and state.get("gate") == "timing":
+        stale_now = next((k for k in TIMED_OUTPUTS if isinstance((state.get("timed_outputs") or {}).get(k), dict)
+                          and not state["timed_outputs"][k].get("ok")), None)
+        if cand.timed_out and state.get("gate") == "timing" and stale_now is None:
             # Its outputs were all correct: the timed calls the harness planned
             # (or moving their outputs out) did not fit the deadline (a loaded
             # machine, calls slower than planned). The harness's failure, never
             # the candidate's. The gate is ours; the phase is the candidate's word.
             return res.no_verdict("pass_overrun", _overrun_message("timed calls", opts, state), t_start)
+        if stale_now is not None and (cand.timed_out or not isinstance(timing_json, dict)):
+            # A timed output already found wrong outranks what became of the rest of the phase.
+            r = state["timed_outputs"][stale_now]
+            if r.get("kind") == "malformed_result":
+                return res.fail("malformed_result", f"{TIMED_OUTPUTS[stale_now]}: {r.get('message')}", t_start)
+            return res.fail("stale_output", f"integrity: {TIMED_OUTPUTS[stale_now]} is wrong after fresh values "
+                                            f"were written into the same input buffers ({r.get('message')})", t_start)
         if cand.timed_out or not isinstance(timing_json, dict) or _read_json(cand.path("error.json")) is not None:
             kind, message = _failure_of(cand, state["phase"], opts["timeout_s"])
             return res.fail(kind, message + " (its outputs were correct; it failed while being profiled/timed)",
@@ -1369,11 +1378,14 @@ class _CandidateRun:
                                                 f"{t['id']}"}
             return self.kill_candidate()
         out_fd = isolation.receive_fd(self.cand, 10.0)
-        if out_fd is None or not tensorio.is_sealed(out_fd):
+        extra = out_fd is not None and isolation.more_queued(self.cand)
+        if out_fd is None or not tensorio.is_sealed(out_fd) or extra:
+            # One file per output: anything more queued beside it is not the harness's.
+            why = "more than one file" if extra else "no sealed output"
             if out_fd is not None:
                 os.close(out_fd)
             self.state["verdict"] = {"ok": False, "kind": "malformed_result",
-                                     "message": f"the candidate handed over no sealed output for trial {t['id']}"}
+                                     "message": f"the candidate handed over {why} for trial {t['id']}"}
             return self.kill_candidate()
         try:
             return self.check_trial(i, t, out_fd)
@@ -1393,7 +1405,7 @@ class _CandidateRun:
             if not isinstance(cand_obj, dict) or "out" not in cand_obj:
                 raise tensorio.FormatError("missing outputs")
             state["output_bytes"] = max(state["output_bytes"], C.tree_nbytes(cand_obj["out"]))
-        except (OSError, tensorio.FormatError) as e:
+        except (OSError, tensorio.FormatError, RuntimeError, ValueError, OverflowError) as e:
             state["verdict"] = {"ok": False, "kind": "malformed_result",
                                 "message": f"the candidate's output could not be read ({e})"}
             return self.kill_candidate()
@@ -1655,10 +1667,14 @@ class _CandidateRun:
                                                           f"of turn (expected {expected!r})")
             return self.kill_candidate()
         fd = isolation.receive_fd(self.cand, 10.0)
-        if fd is None or not tensorio.is_sealed(fd):
+        extra = fd is not None and isolation.more_queued(self.cand)
+        if fd is None or not tensorio.is_sealed(fd) or extra:
+            # The file must come alone with its event: one queued beside it
+            # (or ahead of it) is not the harness's hand-over.
+            why = "more than one file" if extra else "no sealed file"
             if fd is not None:
                 os.close(fd)
-            state["timed_problem"] = ("malformed_result", f"the candidate handed over no sealed file for {key}")
+            state["timed_problem"] = ("malformed_result", f"the candidate handed over {why} for {key}")
             return self.kill_candidate()
         try:
             try:
@@ -1666,14 +1682,23 @@ class _CandidateRun:
                 if not isinstance(obj, dict) or set(obj) != {key}:
                     raise tensorio.FormatError(f"it holds {sorted(obj) if isinstance(obj, dict) else type(obj).__name__}"
                                                f", expected {key} alone")
+                if obj[key] is None:
+                    raise tensorio.FormatError(f"{key} is None, not an output")
                 del obj
-            except (OSError, tensorio.FormatError) as e:
+            except (OSError, tensorio.FormatError, RuntimeError, ValueError, OverflowError) as e:
                 state["timed_problem"] = ("malformed_result", f"the candidate's {key} could not be read ({e})")
                 return self.kill_candidate()
             if state["ref_last"]:
                 keep_pids = frozenset({self.cand.pid})
-                results = self.ev._ref_compare(self.ref2, "compare_last", "last", fd, f"on {TIMED_OUTPUTS[key]}",
-                                               self.ref_timeout, keep_pids, keys=[key])
+                try:
+                    results = self.ev._ref_compare(self.ref2, "compare_last", "last", fd,
+                                                   f"on {TIMED_OUTPUTS[key]}", self.ref_timeout, keep_pids, keys=[key])
+                except HarnessError:
+                    if self.cand.pid in self.sampler.over or isolation._exited(self.cand):
+                        # It was killed for its memory (or died) while its output was read:
+                        # its own failure, which _finish names.
+                        return self.kill_candidate()
+                    raise
                 if key not in results and not isinstance(results.get(key + "_skipped"), str):
                     raise HarnessError(f"{self.problem}: the reference did not compare {TIMED_OUTPUTS[key]}")
                 got[key] = results.get(key)

@@ -426,6 +426,24 @@ def receive_fd(child: Child, timeout_s: float) -> int | None:
     return fds[0]
 
 
+def more_queued(child: Child) -> bool:
+    """Whether the child has queued anything more on its control socket (a
+    descriptor it sent besides the one just received), without taking it."""
+    sock = child.ctl_sock
+    if sock is None:
+        return False
+    # A socket with a timeout (receive_fd sets one) waits for data before a
+    # recv, whatever its flags: made non-blocking here, the peek returns at once.
+    before = sock.gettimeout()
+    sock.settimeout(0.0)
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK))
+    except OSError:  # BlockingIOError: nothing queued
+        return False
+    finally:
+        sock.settimeout(before)
+
+
 def _recv_exact(sock, n: int, first: bytes) -> bytes:
     buf = bytearray(first)
     while len(buf) < n:

@@ -249,7 +249,10 @@ def wall_batches(ctx, call, n: int, repeats: int = WALL_REPEATS, sync=None, prob
                 sync()
             ctx.send({"ev": "wall", "mark": "end", "batch": "model", "rep": rep, "n": n})
         ctx.send({"ev": "wall", "mark": "round_end", "round": rnd, "synced_median_ms": synced_median_ms})
-        if rnd + 1 == max_rounds or not ctx.wait_go():
+        # The server answers every round, the last one too ("stop"): its
+        # answer is read here, or it would be read as the answer to the
+        # next thing this child waits for (the hand-over of this output).
+        if not ctx.wait_go() or rnd + 1 == max_rounds:
             break
     return out
 
