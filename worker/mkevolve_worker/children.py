@@ -175,8 +175,10 @@ def reference_body(ctx, job: dict) -> int:
     never leaves this process. Alternate-distribution trials on which the
     reference raises or is not finite are reported as skipped instead. So
     one trial's expected output and inputs exist at a time (and the copies
-    the timed calls reuse). The timing trial's expected output is kept until
-    the server hands over the candidate's timed outputs (op "compare_last").
+    the timed calls reuse). The timing trial's expected output is kept while
+    the server hands over the candidate's timed outputs, one at a time during
+    its timed phase (op "compare_last", with the "keys" the file holds), until
+    the server says "done".
     job: problem, opts, device, perf (plan the timing trial too)."""
     import torch
     _restore_threads()
