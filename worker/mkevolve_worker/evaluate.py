@@ -1377,13 +1377,8 @@ class _CandidateRun:
                                      "message": f"the candidate reported trial {ev.get('id')!r}, expected "
                                                 f"{t['id']}"}
             return self.kill_candidate()
-        out_fd = isolation.receive_fd(self.cand, 10.0)
-        extra = out_fd is not None and isolation.more_queued(self.cand)
-        if out_fd is None or not tensorio.is_sealed(out_fd) or extra:
-            # One file per output: anything more queued beside it is not the harness's.
-            why = "more than one file" if extra else "no sealed output"
-            if out_fd is not None:
-                os.close(out_fd)
+        out_fd, why = self.receive_output()
+        if out_fd is None:
             self.state["verdict"] = {"ok": False, "kind": "malformed_result",
                                      "message": f"the candidate handed over {why} for trial {t['id']}"}
             return self.kill_candidate()
@@ -1391,6 +1386,18 @@ class _CandidateRun:
             return self.check_trial(i, t, out_fd)
         finally:
             os.close(out_fd)
+
+    def receive_output(self) -> tuple[int | None, str]:
+        """(the sealed file the candidate handed over with its event, "") or
+        (None, what was wrong). It must come alone: a file queued beside it
+        (or ahead of it) is not the harness's hand-over, so neither counts."""
+        fd = isolation.receive_fd(self.cand, 10.0)
+        extra = fd is not None and isolation.more_queued(self.cand)
+        if fd is not None and tensorio.is_sealed(fd) and not extra:
+            return fd, ""
+        if fd is not None:
+            os.close(fd)
+        return None, "more than one file" if extra else "no sealed file"
 
     def check_trial(self, i: int, t: dict, out_fd: int) -> None:
         """Trial i's output, handed over as out_fd: its form checked here, its
@@ -1666,14 +1673,8 @@ class _CandidateRun:
             state["timed_problem"] = ("malformed_result", f"the candidate handed over a timed output {key!r} out "
                                                           f"of turn (expected {expected!r})")
             return self.kill_candidate()
-        fd = isolation.receive_fd(self.cand, 10.0)
-        extra = fd is not None and isolation.more_queued(self.cand)
-        if fd is None or not tensorio.is_sealed(fd) or extra:
-            # The file must come alone with its event: one queued beside it
-            # (or ahead of it) is not the harness's hand-over.
-            why = "more than one file" if extra else "no sealed file"
-            if fd is not None:
-                os.close(fd)
+        fd, why = self.receive_output()
+        if fd is None:
             state["timed_problem"] = ("malformed_result", f"the candidate handed over {why} for {key}")
             return self.kill_candidate()
         try:
