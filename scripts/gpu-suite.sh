@@ -1072,6 +1072,8 @@ bench = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) and os.path.
 kb = [json.loads(l) for l in open(sys.argv[2]) if l.strip().startswith("{")]
 kb_secs = float(sys.argv[3])
 pool_rows = [json.loads(l) for l in open(sys.argv[4]) if l.strip().startswith("{")]
+pool_v = [r for r in pool_rows if "way" not in r]  # the pool's verdicts (the fresh way's rows name their way)
+ours = {os.path.basename(r.get("kernel", "")): r for r in pool_v}
 n = bench.get("candidates", 0)
 runs = {r["way"]: r for r in bench.get("runs", [])}
 pool = next((r for w, r in runs.items() if w.startswith("pool")), None)
@@ -1101,21 +1103,18 @@ if judged and kb_secs > 0:
     # ended by an error of its run (a kernel that crashes the CUDA context raises out of
     # eval_kernel_against_ref), and the harness's time counts them all.
     done = {os.path.basename(k.get("candidate", "")) for k in kb}
-    ours_names = {os.path.basename(r.get("kernel", "")) for r in pool_rows if "way" not in r}
-    if pool and len(kb) == n and (not ours_names or done == ours_names):
+    if pool and len(kb) == n and (not ours or done == set(ours)):
         all_rate = 60.0 * len(kb) / kb_secs
         print(f"kbthroughput: pool/KernelBench {pool['evals_per_minute'] / all_rate:.2f}x over the same {n} "
               f"candidates, all {n} through the harness in {kb_secs:.0f} s, {len(judged)} judged (target >= 5)")
     elif pool:
         print(f"kbthroughput: KernelBench's harness got through {len(kb)} of the bench's {n} candidates: "
               f"a rate over other candidates, so no pool/KernelBench ratio")
-    ours = {os.path.basename(r.get("kernel", "")): r for r in pool_rows if "way" not in r}
     for k in kb:
         name = os.path.basename(k.get("candidate", ""))
         o = ours.get(name)
         print(f"kbthroughput verdict {name}: KernelBench correct={k.get('correctness')} "
               f"ours={o and o.get('status')}/{o and o.get('kind')}")
-pool_v = [r for r in pool_rows if "way" not in r]
 ooms = [r for r in pool_v if r.get("kind") == "oom"]
 nov = [r for r in pool_v if r.get("status") == "no_verdict" or r.get("kind") in ("server_died", "killed", "pass_overrun")]
 peaks = [((r.get("checks") or {}).get("footprint") or {}).get("device_peak_bytes") or 0 for r in pool_v]

@@ -890,8 +890,14 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
     from . import timing
     device = job["device"]
     opts = job["opts"]
-    where = "copying the timed calls' inputs"
-    ctx.send({"ev": "phase", "phase": where})  # a milestone: from the host, for large inputs
+    where = ""
+
+    def step(what: str) -> None:
+        # A milestone of the timed calls (checks.phases_s): where their time goes.
+        nonlocal where
+        where = what
+        ctx.send({"ev": "phase", "phase": what})
+    step("copying the timed calls' inputs")  # from the host, for large inputs
     try:
         # The buffers every timed call reads, refilled in place before each call
         # from the pool (and, for the last call, with its own seeded inputs).
@@ -916,11 +922,6 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
         ctx.send({"ev": "timing_ready"})
         if not ctx.wait_go():
             return 0
-        def step(what: str) -> None:
-            # A milestone of the timed phase (checks.phases_s): where its time goes.
-            nonlocal where
-            where = what
-            ctx.send({"ev": "phase", "phase": what})
         step("timing")
         extra = {"in_place": in_place}
         handed = tensorio.release_tally()

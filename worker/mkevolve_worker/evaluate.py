@@ -650,21 +650,17 @@ class Evaluator:
         if state.get("timed_problem") is not None:
             return res.fail(*state["timed_problem"], t_start)
         timing_json = _read_json(cand.path("timing.json"))
-        stale_now = next((k for k in TIMED_OUTPUTS if isinstance((state.get("timed_outputs") or {}).get(k), dict)
-                          and not state["timed_outputs"][k].get("ok")), None)
-        if cand.timed_out and state.get("gate") == "timing" and stale_now is None:
+        got = state.get("timed_outputs") or {}
+        wrong = _timed_output_problem(got)
+        if cand.timed_out and state.get("gate") == "timing" and wrong is None:
             # Its outputs were all correct: the timed calls the harness planned
             # (or moving their outputs out) did not fit the deadline (a loaded
             # machine, calls slower than planned). The harness's failure, never
             # the candidate's. The gate is ours; the phase is the candidate's word.
             return res.no_verdict("pass_overrun", _overrun_message("timed calls", opts, state), t_start)
-        if stale_now is not None and (cand.timed_out or not isinstance(timing_json, dict)):
+        if wrong is not None and (cand.timed_out or not isinstance(timing_json, dict)):
             # A timed output already found wrong outranks what became of the rest of the phase.
-            r = state["timed_outputs"][stale_now]
-            if r.get("kind") == "malformed_result":
-                return res.fail("malformed_result", f"{TIMED_OUTPUTS[stale_now]}: {r.get('message')}", t_start)
-            return res.fail("stale_output", f"integrity: {TIMED_OUTPUTS[stale_now]} is wrong after fresh values "
-                                            f"were written into the same input buffers ({r.get('message')})", t_start)
+            return res.fail(*wrong, t_start)
         if cand.timed_out or not isinstance(timing_json, dict) or _read_json(cand.path("error.json")) is not None:
             kind, message = _failure_of(cand, state["phase"], opts["timeout_s"])
             return res.fail(kind, message + " (its outputs were correct; it failed while being profiled/timed)",
@@ -743,7 +739,6 @@ class Evaluator:
         # Output of the last timed call (and of the wall batch) on known
         # inputs, compared by the reference, which kept its expected output,
         # as each was handed over during the timed phase (on_timed_output).
-        got = state.get("timed_outputs") or {}
         if "timed_last" not in got:
             return res.fail("malformed_result", "the candidate handed over no output of its last timed call "
                                                 "(the timed phase hands it over before the synced calls)", t_start)
@@ -753,17 +748,11 @@ class Evaluator:
             problems.append(("stale_output", "integrity: the candidate handed over no output of its wall-clock "
                                              "batch, so its calls could not be checked"))
         if state["ref_last"]:
-            for key, label in (("timed_last", "the last timed call"), ("wall_last", "the last wall-clock call")):
-                r = got.get(key)
-                if isinstance(r, dict) and not r.get("ok") and r.get("kind") == "malformed_result":
-                    return res.fail("malformed_result", f"the output of {label}: {r.get('message')}", t_start)
-                if isinstance(r, dict) and not r.get("ok"):
-                    stale["ok"] = False
-                    problems.append(("stale_output",
-                                     f"integrity: the output of {label} is wrong after fresh values were "
-                                     f"written into the same input buffers ({r.get('message')}); results must "
-                                     f"not be cached or reused between calls"))
-                    break
+            if wrong is not None and wrong[0] == "malformed_result":
+                return res.fail(*wrong, t_start)
+            if wrong is not None:
+                stale["ok"] = False
+                problems.append(wrong)
             stale.setdefault("ok", True)
             if isinstance(got.get("wall_last_skipped"), str):
                 stale["wall_last"] = "not compared: " + got["wall_last_skipped"]
@@ -1715,6 +1704,21 @@ class _CandidateRun:
 
 
 TIMED_OUTPUTS = {"timed_last": "the last timed call's output", "wall_last": "the last wall-clock call's output"}
+
+
+def _timed_output_problem(got: dict) -> tuple[str, str] | None:
+    """(kind, message) for the first timed output (on_timed_output, in their
+    order) that the reference found wrong: `malformed_result` where its
+    device memory could not be used, else `stale_output`; None where none was."""
+    for key, label in TIMED_OUTPUTS.items():
+        r = got.get(key)
+        if not isinstance(r, dict) or r.get("ok"):
+            continue
+        if r.get("kind") == "malformed_result":
+            return "malformed_result", f"{label}: {r.get('message')}"
+        return "stale_output", (f"integrity: {label} is wrong after fresh values were written into the same input "
+                                f"buffers ({r.get('message')}); results must not be cached or reused between calls")
+    return None
 
 
 def _child_milestones(child, label: str, since: float, ev_name: str = "phase", clock: str = "_t") -> list:
