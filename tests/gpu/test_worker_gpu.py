@@ -23,6 +23,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "python", "fixtures"))
+sys.path.insert(0, os.path.join(REPO, "worker"))
 
 from worker_client import WorkerClient  # noqa: E402
 
@@ -354,6 +355,61 @@ def test_forged_ipc_output_is_the_candidates_own_failure(server, tmp_path, name)
         {k: r.get(k) for k in ("status", "kind", "message")}
     assert "outside its allocation" in r["message"] or "no device allocation" in r["message"] \
         or "could not be mapped" in r["message"], r["message"]
+
+
+KEEPS_MAPPINGS = '''
+import sys as _s
+import torch as _torch
+_tio = _s.modules["mkevolve_worker.tensorio"]
+_open = _tio._ipc_open
+_KEPT = []
+
+
+_CHANGED = []
+
+
+def _keep(ref, shape, dt):
+    # Every input the reference hands over, mapped by the harness in this
+    # process: kept open for the rest of the evaluation, with a copy of what
+    # it held when it came. Checked as each new one comes (outside the
+    # forward, so that no torch op runs in it).
+    _CHANGED.extend(i for i, (t, c) in enumerate(_KEPT) if not _torch.equal(t, c))
+    t = _open(ref, shape, dt)
+    _KEPT.append((t, t.clone()))
+    return t
+
+
+_tio._ipc_open = _keep
+
+
+def _all_as_given():
+    return bool(_KEPT) and not _CHANGED
+'''
+
+
+def test_a_kept_ipc_mapping_never_sees_another_trials_inputs(server, tmp_path):
+    """A candidate that keeps open the mapping of every input it was handed
+    (its own code, patching the harness in its process) must never find in
+    one of them another trial's data: a block handed out once is never
+    reused by the reference, which computes on its copies. The candidate
+    below is honest while every kept mapping still holds what it was given
+    and returns zeros as soon as one does not (or when it kept none: then
+    the probe did not run, and the test fails too). Before each trial drew
+    into a pool of its own, the reference's one shared pool gave a freed
+    trial's block to the next trial's inputs."""
+    with open(os.path.join(REPO, "examples", "kernels", "01_relu__triton.py")) as f:
+        honest = f.read()
+    body = honest.replace("        x = x.contiguous()\n",
+                          "        if not _all_as_given():\n            return torch.zeros_like(x)\n"
+                          "        x = x.contiguous()\n")
+    assert body != honest
+    path = tmp_path / "01_relu__keeps_mappings.py"
+    path.write_text(KEEPS_MAPPINGS + body)
+    r = _eval(server, "kept-ipc", "examples/problems/01_relu.py", str(path), static_check=False, perf=False)
+    assert r["type"] == "result", r
+    assert r["checks"]["handover"]["inputs"] == "device (CUDA IPC)", r["checks"]["handover"]
+    assert r["checks"]["correctness"]["trials_run"] >= 3, r["checks"]["correctness"]
+    assert r["status"] == "correct", {k: r.get(k) for k in ("status", "kind", "message")}
 
 
 def test_roofline_records_of_a_gemm(server):

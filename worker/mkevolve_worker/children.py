@@ -227,7 +227,15 @@ def reference_body(ctx, job: dict) -> int:
     # no trip through the host. shared[id] holds trial id's copy until the
     # candidate is done with it: until its comparison, or to the end for
     # the trials the timed calls reuse and the timing trial.
-    share_pool = _share_pool() if device == "cuda" and opts.get("cuda_ipc", True) else None
+    # Each trial draws into a pool of its own (pools[id]), dropped and its
+    # memory given back to the driver once the candidate is done with the
+    # copy: a block handed out by IPC is never reused for another trial's
+    # data, so a candidate that keeps a mapping open can read or write only
+    # what it was given (docs/EVAL.md, threat model). ipc_pools: whether
+    # this torch makes pools here at all (host files where it cannot).
+    ipc_pools = device == "cuda" and opts.get("cuda_ipc", True) and _share_pool() is not None
+    pools: dict = {}
+    unfreed = 0  # bytes of inputs in pools dropped since their memory last went back
     if device == "cuda" and opts.get("ref_max_split_mb"):
         ctx.send({"ev": "ref_alloc", **_limit_splits(int(opts["ref_max_split_mb"]))})
     shared: dict = {}
@@ -263,8 +271,9 @@ def reference_body(ctx, job: dict) -> int:
         if c not in init:
             C.seed_all(opts["seed"])
             init[c] = list(configs[c]["get_init_inputs"]())
-        if share_pool is not None:
-            with torch.cuda.use_mem_pool(share_pool):
+        if ipc_pools:
+            trial_pool = pools[t["id"]] = _new_pool()
+            with torch.cuda.use_mem_pool(trial_pool):
                 xs = C.generate_inputs(configs[c], t, device)
                 copy = {"init": _clone_device(init[c]), "inputs": list(xs)}
             shared[t["id"]] = copy
@@ -293,7 +302,7 @@ def reference_body(ctx, job: dict) -> int:
         now = [C.fingerprint(x) for x in shared[t["id"]]["inputs"]]
         if now != drawn:
             del shared[t["id"]]
-            with torch.cuda.use_mem_pool(share_pool):
+            with torch.cuda.use_mem_pool(pools[t["id"]]):  # its own pool: nothing of it was handed out yet
                 xs = C.generate_inputs(configs[t["config"]], t, device)
                 shared[t["id"]] = {"init": _clone_device(init[t["config"]]), "inputs": list(xs)}
             if [C.fingerprint(x) for x in xs] != drawn:
@@ -306,14 +315,20 @@ def reference_body(ctx, job: dict) -> int:
     def release(upto: str, retain: bool) -> None:
         """The candidate is done with every trial up to `upto`: their copies
         go, but for those the timed calls still need."""
+        nonlocal unfreed
         if retain:
             retained.add(upto)
         for p in plan:
             if p["id"] in shared and p["id"] not in retained:
                 tensorio.ipc_release(sent.pop(p["id"], []), released)
+                if pools.pop(p["id"], None) is not None:
+                    unfreed += C.tree_nbytes(shared[p["id"]]["inputs"])
                 del shared[p["id"]]
             if p["id"] == upto:
                 break
+        if unfreed >= FREE_POOLS_AT:
+            _free_dropped_pools()
+            unfreed = 0
 
     def draw_after(i: int):
         """Trial i+1's inputs, drawn and handed over (None after the last)."""
@@ -335,7 +350,7 @@ def reference_body(ctx, job: dict) -> int:
         if trace:
             ctx.send({"ev": "ref_mem", "id": tid, "at": at, "reserved": torch.cuda.memory_reserved(),
                       "allocated": torch.cuda.memory_allocated(), "peak": torch.cuda.max_memory_reserved(),
-                      "layout": _memory_layout(share_pool)})
+                      "layout": _memory_layout(list(pools.values()))})
 
     def mark(what: str) -> None:
         # A milestone of the first trial, stamped with this machine's monotonic
@@ -474,7 +489,7 @@ def reference_body(ctx, job: dict) -> int:
                     else:
                         res.update(ref_mutated=mutated, constant=constant)
                         r["result"] = res
-                if share_pool is not None:
+                if ipc_pools:
                     r["ipc_released"] = dict(released)  # so far: the last comparison's says it all
                 ctx.send({"ev": "compared", "id": t["id"], **r})
                 if not last:
@@ -511,7 +526,7 @@ def _limit_splits(mb: int) -> dict:
         return {"max_split_mb": mb, "applied": False, "error": f"{type(e).__name__}: {e}"[:200]}
 
 
-def _memory_layout(share_pool) -> dict:
+def _memory_layout(share_pools: list) -> dict:
     """Where this process's reserved device memory lies (option
     trace_memory): bytes by pool ("shared": the pool whose tensors cross by
     CUDA IPC, which keeps what it held; "default": the rest), the free bytes
@@ -528,12 +543,12 @@ def _memory_layout(share_pool) -> dict:
     except Exception:  # noqa: BLE001 - diagnosis only
         pass
     try:
-        shared_id = tuple(share_pool.id) if share_pool is not None and hasattr(share_pool, "id") else None
+        shared_ids = {tuple(p.id) for p in share_pools if hasattr(p, "id")}
         pools: dict = {}
         sizes = []
         for seg in torch.cuda.memory_snapshot():
             pid = seg.get("segment_pool_id")
-            key = "shared" if shared_id is not None and pid is not None and tuple(pid) == shared_id else "default"
+            key = "shared" if pid is not None and tuple(pid) in shared_ids else "default"
             pools[key] = pools.get(key, 0) + int(seg.get("total_size", 0))
             sizes.append([int(seg.get("total_size", 0)), int(seg.get("allocated_size", 0))])
         out["pools"] = pools
@@ -561,6 +576,31 @@ def _share_pool():
         return torch.cuda.MemPool()
     except Exception:  # noqa: BLE001 - a torch whose pools cannot be made here
         return None
+
+
+def _new_pool():
+    """A trial's pool of its own (_share_pool showed this torch makes them)."""
+    import torch
+    return torch.cuda.MemPool()
+
+
+#: Dropped trial pools give their memory back to the driver once they held
+#: this much between them. Until then their blocks stay allocated but idle:
+#: torch never gives a dropped pool's block to another allocation, so
+#: waiting is safe, and small inputs spare every trial empty_cache's cost
+#: (cudaFree of the reference's own cached blocks too, and their next
+#: cudaMalloc). The timing trial's empty_cache frees whatever is left.
+FREE_POOLS_AT = 64 << 20
+
+
+def _free_dropped_pools() -> None:
+    """Gives the memory of the pools dropped so far back to the driver:
+    torch frees a dropped pool's blocks once nothing holds them (the IPC
+    counters ipc_release set to 0 are collected first) and returns its
+    cached segments only on empty_cache."""
+    import torch
+    torch.cuda.ipc_collect()
+    torch.cuda.empty_cache()
 
 
 def _clone_device(xs) -> list:
