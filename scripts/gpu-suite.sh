@@ -67,7 +67,10 @@
 #   kbthroughput-kb  KernelBench's harness alone over kbthroughput's candidates, for a call of its own
 #             on the same warm machine: GPU_SUITE_KBT_BENCH_JSON and GPU_SUITE_KBT_POOL_JSONL (the
 #             bench's kbt-bench.json and kbt-pool.jsonl from the call before, carried) let the summary
-#             compare the two; GPU_SUITE_KBT_KB_LIMIT=0 leaves the harness out of kbthroughput
+#             compare the two; GPU_SUITE_KBT_KB_LIMIT=0 leaves the harness out of kbthroughput.
+#             On an H200 the harness took 520 s for the six 6.4 GB candidates alone (2026-12-05), so it
+#             may need two calls: GPU_SUITE_KBT_KB_DONE names the first call's kbt-kb.jsonl (carried);
+#             the second runs only the candidates it lacks and counts the first's by their records' seconds
 #   refmem    where one timed evaluation's device memory goes, trial by trial and step by step
 #             (scripts/probe_reference_memory.py, worker option trace_memory) for KernelBench's
 #             19_ReLU and 23_Softmax with their honest kernels, then 19_ReLU again with the reference's
@@ -1057,15 +1060,46 @@ if { want kbthroughput || want kbthroughput-kb; } && have_bin kbthroughput; then
   fi
   [ -s "$OUTDIR/kbt-pairs.txt" ] || "$PY" scripts/bench_eval_throughput.py --mkevolve "$BIN" --set kb-large --own-references \
     "${KBT_OWN[@]}" --kb "$KB" --pairs-out "$OUTDIR/kbt-pairs.txt" --only-pairs 2>>"$OUTDIR/kbt-bench.err"
+  # GPU_SUITE_KBT_KB_DONE: KernelBench's harness records of an earlier call on the same kind of
+  # machine (its kbt-kb.jsonl, carried), when the harness outlasts one call: those candidates are
+  # not run again, and their time is the sum of their records' seconds (each candidate's own run,
+  # without the harness's start, which this call's time counts once).
+  KB_PAIRS=$OUTDIR/kbt-pairs.txt
+  kb_done_s=0
+  if [ -n "${GPU_SUITE_KBT_KB_DONE:-}" ]; then
+    KB_PAIRS=$OUTDIR/kbt-pairs-rest.txt
+    kb_done_s=$("$PY" - "$GPU_SUITE_KBT_KB_DONE" "$OUTDIR/kbt-pairs.txt" "$KB_PAIRS" "$KB_OUT/kbt-kb.jsonl" <<'PYEOF'
+import json, os, shlex, sys
+done = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
+key = lambda problem, kernel: (os.path.basename(problem), os.path.basename(kernel))
+seen = {key(r.get("problem", ""), r.get("candidate", "")) for r in done}
+base = os.path.dirname(os.path.abspath(sys.argv[2]))
+with open(sys.argv[2]) as f, open(sys.argv[3], "w") as rest:
+    for line in f:
+        fields = shlex.split(line) if line.strip() and not line.startswith("#") else []
+        if len(fields) == 2 and key(*(os.path.join(base, x) for x in fields)) in seen:
+            continue
+        rest.write(line)
+with open(sys.argv[4], "w") as out:
+    for r in done:
+        out.write(json.dumps(r) + "\n")
+print(round(sum(float(r.get("seconds") or 0) for r in done), 2))
+PYEOF
+) || { note "kbthroughput-kb: $GPU_SUITE_KBT_KB_DONE could not be read"; kb_done_s=0; KB_PAIRS=$OUTDIR/kbt-pairs.txt; }
+    note "kbthroughput-kb: $(grep -c '^{' "$KB_OUT/kbt-kb.jsonl") candidates from $GPU_SUITE_KBT_KB_DONE" \
+      "($kb_done_s s in their records); the harness runs the other $(grep -c . "$KB_PAIRS")"
+  fi
   kb_t0=$SECONDS
   if [ "${GPU_SUITE_KBT_KB_LIMIT:-140}" != 0 ]; then
     stage_timeout "${GPU_SUITE_KBT_KB_LIMIT:-140}" "$PY" scripts/kb_harness.py --kb "$KB" \
-      --pairs "$OUTDIR/kbt-pairs.txt" --out "$KB_OUT/kbt-kb.jsonl" --timeout 120 \
+      --pairs "$KB_PAIRS" --out "$KB_OUT/kbt-kb-new.jsonl" --timeout 120 \
       >/dev/null 2>"$OUTDIR/kbt-kb.err" || rc=$((rc ? rc : $?))
+    cat "$KB_OUT/kbt-kb-new.jsonl" >>"$KB_OUT/kbt-kb.jsonl" 2>/dev/null
+    rm -f "$KB_OUT/kbt-kb-new.jsonl"
   else
     note "kbthroughput: KernelBench's harness left out (GPU_SUITE_KBT_KB_LIMIT=0)"
   fi
-  kb_secs=$((SECONDS - kb_t0))
+  kb_secs=$("$PY" -c "import sys; print(round($kb_done_s + $SECONDS - $kb_t0, 2))")
   "$PY" - "$BENCH_JSON" "$KB_OUT/kbt-kb.jsonl" "$kb_secs" "$POOL_JSONL" <<'PYEOF' | tee -a "$SUMMARY"
 import json, os, sys
 bench = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) and os.path.getsize(sys.argv[1]) else {}
