@@ -117,6 +117,24 @@ def _slot(name: str, slot: int) -> int:
 
 
 @pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
+def test_page_locking_the_first_set_falls_back_to_pageable_where_cuda_cannot():
+    """The candidate page-locks the host copy of a large problem's first
+    input set (children._lock_host) where CUDA lets it; where it cannot (no
+    GPU here, a non-tensor, an empty storage) it says so with None and the
+    copy stays an ordinary one: never an exception that would end an honest
+    candidate's evaluation. The GPU side: tests/gpu/test_worker_gpu.py."""
+    from mkevolve_worker import children
+    h = torch.arange(1 << 16, dtype=torch.float32)
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the GPU test covers this")
+    assert children._lock_host(h) is None
+    assert children._lock_host(3) is None and children._lock_host(torch.empty(0)) is None
+    ptrs = [12345]
+    children._unlock_host(ptrs)  # no CUDA: nothing to undo, and no exception
+    assert ptrs == []
+    assert torch.equal(h, torch.arange(1 << 16, dtype=torch.float32))
+
+
 def test_ipc_release_zeroes_the_exporters_own_counters():
     # The exporter's side of a hand-over that is over (tensorio.ipc_release):
     # a receiver with a /dev/shm of its own could not decrement the counters,
