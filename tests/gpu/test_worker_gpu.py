@@ -268,14 +268,20 @@ def test_a_large_first_set_waits_on_the_host_page_locked(server, tmp_path):
     half of timing.POOL_BYTES) keeps the timed calls' first set on the host
     until its timed phase. That copy is page-locked (children._lock_host), so
     the copy out and back skip the driver's staging buffer: pageable, 6.4 GB
-    took 4.1-4.5 s out and 1.0-4.4 s back on an H200 (2026-12-05). The verdict
-    is correct and timed, and the milestone says the copy was page-locked."""
+    took 4.1-4.5 s out and 1.0-4.4 s back on an H200 (2026-12-05). A refused
+    registration leaves no CUDA error for the next launch; the verdict is
+    correct and timed, and the milestone says the copy was page-locked."""
     import torch
     from mkevolve_worker import children
     x = torch.rand(1 << 20, device="cuda")
     h = torch.empty_like(x, device="cpu")
     p = children._lock_host(h)
     assert p is not None, "CUDA refused to page-lock a 4 MiB host tensor in the test process"
+    # Refused (already registered): None, and no CUDA error left behind for
+    # the next kernel launch to raise (it would be charged to the candidate).
+    assert children._lock_host(h) is None
+    torch.zeros(1, device="cuda").add_(1)
+    torch.cuda.synchronize()
     h.copy_(x)
     assert torch.equal(h, x.cpu())
     children._unlock_host([p])

@@ -116,7 +116,6 @@ def _slot(name: str, slot: int) -> int:
         return struct.unpack_from("<q", f.read(), 64 + 8 * slot)[0]
 
 
-@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
 def test_page_locking_the_first_set_falls_back_to_pageable_where_cuda_cannot():
     """The candidate page-locks the host copy of a large problem's first
     input set (children._lock_host) where CUDA lets it; where it cannot (no
@@ -135,6 +134,7 @@ def test_page_locking_the_first_set_falls_back_to_pageable_where_cuda_cannot():
     assert torch.equal(h, torch.arange(1 << 16, dtype=torch.float32))
 
 
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
 def test_ipc_release_zeroes_the_exporters_own_counters():
     # The exporter's side of a hand-over that is over (tensorio.ipc_release):
     # a receiver with a /dev/shm of its own could not decrement the counters,
