@@ -134,6 +134,33 @@ def test_page_locking_the_first_set_falls_back_to_pageable_where_cuda_cannot():
     assert torch.equal(h, torch.arange(1 << 16, dtype=torch.float32))
 
 
+def test_the_first_sets_host_copy_keeps_values_and_layout():
+    """children._host_set, the host copy of a large problem's first input
+    set: the same values, dtype and strides as `.to("cpu", copy=True)` gave
+    (a transposed input stays transposed, an expanded one is materialized),
+    non-tensors and empty tensors pass through, and the milestone's word is
+    "pageable" where nothing could be page-locked (no GPU here)."""
+    from mkevolve_worker import children
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the GPU test covers this")
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(64, 48, generator=g), torch.randn(48, 64, generator=g).t(),
+          torch.randn(1, 32, generator=g).expand(16, 32), torch.arange(7, dtype=torch.int64),
+          torch.empty(0, 3), 5, None, torch.randn(4, 4, generator=g).to(torch.bfloat16)]
+    pinned: list = []
+    said = []
+    kept, how = children._host_set(xs, pinned, said.append)
+    assert how == "pageable" and said == ["pageable"] and pinned == []
+    for x, k in zip(xs, kept):
+        if not isinstance(x, torch.Tensor):
+            assert k is x
+            continue
+        old = x.detach().to("cpu", copy=True)
+        assert k.dtype == old.dtype and k.shape == old.shape and k.stride() == old.stride(), (x.shape, x.stride())
+        assert torch.equal(k, old)
+        assert k.numel() == 0 or k.data_ptr() != x.data_ptr()
+
+
 @pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
 def test_ipc_release_zeroes_the_exporters_own_counters():
     # The exporter's side of a hand-over that is over (tensorio.ipc_release):

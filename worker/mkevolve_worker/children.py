@@ -850,17 +850,8 @@ def candidate_body(ctx, job: dict) -> int:
                 # Page-locked where CUDA lets this process lock it, so that the
                 # copy out and every copy back run at the bus's speed (docs/EVAL.md).
                 ctx.send({"ev": "phase", "phase": f"page-locking the timed calls' first set on the host (trial {t['id']})"})
-                kept = [torch.empty_like(x.detach(), device="cpu") if isinstance(x, torch.Tensor) else x for x in xs]
-                tried = [_lock_host(h) for h in kept if isinstance(h, torch.Tensor) and h.numel()]
-                locked = [p for p in tried if p is not None]
-                pinned.extend(locked)
-                how = "page-locked" if locked and len(locked) == len(tried) else \
-                    f"{len(locked)} of {len(tried)} page-locked" if locked else "pageable"
-                ctx.send({"ev": "phase", "phase": f"keeping the timed calls' first set on the host (trial {t['id']}, "
-                          f"{how})"})
-                for h, x in zip(kept, xs):
-                    if isinstance(x, torch.Tensor):
-                        h.copy_(x.detach())
+                kept, how = _host_set(xs, pinned, lambda how: ctx.send(
+                    {"ev": "phase", "phase": f"keeping the timed calls' first set on the host (trial {t['id']}, {how})"}))
                 ctx.send({"ev": "phase", "phase": where})
             elif msg.get("keep"):  # the original values, for refilling the timed calls
                 kept = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
@@ -919,6 +910,28 @@ def candidate_body(ctx, job: dict) -> int:
         return _perf(ctx, job, models[0], files, pool, last, pool_layout, in_place=in_place and not mutates)
     finally:
         _unlock_host(pinned)
+
+
+def _host_set(xs: list, pinned: list, copying=None):
+    """A host copy of input set xs (the timed calls' first set of a large
+    problem), each tensor laid out as `.to("cpu", copy=True)` would lay it
+    out, page-locked where CUDA allows (_lock_host; the locked addresses are
+    added to `pinned`). copying(how), when given, is called between locking
+    and copying, with "page-locked", "N of M page-locked" or "pageable".
+    Returns (the copy, how)."""
+    import torch
+    kept = [torch.empty_like(x.detach(), device="cpu") if isinstance(x, torch.Tensor) else x for x in xs]
+    tried = [_lock_host(h) for h in kept if isinstance(h, torch.Tensor) and h.numel()]
+    locked = [p for p in tried if p is not None]
+    pinned.extend(locked)
+    how = "page-locked" if locked and len(locked) == len(tried) else \
+        f"{len(locked)} of {len(tried)} page-locked" if locked else "pageable"
+    if copying is not None:
+        copying(how)
+    for h, x in zip(kept, xs):
+        if isinstance(x, torch.Tensor):
+            h.copy_(x.detach())
+    return kept, how
 
 
 def _lock_host(h):
