@@ -228,6 +228,14 @@ def test_inputs_and_outputs_cross_by_cuda_ipc(server):
     assert (h["inputs"], h["outputs"]) == ("device (CUDA IPC)", "device (CUDA IPC)"), r["checks"]
 
 
+# ReLU over one 768 MiB input (12288 x 16384 float32): more than half of
+# timing.POOL_BYTES, so its evaluation takes the large-input (in place) path.
+RELU_768MIB = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+               "    def forward(self, x):\n        return torch.relu(x)\n\n\n"
+               "def get_inputs():\n    return [torch.rand(12288, 16384)]\n\n\n"
+               "def get_init_inputs():\n    return []\n")
+
+
 def test_what_crossed_by_cuda_ipc_is_freed_trial_to_trial(server, tmp_path):
     """Each trial's inputs (the reference's) and output (the candidate's)
     cross by CUDA IPC; once the other side is done with them they are freed,
@@ -239,10 +247,7 @@ def test_what_crossed_by_cuda_ipc_is_freed_trial_to_trial(server, tmp_path):
     timed in place (timing.in_place), 8 trials: kept, that is at least
     8 x 768 MiB in each process; freed, each stays under 3 x (in + out)."""
     problem = tmp_path / "relu_768mib.py"
-    problem.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
-                       "    def forward(self, x):\n        return torch.relu(x)\n\n\n"
-                       "def get_inputs():\n    return [torch.rand(12288, 16384)]\n\n\n"
-                       "def get_init_inputs():\n    return []\n")
+    problem.write_text(RELU_768MIB)
     r = _eval(server, "ipc-free", str(problem), "examples/kernels/01_relu__triton.py", perf=False)
     assert r["type"] == "result" and r["status"] == "correct", {k: r.get(k) for k in ("status", "kind", "message")}
     fp, h = r["checks"]["footprint"], r["checks"]["handover"]
@@ -286,10 +291,7 @@ def test_a_large_first_set_waits_on_the_host_page_locked(server, tmp_path):
     assert torch.equal(h, x.cpu())
     children._unlock_host([p])
     problem = tmp_path / "relu_768mib_timed.py"
-    problem.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
-                       "    def forward(self, x):\n        return torch.relu(x)\n\n\n"
-                       "def get_inputs():\n    return [torch.rand(12288, 16384)]\n\n\n"
-                       "def get_init_inputs():\n    return []\n")
+    problem.write_text(RELU_768MIB)
     r = _eval(server, "locked", str(problem), "examples/kernels/01_relu__triton.py")
     assert r["type"] == "result" and r["status"] == "correct", {k: r.get(k) for k in ("status", "kind", "message")}
     assert (r.get("runtime_ms") or {}).get("median"), r.get("runtime_ms")

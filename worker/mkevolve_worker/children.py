@@ -272,7 +272,7 @@ def reference_body(ctx, job: dict) -> int:
             C.seed_all(opts["seed"])
             init[c] = list(configs[c]["get_init_inputs"]())
         if ipc_pools:
-            trial_pool = pools[t["id"]] = _new_pool()
+            trial_pool = pools[t["id"]] = torch.cuda.MemPool()  # _share_pool showed this torch makes them
             with torch.cuda.use_mem_pool(trial_pool):
                 xs = C.generate_inputs(configs[c], t, device)
                 copy = {"init": _clone_device(init[c]), "inputs": list(xs)}
@@ -528,8 +528,9 @@ def _limit_splits(mb: int) -> dict:
 
 def _memory_layout(share_pools: list) -> dict:
     """Where this process's reserved device memory lies (option
-    trace_memory): bytes by pool ("shared": the pool whose tensors cross by
-    CUDA IPC, which keeps what it held; "default": the rest), the free bytes
+    trace_memory): bytes by pool ("shared": the pools of the trials whose
+    inputs cross by CUDA IPC and are still held; "default": the rest, with
+    dropped pools not yet given back), the free bytes
     inside partly used blocks (memory_stats' inactive_split_bytes: a large
     block split for smaller tensors), the segment count, and the four largest
     segments as [size, in use]. Best effort: what this torch cannot say is
@@ -576,12 +577,6 @@ def _share_pool():
         return torch.cuda.MemPool()
     except Exception:  # noqa: BLE001 - a torch whose pools cannot be made here
         return None
-
-
-def _new_pool():
-    """A trial's pool of its own (_share_pool showed this torch makes them)."""
-    import torch
-    return torch.cuda.MemPool()
 
 
 #: Dropped trial pools give their memory back to the driver once they held
