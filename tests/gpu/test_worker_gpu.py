@@ -299,6 +299,16 @@ def test_a_large_first_set_waits_on_the_host_page_locked(server, tmp_path):
     _append({"label": "first_set_locked", "phases": r["checks"]["phases_s"]})
     assert any(p.startswith("keeping the timed calls' first set on the host") and "page-locked" in p
                for p in phases), phases
+    # The same evaluation's footprint: what the processes held at once, phase
+    # by phase (footprint.device_phases). The candidate gave back its
+    # output's cached block before the profiled burst, so that phase holds
+    # about one output less than all three processes at their peaks.
+    fp = r["checks"]["footprint"]
+    ph, pk, o = fp["device_phases"], fp["device_peaks"], fp["output_bytes"]
+    _append({"label": "footprint_phases", "footprint": fp})
+    assert set(ph) == {"trials", "profiling", "timed"}, fp
+    assert ph["profiling"] <= sum(pk.values()) - o // 2, fp
+    assert fp["device_peak_bytes"] == max(ph.values()) + 3 * (600 << 20), fp
 
 
 def test_transformed_trials_keep_one_copy_of_a_large_input_in_the_shared_pool():

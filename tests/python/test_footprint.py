@@ -110,7 +110,11 @@ def test_device_accounting_of_a_large_timed_evaluation():
     i = o = 6.4 * GB
     acc = footprint.device_accounting(i, o, timed=True)
     assert acc["copies"] == {"reference": (1, 1), "candidate": (1, 1), "profiling": (0, 1)}
-    assert acc["data_bytes"] == pytest.approx(2 * i + 3 * o)
+    # Each process at its own peak holds 2 I + 3 O in all, but never all at
+    # once: the candidate gives its output back before the profiled burst,
+    # and the profiling process is gone before the timed calls.
+    assert acc["phases"] == {"trials": (2, 2), "profiling": (2, 2), "timed": (2, 2)}
+    assert acc["data_bytes"] == pytest.approx(2 * i + 2 * o)
     assert acc["bytes"] <= 3 * (i + o) + 2.2 * GB
     assert 3 * acc["bytes"] < 139 * 2**30
     assert 3 * (9 * i + 5 * o) > 139 * 2**30  # before
@@ -118,6 +122,24 @@ def test_device_accounting_of_a_large_timed_evaluation():
     assert untimed["copies"] == {"reference": (1, 1), "candidate": (1, 1)}
     small = footprint.device_accounting(64e6, 64e6, timed=True)
     assert small["copies"]["reference"][0] == 2 and small["pool_bytes"] == 3 * 5 * 64e6
+    assert small["phases"]["profiling"] == (6, 2) and small["data_bytes"] == pytest.approx(6 * 64e6 + 2 * 64e6)
+
+
+def test_device_phases_sum_what_the_processes_hold_at_once():
+    """The measured footprint: the processes' high-water marks summed over the
+    phase that held the most, not every process's peak summed; a figure the
+    candidate did not report leaves the plain sum."""
+    from mkevolve_worker import footprint
+    peaks = {"ref": 13, "cand": 13, "prof": 6}
+    assert footprint.device_phases(peaks, cand_held=6, cand_timed=13) == {
+        "trials": 26, "profiling": 25, "timed": 26}
+    # Not reported (a candidate that failed before its timed calls): as before, all three at their peaks.
+    assert footprint.device_phases(peaks, cand_held=6, cand_timed=None) == {"trials": 26, "profiling": 32}
+    assert footprint.device_phases(peaks) == {"trials": 26, "profiling": 32}
+    # A candidate that held more through its timed calls than in its trials counts so.
+    assert max(footprint.device_phases(peaks, 6, 20).values()) == 33
+    # Untimed: the reference and the candidate.
+    assert footprint.device_phases({"ref": 13, "cand": 13}) == {"trials": 26}
 
 
 def _large(**kw):

@@ -1030,10 +1030,20 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
             with torch.no_grad():
                 return model(*bufs)
         where = "waiting for the GPU timing lock"
+        held = None
+        if device == "cuda":
+            # The profiled burst runs while this process waits: it holds its
+            # buffers (and the rotated sets), not the blocks its trials'
+            # outputs left cached, so the three processes never hold their
+            # peaks at once (footprint.device_phases). What it holds now, and
+            # its peak from here on (the timed calls'), go into the footprint.
+            torch.cuda.empty_cache()
+            held = int(torch.cuda.memory_reserved())
+            torch.cuda.reset_peak_memory_stats()
         # The timed phase waits for the server's second go: the server first
         # takes the GPU's timing lock (gpulock.py), so no other candidate or
         # baseline on this GPU is timed at the same time.
-        ctx.send({"ev": "timing_ready"})
+        ctx.send({"ev": "timing_ready", "device_held": held})
         if not ctx.wait_go():
             return 0
         step("timing")
@@ -1083,6 +1093,7 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
             hand_over("timed_last", out, "the last timed output")
             del out
         extra["ipc_released"] = handed
+        extra["device_peak"] = device_peak(device)  # since timing_ready: the timed calls' high-water mark
         write_json(os.path.join(ctx.dir, "timing.json"), {"times_ms": times, **extra, **_coverage("coverage")})
     except _ServerGone:
         return 0  # the server is done with us (it judged a handed-over output, or is gone)

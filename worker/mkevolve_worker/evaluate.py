@@ -533,7 +533,7 @@ class Evaluator:
         finally:
             run.clean_up()
 
-    def _record_footprint(self, res, state, ref2, prof) -> None:
+    def _record_footprint(self, res, state, ref2, prof, cand=None) -> None:
         peaks = dict(state["device_peaks"])
         for ev in ref2.events:
             if ev.get("ev") == "mem" and isinstance(ev.get("device_peak"), int):
@@ -549,11 +549,16 @@ class Evaluator:
             if isinstance(rt, dict) and isinstance(rt.get("device_peak"), int):
                 peaks["prof"] = rt["device_peak"]
         n_cuda = (1 + (1 if "cand" in peaks else 0) + (1 if prof is not None else 0)) if peaks else 0
+        timed = _read_json(cand.path("timing.json")) if cand is not None and "cand" in peaks else None
+        cand_timed = timed.get("device_peak") if isinstance(timed, dict) else None
+        phases = footprint.device_phases(peaks, state.get("cand_held"),
+                                         cand_timed if isinstance(cand_timed, int) else None)
         res.checks["footprint"] = {
             "input_bytes": state["input_bytes"], "output_bytes": state["output_bytes"],
-            "device_peak_bytes": (sum(peaks.values()) + n_cuda * CUDA_CONTEXT_BYTES) if peaks else None,
-            "device_peaks": peaks, "device_source": "torch.cuda.max_memory_reserved() of each process (as it "
-                                                    "reports it) plus a CUDA context each",
+            "device_peak_bytes": (max(phases.values()) + n_cuda * CUDA_CONTEXT_BYTES) if peaks else None,
+            "device_peaks": peaks, "device_phases": phases,
+            "device_source": "torch.cuda.max_memory_reserved() of each process (as it reports it), summed over "
+                             "the processes of the phase that held the most, plus a CUDA context each",
             "reference_s": round(state["ref_s"], 4),
             "in_place": bool(state.get("in_place")),
         }
@@ -576,6 +581,7 @@ class Evaluator:
                                               pool_bytes=state.get("pool_bytes", 0))
             res.checks["footprint"]["device_rule"] = {
                 "copies": {k: {"inputs": v[0], "outputs": v[1]} for k, v in acc["copies"].items()},
+                "phases": {k: {"inputs": v[0], "outputs": v[1]} for k, v in acc["phases"].items()},
                 "bytes": int(acc["bytes"])}
 
     def _collect_profile(self, prof, opts: dict, protect: frozenset, defer: dict,
@@ -1317,7 +1323,7 @@ class _CandidateRun:
             if other is not None:
                 if other.exit_status is None:
                     isolation.finish(other)
-        self.ev._record_footprint(self.res, state, ref2, prof)
+        self.ev._record_footprint(self.res, state, ref2, prof, cand)
         if self.cov.active:
             _final_coverage(self.cov, cand, prof)
         for other in (ref2, prof, cand):
@@ -1609,6 +1615,8 @@ class _CandidateRun:
         runs its burst and ends, then the timed calls start under the GPU's
         timing lock."""
         evr, res, state, opts, prof, cov = self.ev, self.res, self.state, self.opts, self.prof, self.cov
+        if isinstance(ev.get("device_held"), int):
+            state["cand_held"] = ev["device_held"]  # through the profiled burst (footprint.device_phases)
         if prof is not None:
             # The profiling process must be done: nothing else of this
             # candidate may run on the GPU while it is timed.

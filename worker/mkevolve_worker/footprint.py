@@ -31,11 +31,13 @@ L2_FLUSH_BYTES = 256 << 20      # timing.l2_flush_buffer on an H200 (4 x its 60 
 
 def device_accounting(input_bytes: float, output_bytes: float, timed: bool = True, n_sets: int = 5,
                       pool_bytes: int = 0) -> dict:
-    """What one evaluation holds on its GPU, process by process, at each
-    one's peak (docs/EVAL.md, Device memory of one evaluation; the pool's
-    estimate_device is the same rule): copies of one call's inputs and
-    outputs, the rotated input sets of the timed calls (small inputs only),
-    a CUDA context per process and the L2 flush buffer. n_sets: the regular
+    """What one evaluation holds on its GPU (docs/EVAL.md, Device memory of
+    one evaluation; the pool's estimate_device is the same rule): copies of
+    one call's inputs and outputs per process at its own peak ("copies"),
+    and what the processes hold at once in each phase ("phases": the trials,
+    the profiled burst, the timed calls). The whole ("bytes") is the worst
+    phase, the rotated input sets of the timed calls (small inputs only), a
+    CUDA context per process and the L2 flush buffer. n_sets: the regular
     trials of the first configuration (the sets the timed calls may rotate)."""
     from .timing import POOL_BYTES, in_place, pool_size
     pool_bytes = pool_bytes or POOL_BYTES
@@ -58,12 +60,41 @@ def device_accounting(input_bytes: float, output_bytes: float, timed: bool = Tru
             copies["profiling"] = (2, 1)
         k = pool_size(n_sets, max(1, int(input_bytes)), pool_bytes) if timed else 0
         pool = 3.0 * k * input_bytes
-    n_in = sum(c[0] for c in copies.values())
-    n_out = sum(c[1] for c in copies.values())
-    data = n_in * input_bytes + n_out * output_bytes
+    # The profiling process runs its burst while the candidate waits with its
+    # buffers only (it gave its cached output blocks back: children._perf),
+    # and is gone before the timed calls: never all three at their peaks.
+    ref, cand = copies["reference"], copies["candidate"]
+    phases = {"trials": (ref[0] + cand[0], ref[1] + cand[1])}
+    if timed:
+        prof = copies["profiling"]
+        phases["profiling"] = (ref[0] + cand[0] + prof[0], ref[1] + prof[1])
+        phases["timed"] = (ref[0] + cand[0], ref[1] + cand[1])
+    data = max(n_in * input_bytes + n_out * output_bytes for n_in, n_out in phases.values())
     fixed = len(copies) * CUDA_CONTEXT_BYTES + (L2_FLUSH_BYTES if timed else 0)
-    return {"in_place": large, "copies": copies, "data_bytes": data, "pool_bytes": pool,
+    return {"in_place": large, "copies": copies, "phases": phases, "data_bytes": data, "pool_bytes": pool,
             "fixed_bytes": fixed, "bytes": data + pool + fixed}
+
+
+def device_phases(peaks: dict, cand_held: int | None = None, cand_timed: int | None = None) -> dict:
+    """Bytes the evaluation's processes held at once in each phase, from each
+    one's allocator high-water marks (peaks: "ref", "cand" over its trials,
+    "prof"). The reference is counted at its peak throughout. While the
+    profiled burst runs the candidate waits, holding cand_held (what it had
+    reserved once it gave back its cached blocks); the profiling process has
+    exited before the timed calls, whose candidate peak is cand_timed. A
+    figure the candidate did not report makes its phase the plain sum of the
+    peaks (it cannot be told apart)."""
+    ref, cand = peaks.get("ref", 0), peaks.get("cand", 0)
+    phases = {"trials": ref + cand}
+    if "prof" in peaks:
+        if cand_held is None or cand_timed is None:
+            phases["profiling"] = ref + cand + peaks["prof"]
+        else:
+            phases["profiling"] = ref + cand_held + peaks["prof"]
+            phases["timed"] = ref + cand_timed
+    elif cand_timed is not None:
+        phases["timed"] = ref + cand_timed
+    return phases
 
 
 def _status_kb(pid: int, fields=("RssAnon", "RssShmem")) -> dict:
