@@ -183,6 +183,7 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=()
     cmd = [binary, "eval", "--json", "--no-cache", "--batch", str(batch), "--timeout", str(timeout_s),
            "--slots-per-gpu", str(slots), "--shapes", "benchmark", *extra]  # one evaluation per candidate
     verdicts, t0 = {}, time.monotonic()
+    arrived = []  # when each stdout line came (streamed only): where the pool's time went
     if progress is not None:
         progress.clear()
         progress.update(t0=t0)  # verdicts counted only where they stream
@@ -199,6 +200,7 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=()
                 with open(stream, "a") as f:
                     for line in proc.stdout:
                         lines.append(line)
+                        arrived.append(time.monotonic() - t0)
                         if line.strip().startswith("{"):
                             f.write(line)
                             f.flush()
@@ -217,12 +219,21 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=()
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     secs = time.monotonic() - t0
     phases = {}  # where each candidate's time went (diagnostics, kept in --json-out)
+    at = {}
+    if arrived:
+        for line, t in zip(lines, arrived):
+            for obj in parse_lines(line):
+                at[key_of(obj.get("problem", "?"), obj.get("kernel", "?"))] = round(t, 2)
     for obj in parse_lines(proc.stdout):
         stem = key_of(obj.get("problem", "?"), obj.get("kernel", "?"))
         verdicts[stem] = f"{obj.get('status')}/{obj.get('kind') or '-'}"
         checks = obj.get("checks") or {}
         phases[stem] = {"phases_s": checks.get("phases_s"), "isolation": checks.get("isolation"),
                         "footprint": checks.get("footprint"), "admission": checks.get("admission")}
+        if stem in at:
+            # The pool's clock: its verdict came at arrived_s after the pool was
+            # started, having waited queued_s for a slot and evaluated for eval_s.
+            phases[stem].update(arrived_s=at[stem], queued_s=obj.get("queued_s"), eval_s=obj.get("eval_s"))
     if proc.returncode not in (0, 1):
         print(f"pool: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
     return secs, verdicts, phases
