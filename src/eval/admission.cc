@@ -16,7 +16,7 @@ using nlohmann::json;
 json Footprint::to_json() const {
   return json{{"host_bytes", host_bytes},     {"device_bytes", device_bytes}, {"input_bytes", input_bytes},
               {"output_bytes", output_bytes}, {"reference_s", reference_s},   {"measured", measured},
-              {"version", 1}};
+              {"version", version}};
 }
 
 std::optional<Footprint> Footprint::from_json(const json& j) {
@@ -29,6 +29,7 @@ std::optional<Footprint> Footprint::from_json(const json& j) {
   f.output_bytes = num("output_bytes");
   f.reference_s = num("reference_s");
   f.measured = j.value("measured", false);
+  f.version = j.contains("version") && j["version"].is_number_integer() ? j["version"].get<int>() : 1;
   if (f.host_bytes <= 0) return std::nullopt;
   return f;
 }
@@ -39,20 +40,23 @@ DeviceEstimate estimate_device(double in, double out, double params, bool timed)
   DeviceEstimate e;
   const bool large = timed_in_place(in);
   if (large) {
-    // One output per process at its peak, and two copies of the inputs: the
-    // reference computes on the copy it hands over (and keeps the last call's),
-    // the candidate on its own copy (its timed calls read one set of buffers
-    // in place, the first set waiting on the host), and the profiling process
-    // reads the reference's copy of the last call's inputs where it is (its
-    // own copy, a third, only for a forward that changes its inputs).
+    // Two copies of the inputs and two outputs at once: the reference
+    // computes on the copy it hands over (and keeps the last call's with its
+    // expected output), the candidate on its own copy (its timed calls read
+    // one set of buffers in place, the first set waiting on the host). The
+    // profiling process reads the reference's copy of the last call's inputs
+    // where it is, and its output takes the place of the candidate's, which
+    // waits through the burst with its buffers only and is timed once the
+    // profiling process is gone (footprint.device_phases in the worker).
     e.inputs = 2;
-    e.outputs = timed ? 3 : 2;
+    e.outputs = 2;
   } else {
     // The reference computes on a private clone of the copy it hands over;
     // timed, each of the three processes also holds the rotated sets, the
-    // last call's inputs and its buffers.
+    // last call's inputs and its buffers; the candidate's output is given
+    // back while the profiling process runs (as above).
     e.inputs = timed ? 2 + 2 + 2 : 3;
-    e.outputs = timed ? 3 : 2;
+    e.outputs = 2;
     // Up to the regular trials' sets (5 by default), as many as fit in the pool.
     if (timed) e.pool = 3 * std::min(5 * in, std::floor(kPoolBytes / std::max(in, 1.0)) * in);
   }
@@ -94,7 +98,10 @@ void FootprintCache::put(const std::string& key, const Footprint& f) {
     std::ifstream in(dir_ / (key + ".json"));
     if (in) {
       try {
-        if (auto old = Footprint::from_json(json::parse(in)); old && old->measured && f.measured) {
+        // Only a figure measured by the same rule: an older one (the sum of
+        // every process's peak, version 1) is replaced, not kept beside it.
+        if (auto old = Footprint::from_json(json::parse(in));
+            old && old->measured && f.measured && old->version == f.version) {
           out.host_bytes = std::max(out.host_bytes, old->host_bytes);
           out.device_bytes = std::max(out.device_bytes, old->device_bytes);
           out.reference_s = std::max(out.reference_s, old->reference_s);
@@ -163,6 +170,29 @@ bool Admission::fits(const Ticket& t) const {
   return true;
 }
 
+bool Admission::first_in_line(const Waiter& me) const {
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& [seq, w] : waiting_) {
+    if (seq == me.seq) continue;
+    // One that runs alone is ahead of everyone, on every GPU (it waits for
+    // the whole machine); two such go in the order they came.
+    const bool ahead =
+        w.ticket->exclusive
+            ? !me.ticket->exclusive || w.seq < me.seq
+            : !me.ticket->exclusive && w.ticket->gpu == me.ticket->gpu &&
+                  (w.rank > me.rank || (w.rank == me.rank && w.seq < me.seq));
+    if (!ahead) continue;
+    if (could_start(*w.ticket)) return false;  // it goes first
+    if (std::chrono::duration<double>(now - w.since).count() >= pass_bound_s_) return false;  // held for it
+  }
+  return true;
+}
+
+void Admission::set_pass_bound_s(double s) {
+  std::lock_guard lock(mu_);
+  pass_bound_s_ = s;
+}
+
 std::optional<Admission::Ticket> Admission::acquire(int gpu, double host, double device, bool exclusive,
                                                     const std::function<bool()>& stop) {
   Ticket t;
@@ -172,20 +202,36 @@ std::optional<Admission::Ticket> Admission::acquire(int gpu, double host, double
   t.exclusive = exclusive;
   auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
+  Waiter me;
+  me.seq = next_seq_++;
+  me.rank = gpu >= 0 ? device : host;
+  me.since = t0;
+  me.ticket = &t;
+  waiting_.emplace(me.seq, me);
   for (;;) {
-    if (stop && stop()) return std::nullopt;
-    if (fits(t)) break;
-    if (running_ == 0) {  // too large even for an idle machine: it runs alone
-      t.alone = true;
-      break;
+    if (stop && stop()) {
+      waiting_.erase(me.seq);
+      lock.unlock();
+      cv_.notify_all();  // the line changed
+      return std::nullopt;
+    }
+    if (first_in_line(me)) {
+      if (fits(t)) break;
+      if (running_ == 0) {  // too large even for an idle machine: it runs alone
+        t.alone = true;
+        break;
+      }
     }
     cv_.wait_for(lock, std::chrono::milliseconds(500));
   }
+  waiting_.erase(me.seq);
   host_used_ += t.host;
   if (gpu >= 0) dev_used_[gpu] += t.device;
   ++running_;
   if (t.exclusive || t.alone) ++exclusive_running_;
   t.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  lock.unlock();
+  cv_.notify_all();  // the next in line may fit beside it
   return t;
 }
 

@@ -12,6 +12,7 @@
 //   adm.release(t);
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
@@ -31,13 +32,19 @@ struct Footprint {
   double output_bytes = 0;   ///< one call's outputs
   double reference_s = 0;    ///< the reference's slowest trial, seconds
   bool measured = false;     ///< false: an estimate from the meta-device probe
+  /// How device_bytes was measured: 2, the processes' peaks summed over the
+  /// phase that held the most (worker footprint.device_phases); 1, every
+  /// process's peak summed (before 2026-12-05). A cache record of another
+  /// version still admits, until a measurement replaces it.
+  int version = kFootprintVersion;
+  static constexpr int kFootprintVersion = 2;
   nlohmann::json to_json() const;
   static std::optional<Footprint> from_json(const nlohmann::json& j);
 };
 
 /// What one evaluation holds on its GPU at its peak, from one call's sizes
-/// (the sum of each process's peak; docs/EVAL.md, Device memory of one
-/// evaluation). Inputs above half of the worker's timing pool (kPoolBytes)
+/// (what its processes hold at once in the phase that holds the most;
+/// docs/EVAL.md, Device memory of one evaluation). Inputs above half of the worker's timing pool (kPoolBytes)
 /// are timed in place: two copies of the inputs (the reference's and the
 /// candidate's) and one output per process. Smaller inputs rotate through up
 /// to kPoolBytes of input sets in each process.
@@ -63,8 +70,8 @@ bool timed_in_place(double in_bytes);
 double gpu_capacity(double total_bytes, int idle_processes);
 
 /// GPU memory an evaluation is admitted with, from its footprint: a
-/// measurement is the sum of each process's allocator high-water mark (an
-/// upper bound of what they hold at once, not a sample), so it gets 5% and
+/// measurement sums the processes' allocator high-water marks over the phase
+/// that held the most (high-water marks, not samples), so it gets 5% and
 /// 0.5 GiB for what the allocator does not see; an estimate is taken as is.
 double device_reservation(const Footprint& f);
 
@@ -82,7 +89,8 @@ class FootprintCache {
  public:
   explicit FootprintCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
   std::optional<Footprint> get(const std::string& key) const;
-  /// Keeps the larger measured figures of the old and the new record.
+  /// Keeps the larger measured figures of the old and the new record where
+  /// both were measured by the same rule (Footprint::version); else the new.
   void put(const std::string& key, const Footprint& f);
 
  private:
@@ -111,14 +119,37 @@ class Admission {
   /// Blocks until the reservation fits beside those running (exclusive: until
   /// nothing else runs), or stop() turns true (then nullopt). An evaluation
   /// that does not fit even on an idle machine is admitted alone.
+  ///
+  /// Waiters on one GPU go largest reservation first (equal ones in the order
+  /// they came; one that runs alone before all others, on every GPU): when
+  /// memory frees up, the
+  /// evaluation that needs the most of it, and likely takes longest, starts
+  /// first, and the smaller ones fill what is left. A smaller one that fits
+  /// may start before a larger one that does not (backfill), until the larger
+  /// one has waited pass_bound_s: then it is held for the larger one, which
+  /// so never waits for ever behind a stream of small ones.
   std::optional<Ticket> acquire(int gpu, double host, double device, bool exclusive,
                                 const std::function<bool()>& stop);
   void release(const Ticket& t);
   void wake();  ///< re-checks waiters (after stop turned true)
   int running() const;
+  void set_pass_bound_s(double s);  ///< 30 s unless set (tests)
 
  private:
+  struct Waiter {
+    unsigned long seq = 0;
+    double rank = 0;  ///< what it reserves on its GPU (host memory without one)
+    std::chrono::steady_clock::time_point since;
+    const Ticket* ticket = nullptr;
+  };
   bool fits(const Ticket& t) const;
+  bool could_start(const Ticket& t) const { return fits(t) || running_ == 0; }
+  /// Whether no waiter ahead of `me` on its GPU could start now or has been
+  /// passed over for pass_bound_s (mu_ held).
+  bool first_in_line(const Waiter& me) const;
+  double pass_bound_s_ = 30;
+  unsigned long next_seq_ = 0;
+  std::map<unsigned long, Waiter> waiting_;
   double host_cap_;
   std::map<int, double> dev_cap_;
   mutable std::mutex mu_;
