@@ -16,7 +16,7 @@ using nlohmann::json;
 json Footprint::to_json() const {
   return json{{"host_bytes", host_bytes},     {"device_bytes", device_bytes}, {"input_bytes", input_bytes},
               {"output_bytes", output_bytes}, {"reference_s", reference_s},   {"measured", measured},
-              {"version", version}};
+              {"version", version},           {"complete", complete}};
 }
 
 std::optional<Footprint> Footprint::from_json(const json& j) {
@@ -30,6 +30,7 @@ std::optional<Footprint> Footprint::from_json(const json& j) {
   f.reference_s = num("reference_s");
   f.measured = j.value("measured", false);
   f.version = j.contains("version") && j["version"].is_number_integer() ? j["version"].get<int>() : 1;
+  f.complete = j.value("complete", true);
   if (f.host_bytes <= 0) return std::nullopt;
   return f;
 }
@@ -98,13 +99,14 @@ void FootprintCache::put(const std::string& key, const Footprint& f) {
     std::ifstream in(dir_ / (key + ".json"));
     if (in) {
       try {
-        // Only a figure measured by the same rule: an older one (the sum of
-        // every process's peak, version 1) is replaced, not kept beside it.
-        if (auto old = Footprint::from_json(json::parse(in));
-            old && old->measured && f.measured && old->version == f.version) {
-          out.host_bytes = std::max(out.host_bytes, old->host_bytes);
-          out.device_bytes = std::max(out.device_bytes, old->device_bytes);
-          out.reference_s = std::max(out.reference_s, old->reference_s);
+        if (auto old = Footprint::from_json(json::parse(in)); old && old->measured && f.measured) {
+          if (old->version == f.version && old->complete == f.complete) {
+            out.host_bytes = std::max(out.host_bytes, old->host_bytes);
+            out.device_bytes = std::max(out.device_bytes, old->device_bytes);
+            out.reference_s = std::max(out.reference_s, old->reference_s);
+          } else if (!f.complete) {
+            return;  // it saw less than the record did: the record stays
+          }
         }
       } catch (const std::exception&) {
       }
@@ -170,19 +172,28 @@ bool Admission::fits(const Ticket& t) const {
   return true;
 }
 
+bool Admission::needs_whole_machine(const Ticket& t) const {
+  if (t.exclusive || t.host > host_cap_) return true;
+  if (t.gpu < 0) return false;
+  auto cap = dev_cap_.find(t.gpu);
+  return cap != dev_cap_.end() && t.device > cap->second;
+}
+
+bool Admission::ahead(const Waiter& w, const Waiter& me, std::chrono::steady_clock::time_point now) const {
+  const bool w_whole = needs_whole_machine(w.ticket), me_whole = needs_whole_machine(me.ticket);
+  if (w_whole || me_whole) return w_whole && (!me_whole || w.seq < me.seq);
+  const bool w_long = std::chrono::duration<double>(now - w.since).count() >= pass_bound_s_;
+  const bool me_long = std::chrono::duration<double>(now - me.since).count() >= pass_bound_s_;
+  if (w_long || me_long) return w_long && (!me_long || w.seq < me.seq);
+  if (w.ticket.gpu != me.ticket.gpu) return false;
+  return w.rank > me.rank || (w.rank == me.rank && w.seq < me.seq);
+}
+
 bool Admission::first_in_line(const Waiter& me) const {
   const auto now = std::chrono::steady_clock::now();
   for (const auto& [seq, w] : waiting_) {
-    if (seq == me.seq) continue;
-    // One that runs alone is ahead of everyone, on every GPU (it waits for
-    // the whole machine); two such go in the order they came.
-    const bool ahead =
-        w.ticket->exclusive
-            ? !me.ticket->exclusive || w.seq < me.seq
-            : !me.ticket->exclusive && w.ticket->gpu == me.ticket->gpu &&
-                  (w.rank > me.rank || (w.rank == me.rank && w.seq < me.seq));
-    if (!ahead) continue;
-    if (could_start(*w.ticket)) return false;  // it goes first
+    if (seq == me.seq || !ahead(w, me, now)) continue;
+    if (could_start(w.ticket)) return false;  // it goes first
     if (std::chrono::duration<double>(now - w.since).count() >= pass_bound_s_) return false;  // held for it
   }
   return true;
@@ -206,10 +217,17 @@ std::optional<Admission::Ticket> Admission::acquire(int gpu, double host, double
   me.seq = next_seq_++;
   me.rank = gpu >= 0 ? device : host;
   me.since = t0;
-  me.ticket = &t;
+  me.ticket = t;
   waiting_.emplace(me.seq, me);
   for (;;) {
-    if (stop && stop()) {
+    bool stopped = false;
+    try {
+      stopped = stop && stop();
+    } catch (...) {
+      waiting_.erase(me.seq);  // no one is held for a waiter that is gone
+      throw;
+    }
+    if (stopped) {
       waiting_.erase(me.seq);
       lock.unlock();
       cv_.notify_all();  // the line changed

@@ -38,16 +38,21 @@ struct Footprint {
   /// version still admits, until a measurement replaces it.
   int version = kFootprintVersion;
   static constexpr int kFootprintVersion = 2;
+  /// Every phase of the evaluation was seen (one that ended before its timed
+  /// calls finished saw less than it would have held).
+  bool complete = true;
   nlohmann::json to_json() const;
   static std::optional<Footprint> from_json(const nlohmann::json& j);
 };
 
 /// What one evaluation holds on its GPU at its peak, from one call's sizes
 /// (what its processes hold at once in the phase that holds the most;
-/// docs/EVAL.md, Device memory of one evaluation). Inputs above half of the worker's timing pool (kPoolBytes)
-/// are timed in place: two copies of the inputs (the reference's and the
-/// candidate's) and one output per process. Smaller inputs rotate through up
-/// to kPoolBytes of input sets in each process.
+/// docs/EVAL.md, Device memory of one evaluation). Inputs above half of the
+/// worker's timing pool (kPoolBytes) are timed in place: two copies of the
+/// inputs (the reference's and the candidate's) and two outputs at once (the
+/// reference's, and the candidate's or, during the profiled burst, the
+/// profiling process's). Smaller inputs rotate through up to kPoolBytes of
+/// input sets in each process.
 struct DeviceEstimate {
   double inputs = 0;   ///< copies of one call's inputs, all processes together
   double outputs = 0;  ///< copies of one call's outputs
@@ -90,7 +95,10 @@ class FootprintCache {
   explicit FootprintCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
   std::optional<Footprint> get(const std::string& key) const;
   /// Keeps the larger measured figures of the old and the new record where
-  /// both were measured by the same rule (Footprint::version); else the new.
+  /// both were measured by the same rule (Footprint::version) and both saw
+  /// every phase, or neither did. A complete measurement replaces an
+  /// incomplete one and one of another rule; an incomplete one never
+  /// replaces or raises a complete one, nor replaces one of another rule.
   void put(const std::string& key, const Footprint& f);
 
  private:
@@ -120,14 +128,17 @@ class Admission {
   /// nothing else runs), or stop() turns true (then nullopt). An evaluation
   /// that does not fit even on an idle machine is admitted alone.
   ///
-  /// Waiters on one GPU go largest reservation first (equal ones in the order
-  /// they came; one that runs alone before all others, on every GPU): when
-  /// memory frees up, the
-  /// evaluation that needs the most of it, and likely takes longest, starts
-  /// first, and the smaller ones fill what is left. A smaller one that fits
-  /// may start before a larger one that does not (backfill), until the larger
-  /// one has waited pass_bound_s: then it is held for the larger one, which
-  /// so never waits for ever behind a stream of small ones.
+  /// The order of waiters: first those that need the whole machine (asked to
+  /// run alone, or too large for their GPU even idle), in the order they
+  /// came, ahead of everyone on every GPU; then those that have waited
+  /// pass_bound_s, in the order they came; then, on each GPU, the largest
+  /// reservation first (equal ones in the order they came). When memory
+  /// frees up, the evaluation that needs the most of it, and likely takes
+  /// longest, starts first, and smaller ones fill what is left. A waiter may
+  /// start before one ahead of it that cannot start yet (backfill), until
+  /// that one has waited pass_bound_s: then it waits behind it. So nothing
+  /// waits for ever behind a stream of others, large or small. Host memory,
+  /// shared by all GPUs, is not ordered across them.
   std::optional<Ticket> acquire(int gpu, double host, double device, bool exclusive,
                                 const std::function<bool()>& stop);
   void release(const Ticket& t);
@@ -140,12 +151,16 @@ class Admission {
     unsigned long seq = 0;
     double rank = 0;  ///< what it reserves on its GPU (host memory without one)
     std::chrono::steady_clock::time_point since;
-    const Ticket* ticket = nullptr;
+    Ticket ticket;
   };
   bool fits(const Ticket& t) const;
   bool could_start(const Ticket& t) const { return fits(t) || running_ == 0; }
-  /// Whether no waiter ahead of `me` on its GPU could start now or has been
-  /// passed over for pass_bound_s (mu_ held).
+  /// Asked to run alone, or too large for its GPU (or the host) even idle.
+  bool needs_whole_machine(const Ticket& t) const;
+  /// Whether w goes before me (the order acquire() describes; mu_ held).
+  bool ahead(const Waiter& w, const Waiter& me, std::chrono::steady_clock::time_point now) const;
+  /// Whether no waiter ahead of `me` could start now or has waited
+  /// pass_bound_s (mu_ held).
   bool first_in_line(const Waiter& me) const;
   double pass_bound_s_ = 30;
   unsigned long next_seq_ = 0;

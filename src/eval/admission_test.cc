@@ -181,11 +181,11 @@ TEST(Admission, OneThatRunsAloneWaitsForEveryGpuAndIsNotPassedOverForEver) {
   adm.set_device_capacity(0, 100);
   adm.set_device_capacity(1, 100);
   adm.set_pass_bound_s(0.2);
-  auto a = adm.acquire(1, 1, 10, false, nullptr);  // on the other GPU
+  auto a = adm.acquire(1, 1, 10, false, nullptr);
   ASSERT_TRUE(a);
   Waiting alone(adm, 0, 10, /*exclusive=*/true);
   settle();
-  Waiting other(adm, 0, 10);
+  Waiting other(adm, 1, 10);  // on the busy GPU, where it would fit
   settle();
   EXPECT_FALSE(alone.admitted || other.admitted);
   adm.release(*a);
@@ -196,6 +196,62 @@ TEST(Admission, OneThatRunsAloneWaitsForEveryGpuAndIsNotPassedOverForEver) {
   adm.release(*alone.ticket);
   EXPECT_TRUE(eventually([&] { return other.admitted.load(); }));
   adm.release(*other.ticket);
+}
+
+/// Slots on `gpu` that take `each` again and again, for `hold` each time,
+/// until stop: a stream of evaluations that never leaves the GPU idle.
+struct Stream {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> th;
+  Stream(Admission& adm, int gpu, double each, int slots, int hold_ms) {
+    for (int i = 0; i < slots; ++i)
+      th.emplace_back([&, gpu, each, i, hold_ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(60 * i));  // staggered
+        while (!stop) {
+          auto t = adm.acquire(gpu, 1, each, false, [this] { return stop.load(); });
+          if (!t) return;
+          std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms + 70 * i));
+          adm.release(*t);
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      });
+  }
+  ~Stream() {
+    stop = true;
+    for (auto& t : th) t.join();
+  }
+};
+
+TEST(Admission, ASmallWaiterIsNotStarvedByAStreamOfLargerOnes) {
+  Admission adm(1e18);
+  adm.set_device_capacity(0, 100);
+  adm.set_pass_bound_s(0.5);
+  Stream larger(adm, 0, 50, 4, 300);  // two fit at once, one more always waiting
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Waiting small(adm, 0, 10);
+  EXPECT_TRUE(eventually([&] { return small.admitted.load(); })) << "the small waiter never started";
+  if (small.admitted) adm.release(*small.ticket);
+  larger.stop = true;
+  adm.wake();
+}
+
+TEST(Admission, OneTooLargeForItsGpuDrainsTheMachineInsteadOfStallingItsGpu) {
+  Admission adm(1e18);
+  adm.set_device_capacity(0, 100);
+  adm.set_device_capacity(1, 100);
+  adm.set_pass_bound_s(0.3);
+  Stream busy(adm, 1, 40, 2, 200);  // GPU 1 never idle on its own
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Waiting big(adm, 0, 150);  // more than GPU 0 has: it must run alone
+  settle();
+  Waiting small(adm, 0, 10);
+  ASSERT_TRUE(eventually([&] { return big.admitted.load(); })) << "the machine never drained for it";
+  EXPECT_TRUE(big.ticket->alone);
+  adm.release(*big.ticket);
+  EXPECT_TRUE(eventually([&] { return small.admitted.load(); })) << "GPU 0's small waiter never ran";
+  if (small.admitted) adm.release(*small.ticket);
+  busy.stop = true;
+  adm.wake();
 }
 
 TEST(FootprintCache, KeepsTheLargerOfTwoMeasurementsOfOneRuleAndReplacesAnOlderRule) {
@@ -219,6 +275,27 @@ TEST(FootprintCache, KeepsTheLargerOfTwoMeasurementsOfOneRuleAndReplacesAnOlderR
   f.device_bytes = 27e9;
   cache.put("k", f);
   EXPECT_DOUBLE_EQ(cache.get("k")->device_bytes, 28e9);  // the larger of one rule's
+  // One that ended before its timed calls saw less: it neither raises nor replaces the record ...
+  Footprint part = f;
+  part.complete = false;
+  part.device_bytes = 35e9;  // the plain sum it fell back to
+  cache.put("k", part);
+  EXPECT_DOUBLE_EQ(cache.get("k")->device_bytes, 28e9);
+  EXPECT_TRUE(cache.get("k")->complete);
+  // ... nor a record of an older rule; where it is all there is, it is kept, and a complete one replaces it.
+  std::filesystem::remove_all(dir);
+  cache.put("p", part);
+  EXPECT_FALSE(cache.get("p")->complete);
+  cache.put("p", f);
+  EXPECT_DOUBLE_EQ(cache.get("p")->device_bytes, 27e9);
+  EXPECT_TRUE(cache.get("p")->complete);
+  Footprint v1 = f;
+  v1.version = 1;
+  v1.device_bytes = 36e9;
+  cache.put("q", v1);
+  cache.put("q", part);
+  EXPECT_DOUBLE_EQ(cache.get("q")->device_bytes, 36e9);
+  EXPECT_EQ(cache.get("q")->version, 1);
   std::filesystem::remove_all(dir);
 }
 

@@ -657,6 +657,9 @@ std::optional<Footprint> measured_footprint(const json& raw) {
   f.output_bytes = fp.output_bytes;
   f.reference_s = fp.reference_s;
   f.measured = true;
+  f.version = fp.device_rule_version;
+  // A sum of every process's peak (rule 1) bounds every phase it saw.
+  f.complete = fp.device_rule_version < 2 || fp.device_complete;
   // Only an evaluation that got through its trials saw the whole footprint.
   if (f.host_bytes <= 0 || f.output_bytes <= 0) return std::nullopt;
   return f;

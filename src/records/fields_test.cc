@@ -341,6 +341,13 @@ TEST(WorkerChecksRecord, ReadsThePartsTheHarnessUses) {
   EXPECT_EQ(c.footprint->output_bytes, 0);  // mistyped: empty
   EXPECT_EQ(c.phases_s["trials"], 1.5);
   EXPECT_FALSE(WorkerChecks::from_json(nlohmann::json::array()).correctness);
+  // A worker before the phase rule says neither: rule 1, not known complete.
+  EXPECT_EQ(c.footprint->device_rule_version, 1);
+  EXPECT_FALSE(c.footprint->device_complete);
+  auto p = WorkerChecks::from_json(nlohmann::json::parse(
+      R"({"footprint": {"device_peak_bytes": 2e9, "device_rule_version": 2, "device_complete": true}})"));
+  EXPECT_EQ(p.footprint->device_rule_version, 2);
+  EXPECT_TRUE(p.footprint->device_complete);
 }
 
 }  // namespace

@@ -25,12 +25,19 @@ struct CorrectnessCheck {
 struct FootprintCheck {
   double host_peak_bytes = 0, device_peak_bytes = 0, input_bytes = 0, output_bytes = 0;
   double reference_s = 0;  ///< what the reference itself took on the same input
+  /// The rule device_peak_bytes was measured by (worker footprint.DEVICE_RULE_VERSION):
+  /// 2, the processes' peaks summed over the phase that held the most; 1 (a
+  /// worker without the field), every process's peak summed.
+  int device_rule_version = 1;
+  bool device_complete = false;  ///< every phase of the evaluation was seen (rule 2)
   static constexpr auto fields() {
     return std::tuple{field("host_peak_bytes", &FootprintCheck::host_peak_bytes),
                       field("device_peak_bytes", &FootprintCheck::device_peak_bytes),
                       field("input_bytes", &FootprintCheck::input_bytes),
                       field("output_bytes", &FootprintCheck::output_bytes),
-                      field("reference_s", &FootprintCheck::reference_s)};
+                      field("reference_s", &FootprintCheck::reference_s),
+                      field("device_rule_version", &FootprintCheck::device_rule_version),
+                      field("device_complete", &FootprintCheck::device_complete)};
   }
 };
 

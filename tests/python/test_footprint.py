@@ -4,6 +4,8 @@ test_pool_bytes makes small inputs take the large-input path."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import cand, problem
@@ -127,19 +129,74 @@ def test_device_accounting_of_a_large_timed_evaluation():
 
 def test_device_phases_sum_what_the_processes_hold_at_once():
     """The measured footprint: the processes' high-water marks summed over the
-    phase that held the most, not every process's peak summed; a figure the
-    candidate did not report leaves the plain sum."""
+    phase that held the most, not every process's peak summed; what the
+    candidate did not report is counted as before, and says so."""
     from mkevolve_worker import footprint
     peaks = {"ref": 13, "cand": 13, "prof": 6}
-    assert footprint.device_phases(peaks, cand_held=6, cand_timed=13) == {
-        "trials": 26, "profiling": 25, "timed": 26}
-    # Not reported (a candidate that failed before its timed calls): as before, all three at their peaks.
-    assert footprint.device_phases(peaks, cand_held=6, cand_timed=None) == {"trials": 26, "profiling": 32}
-    assert footprint.device_phases(peaks) == {"trials": 26, "profiling": 32}
+    assert footprint.device_phases(peaks, cand_held=6, cand_timed=13, timed=True) == (
+        {"trials": 26, "profiling": 25, "timed": 26}, True)
+    # It ended during its timed calls: its wait is known, its timed peak is not.
+    assert footprint.device_phases(peaks, cand_held=6, timed=True) == ({"trials": 26, "profiling": 25}, False)
+    # Nothing reported: all three at their peaks, as before.
+    assert footprint.device_phases(peaks, timed=True) == ({"trials": 26, "profiling": 32}, False)
     # A candidate that held more through its timed calls than in its trials counts so.
-    assert max(footprint.device_phases(peaks, 6, 20).values()) == 33
+    assert max(footprint.device_phases(peaks, 6, 20, timed=True)[0].values()) == 33
     # Untimed: the reference and the candidate.
-    assert footprint.device_phases({"ref": 13, "cand": 13}) == {"trials": 26}
+    assert footprint.device_phases({"ref": 13, "cand": 13}) == ({"trials": 26}, True)
+    assert footprint.device_phases({"ref": 13}) == ({"trials": 13}, False)
+
+
+G = 10**9  # whole bytes: the worker takes only integer peaks
+
+
+class _Child:
+    """What _record_footprint reads of a child: its events and its files."""
+
+    def __init__(self, tmp_path, name, events=(), files=None):
+        self.dir = tmp_path / name
+        self.dir.mkdir()
+        self.events = list(events)
+        for f, obj in (files or {}).items():
+            (self.dir / f).write_text(json.dumps(obj))
+
+    def path(self, name):
+        return str(self.dir / name)
+
+
+def _record(tmp_path, state_more, cand_files, prof=True):
+    tmp_path = tmp_path / f"eval{len(list(tmp_path.iterdir()))}"
+    tmp_path.mkdir()
+    from types import SimpleNamespace
+    from mkevolve_worker import evaluate
+    state = {"device_peaks": {"cand": 13 * G}, "input_bytes": 6 * G, "output_bytes": 6 * G, "ref_s": 0.1,
+             **state_more}
+    ref2 = _Child(tmp_path, "ref", [{"ev": "mem", "device_peak": 13 * G}])
+    pr = _Child(tmp_path, "prof", files={"runtime.json": {"device_peak": 6 * G}}) if prof else None
+    cand = _Child(tmp_path, "cand", files=cand_files)
+    res = SimpleNamespace(checks={})
+    evaluate.Evaluator._record_footprint(None, res, state, ref2, pr, cand)
+    return res.checks["footprint"]
+
+
+def test_the_footprint_takes_the_candidates_wait_and_timed_peak_from_its_events_and_timing_record(tmp_path):
+    """The wiring: the candidate's device_held (timing_ready, kept as
+    state["cand_held"]) and its timing.json's device_peak make the phases;
+    device_peak_bytes is the largest plus a CUDA context per process."""
+    from mkevolve_worker import footprint
+    ctx = footprint.CUDA_CONTEXT_BYTES
+    fp = _record(tmp_path, {"cand_held": 6 * G}, {"timing.json": {"times_ms": [1.0], "device_peak": 13 * G}})
+    assert fp["device_phases"] == {"trials": 26 * G, "profiling": 25 * G, "timed": 26 * G}
+    assert fp["device_peak_bytes"] == 26 * G + 3 * ctx
+    assert fp["device_complete"] is True and fp["device_rule_version"] == footprint.DEVICE_RULE_VERSION
+    assert fp["device_rule"]["phases"]["profiling"] == {"inputs": 2, "outputs": 2}
+
+
+def test_a_candidate_that_ended_before_its_timed_record_leaves_an_incomplete_footprint(tmp_path):
+    fp = _record(tmp_path, {"cand_held": 6 * G}, {})
+    assert set(fp["device_phases"]) == {"trials", "profiling"} and fp["device_complete"] is False
+    # Nothing of its wait either: the plain sum of the three peaks, as before the phases.
+    fp = _record(tmp_path, {}, {})
+    assert fp["device_phases"]["profiling"] == 32 * G and fp["device_complete"] is False
 
 
 def _large(**kw):

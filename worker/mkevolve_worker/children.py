@@ -893,7 +893,18 @@ def candidate_body(ctx, job: dict) -> int:
         del orig, pristine, kept
         obj = None
         ctx.send({"ev": "output", "id": t["id"], **_coverage()})
-    ctx.send({"ev": "correctness_ready", "device_peak": device_peak(device), "ipc_released": released,
+    peak = device_peak(device)
+    if device == "cuda":
+        # What the trials left cached goes back before the profiling process
+        # gets its inputs (the server sends them on this event): the two never
+        # hold their peaks at once (footprint.device_phases). Outputs handed
+        # over by CUDA IPC are freed once the reference let go of them.
+        try:
+            torch.cuda.ipc_collect()
+            torch.cuda.empty_cache()
+        except BaseException as e:  # noqa: BLE001 - an error its kernels left behind
+            return _fail(ctx, e, "giving back the device memory of its trials", files)
+    ctx.send({"ev": "correctness_ready", "device_peak": peak, "ipc_released": released,
               **_coverage()})
     if not job["perf"] or not ctx.wait_go():
         return 0
@@ -1037,6 +1048,7 @@ def _perf(ctx, job: dict, model, files: list[str], pool: list, last: list, layou
             # outputs left cached, so the three processes never hold their
             # peaks at once (footprint.device_phases). What it holds now, and
             # its peak from here on (the timed calls'), go into the footprint.
+            torch.cuda.ipc_collect()
             torch.cuda.empty_cache()
             held = int(torch.cuda.memory_reserved())
             torch.cuda.reset_peak_memory_stats()

@@ -551,12 +551,15 @@ class Evaluator:
         n_cuda = (1 + (1 if "cand" in peaks else 0) + (1 if prof is not None else 0)) if peaks else 0
         timed = _read_json(cand.path("timing.json")) if cand is not None and "cand" in peaks else None
         cand_timed = timed.get("device_peak") if isinstance(timed, dict) else None
-        phases = footprint.device_phases(peaks, state.get("cand_held"),
-                                         cand_timed if isinstance(cand_timed, int) else None)
+        phases, complete = footprint.device_phases(peaks, state.get("cand_held"),
+                                                   cand_timed if isinstance(cand_timed, int) else None,
+                                                   timed=prof is not None)
         res.checks["footprint"] = {
             "input_bytes": state["input_bytes"], "output_bytes": state["output_bytes"],
             "device_peak_bytes": (max(phases.values()) + n_cuda * CUDA_CONTEXT_BYTES) if peaks else None,
             "device_peaks": peaks, "device_phases": phases,
+            # Every phase seen: a record the pool lets replace or raise its figure (admission.h).
+            "device_complete": complete, "device_rule_version": footprint.DEVICE_RULE_VERSION,
             "device_source": "torch.cuda.max_memory_reserved() of each process (as it reports it), summed over "
                              "the processes of the phase that held the most, plus a CUDA context each",
             "reference_s": round(state["ref_s"], 4),
@@ -1506,20 +1509,29 @@ class _CandidateRun:
                 res.checks["profile_calls"] = plan_calls
             state["profiled_calls"] = plan_calls["calls"]
             state["burst_s"] = plan_calls["expected_s"]
-            cov.given("profiling", required=True)  # from now on it runs the candidate on inputs
-            isolation.send_msg(prof, {"op": "pool", "n_more": state["profiled_calls"] - n_pool,
-                                      "in_place": state["in_place"],
-                                      # Large inputs left alone by every trial's forward: the
-                                      # profiled calls read the reference's copy where it is.
-                                      "map": state["in_place"] and not state.get("cand_mutated"),
-                                      # each set's layout (input_layouts), as its trial's
-                                      "layouts": [t.get("layout") for t in self.plan if t["id"] in self.retain]},
-                               state["pool_fds"] + [state["last_fd"]])
+            # Sent once the candidate says correctness_ready, having given back
+            # the device blocks its trials left cached: the profiling process's
+            # inputs and buffers never sit beside the candidate's trial peak
+            # (footprint.device_phases). Held here till then (_held_fds).
+            state["prof_pool"] = {"op": "pool", "n_more": state["profiled_calls"] - n_pool,
+                                  "in_place": state["in_place"],
+                                  # Large inputs left alone by every trial's forward: the
+                                  # profiled calls read the reference's copy where it is.
+                                  "map": state["in_place"] and not state.get("cand_mutated"),
+                                  # each set's layout (input_layouts), as its trial's
+                                  "layouts": [t.get("layout") for t in self.plan if t["id"] in self.retain]}
+        else:
+            self.close_timed_inputs()
+        self.held_bytes()
+        self.mark("compared")
+
+    def close_timed_inputs(self) -> None:
+        """Closes the sealed files of the timed calls' inputs (sent on, or no longer needed)."""
+        state = self.state
         for fd in state["pool_fds"] + ([state["last_fd"]] if state["last_fd"] is not None else []):
             os.close(fd)
         state["pool_fds"], state["last_fd"] = [], None
         self.held_bytes()
-        self.mark("compared")
 
     # -- the candidate's events --
 
@@ -1587,6 +1599,11 @@ class _CandidateRun:
             state["device_peaks"]["cand"] = ev["device_peak"]
         state["cand_ipc_released"] = ev.get("ipc_released")
         if state["verdict"] is not None and state["verdict"]["ok"] and perf and state["error"] is None:
+            msg = state.pop("prof_pool", None)
+            if msg is not None and self.prof is not None and state["last_fd"] is not None:
+                self.cov.given("profiling", required=True)  # from now on it runs the candidate on inputs
+                isolation.send_msg(self.prof, msg, state["pool_fds"] + [state["last_fd"]])
+                self.close_timed_inputs()
             state["phase"] = "waiting for its profile"
             state["gate"] = "profiling"
             self.cov.given("candidate")

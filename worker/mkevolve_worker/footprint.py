@@ -75,26 +75,35 @@ def device_accounting(input_bytes: float, output_bytes: float, timed: bool = Tru
             "fixed_bytes": fixed, "bytes": data + pool + fixed}
 
 
-def device_phases(peaks: dict, cand_held: int | None = None, cand_timed: int | None = None) -> dict:
-    """Bytes the evaluation's processes held at once in each phase, from each
-    one's allocator high-water marks (peaks: "ref", "cand" over its trials,
-    "prof"). The reference is counted at its peak throughout. While the
-    profiled burst runs the candidate waits, holding cand_held (what it had
-    reserved once it gave back its cached blocks); the profiling process has
-    exited before the timed calls, whose candidate peak is cand_timed. A
-    figure the candidate did not report makes its phase the plain sum of the
-    peaks (it cannot be told apart)."""
+def device_phases(peaks: dict, cand_held: int | None = None, cand_timed: int | None = None,
+                  timed: bool = False) -> tuple[dict, bool]:
+    """(phases, complete): bytes the evaluation's processes held at once in
+    each phase, from each one's allocator high-water marks (peaks: "ref",
+    "cand" over its trials, "prof"), and whether every phase the evaluation
+    had was seen. The reference is counted at its peak throughout. The
+    candidate gives back its trials' cached blocks before the profiling
+    process gets its inputs, and waits through the profiled burst holding
+    cand_held (its buffers); the profiling process has exited before the
+    timed calls, whose candidate peak is cand_timed. Without cand_held the
+    profiling phase is the plain sum of the three peaks (the candidate's
+    share cannot be told apart); without cand_timed (a timed evaluation that
+    ended before its timed calls finished) the timed phase is missing and
+    the measurement incomplete."""
     ref, cand = peaks.get("ref", 0), peaks.get("cand", 0)
     phases = {"trials": ref + cand}
     if "prof" in peaks:
-        if cand_held is None or cand_timed is None:
-            phases["profiling"] = ref + cand + peaks["prof"]
-        else:
-            phases["profiling"] = ref + cand_held + peaks["prof"]
-            phases["timed"] = ref + cand_timed
-    elif cand_timed is not None:
+        phases["profiling"] = ref + (cand_held if cand_held is not None else cand) + peaks["prof"]
+    if cand_timed is not None:
         phases["timed"] = ref + cand_timed
-    return phases
+    complete = "cand" in peaks and (not timed or ("profiling" in phases and cand_held is not None
+                                                  and "timed" in phases))
+    return phases, complete
+
+
+#: The rule device_peak_bytes is measured by (checks.footprint.device_rule_version;
+#: the pool's footprint records keep it): 2, the processes' peaks summed over
+#: the phase that held the most; 1 (no such field), every process's peak summed.
+DEVICE_RULE_VERSION = 2
 
 
 def _status_kb(pid: int, fields=("RssAnon", "RssShmem")) -> dict:
