@@ -154,9 +154,41 @@ void Admission::set_device_capacity(int gpu, double bytes) {
 
 std::optional<double> Admission::device_capacity(int gpu) const {
   std::lock_guard lock(mu_);
+  return usable(gpu);
+}
+
+std::optional<double> Admission::usable(int gpu) const {
   auto it = dev_cap_.find(gpu);
   if (it == dev_cap_.end()) return std::nullopt;
-  return it->second;
+  auto ov = dev_overhead_.find(gpu);
+  return std::max(it->second - (ov == dev_overhead_.end() ? 0.0 : ov->second), 0.0);
+}
+
+void Admission::set_device_overhead(int gpu, double bytes) {
+  {
+    std::lock_guard lock(mu_);
+    dev_overhead_[gpu] = std::max(bytes, 0.0);
+  }
+  cv_.notify_all();
+}
+
+void Admission::add_device_overhead(int gpu, double delta) {
+  {
+    std::lock_guard lock(mu_);
+    dev_overhead_[gpu] = std::max(dev_overhead_[gpu] + delta, 0.0);
+  }
+  if (delta < 0) cv_.notify_all();  // room for a waiter
+}
+
+bool Admission::try_add_device_overhead(int gpu, double delta) {
+  std::lock_guard lock(mu_);
+  if (delta > 0) {
+    auto cap = usable(gpu);
+    auto used = dev_used_.find(gpu);
+    if (cap && (used == dev_used_.end() ? 0.0 : used->second) + delta > *cap) return false;
+  }
+  dev_overhead_[gpu] = std::max(dev_overhead_[gpu] + delta, 0.0);
+  return true;
 }
 
 bool Admission::fits(const Ticket& t) const {
@@ -164,10 +196,10 @@ bool Admission::fits(const Ticket& t) const {
   if (t.exclusive) return running_ == 0;
   if (host_used_ + t.host > host_cap_) return false;
   if (t.gpu >= 0) {
-    auto cap = dev_cap_.find(t.gpu);
+    auto cap = usable(t.gpu);
     auto used = dev_used_.find(t.gpu);
     double u = used == dev_used_.end() ? 0 : used->second;
-    if (cap != dev_cap_.end() && u + t.device > cap->second) return false;
+    if (cap && u + t.device > *cap) return false;
   }
   return true;
 }
@@ -175,8 +207,8 @@ bool Admission::fits(const Ticket& t) const {
 bool Admission::needs_whole_machine(const Ticket& t) const {
   if (t.exclusive || t.host > host_cap_) return true;
   if (t.gpu < 0) return false;
-  auto cap = dev_cap_.find(t.gpu);
-  return cap != dev_cap_.end() && t.device > cap->second;
+  auto cap = usable(t.gpu);
+  return cap && t.device > *cap;
 }
 
 bool Admission::ahead(const Waiter& w, const Waiter& me, std::chrono::steady_clock::time_point now) const {

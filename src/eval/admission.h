@@ -123,7 +123,18 @@ class Admission {
   explicit Admission(double host_capacity) : host_cap_(host_capacity) {}
   void set_device_capacity(int gpu, double bytes);
   double host_capacity() const { return host_cap_; }
+  /// What evaluations may hold on the GPU now: its capacity less the
+  /// overhead (the CUDA contexts of idle pre-started processes).
   std::optional<double> device_capacity(int gpu) const;
+  /// GPU memory held outside any evaluation's reservation: the idle spares'
+  /// CUDA contexts. An evaluation that takes a slot's spares and leaves them
+  /// owed (counted in its own footprint from then on) takes their share off
+  /// (add_device_overhead with a negative delta); a refill asks to put it
+  /// back, and is let only where it fits beside those running
+  /// (try_add_device_overhead); force: whatever is running.
+  void set_device_overhead(int gpu, double bytes);
+  void add_device_overhead(int gpu, double delta);
+  bool try_add_device_overhead(int gpu, double delta);
   /// Blocks until the reservation fits beside those running (exclusive: until
   /// nothing else runs), or stop() turns true (then nullopt). An evaluation
   /// that does not fit even on an idle machine is admitted alone.
@@ -154,6 +165,7 @@ class Admission {
     Ticket ticket;
   };
   bool fits(const Ticket& t) const;
+  std::optional<double> usable(int gpu) const;  ///< device_capacity (mu_ held)
   bool could_start(const Ticket& t) const { return fits(t) || running_ == 0; }
   /// Asked to run alone, or too large for its GPU (or the host) even idle.
   bool needs_whole_machine(const Ticket& t) const;
@@ -167,6 +179,7 @@ class Admission {
   std::map<unsigned long, Waiter> waiting_;
   double host_cap_;
   std::map<int, double> dev_cap_;
+  std::map<int, double> dev_overhead_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   double host_used_ = 0;

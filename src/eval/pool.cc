@@ -407,8 +407,21 @@ bool WorkerPool::gpu_quiet(int gpu) const {
   return std::none_of(queue_.begin(), queue_.end(), [&](const Job& j) { return j.fits(gpu); });
 }
 
+bool WorkerPool::counts_spares(const Slot& slot) const {
+  return opts_.prestart && opts_.memory_admission && slot.gpu >= 0;
+}
+
 void WorkerPool::refill_spares(Slot& slot) {
   if (!slot.server || !slot.server->alive()) return;
+  // The spares' CUDA contexts come back only where they fit beside the
+  // evaluations running now (admission.h, device overhead); else the slot
+  // owes them a while longer.
+  if (counts_spares(slot) && !admission_->try_add_device_overhead(slot.gpu, kSpareContexts * kContextBytes)) {
+    std::lock_guard lock(mu_);
+    slot.spares_owed = true;
+    slot.owed_since = std::chrono::steady_clock::now();
+    return;
+  }
   {
     std::lock_guard lock(mu_);
     ++stats_.refills;
@@ -418,18 +431,31 @@ void WorkerPool::refill_spares(Slot& slot) {
 
 std::string WorkerPool::spares_when(Slot& slot) {
   if (!opts_.prestart || opts_.spares_refill == PoolOptions::SparesRefill::kAtStart) return "now";
+  bool owed = false, now = false;
+  {
+    std::lock_guard lock(mu_);
+    long waiting = 0, idle = 0;
+    for (const auto& j : queue_)
+      if (j.eval && j.fits(slot.gpu)) ++waiting;
+    for (const auto& s : slots_)
+      if (s.get() != &slot && s->gpu == slot.gpu && !s->running) ++idle;
+    owed = slot.spares_owed;
+    now = waiting > idle;  // back-to-back: the next one here comes at once
+  }
+  // This evaluation takes the slot's spares: their contexts count in its
+  // footprint from here on. Refilled now, the new ones count as overhead,
+  // where they fit; left owed, the slot's share of the overhead goes.
+  if (now && owed && counts_spares(slot))
+    now = admission_->try_add_device_overhead(slot.gpu, kSpareContexts * kContextBytes);
+  else if (!now && !owed && counts_spares(slot))
+    admission_->add_device_overhead(slot.gpu, -kSpareContexts * kContextBytes);
   std::lock_guard lock(mu_);
-  long waiting = 0, idle = 0;
-  for (const auto& j : queue_)
-    if (j.eval && j.fits(slot.gpu)) ++waiting;
-  for (const auto& s : slots_)
-    if (s.get() != &slot && s->gpu == slot.gpu && !s->running) ++idle;
-  if (waiting > idle) {  // back-to-back: the next one here comes at once
+  if (now) {
     slot.spares_owed = false;  // the server refills every missing spare now
     return "now";
   }
+  if (!owed) slot.owed_since = std::chrono::steady_clock::now();
   slot.spares_owed = true;
-  slot.owed_since = std::chrono::steady_clock::now();
   ++stats_.spares_later;
   return "later";
 }
@@ -469,6 +495,15 @@ mk::Status WorkerPool::ensure_server(Slot& slot) {
   }
   std::unique_lock lock(mu_);
   ++stats_.starts;
+  if (slot.spares_owed && opts_.prestart) {
+    // A new server forks its spares as it starts: they hold contexts again.
+    slot.spares_owed = false;
+    if (counts_spares(slot)) {
+      lock.unlock();
+      admission_->add_device_overhead(slot.gpu, kSpareContexts * kContextBytes);
+      lock.lock();
+    }
+  }
   if (stopping_) {  // the destructor may have looked at this slot before the server existed
     lock.unlock();
     drop_server(slot);
@@ -815,9 +850,20 @@ std::string WorkerPool::too_large(Slot& slot, const std::optional<Footprint>& fp
       if (rep.outcome == Server::Outcome::kAnswered && rep.message.contains("gpus") && rep.message["gpus"].is_array() &&
           !rep.message["gpus"].empty()) {
         double total = rep.message["gpus"][0].value("memory_bytes", 0.0);
-        // Idle pre-started processes hold a CUDA context each (three per slot).
-        if (total > 0)
-          admission_->set_device_capacity(slot.gpu, gpu_capacity(total, opts_.prestart ? 3 * opts_.slots_per_gpu : 0));
+        // Idle pre-started processes hold a CUDA context each (three per
+        // slot): overhead, less the share of each slot that owes its spares.
+        if (total > 0) {
+          admission_->set_device_capacity(slot.gpu, gpu_capacity(total, 0));
+          if (opts_.prestart) {
+            int holding = 0;
+            {
+              std::lock_guard lock(mu_);
+              for (const auto& s : slots_)
+                if (s->gpu == slot.gpu && !s->spares_owed) ++holding;
+            }
+            admission_->set_device_overhead(slot.gpu, holding * kSpareContexts * kContextBytes);
+          }
+        }
       }
     }
   }

@@ -190,6 +190,9 @@ class WorkerPool final : public Evaluator {
   /// "now" or "later": when the server refills the spares this evaluation
   /// takes (PoolOptions::spares_refill); "later" leaves the slot owing them.
   std::string spares_when(Slot& slot);
+  /// Whether the slot's spares count in its GPU's admission overhead.
+  bool counts_spares(const Slot& slot) const;
+  static constexpr int kSpareContexts = 3;  ///< idle pre-started processes per slot (spares.py ROLES)
   /// No job runs on or waits for `gpu` (under mu_).
   bool gpu_quiet(int gpu) const;
   /// Sends the slot's server op `refill` (its owed spares), if it is alive.

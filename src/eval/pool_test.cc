@@ -329,6 +329,34 @@ TEST_F(PoolTest, EvaluationsThatWaitedForTheFirstToMeasureRunBesideOneAnother) {
   EXPECT_GT(most, 1) << "the three that waited ran beside one another";
 }
 
+TEST_F(PoolTest, EvaluationsThatTookTheirSlotsSparesFreeTheirShareOfTheGpu) {
+  // A 100 GiB GPU: 93 GiB to hand out, less three CUDA contexts (1.76 GiB)
+  // for each slot whose idle spares hold them. Three evaluations measured at
+  // 27.5 GiB (29.4 GiB reserved) need 88.3 GiB: beside all four slots' idle
+  // spares (85.97 GiB left) only two fit. An evaluation takes its slot's
+  // spares (their contexts count in its own footprint) and leaves them owed
+  // till the GPU is quiet, so its slot's share goes, and the third fits.
+  auto o = options();
+  o.slots_per_gpu = 4;
+  o.cache_dir.clear();
+  o.host_capacity_bytes = 1000.0 * (1 << 30);
+  o.spares_idle_refill_s = 60;
+  o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "4,4";  // too large to trust: the first one measures, alone
+  auto pool = make(o);
+  auto count = dir.path() / "beside";
+  auto k = kernel("measured", "# FAKE: concurrency " + count.string() + "\n# FAKE: footprint 1 27.5\n# FAKE: correct\n");
+  std::vector<std::future<Verdict>> futs;
+  for (int i = 0; i < 4; ++i) futs.push_back(pool->submit(request(k)));
+  for (auto& f : futs) EXPECT_EQ(f.get().status, VerdictStatus::kCorrect);
+  std::ifstream in(count.string() + ".max");
+  int most = 0;
+  in >> most;
+  EXPECT_EQ(most, 3) << "the running evaluations' slots still counted their spares' contexts";
+  wait_logged("refill", 4, 10);  // the GPU went quiet: every slot got its spares back
+  EXPECT_EQ(logged("refill"), 4);
+}
+
 TEST_F(PoolTest, ACalibrationIsAdmittedByMemoryLikeAnEvaluation) {
   auto o = options();
   o.slots_per_gpu = 4;
