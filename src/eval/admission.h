@@ -71,7 +71,9 @@ DeviceEstimate estimate_device(double in_bytes, double out_bytes, double param_b
 bool timed_in_place(double in_bytes);
 
 /// What admission may hand out on a GPU of total_bytes: 95% of it, less a
-/// CUDA context per idle pre-started process and 2 GiB for everything else.
+/// CUDA context per idle pre-started process and 2 GiB for everything else
+/// (the pool passes no idle processes and keeps their contexts as the
+/// admission's overhead instead: Admission::set_device_overhead).
 double gpu_capacity(double total_bytes, int idle_processes);
 
 /// GPU memory an evaluation is admitted with, from its footprint: a
