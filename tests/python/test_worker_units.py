@@ -134,6 +134,27 @@ def test_page_locking_the_first_set_falls_back_to_pageable_where_cuda_cannot():
     assert torch.equal(h, torch.arange(1 << 16, dtype=torch.float32))
 
 
+def test_giving_back_cached_device_memory_is_never_the_candidates_failure(monkeypatch):
+    """children._give_back_cached runs in the candidate's process between its
+    trials and its timed calls for the footprint's sake: whatever torch
+    raises there (an IPC counter it cannot read in the sandbox, say) is the
+    harness's, so it is swallowed."""
+    from mkevolve_worker import children
+    called = []
+
+    def boom():
+        called.append("ipc_collect")
+        raise RuntimeError("CUDA IPC: cannot open the ref counter file")
+    monkeypatch.setattr(torch.cuda, "ipc_collect", boom)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: called.append("empty_cache"))
+    assert children._give_back_cached() is None
+    assert called == ["ipc_collect"]  # the first raised: nothing to charge, nothing more to try
+    called.clear()
+    monkeypatch.setattr(torch.cuda, "ipc_collect", lambda: called.append("ipc_collect"))
+    children._give_back_cached()
+    assert called == ["ipc_collect", "empty_cache"]
+
+
 def test_the_first_sets_host_copy_keeps_values_and_layout():
     """children._host_set, the host copy of a large problem's first input
     set: the same values, dtype and strides as `.to("cpu", copy=True)` gave
