@@ -239,6 +239,22 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=()
     return secs, verdicts, phases
 
 
+def pool_timeline(phases: dict, secs: float) -> dict | None:
+    """Where a streamed pool run's seconds went, from its verdicts' arrivals
+    (run_pool's arrived_s, queued_s, eval_s): when the candidates were handed
+    to the pool (after its start-up: arrival less eval_s and queued_s), when
+    the first and the last verdict came, and how long the pool took to exit
+    after the last. None where nothing streamed."""
+    rows = [(v["arrived_s"], v.get("queued_s") or 0.0, v["eval_s"]) for v in phases.values()
+            if isinstance(v.get("arrived_s"), (int, float)) and isinstance(v.get("eval_s"), (int, float))]
+    if not rows:
+        return None
+    last = max(a for a, _, _ in rows)
+    return {"submitted_s": round(min(a - q - e for a, q, e in rows), 2),
+            "first_verdict_s": round(min(a for a, _, _ in rows), 2), "last_verdict_s": round(last, 2),
+            "exit_after_last_s": round(secs - last, 2)}
+
+
 def warm_baselines(binary, batch, cache_home, triton_cache, extra=()):
     """One untimed batch call, one correct kernel per problem: fills the baseline cache."""
     env = base_env(cache_home, triton_cache)
@@ -408,9 +424,16 @@ def main(argv=None):
             secs, verdicts, phases = run_pool(args.mkevolve, all_pairs, cache_home, tmp / f"triton-pool-{slots}",
                                               slots, args.timeout, extra, args.stream, progress)
             plural = "" if slots == "1" else "s"
+            timeline = pool_timeline(phases, secs)
             finished({"way": f"pool, {slots} slot{plural}", "seconds": secs,
-                      "processes_started": 1, "verdicts": verdicts, "phases": phases})
+                      "processes_started": 1, "verdicts": verdicts, "phases": phases,
+                      **({"timeline": timeline} if timeline else {})})
             print(f"pool   {runs[-1]['way']}: {len(verdicts)} verdicts in {secs:.1f} s", flush=True)
+            if timeline:
+                print(f"pool   {runs[-1]['way']}: candidates handed over at {timeline['submitted_s']} s "
+                      f"(the pool's start-up), verdicts from {timeline['first_verdict_s']} s to "
+                      f"{timeline['last_verdict_s']} s, exit {timeline['exit_after_last_s']} s after the last",
+                      flush=True)
             progress.clear()  # a stop before the next way starts is in no way's count
             way = "between two ways"
         if "fresh" in ways:
