@@ -141,7 +141,8 @@
 # GPU_SUITE_PROBE_MODES (probe stage).
 # Environment: OUT (results folder; default build-gpu-suite/; with OUT set only
 # summary-TAG.txt and logs-TAG.tgz are written there, TAG = $GPU_SUITE_TAG or
-# "suite", so two suites can run side by side), MKEVOLVE_PYTHON
+# "suite", so two suites can run side by side; and gpumem.txt, the GPU's memory sampled through
+# the call, unless GPU_SUITE_SAMPLE_MEM=0), MKEVOLVE_PYTHON
 # (default python3), MKEVOLVE_BIN, GPU_SUITE_STAGES (default "build pytest manifest
 # repeat bench"). TF32 is off everywhere (the worker and the tests turn it off).
 # Exit status: 0 when every stage that ran passed, 1 otherwise.
@@ -192,6 +193,7 @@ STAGES=${GPU_SUITE_STAGES:-build pytest manifest repeat bench}
 SUMMARY=$OUTDIR/summary.txt
 : >"$SUMMARY"
 FAILED=0
+SAMPLERS=()  # the GPU memory samplers' pids (below), stopped by finish
 
 note() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
 stage_result() {  # name rc seconds
@@ -212,6 +214,7 @@ have_bin() {
   return 1
 }
 finish() {
+  [ ${#SAMPLERS[@]} -gt 0 ] && kill "${SAMPLERS[@]}" 2>/dev/null
   echo
   echo "==================== gpu-suite summary ===================="
   cat "$SUMMARY"
@@ -230,6 +233,23 @@ finish() {
 }
 # Stopped from outside (a time limit): still leave the summary and the logs.
 trap 'note "gpu-suite: interrupted by a signal"; FAILED=1; finish; exit 1' TERM INT
+
+# GPU memory through the whole call (GPU_SUITE_SAMPLE_MEM=0: not sampled), one file so that the
+# device tool's 8 files still hold every stage's: "T <epoch s> <MiB used>" every 0.5 s, and every
+# 3 s "P <epoch s> <pid> <MiB>" for each process on the GPU: what admission reserves against what
+# is held, and what an idle pre-started process's CUDA context really takes. Into $OUT as it comes.
+if [ "${GPU_SUITE_SAMPLE_MEM:-1}" != 0 ] && command -v nvidia-smi >/dev/null; then
+  MEMFILE=${OUT:-$WORK}/gpumem.txt
+  mkdir -p "$(dirname "$MEMFILE")"
+  : >"$MEMFILE"
+  ( while :; do echo "T $(date +%s.%N | cut -c1-14) $(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)"
+      sleep 0.5; done ) >>"$MEMFILE" 2>/dev/null &
+  SAMPLERS+=($!)
+  ( while :; do t=$(date +%s)
+      nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | sed "s/^/P $t /; s/,//"
+      sleep 3; done ) >>"$MEMFILE" 2>/dev/null &
+  SAMPLERS+=($!)
+fi
 
 note "gpu-suite $(date -u +%Y-%m-%dT%H:%M:%SZ)  $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 note "$("$PY" -c 'import sys, torch, triton; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__)' 2>&1 | tail -1)"
