@@ -454,8 +454,8 @@ std::string WorkerPool::spares_when(Slot& slot) {
     slot.spares_owed = false;  // the server refills every missing spare now
     return "now";
   }
-  if (!owed) slot.owed_since = std::chrono::steady_clock::now();
   slot.spares_owed = true;
+  slot.owed_since = std::chrono::steady_clock::now();
   ++stats_.spares_later;
   return "later";
 }
