@@ -211,14 +211,20 @@ bool Admission::needs_whole_machine(const Ticket& t) const {
   return cap && t.device > *cap;
 }
 
+bool Admission::waited_long(const Waiter& w, std::chrono::steady_clock::time_point now) const {
+  return std::chrono::duration<double>(now - w.since).count() >= pass_bound_s_;
+}
+
 bool Admission::ahead(const Waiter& w, const Waiter& me, std::chrono::steady_clock::time_point now) const {
   const bool w_whole = needs_whole_machine(w.ticket), me_whole = needs_whole_machine(me.ticket);
   if (w_whole || me_whole) return w_whole && (!me_whole || w.seq < me.seq);
-  const bool w_long = std::chrono::duration<double>(now - w.since).count() >= pass_bound_s_;
-  const bool me_long = std::chrono::duration<double>(now - me.since).count() >= pass_bound_s_;
+  const bool w_long = waited_long(w, now), me_long = waited_long(me, now);
   if (w_long || me_long) return w_long && (!me_long || w.seq < me.seq);
   if (w.ticket.gpu != me.ticket.gpu) return false;
-  return w.rank > me.rank || (w.rank == me.rank && w.seq < me.seq);
+  // What it reserves on its GPU (host memory without one): the larger first.
+  const auto rank = [](const Ticket& t) { return t.gpu >= 0 ? t.device : t.host; };
+  const double wr = rank(w.ticket), mr = rank(me.ticket);
+  return wr > mr || (wr == mr && w.seq < me.seq);
 }
 
 bool Admission::first_in_line(const Waiter& me) const {
@@ -226,7 +232,7 @@ bool Admission::first_in_line(const Waiter& me) const {
   for (const auto& [seq, w] : waiting_) {
     if (seq == me.seq || !ahead(w, me, now)) continue;
     if (could_start(w.ticket)) return false;  // it goes first
-    if (std::chrono::duration<double>(now - w.since).count() >= pass_bound_s_) return false;  // held for it
+    if (waited_long(w, now)) return false;    // held for it
   }
   return true;
 }
@@ -247,7 +253,6 @@ std::optional<Admission::Ticket> Admission::acquire(int gpu, double host, double
   std::unique_lock lock(mu_);
   Waiter me;
   me.seq = next_seq_++;
-  me.rank = gpu >= 0 ? device : host;
   me.since = t0;
   me.ticket = t;
   waiting_.emplace(me.seq, me);

@@ -162,7 +162,6 @@ class Admission {
  private:
   struct Waiter {
     unsigned long seq = 0;
-    double rank = 0;  ///< what it reserves on its GPU (host memory without one)
     std::chrono::steady_clock::time_point since;
     Ticket ticket;
   };
@@ -171,6 +170,8 @@ class Admission {
   bool could_start(const Ticket& t) const { return fits(t) || running_ == 0; }
   /// Asked to run alone, or too large for its GPU (or the host) even idle.
   bool needs_whole_machine(const Ticket& t) const;
+  /// Whether w has waited pass_bound_s by `now`.
+  bool waited_long(const Waiter& w, std::chrono::steady_clock::time_point now) const;
   /// Whether w goes before me (the order acquire() describes; mu_ held).
   bool ahead(const Waiter& w, const Waiter& me, std::chrono::steady_clock::time_point now) const;
   /// Whether no waiter ahead of `me` could start now or has waited
