@@ -100,15 +100,31 @@ TEST(Admission, AMeasuredDeviceFootprintGetsASmallMargin) {
 }
 
 /// One acquire() on a thread of its own; `admitted` turns true once it is in.
+/// acquire() asks `stop` first thing after the waiter joins the line, so the
+/// first ask marks the moment it is in line: on a loaded machine the thread
+/// may start long after it was made, and a test that counted from then would
+/// see a waiter that had not waited as long as it thought.
 struct Waiting {
-  std::atomic<bool> admitted{false}, stop{false};
+  std::atomic<bool> admitted{false}, stop{false}, in_line{false};
+  std::chrono::steady_clock::time_point in_line_at;
   std::optional<Admission::Ticket> ticket;
   std::thread th;
   Waiting(Admission& adm, int gpu, double device, bool exclusive = false) {
     th = std::thread([&, gpu, device, exclusive] {
-      ticket = adm.acquire(gpu, 1.0, device, exclusive, [this] { return stop.load(); });
+      ticket = adm.acquire(gpu, 1.0, device, exclusive, [this] {
+        if (!in_line) {
+          in_line_at = std::chrono::steady_clock::now();
+          in_line = true;
+        }
+        return stop.load();
+      });
       admitted = ticket.has_value();
     });
+  }
+  /// Returns once this waiter has been in line for at least `s` seconds (or was admitted).
+  void waited(double s) const {
+    while (!in_line && !admitted) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (in_line) std::this_thread::sleep_until(in_line_at + std::chrono::duration<double>(s));
   }
   ~Waiting() {
     stop = true;
@@ -136,9 +152,9 @@ TEST(Admission, WhenMemoryFreesUpTheLargestWaiterGoesFirst) {
   auto b = adm.acquire(0, 1, 40, false, nullptr);
   ASSERT_TRUE(a && b);
   Waiting small(adm, 0, 20);  // came first
-  settle();
+  small.waited(0);
   Waiting large(adm, 0, 45);
-  settle();
+  large.waited(0);
   EXPECT_FALSE(small.admitted || large.admitted);
   adm.release(*b);  // 50 free: either fits, not both
   ASSERT_TRUE(eventually([&] { return large.admitted.load(); }));
@@ -158,7 +174,7 @@ TEST(Admission, ASmallerWaiterFillsWhatALargerOneCannotUseUntilTheLargerHasWaite
   ASSERT_TRUE(a);
   {
     Waiting large(adm, 0, 50);  // does not fit beside a
-    settle();
+    large.waited(0);
     Waiting small(adm, 0, 30);  // fits: backfill while large has not waited long
     EXPECT_TRUE(eventually([&] { return small.admitted.load(); }));
     EXPECT_FALSE(large.admitted);
@@ -166,8 +182,9 @@ TEST(Admission, ASmallerWaiterFillsWhatALargerOneCannotUseUntilTheLargerHasWaite
   }
   adm.set_pass_bound_s(0.2);
   Waiting large(adm, 0, 50);
-  settle();  // past the bound
+  large.waited(0.25);  // past the bound
   Waiting small(adm, 0, 30);
+  small.waited(0);
   settle();
   EXPECT_FALSE(small.admitted) << "a waiter passed over for longer than the bound was passed over again";
   adm.release(*a);
@@ -184,8 +201,9 @@ TEST(Admission, OneThatRunsAloneWaitsForEveryGpuAndIsNotPassedOverForEver) {
   auto a = adm.acquire(1, 1, 10, false, nullptr);
   ASSERT_TRUE(a);
   Waiting alone(adm, 0, 10, /*exclusive=*/true);
-  settle();
+  alone.waited(0.25);  // past the bound
   Waiting other(adm, 1, 10);  // on the busy GPU, where it would fit
+  other.waited(0);
   settle();
   EXPECT_FALSE(alone.admitted || other.admitted);
   adm.release(*a);
@@ -243,7 +261,7 @@ TEST(Admission, OneTooLargeForItsGpuDrainsTheMachineInsteadOfStallingItsGpu) {
   Stream busy(adm, 1, 40, 2, 200);  // GPU 1 never idle on its own
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   Waiting big(adm, 0, 150);  // more than GPU 0 has: it must run alone
-  settle();
+  big.waited(0.35);  // past the bound: nothing passes it now
   Waiting small(adm, 0, 10);
   ASSERT_TRUE(eventually([&] { return big.admitted.load(); })) << "the machine never drained for it";
   EXPECT_TRUE(big.ticket->alone);
