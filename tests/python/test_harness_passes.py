@@ -120,7 +120,9 @@ def test_the_passes_are_sized_by_the_candidates_own_calls_timed_on_the_servers_c
     assert r["status"] == "correct", r
     calls = 1 + (r["checks"]["timing"].get("extra_warmup") or 0) + 3  # warm-up, extra warm-up, timed
     # Each call took 0.3 s and a little more (a sleep); the reference's calls alone would give 30 s.
-    assert 3 * calls * 0.3 + 30 <= r["checks"]["timed_pass_s"] <= 3 * calls * 0.6 + 30, (calls, r["checks"])
+    # The server stamps the 'fwd' events as it reads them: on a loaded machine (CI runs 4 tests on
+    # 2 cores) a start read late makes a call look shorter (0.293 s seen), so the lower bound is 0.2 s.
+    assert 3 * calls * 0.2 + 30 <= r["checks"]["timed_pass_s"] <= 3 * calls * 0.6 + 30, (calls, r["checks"])
     # The timed phase's own milestones, for where its time goes.
     phases = [p[0] for p in r["checks"]["phases_s"]]
     assert phases.index("timing") < phases.index("handing over the last timed output") \
