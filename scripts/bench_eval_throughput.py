@@ -229,11 +229,14 @@ def run_pool(binary, batch, cache_home, triton_cache, slots, timeout_s, extra=()
         verdicts[stem] = f"{obj.get('status')}/{obj.get('kind') or '-'}"
         checks = obj.get("checks") or {}
         phases[stem] = {"phases_s": checks.get("phases_s"), "isolation": checks.get("isolation"),
-                        "footprint": checks.get("footprint"), "admission": checks.get("admission")}
+                        "footprint": checks.get("footprint"), "admission": checks.get("admission"),
+                        "server_startup_s": checks.get("server_startup_s")}
         if stem in at:
             # The pool's clock: its verdict came at arrived_s after the pool was
-            # started, having waited queued_s for a slot and evaluated for eval_s.
-            phases[stem].update(arrived_s=at[stem], queued_s=obj.get("queued_s"), eval_s=obj.get("eval_s"))
+            # started, having waited queued_s for a slot and evaluated for eval_s,
+            # server_start_s of it starting the slot's server.
+            phases[stem].update(arrived_s=at[stem], queued_s=obj.get("queued_s"), eval_s=obj.get("eval_s"),
+                                server_start_s=obj.get("server_start_s") or 0.0)
     if proc.returncode not in (0, 1):
         print(f"pool: exit {proc.returncode}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
     return secs, verdicts, phases
@@ -243,16 +246,20 @@ def pool_timeline(phases: dict, secs: float) -> dict | None:
     """Where a streamed pool run's seconds went, from its verdicts' arrivals
     (run_pool's arrived_s, queued_s, eval_s): when the candidates were handed
     to the pool (after its start-up: arrival less eval_s and queued_s), when
-    the first and the last verdict came, and how long the pool took to exit
-    after the last. None where nothing streamed."""
+    the first and the last verdict came, how long the pool took to exit
+    after the last, and how many evaluations waited for their slot's server
+    to start and for how long at most (server_start_s, part of eval_s). None
+    where nothing streamed."""
     rows = [(v["arrived_s"], v.get("queued_s") or 0.0, v["eval_s"]) for v in phases.values()
             if isinstance(v.get("arrived_s"), (int, float)) and isinstance(v.get("eval_s"), (int, float))]
     if not rows:
         return None
     last = max(a for a, _, _ in rows)
+    starts = [v["server_start_s"] for v in phases.values() if (v.get("server_start_s") or 0) > 0]
     return {"submitted_s": round(min(a - q - e for a, q, e in rows), 2),
             "first_verdict_s": round(min(a for a, _, _ in rows), 2), "last_verdict_s": round(last, 2),
-            "exit_after_last_s": round(secs - last, 2)}
+            "exit_after_last_s": round(secs - last, 2),
+            "server_starts": len(starts), "server_start_max_s": round(max(starts, default=0.0), 2)}
 
 
 def warm_baselines(binary, batch, cache_home, triton_cache, extra=()):
@@ -432,7 +439,9 @@ def main(argv=None):
             if timeline:
                 print(f"pool   {runs[-1]['way']}: candidates handed over at {timeline['submitted_s']} s "
                       f"(the pool's start-up), verdicts from {timeline['first_verdict_s']} s to "
-                      f"{timeline['last_verdict_s']} s, exit {timeline['exit_after_last_s']} s after the last",
+                      f"{timeline['last_verdict_s']} s, exit {timeline['exit_after_last_s']} s after the last; "
+                      f"{timeline['server_starts']} evaluations waited for their slot's server to start "
+                      f"(at most {timeline['server_start_max_s']} s)",
                       flush=True)
             progress.clear()  # a stop before the next way starts is in no way's count
             way = "between two ways"

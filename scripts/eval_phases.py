@@ -104,7 +104,7 @@ def rounds_report(run_dir: str, results: dict) -> int:
             if name in ("compared", "profile burst let go", "profiler: profiled calls done",
                         "profiler: trace written", "profiler: profiled", "profile collected",
                         "next candidate's spares warm", "timing lock taken",
-                        "exited") or name.startswith("forward returned (trial c0t0"):
+                        "exited", "server: verdict ready") or name.startswith("forward returned (trial c0t0"):
                 steps.append(f"{name.split(' (')[0][:24]} +{sec - prev:.2f}")
                 prev = sec
         q = last.get("queued_s") or 0.0

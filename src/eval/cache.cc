@@ -155,7 +155,7 @@ mk::Status ResultCache::put(const std::string& key, const Verdict& r, const json
   // The pool's timings belong to the evaluation that made the entry, not to a later hit.
   Verdict stored = r;
   stored.cached = false;
-  stored.queued_s = stored.eval_s = stored.baseline_s = 0;
+  stored.clear_pool_clocks();
   json j{{"key", key}, {"about", about}, {"result", stored.to_json()}};
   if (seal_) j["mac"] = seal_->mac(key, j["result"]);
   return write_file_atomic(file(key), j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");

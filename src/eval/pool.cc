@@ -487,7 +487,9 @@ mk::Status WorkerPool::ensure_server(Slot& slot) {
   cfg.require_gpu = slot.gpu >= 0;
   cfg.python = opts_.python;
   cfg.hello_timeout = seconds_ms(opts_.start_timeout_s);
+  const auto t0 = std::chrono::steady_clock::now();
   auto started = Server::start(cfg);
+  slot.start_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!started) return Error{started.error()};
   {
     std::lock_guard lock(slot.server_mu);
@@ -642,15 +644,23 @@ std::future<Verdict> WorkerPool::submit(EvalRequest req) {
   auto queued_at = std::chrono::steady_clock::now();
   job.run = [this, promise, req, queued_at, flight](Slot& slot) {
     auto started = std::chrono::steady_clock::now();
+    const double start_s0 = slot.start_s;
     Verdict r;
     try {
       r = run_eval(slot, req);
     } catch (const std::exception& e) {
       r = pool_failure(VerdictStatus::kCrashed, "internal_error", std::string("evaluator error: ") + e.what());
     }
-    // Where a candidate's wall time went: waiting for a slot, then evaluating.
+    // Where a candidate's wall time went: waiting for a slot, then evaluating
+    // (of which starting the slot's server, where it had none or it died).
     r.queued_s = std::chrono::duration<double>(started - queued_at).count();
     r.eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    r.server_start_s = slot.start_s - start_s0;
+    if (r.server_start_s > 0 && slot.server) {
+      // The server's own account of its start (serve.py, hello's startup_s).
+      if (auto it = slot.server->hello().raw.find("startup_s"); it != slot.server->hello().raw.end())
+        r.mutable_checks()["server_startup_s"] = *it;
+    }
     deliver(flight, promise, std::move(r));
   };
   job.cancel = [this, promise, flight](const std::string& why) {
@@ -672,8 +682,7 @@ void WorkerPool::deliver(const std::string& flight, const Promise& leader, Verdi
   for (const auto& p : joined) {
     Verdict copy = r;
     copy.cached = true;  // answered without an evaluation of its own
-    copy.eval_s = 0;
-    copy.baseline_s = 0;
+    copy.clear_pool_clocks();
     p->set_value(std::move(copy));
   }
   leader->set_value(std::move(r));

@@ -39,6 +39,9 @@ struct WorkerPool::Slot {
   /// An evaluation left its spares to a later refill (under mu_), since owed_since.
   bool spares_owed = false;
   std::chrono::steady_clock::time_point owed_since;
+  /// Seconds this slot's thread spent starting servers, all told: a job's
+  /// share is the difference across it (Verdict::server_start_s).
+  double start_s = 0;
   std::thread thread;
 };
 

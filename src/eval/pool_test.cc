@@ -191,6 +191,28 @@ TEST_F(PoolTest, SlowAnswerWithinTheDeadlineIsKept) {
   EXPECT_GE(r.queued_s, 0.0);
 }
 
+// The first evaluation on a slot without a server waits for its start: the
+// verdict says how long (server_start_s, within eval_s) and what the server
+// said of it; the next one on the same server waited for none.
+TEST_F(PoolTest, AnEvaluationSaysHowLongItWaitedForItsServerToStart) {
+  auto o = options();
+  o.extra_env["MKEVOLVE_WORKER_FAKE_HELLO"] = "slow 0.4";
+  auto pool = make(o);
+  Verdict first = pool->evaluate(request(kernel("a", "# FAKE: correct\n")));
+  ASSERT_EQ(first.status, VerdictStatus::kCorrect) << first.feedback;
+  EXPECT_GE(first.server_start_s, 0.4);
+  EXPECT_LE(first.server_start_s, first.eval_s);
+  ASSERT_TRUE(first.checks().contains("server_startup_s"));
+  EXPECT_DOUBLE_EQ(first.checks()["server_startup_s"]["total"].get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(first.to_json()["server_start_s"].get<double>(), first.server_start_s);
+  Verdict second = pool->evaluate(request(kernel("b", "# FAKE: correct\n")));
+  ASSERT_EQ(second.status, VerdictStatus::kCorrect) << second.feedback;
+  EXPECT_DOUBLE_EQ(second.server_start_s, 0);
+  EXPECT_FALSE(second.checks().contains("server_startup_s"));
+  // A copy of the verdict (a cache entry, a record) carries none of the pool's clocks.
+  EXPECT_FALSE(summary_json(first).contains("server_start_s"));
+}
+
 TEST_F(PoolTest, ServerThatExitsOrIsKilledIsCrashedAndReplaced) {
   // Process-group mode: inside a PID namespace the server is its namespace's
   // init, which cannot SIGKILL itself (the namespace protects it).

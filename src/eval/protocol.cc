@@ -108,7 +108,7 @@ Verdict parse_eval_answer(const json& msg) {
   }
   // The pool sets these; a worker's copy would stand for a measurement it did not make.
   v->cached = false;
-  v->queued_s = v->eval_s = v->baseline_s = 0;
+  v->clear_pool_clocks();
   return std::move(*v);
 }
 

@@ -121,7 +121,7 @@ json Verdict::to_json() const {
   j["runtime_mean_ms"] = runtime.valid ? json(runtime.mean_ms) : json(nullptr);
   if (!compiled_tf32.valid) j["speedup"].erase("compile_tf32");  // --baseline-tf32 only, beside its baseline
   if (eval_s <= 0)  // the pool's clocks, only where it measured them
-    for (const char* k : {"queued_s", "eval_s", "baseline_s"}) j.erase(k);
+    for (const char* k : {"queued_s", "eval_s", "baseline_s", "server_start_s"}) j.erase(k);
   return j;
 }
 
@@ -141,7 +141,7 @@ json& Verdict::mutable_checks() {
 
 json summary_json(Verdict r) {
   r.raw = json::object();
-  r.queued_s = r.eval_s = r.baseline_s = 0;
+  r.clear_pool_clocks();
   return r.to_json();
 }
 

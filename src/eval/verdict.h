@@ -88,6 +88,7 @@ struct Verdict {
   double queued_s = 0;                ///< pool: waited this long for a slot (0 when not measured)
   double eval_s = 0;                  ///< pool: the evaluation itself took this long (0 when not measured)
   double baseline_s = 0;              ///< pool: of eval_s, measuring (or waiting for) the problem's baselines
+  double server_start_s = 0;          ///< pool: of eval_s, starting the slot's worker server (0: it was up)
   /// Every field of the JSON form that the members above do not hold: the
   /// worker's checks, baseline_error, harness_retries, subkernel_runtime_ms, ...
   /// and a newer writer's fields. An object (null only when nothing was read).
@@ -121,8 +122,12 @@ struct Verdict {
                       field("gpu", &Verdict::gpu),
                       field("queued_s", &Verdict::queued_s),
                       field("eval_s", &Verdict::eval_s),
-                      field("baseline_s", &Verdict::baseline_s)};
+                      field("baseline_s", &Verdict::baseline_s),
+                      field("server_start_s", &Verdict::server_start_s)};
   }
+  /// Zeroes the pool's clocks (queued_s, eval_s, baseline_s, server_start_s):
+  /// they belong to the evaluation that measured them, not to a copy of its verdict.
+  void clear_pool_clocks() { queued_s = eval_s = baseline_s = server_start_s = 0; }
 
   /// The worker's checks (raw's "checks": work, runtime kernels, correctness,
   /// phases, footprint, shapes, ...), an empty object when it has none.
@@ -136,8 +141,8 @@ struct Verdict {
   /// The one JSON form: status, kind, reasons, message, runtime_ms,
   /// runtime_mean_ms, baseline_ms {eager, compile[, compile_tf32]}, speedup {eager,
   /// compile[, compile_tf32]} (compile_tf32 only when --baseline-tf32 measured it),
-  /// max_abs_err, uses_pytorch, cached, gpu, v; queued_s, eval_s, baseline_s
-  /// when measured; then raw's fields. Unknown values are null, never 0.
+  /// max_abs_err, uses_pytorch, cached, gpu, v; queued_s, eval_s, baseline_s,
+  /// server_start_s when measured; then raw's fields. Unknown values are null, never 0.
   nlohmann::json to_json() const;
   /// Reads the JSON form or a worker's result body (runtime_ms may then be an
   /// object {median, mean}; "feedback" is read where "message" is missing).
@@ -147,7 +152,7 @@ struct Verdict {
 
 /// The verdict as records embed it (a candidate's result, the solution
 /// manifest, swap events): its JSON form without raw (the worker's checks)
-/// and without the pool's wall-clock times (queued_s, eval_s, baseline_s),
+/// and without the pool's wall-clock times (clear_pool_clocks),
 /// so that a resumed or replayed run writes the same records. The one
 /// trimmed form: the search, `mkevolve swap` and the manifest all use it.
 nlohmann::json summary_json(Verdict r);

@@ -152,9 +152,10 @@ struct Eval {
   bool uses_pytorch = false;  ///< the candidate calls PyTorch ops for part of its work
   bool e2e = false;           ///< an end-to-end evaluation of the composed module
   /// Seconds waiting for an evaluation slot, evaluating (baselines measured
-  /// for it included), and of that the baselines; absent when not measured
-  /// (a cached verdict, an evaluator that does not time itself).
-  std::optional<double> queued_s{}, eval_s{}, baseline_s{};
+  /// for it included), and of that the baselines and starting the slot's
+  /// worker server; absent when not measured (a cached verdict, an evaluator
+  /// that does not time itself).
+  std::optional<double> queued_s{}, eval_s{}, baseline_s{}, server_start_s{};
   /// A final check started beside the last iteration's end-to-end evaluation:
   /// how long it then waited for it (critical_path.h).
   std::optional<double> waited_s{};
@@ -182,6 +183,7 @@ struct Eval {
         field("queued_s", &Eval::queued_s, When::kIfSet),
         field("eval_s", &Eval::eval_s, When::kIfSet),
         field("baseline_s", &Eval::baseline_s, When::kIfSet),
+        field("server_start_s", &Eval::server_start_s, When::kIfSet),
         field("waited_s", &Eval::waited_s, When::kIfSet),
         field("scope", &Eval::scope, When::kIfSet),
         field("reward", &Eval::reward, When::kIfSet)};

@@ -116,6 +116,7 @@ nlohmann::json timed_result_json(const eval::Verdict& r) {
   if (r.eval_s > 0) {
     j["queued_s"] = r.queued_s;
     j["eval_s"] = r.eval_s;
+    if (r.server_start_s > 0) j["server_start_s"] = r.server_start_s;
   }
   if (auto phases = r.worker_checks().phases_s; !phases.is_null()) j["phases_s"] = phases;
   return j;
@@ -172,6 +173,7 @@ records::Eval eval_event(const std::string& task, const std::string& candidate, 
     e.queued_s = r.queued_s;
     e.eval_s = r.eval_s;
     e.baseline_s = r.baseline_s;
+    if (r.server_start_s > 0) e.server_start_s = r.server_start_s;
   }
   e.scope = scope;
   e.iteration = iteration;

@@ -93,6 +93,9 @@ def hello():
     elif mode == "exit":
         sys.stderr.write("fake worker: exiting at start as asked\n")
         sys.exit(1)
+    elif mode.startswith("slow "):  # "slow S": the start takes S seconds, said in startup_s as serve.py does
+        time.sleep(float(mode.split()[1]))
+        msg["startup_s"] = {"preimport": float(mode.split()[1]), "total": float(mode.split()[1])}
     send(msg)
 
 

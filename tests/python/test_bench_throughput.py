@@ -136,14 +136,16 @@ def test_a_bench_stopped_in_a_streaming_pool_says_how_far_it_got_and_stops_the_p
 def test_the_pools_timeline_says_where_its_seconds_went():
     """A streamed pool run's records give when the candidates were handed
     over (arrival less eval_s and queued_s), the first and last verdicts and
-    the exit after the last; a run that streamed nothing has none."""
+    the exit after the last, and how many evaluations waited for their
+    slot's server to start; a run that streamed nothing has none."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("bench_eval_throughput", BENCH)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    phases = {"a": {"arrived_s": 20.0, "queued_s": 0.0, "eval_s": 8.5},
-              "b": {"arrived_s": 55.0, "queued_s": 1.0, "eval_s": 42.0},
+    phases = {"a": {"arrived_s": 20.0, "queued_s": 0.0, "eval_s": 8.5, "server_start_s": 6.25},
+              "b": {"arrived_s": 55.0, "queued_s": 1.0, "eval_s": 42.0, "server_start_s": 0.0},
               "c": {"arrived_s": None}}
     assert bench.pool_timeline(phases, 60.5) == {"submitted_s": 11.5, "first_verdict_s": 20.0,
-                                                 "last_verdict_s": 55.0, "exit_after_last_s": 5.5}
+                                                 "last_verdict_s": 55.0, "exit_after_last_s": 5.5,
+                                                 "server_starts": 1, "server_start_max_s": 6.25}
     assert bench.pool_timeline({"x": {"phases_s": []}}, 3.0) is None

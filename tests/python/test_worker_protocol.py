@@ -18,6 +18,10 @@ def test_hello(worker_server):
     assert h["torch"]  # Debian's python3-torch
     assert h["cuda"] is False  # no GPU in CI; probed in a child, not the server
     assert "python" in h and "triton" in h
+    # Where its start went, in seconds: the pool puts it on the evaluation that waited for it.
+    st = h["startup_s"]
+    assert st["preimport"] > 0 and st["gpu_probe"] >= 0 and "sandbox_selftest" not in st  # no GPU: no self-test
+    assert st["total"] >= st["preimport"] + st["gpu_probe"]
 
 
 def test_ping(worker_server):

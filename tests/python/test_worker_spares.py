@@ -486,6 +486,12 @@ def test_an_evaluation_records_where_its_time_went(fresh_server):
     # The reference draws and computes the first trial before the server hears of it.
     assert marks["reference: Model constructed"] <= marks["reference: first forward returned"] \
         <= marks["reference ran the first trial"]
+    # The server's own steps around the candidate's run: the rest of elapsed_s.
+    server = ["server: request received", "server: taking the shared lock", "server: reference started",
+              "server: first inputs drawn"]
+    assert [marks[n] for n in server] == sorted(marks[n] for n in server) and marks[server[-1]] <= 0.0, marks
+    assert marks["server: verdict ready"] >= marks["exited"], marks
+    assert marks["server: verdict ready"] - marks["server: request received"] <= r["elapsed_s"] + 0.01, r
 
 
 def test_an_evals_priority_reaches_its_timing_lock(fresh_server):

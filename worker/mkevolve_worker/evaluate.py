@@ -519,16 +519,24 @@ class Evaluator:
         trials streamed one at a time, then its profile and its timed calls
         (the steps are _CandidateRun's, in this order)."""
         run = _CandidateRun(self, res, problem, kernel, opts, device, perf, sampler)
+        # The server's own steps before the candidate's start and after its
+        # exit, as phases_s milestones (relative to the candidate's start, so
+        # the first are negative): the rest of elapsed_s.
+        steps = [("server: request received", t_start), ("server: taking the shared lock", time.monotonic())]
         run.start_reference()
         try:
+            steps.append(("server: reference started", time.monotonic()))
             run.load_problem()
             run.draw_first_inputs()
+            steps.append(("server: first inputs drawn", time.monotonic()))
             run.start_candidate()
+            run.phase_s[:0] = [[name, round(t - run.cand.started, 3)] for name, t in steps]
             run.run_trials()
             run.after_exit()
             out = self._finish(res, run.cand, run.state, kernel, opts, device, perf, t_start, sampler, run.ref2)
             if "shape_failed" in run.state and isinstance(out.checks, dict) and "shapes" in out.checks:
                 out.checks["shapes"]["failed_at"] = run.state["shape_failed"]
+            run.mark("server: verdict ready")  # the same list as out.checks["phases_s"]
             return out
         finally:
             run.clean_up()

@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import sys
+import time
 import traceback
 
 from . import children, errors, isolation, sandbox, sandbox_selftest, spares
@@ -94,7 +95,11 @@ class Server:
     def __init__(self, chan: Channel, test_mode: bool, spares: bool = True, sandbox_mode: str | None = None):
         self.chan = chan
         self.test_mode = test_mode
+        # Where a server's start goes (hello's startup_s, seconds): the pool
+        # records it on the evaluation that waited for it.
+        self.started = time.monotonic()
         self.info = preimport()
+        self.startup_s = {"preimport": round(time.monotonic() - self.started, 3)}
         self.sandbox_error = None
         try:
             # Every candidate process forked from now on is boxed (sandbox.py).
@@ -115,7 +120,9 @@ class Server:
         if self.info["error"]:
             msg["error"] = self.info["error"]
         if self.evaluator is not None:
+            t0 = time.monotonic()
             gi = self.evaluator.gpu_info()
+            self.startup_s["gpu_probe"] = round(time.monotonic() - t0, 3)
             msg["cuda"] = bool(gi.get("gpus"))
             msg["gpus"] = len(gi.get("gpus") or [])
             if gi.get("error"):
@@ -123,11 +130,15 @@ class Server:
             if msg["cuda"] and sandbox.active():
                 # What the sandbox leaves of CUDA and its IPC hand-over on this
                 # machine, tried once here; the plan falls back where it must.
+                t0 = time.monotonic()
                 msg["sandbox_selftest"] = sandbox_selftest.self_test(sandbox.PLAN, SparesLauncher.triton_cache())
+                self.startup_s["sandbox_selftest"] = round(time.monotonic() - t0, 3)
         if sandbox.PLAN is not None:
             msg["sandbox"] = sandbox.PLAN.describe()
         if self.sandbox_error:
             msg["sandbox_error"] = self.sandbox_error
+        self.startup_s["total"] = round(time.monotonic() - self.started, 3)
+        msg["startup_s"] = dict(self.startup_s)
         return msg
 
     def run(self) -> int:
