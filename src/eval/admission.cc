@@ -219,8 +219,12 @@ bool Admission::ahead(const Waiter& w, const Waiter& me, std::chrono::steady_clo
   const bool w_whole = needs_whole_machine(w.ticket), me_whole = needs_whole_machine(me.ticket);
   if (w_whole || me_whole) return w_whole && (!me_whole || w.seq < me.seq);
   const bool w_long = waited_long(w, now), me_long = waited_long(me, now);
-  if (w_long || me_long) return w_long && (!me_long || w.seq < me.seq);
-  if (w.ticket.gpu != me.ticket.gpu) return false;
+  const bool w_first = w_long && (!me_long || w.seq < me.seq);
+  // Another GPU's waiter holds this one back only where what keeps it waiting
+  // is host memory, which every GPU shares: its own GPU's memory is no
+  // business of this GPU's.
+  if (w.ticket.gpu != me.ticket.gpu) return w_first && host_used_ + w.ticket.host > host_cap_;
+  if (w_long || me_long) return w_first;
   // What it reserves on its GPU (host memory without one): the larger first.
   const auto rank = [](const Ticket& t) { return t.gpu >= 0 ? t.device : t.host; };
   const double wr = rank(w.ticket), mr = rank(me.ticket);

@@ -143,15 +143,16 @@ class Admission {
   ///
   /// The order of waiters: first those that need the whole machine (asked to
   /// run alone, or too large for their GPU even idle), in the order they
-  /// came, ahead of everyone on every GPU; then those that have waited
-  /// pass_bound_s, in the order they came; then, on each GPU, the largest
-  /// reservation first (equal ones in the order they came). When memory
+  /// came, ahead of everyone on every GPU; then, on each GPU, those that have
+  /// waited pass_bound_s, in the order they came (one waiting for host
+  /// memory, which all GPUs share, so also ahead of those of other GPUs);
+  /// then the largest reservation first (equal ones in the order they came). When memory
   /// frees up, the evaluation that needs the most of it, and likely takes
   /// longest, starts first, and smaller ones fill what is left. A waiter may
   /// start before one ahead of it that cannot start yet (backfill), until
   /// that one has waited pass_bound_s: then it waits behind it. So nothing
-  /// waits for ever behind a stream of others, large or small. Host memory,
-  /// shared by all GPUs, is not ordered across them.
+  /// waits for ever behind a stream of others, large or small, and a GPU
+  /// with room is never held for another GPU's memory.
   std::optional<Ticket> acquire(int gpu, double host, double device, bool exclusive,
                                 const std::function<bool()>& stop);
   void release(const Ticket& t);

@@ -109,9 +109,9 @@ struct Waiting {
   std::chrono::steady_clock::time_point in_line_at;
   std::optional<Admission::Ticket> ticket;
   std::thread th;
-  Waiting(Admission& adm, int gpu, double device, bool exclusive = false) {
-    th = std::thread([&, gpu, device, exclusive] {
-      ticket = adm.acquire(gpu, 1.0, device, exclusive, [this] {
+  Waiting(Admission& adm, int gpu, double device, bool exclusive = false, double host = 1.0) {
+    th = std::thread([&, gpu, device, exclusive, host] {
+      ticket = adm.acquire(gpu, host, device, exclusive, [this] {
         if (!in_line) {
           in_line_at = std::chrono::steady_clock::now();
           in_line = true;
@@ -270,6 +270,47 @@ TEST(Admission, OneTooLargeForItsGpuDrainsTheMachineInsteadOfStallingItsGpu) {
   if (small.admitted) adm.release(*small.ticket);
   busy.stop = true;
   adm.wake();
+}
+
+// Found by review: a waiter that had waited the bound on a full GPU 0 held
+// every newcomer on an idle GPU 1 until GPU 0 freed memory.
+TEST(Admission, AWaiterThatWaitedLongOnAFullGpuDoesNotHoldAnotherGpu) {
+  Admission adm(1000);
+  adm.set_device_capacity(0, 100);
+  adm.set_device_capacity(1, 100);
+  adm.set_pass_bound_s(0.2);
+  auto busy = adm.acquire(0, 1, 80, false, nullptr);
+  ASSERT_TRUE(busy);
+  Waiting blocked(adm, 0, 50);  // does not fit beside busy
+  blocked.waited(0.3);          // past the bound
+  Waiting other(adm, 1, 10);
+  EXPECT_TRUE(eventually([&] { return other.admitted.load(); })) << "GPU 1 was held for GPU 0's memory";
+  EXPECT_FALSE(blocked.admitted);
+  if (other.admitted) adm.release(*other.ticket);
+  adm.release(*busy);
+  ASSERT_TRUE(eventually([&] { return blocked.admitted.load(); }));
+  adm.release(*blocked.ticket);
+}
+
+// Host memory is every GPU's: a waiter held back by it, once it has waited
+// the bound, goes before newcomers on the other GPUs that would take it.
+TEST(Admission, AWaiterThatWaitedLongForHostMemoryHoldsEveryGpu) {
+  Admission adm(100);
+  adm.set_device_capacity(0, 100);
+  adm.set_device_capacity(1, 100);
+  adm.set_pass_bound_s(0.2);
+  auto busy = adm.acquire(0, 70, 10, false, nullptr);
+  ASSERT_TRUE(busy);
+  Waiting blocked(adm, 0, 10, false, /*host=*/50);  // GPU 0 has room, the host does not
+  blocked.waited(0.3);                              // past the bound
+  Waiting other(adm, 1, 10);  // fits on GPU 1 and in host memory (1 of the 30 left)
+  other.waited(0);
+  settle();
+  EXPECT_FALSE(other.admitted) << "a newcomer on GPU 1 took host memory a long waiter was held for";
+  adm.release(*busy);
+  ASSERT_TRUE(eventually([&] { return blocked.admitted && other.admitted; }));
+  adm.release(*blocked.ticket);
+  adm.release(*other.ticket);
 }
 
 TEST(FootprintCache, KeepsTheLargerOfTwoMeasurementsOfOneRuleAndReplacesAnOlderRule) {
