@@ -412,7 +412,13 @@ bool WorkerPool::counts_spares(const Slot& slot) const {
 }
 
 void WorkerPool::refill_spares(Slot& slot) {
-  if (!slot.server || !slot.server->alive()) return;
+  if (!slot.server || !slot.server->alive()) {
+    // No server to refill: the next one forks its spares as it starts, and
+    // the slot owes nothing any more (ensure_server adds nothing then), so
+    // their contexts count again from now.
+    if (counts_spares(slot)) admission_->add_device_overhead(slot.gpu, kSpareContexts * kContextBytes);
+    return;
+  }
   // The spares' CUDA contexts come back only where they fit beside the
   // evaluations running now (admission.h, device overhead); else the slot
   // owes them a while longer.

@@ -379,6 +379,38 @@ TEST_F(PoolTest, EvaluationsThatTookTheirSlotsSparesFreeTheirShareOfTheGpu) {
   EXPECT_EQ(logged("refill"), 4);
 }
 
+// Found by review: a slot whose server died (a hang) while it owed its
+// spares had its share cleared at the refill, which found no server, and the
+// next server's spares were counted nowhere: the GPU looked 1.76 GiB larger
+// after every such hang.
+TEST_F(PoolTest, ASlotWhoseServerDiedWhileOwingItsSparesCountsThemAgain) {
+  auto o = options();
+  o.slots_per_gpu = 2;
+  o.cache_dir.clear();
+  o.host_capacity_bytes = 1000.0 * (1 << 30);
+  o.spares_idle_refill_s = 0.3;
+  o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "0.1,0.1";  // an estimate: the GPU limit is half of what is usable
+  auto pool = make(o);
+  auto req = [&](const fs::path& k, double t) {
+    auto r = request(k, t);
+    r.options.measure_perf = false;
+    return r;
+  };
+  const double gib = 1024.0 * 1024 * 1024;
+  const double usable = 100 * gib * 0.95 - 2 * gib - 2 * 3 * 600.0 * 1024 * 1024;  // both slots' spares counted
+  auto limit_of = [](const Verdict& v) { return v.raw["checks"]["admission"]["device_limit_bytes"].get<double>(); };
+  Verdict a = pool->evaluate(req(kernel("a", "# FAKE: correct\n"), 5));
+  ASSERT_EQ(a.status, VerdictStatus::kCorrect) << a.feedback;
+  EXPECT_NEAR(limit_of(a), usable / 2, 1 << 20);
+  wait_logged("refill", 1, 10);
+  EXPECT_EQ(pool->evaluate(req(kernel("h", "# FAKE: hang\n"), 0.5)).status, VerdictStatus::kTimeout);
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the slot's refill, with no server to send it to
+  Verdict b = pool->evaluate(req(kernel("b", "# FAKE: correct\n"), 5));
+  ASSERT_EQ(b.status, VerdictStatus::kCorrect) << b.feedback;
+  EXPECT_NEAR(limit_of(b), usable / 2, 1 << 20) << "the restarted server's spares are counted nowhere";
+}
+
 TEST_F(PoolTest, ACalibrationIsAdmittedByMemoryLikeAnEvaluation) {
   auto o = options();
   o.slots_per_gpu = 4;
