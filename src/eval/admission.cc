@@ -99,7 +99,9 @@ void FootprintCache::put(const std::string& key, const Footprint& f) {
     std::ifstream in(dir_ / (key + ".json"));
     if (in) {
       try {
-        if (auto old = Footprint::from_json(json::parse(in)); old && old->measured && f.measured) {
+        auto old = Footprint::from_json(json::parse(in));
+        if (old && old->measured && !f.measured) return;  // an estimate never replaces a measurement
+        if (old && old->measured && f.measured) {
           if (old->version == f.version && old->complete == f.complete) {
             out.host_bytes = std::max(out.host_bytes, old->host_bytes);
             out.device_bytes = std::max(out.device_bytes, old->device_bytes);
@@ -107,6 +109,10 @@ void FootprintCache::put(const std::string& key, const Footprint& f) {
           } else if (!f.complete) {
             return;  // it saw less than the record did: the record stays
           }
+        } else if (old && f.measured && !f.complete) {
+          // Part of an evaluation, over an estimate: it never lowers it.
+          out.host_bytes = std::max(out.host_bytes, old->host_bytes);
+          out.device_bytes = std::max(out.device_bytes, old->device_bytes);
         }
       } catch (const std::exception&) {
       }

@@ -100,7 +100,9 @@ class FootprintCache {
   /// both were measured by the same rule (Footprint::version) and both saw
   /// every phase, or neither did. A complete measurement replaces an
   /// incomplete one and one of another rule; an incomplete one never
-  /// replaces or raises a complete one, nor replaces one of another rule.
+  /// replaces or raises a complete one, nor replaces one of another rule,
+  /// and over an estimate it keeps the larger figures. An estimate never
+  /// replaces a measurement.
   void put(const std::string& key, const Footprint& f);
 
  private:

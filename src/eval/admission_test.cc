@@ -313,6 +313,41 @@ TEST(Admission, AWaiterThatWaitedLongForHostMemoryHoldsEveryGpu) {
   adm.release(*other.ticket);
 }
 
+// Found by review: the first candidate of a problem wrong at its first trial
+// (the commonest case) reported the reference's peak alone, incomplete; it
+// replaced the estimate and was taken as measured, so the next evaluations
+// were admitted beside one another at about half what they hold.
+TEST(FootprintCache, PartOfAnEvaluationNeverLowersTheEstimateAndAnEstimateNeverReplacesAMeasurement) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mk_fp_est_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  FootprintCache cache(dir);
+  Footprint est;
+  est.host_bytes = 20e9;
+  est.device_bytes = estimate_device(6.4e9, 6.4e9, 0, true).bytes;
+  cache.put("k", est);
+  Footprint part;
+  part.host_bytes = 15e9;
+  part.output_bytes = 6.4e9;
+  part.device_bytes = 13e9 + kContextBytes;  // the reference's share
+  part.measured = true;
+  part.complete = false;
+  cache.put("k", part);
+  ASSERT_TRUE(cache.get("k"));
+  EXPECT_GE(device_reservation(*cache.get("k")), device_reservation(est));
+  EXPECT_DOUBLE_EQ(cache.get("k")->host_bytes, 20e9);
+  // A complete measurement then replaces it; a later estimate (another
+  // pool's first look at the problem) does not replace that.
+  Footprint whole = part;
+  whole.complete = true;
+  whole.device_bytes = 28e9;
+  cache.put("k", whole);
+  EXPECT_DOUBLE_EQ(cache.get("k")->device_bytes, 28e9);
+  cache.put("k", est);
+  EXPECT_TRUE(cache.get("k")->measured);
+  EXPECT_DOUBLE_EQ(cache.get("k")->device_bytes, 28e9);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(FootprintCache, KeepsTheLargerOfTwoMeasurementsOfOneRuleAndReplacesAnOlderRule) {
   const auto dir = std::filesystem::temp_directory_path() / ("mk_fp_cache_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);

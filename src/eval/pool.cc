@@ -696,8 +696,9 @@ void WorkerPool::deliver(const std::string& flight, const Promise& leader, Verdi
 
 namespace {
 
-/// What an eval's measured footprint says, from checks.footprint.
-std::optional<Footprint> measured_footprint(const json& raw) {
+/// What an eval's measured footprint says, from checks.footprint; `timed`:
+/// the evaluation was to time the candidate.
+std::optional<Footprint> measured_footprint(const json& raw, bool timed) {
   if (!raw.is_object() || !raw.contains("checks")) return std::nullopt;
   const auto fp = records::WorkerChecks::from_json(raw["checks"]).footprint.value_or(records::FootprintCheck{});
   Footprint f;
@@ -710,8 +711,13 @@ std::optional<Footprint> measured_footprint(const json& raw) {
   f.version = fp.device_rule_version;
   // A sum of every process's peak (rule 1) bounds every phase it saw.
   f.complete = fp.device_rule_version < 2 || fp.device_complete;
-  // Only an evaluation that got through its trials saw the whole footprint.
+  // Without one call's outputs nothing of the footprint is known.
   if (f.host_bytes <= 0 || f.output_bytes <= 0) return std::nullopt;
+  // One that ended early (a candidate wrong at its first trial, the commonest
+  // case) saw the reference's share and little of the rest: never less than
+  // the rule says for the sizes it did see (estimate_device).
+  if (!f.complete)
+    f.device_bytes = std::max(f.device_bytes, estimate_device(f.input_bytes, f.output_bytes, 0, timed).bytes);
   return f;
 }
 
@@ -1034,7 +1040,7 @@ Verdict WorkerPool::run_eval(Slot& slot, const EvalRequest& req_in) {
   int attempt = 0;
   for (;; ++attempt) {
     r = eval_once(slot, req, fp, /*exclusive=*/attempt > 0);
-    if (auto m = measured_footprint(r.raw)) {
+    if (auto m = measured_footprint(r.raw, req.options.measure_perf)) {
       footprints_->put(fkey, *m);
       fp = footprints_->get(fkey);
     }

@@ -411,6 +411,33 @@ TEST_F(PoolTest, ASlotWhoseServerDiedWhileOwingItsSparesCountsThemAgain) {
   EXPECT_NEAR(limit_of(b), usable / 2, 1 << 20) << "the restarted server's spares are counted nowhere";
 }
 
+// Found by review: a candidate wrong at its first trial reports the
+// reference's share of the GPU alone (incomplete). That record replaced the
+// estimate and counted as measured, so the next candidates were admitted
+// beside one another at a fraction of what a whole evaluation holds.
+TEST_F(PoolTest, AnEvaluationThatEndedEarlyNeverLowersTheProblemsReservation) {
+  auto o = options();
+  o.cache_dir.clear();
+  o.host_capacity_bytes = 1000.0 * (1 << 30);
+  o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "4,4";
+  auto pool = make(o);
+  const double gib = 1024.0 * 1024 * 1024;
+  const double estimate = estimate_device(4 * gib, 4 * gib, 0, true).bytes;
+  auto reserved = [](const Verdict& v) { return v.raw["checks"]["admission"]["device_reserved_bytes"].get<double>(); };
+  Verdict wrong = pool->evaluate(request(kernel("wrong", "# FAKE: footprint 1 5 partial\n# FAKE: incorrect\n")));
+  ASSERT_EQ(wrong.status, VerdictStatus::kIncorrect) << wrong.feedback;
+  EXPECT_DOUBLE_EQ(reserved(wrong), estimate);
+  Verdict next = pool->evaluate(request(kernel("next", "# FAKE: correct\n")));
+  ASSERT_EQ(next.status, VerdictStatus::kCorrect) << next.feedback;
+  EXPECT_GE(reserved(next), estimate) << "admitted on the reference's share alone";
+  // A whole evaluation's measurement then admits the rest.
+  ASSERT_EQ(pool->evaluate(request(kernel("whole", "# FAKE: footprint 1 6\n# FAKE: correct\n"))).status,
+            VerdictStatus::kCorrect);
+  Verdict after = pool->evaluate(request(kernel("after", "# FAKE: correct\n")));
+  EXPECT_DOUBLE_EQ(reserved(after), 6 * gib * 1.05 + 0.5 * gib);
+}
+
 TEST_F(PoolTest, ACalibrationIsAdmittedByMemoryLikeAnEvaluation) {
   auto o = options();
   o.slots_per_gpu = 4;

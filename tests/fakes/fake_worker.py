@@ -27,9 +27,10 @@ Per request, `eval` reads directives from the kernel file, lines of the form
   env                   put the server's environment in the result ("env")
   unlocked              timed without the GPU timing lock (checks.timing_lock.held false)
   no_verdict            the reference side failed: status no_verdict, kind reference_failed
-  footprint <GiB> [<device GiB>]
+  footprint <GiB> [<device GiB> [partial]]
                         report a measured footprint of that many GiB of host memory
-                        (and of GPU memory)
+                        (and of GPU memory; partial: measured by rule 2, not every
+                        phase seen, as a candidate wrong at its first trial reports)
   oom_over <GiB>        runtime_error/oom unless the request's host_mem_limit_bytes
                         allows that many GiB (a kernel that needs that much host memory)
   concurrency <path>    count this eval in <path> (under flock) while it runs, for
@@ -186,6 +187,8 @@ def do_eval(req):
             result["checks"]["footprint"] = {"host_peak_bytes": gib, "output_bytes": 1024, "input_bytes": 1024}
             if len(args) > 1:
                 result["checks"]["footprint"]["device_peak_bytes"] = float(args[1]) * (1 << 30)
+            if len(args) > 2 and args[2] == "partial":
+                result["checks"]["footprint"].update(device_rule_version=2, device_complete=False)
         elif action == "oom_over":
             limit = float((req.get("options") or {}).get("host_mem_limit_bytes") or 0)
             if 0 < limit < float(args[0]) * (1 << 30):

@@ -163,7 +163,7 @@ class _Child:
         return str(self.dir / name)
 
 
-def _record(tmp_path, state_more, cand_files, prof=True):
+def _record(tmp_path, state_more, cand_files, prof=True, timed=None):
     tmp_path = tmp_path / f"eval{len(list(tmp_path.iterdir()))}"
     tmp_path.mkdir()
     from types import SimpleNamespace
@@ -174,7 +174,7 @@ def _record(tmp_path, state_more, cand_files, prof=True):
     pr = _Child(tmp_path, "prof", files={"runtime.json": {"device_peak": 6 * G}}) if prof else None
     cand = _Child(tmp_path, "cand", files=cand_files)
     res = SimpleNamespace(checks={})
-    evaluate.Evaluator._record_footprint(None, res, state, ref2, pr, cand)
+    evaluate.Evaluator._record_footprint(None, res, state, ref2, pr, cand, perf=timed)
     return res.checks["footprint"]
 
 
@@ -387,3 +387,18 @@ def test_a_scaled_trials_fresh_inputs_are_scaled_where_they_lie():
     assert r["rise"] < 1.3 * s, (r, s)
     kept = _generation_peak({"seed": 3, "alt": True, "dist": "x3"}, N_LARGE, keep=True)
     assert kept["rise"] > 0.7 * s, (kept, s)  # the problem's own tensor was left alone: a second one was made
+
+
+def test_a_timed_evaluation_without_a_profile_is_complete_only_with_its_timed_calls(tmp_path):
+    """Found by review: timed with profiling off (no profiling process), a run
+    that ended before its timed calls counted as complete, and its trials'
+    figure could then replace a whole measurement."""
+    fp = _record(tmp_path, {}, {}, prof=False, timed=True)
+    assert fp["device_phases"] == {"trials": 26 * G} and fp["device_complete"] is False
+    fp = _record(tmp_path, {}, {"timing.json": {"times_ms": [1.0], "device_peak": 14 * G}}, prof=False, timed=True)
+    assert fp["device_phases"] == {"trials": 26 * G, "timed": 27 * G} and fp["device_complete"] is True
+    # Untimed: the trials are the whole of it.
+    assert _record(tmp_path, {}, {}, prof=False, timed=False)["device_complete"] is True
+    from mkevolve_worker import footprint
+    assert footprint.device_phases({"ref": 1, "cand": 1}, cand_timed=2, timed=True, profiled=False) == (
+        {"trials": 2, "timed": 3}, True)

@@ -541,7 +541,11 @@ class Evaluator:
         finally:
             run.clean_up()
 
-    def _record_footprint(self, res, state, ref2, prof, cand=None) -> None:
+    def _record_footprint(self, res, state, ref2, prof, cand=None, perf: bool | None = None) -> None:
+        """checks.footprint; perf: the evaluation was to time the candidate
+        (default: it was profiled), so a run that ended before its timed
+        calls saw only part of its footprint."""
+        perf = prof is not None if perf is None else perf
         peaks = dict(state["device_peaks"])
         for ev in ref2.events:
             if ev.get("ev") == "mem" and isinstance(ev.get("device_peak"), int):
@@ -561,7 +565,7 @@ class Evaluator:
         cand_timed = timed.get("device_peak") if isinstance(timed, dict) else None
         phases, complete = footprint.device_phases(peaks, state.get("cand_held"),
                                                    cand_timed if isinstance(cand_timed, int) else None,
-                                                   timed=prof is not None)
+                                                   timed=perf, profiled=prof is not None)
         res.checks["footprint"] = {
             "input_bytes": state["input_bytes"], "output_bytes": state["output_bytes"],
             "device_peak_bytes": (max(phases.values()) + n_cuda * CUDA_CONTEXT_BYTES) if peaks else None,
@@ -588,7 +592,7 @@ class Evaluator:
         if state["input_bytes"] and state["output_bytes"]:
             # The rule the pool estimates by (docs/EVAL.md, Device memory of one
             # evaluation), beside what was measured.
-            acc = footprint.device_accounting(state["input_bytes"], state["output_bytes"], timed=prof is not None,
+            acc = footprint.device_accounting(state["input_bytes"], state["output_bytes"], timed=perf,
                                               pool_bytes=state.get("pool_bytes", 0))
             res.checks["footprint"]["device_rule"] = {
                 "copies": {k: {"inputs": v[0], "outputs": v[1]} for k, v in acc["copies"].items()},
@@ -1334,7 +1338,7 @@ class _CandidateRun:
             if other is not None:
                 if other.exit_status is None:
                     isolation.finish(other)
-        self.ev._record_footprint(self.res, state, ref2, prof, cand)
+        self.ev._record_footprint(self.res, state, ref2, prof, cand, perf=self.perf)
         if self.cov.active:
             _final_coverage(self.cov, cand, prof)
         for other in (ref2, prof, cand):

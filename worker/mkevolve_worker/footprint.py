@@ -76,7 +76,7 @@ def device_accounting(input_bytes: float, output_bytes: float, timed: bool = Tru
 
 
 def device_phases(peaks: dict, cand_held: int | None = None, cand_timed: int | None = None,
-                  timed: bool = False) -> tuple[dict, bool]:
+                  timed: bool = False, profiled: bool | None = None) -> tuple[dict, bool]:
     """(phases, complete): bytes the evaluation's processes held at once in
     each phase, from each one's allocator high-water marks (peaks: "ref",
     "cand" over its trials, "prof"), and whether every phase the evaluation
@@ -88,15 +88,17 @@ def device_phases(peaks: dict, cand_held: int | None = None, cand_timed: int | N
     profiling phase is the plain sum of the three peaks (the candidate's
     share cannot be told apart); without cand_timed (a timed evaluation that
     ended before its timed calls finished) the timed phase is missing and
-    the measurement incomplete."""
+    the measurement incomplete. timed: the evaluation was to time the
+    candidate; profiled: and to profile it first (default: as timed)."""
     ref, cand = peaks.get("ref", 0), peaks.get("cand", 0)
     phases = {"trials": ref + cand}
     if "prof" in peaks:
         phases["profiling"] = ref + (cand_held if cand_held is not None else cand) + peaks["prof"]
     if cand_timed is not None:
         phases["timed"] = ref + cand_timed
-    complete = "cand" in peaks and (not timed or ("profiling" in phases and cand_held is not None
-                                                  and "timed" in phases))
+    profiled = timed if profiled is None else profiled
+    complete = "cand" in peaks and (not timed or ("timed" in phases and (
+        not profiled or ("profiling" in phases and cand_held is not None))))
     return phases, complete
 
 
