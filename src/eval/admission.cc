@@ -170,12 +170,15 @@ std::optional<double> Admission::usable(int gpu) const {
   return std::max(it->second - (ov == dev_overhead_.end() ? 0.0 : ov->second), 0.0);
 }
 
-void Admission::set_device_overhead(int gpu, double bytes) {
+bool Admission::learn_device(int gpu, double capacity, double overhead) {
   {
     std::lock_guard lock(mu_);
-    dev_overhead_[gpu] = std::max(bytes, 0.0);
+    if (dev_cap_.count(gpu)) return false;
+    dev_cap_[gpu] = capacity;
+    dev_overhead_[gpu] = std::max(overhead, 0.0);
   }
   cv_.notify_all();
+  return true;
 }
 
 void Admission::add_device_overhead(int gpu, double delta) {

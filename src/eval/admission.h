@@ -73,7 +73,7 @@ bool timed_in_place(double in_bytes);
 /// What admission may hand out on a GPU of total_bytes: 95% of it, less a
 /// CUDA context per idle pre-started process and 2 GiB for everything else
 /// (the pool passes no idle processes and keeps their contexts as the
-/// admission's overhead instead: Admission::set_device_overhead).
+/// admission's overhead instead: Admission::learn_device, add_device_overhead).
 double gpu_capacity(double total_bytes, int idle_processes);
 
 /// GPU memory an evaluation is admitted with, from its footprint: a
@@ -135,10 +135,13 @@ class Admission {
   /// owed (counted in its own footprint from then on) takes their share off
   /// (add_device_overhead with a negative delta); a refill asks to put it
   /// back, and is let only where it fits beside those running
-  /// (try_add_device_overhead); force: whatever is running.
-  void set_device_overhead(int gpu, double bytes);
+  /// (try_add_device_overhead); add_device_overhead: whatever is running.
   void add_device_overhead(int gpu, double delta);
   bool try_add_device_overhead(int gpu, double delta);
+  /// Sets a GPU's capacity and overhead together, where its capacity is not
+  /// known yet; whether it did (several slots may learn it at once: the
+  /// first answer stands, and no waiter sees one without the other).
+  bool learn_device(int gpu, double capacity, double overhead);
   /// Blocks until the reservation fits beside those running (exclusive: until
   /// nothing else runs), or stop() turns true (then nullopt). An evaluation
   /// that does not fit even on an idle machine is admitted alone.

@@ -99,6 +99,19 @@ TEST(Admission, AMeasuredDeviceFootprintGetsASmallMargin) {
   EXPECT_DOUBLE_EQ(gpu_capacity(2 * kGiB, 36), kGiB);
 }
 
+// Found by review: slots whose first evaluations learnt the GPU's memory at
+// once each set it, the later with a count of idle spares taken before the
+// earlier's evaluation took its own; the first answer now stands.
+TEST(Admission, AGpusCapacityAndOverheadAreLearntOnceAndTogether) {
+  Admission adm(1e18);
+  EXPECT_FALSE(adm.device_capacity(0));
+  EXPECT_TRUE(adm.learn_device(0, 100, 12));
+  EXPECT_DOUBLE_EQ(*adm.device_capacity(0), 88);
+  adm.add_device_overhead(0, -3);  // an evaluation took its slot's spares
+  EXPECT_FALSE(adm.learn_device(0, 100, 12));
+  EXPECT_DOUBLE_EQ(*adm.device_capacity(0), 91);
+}
+
 /// One acquire() on a thread of its own; `admitted` turns true once it is in.
 /// acquire() asks `stop` first thing after the waiter joins the line, so the
 /// first ask marks the moment it is in line: on a loaded machine the thread

@@ -873,17 +873,18 @@ std::string WorkerPool::too_large(Slot& slot, const std::optional<Footprint>& fp
         double total = rep.message["gpus"][0].value("memory_bytes", 0.0);
         // Idle pre-started processes hold a CUDA context each (three per
         // slot): overhead, less the share of each slot that owes its spares.
+        // Learnt once: slots whose first evaluations asked together leave
+        // the first answer as it is. Until it is set no slot's spares have
+        // left a share owed that the count below could miss, so the
+        // deltas that follow it keep it true.
         if (total > 0) {
-          admission_->set_device_capacity(slot.gpu, gpu_capacity(total, 0));
+          int holding = 0;
           if (opts_.prestart) {
-            int holding = 0;
-            {
-              std::lock_guard lock(mu_);
-              for (const auto& s : slots_)
-                if (s->gpu == slot.gpu && !s->spares_owed) ++holding;
-            }
-            admission_->set_device_overhead(slot.gpu, holding * kSpareContexts * kContextBytes);
+            std::lock_guard lock(mu_);
+            for (const auto& s : slots_)
+              if (s->gpu == slot.gpu && !s->spares_owed) ++holding;
           }
+          (void)admission_->learn_device(slot.gpu, gpu_capacity(total, 0), holding * kSpareContexts * kContextBytes);
         }
       }
     }
