@@ -411,18 +411,35 @@ bool WorkerPool::counts_spares(const Slot& slot) const {
   return opts_.prestart && opts_.memory_admission && slot.gpu >= 0;
 }
 
+bool WorkerPool::count_spares_again(Slot& slot, bool only_where_they_fit) {
+  int n = 0;
+  {
+    std::lock_guard lock(mu_);
+    n = slot.uncounted;
+  }
+  if (n == 0 || !counts_spares(slot)) return true;
+  if (only_where_they_fit) {
+    if (!admission_->try_add_device_overhead(slot.gpu, n * kContextBytes)) return false;
+  } else {
+    admission_->add_device_overhead(slot.gpu, n * kContextBytes);
+  }
+  std::lock_guard lock(mu_);
+  slot.uncounted -= n;  // only this slot's thread changes it
+  return true;
+}
+
 void WorkerPool::refill_spares(Slot& slot) {
   if (!slot.server || !slot.server->alive()) {
     // No server to refill: the next one forks its spares as it starts, and
     // the slot owes nothing any more (ensure_server adds nothing then), so
     // their contexts count again from now.
-    if (counts_spares(slot)) admission_->add_device_overhead(slot.gpu, kSpareContexts * kContextBytes);
+    (void)count_spares_again(slot, false);
     return;
   }
   // The spares' CUDA contexts come back only where they fit beside the
   // evaluations running now (admission.h, device overhead); else the slot
   // owes them a while longer.
-  if (counts_spares(slot) && !admission_->try_add_device_overhead(slot.gpu, kSpareContexts * kContextBytes)) {
+  if (!count_spares_again(slot, true)) {
     std::lock_guard lock(mu_);
     slot.spares_owed = true;
     slot.owed_since = std::chrono::steady_clock::now();
@@ -433,6 +450,22 @@ void WorkerPool::refill_spares(Slot& slot) {
     ++stats_.refills;
   }
   call(slot, json{{"op", "refill"}}, opts_.info_timeout_s);
+}
+
+void WorkerPool::spares_left_idle(Slot& slot, const json& answer) {
+  auto it = answer.find("spares_idle");
+  if (it == answer.end() || !it->is_number_integer() || !counts_spares(slot)) return;
+  // An owing slot's spares that its evaluation did not take (one that failed
+  // before it started its processes, the profiling spare of one not timed)
+  // still hold their contexts, outside any evaluation's footprint now.
+  const int idle = std::clamp(it->get<int>(), 0, kSpareContexts);
+  int back = 0;
+  {
+    std::lock_guard lock(mu_);
+    back = std::max(slot.uncounted - (kSpareContexts - idle), 0);
+    slot.uncounted -= back;
+  }
+  if (back > 0) admission_->add_device_overhead(slot.gpu, back * kContextBytes);
 }
 
 std::string WorkerPool::spares_when(Slot& slot) {
@@ -450,11 +483,15 @@ std::string WorkerPool::spares_when(Slot& slot) {
   }
   // This evaluation takes the slot's spares: their contexts count in its
   // footprint from here on. Refilled now, the new ones count as overhead,
-  // where they fit; left owed, the slot's share of the overhead goes.
-  if (now && owed && counts_spares(slot))
-    now = admission_->try_add_device_overhead(slot.gpu, kSpareContexts * kContextBytes);
-  else if (!now && !owed && counts_spares(slot))
+  // where they fit; left owed, the slot's share of the overhead goes (what
+  // it leaves of them idle comes back when it ends: spares_left_idle).
+  if (now && owed)
+    now = count_spares_again(slot, true);
+  else if (!now && !owed && counts_spares(slot)) {
     admission_->add_device_overhead(slot.gpu, -kSpareContexts * kContextBytes);
+    std::lock_guard lock(mu_);
+    slot.uncounted = kSpareContexts;
+  }
   std::lock_guard lock(mu_);
   if (now) {
     slot.spares_owed = false;  // the server refills every missing spare now
@@ -506,11 +543,9 @@ mk::Status WorkerPool::ensure_server(Slot& slot) {
   if (slot.spares_owed && opts_.prestart) {
     // A new server forks its spares as it starts: they hold contexts again.
     slot.spares_owed = false;
-    if (counts_spares(slot)) {
-      lock.unlock();
-      admission_->add_device_overhead(slot.gpu, kSpareContexts * kContextBytes);
-      lock.lock();
-    }
+    lock.unlock();
+    (void)count_spares_again(slot, false);
+    lock.lock();
   }
   if (stopping_) {  // the destructor may have looked at this slot before the server existed
     lock.unlock();
@@ -826,11 +861,13 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
   // variant (at most three), each under the candidate's own deadline.
   if (req.options.shapes == "check") deadline += 3 * (req.options.timeout_s + 60);
   Server::Reply rep = call(slot, std::move(msg), deadline);
+  if (rep.outcome == Server::Outcome::kAnswered) spares_left_idle(slot, rep.message);
   if (ticket) admission_->release(*ticket);
   Verdict r;
   switch (rep.outcome) {
     case Server::Outcome::kAnswered:
       r = parse_eval_result(rep.message);
+      if (r.raw.is_object()) r.raw.erase("spares_idle");  // the pool's business, not the verdict's
       break;
     case Server::Outcome::kTimeout:
       r = pool_failure(VerdictStatus::kTimeout, "hang",
@@ -878,13 +915,13 @@ std::string WorkerPool::too_large(Slot& slot, const std::optional<Footprint>& fp
         // left a share owed that the count below could miss, so the
         // deltas that follow it keep it true.
         if (total > 0) {
-          int holding = 0;
+          int holding = 0;  // the idle spares' contexts the overhead counts
           if (opts_.prestart) {
             std::lock_guard lock(mu_);
             for (const auto& s : slots_)
-              if (s->gpu == slot.gpu && !s->spares_owed) ++holding;
+              if (s->gpu == slot.gpu) holding += kSpareContexts - s->uncounted;
           }
-          (void)admission_->learn_device(slot.gpu, gpu_capacity(total, 0), holding * kSpareContexts * kContextBytes);
+          (void)admission_->learn_device(slot.gpu, gpu_capacity(total, 0), holding * kContextBytes);
         }
       }
     }

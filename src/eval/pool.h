@@ -197,6 +197,13 @@ class WorkerPool final : public Evaluator {
   bool gpu_quiet(int gpu) const;
   /// Sends the slot's server op `refill` (its owed spares), if it is alive.
   void refill_spares(Slot& slot);
+  /// Counts the slot's spares' contexts in its GPU's overhead again (a
+  /// refill, a new server); only_where_they_fit: only beside what runs now,
+  /// else false and nothing changes.
+  bool count_spares_again(Slot& slot, bool only_where_they_fit);
+  /// After an evaluation: an owing slot's spares it left idle (the answer's
+  /// spares_idle) count in the overhead again.
+  void spares_left_idle(Slot& slot, const nlohmann::json& answer);
   mk::Status ensure_server(Slot& slot);
   Server::Reply call(Slot& slot, nlohmann::json req, double timeout_s);
   void drop_server(Slot& slot);

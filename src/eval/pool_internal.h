@@ -38,6 +38,10 @@ struct WorkerPool::Slot {
   bool running = false;            ///< a job runs here (under the pool's mu_)
   /// An evaluation left its spares to a later refill (under mu_), since owed_since.
   bool spares_owed = false;
+  /// Of its spares' CUDA contexts, how many the GPU's overhead does not count
+  /// now (under mu_; 0 unless owed): those an evaluation took, counted in its
+  /// footprint, and not yet forked again.
+  int uncounted = 0;
   std::chrono::steady_clock::time_point owed_since;
   /// Seconds this slot's thread spent starting servers, all told: a job's
   /// share is the difference across it (Verdict::server_start_s).

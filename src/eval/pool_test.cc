@@ -411,6 +411,37 @@ TEST_F(PoolTest, ASlotWhoseServerDiedWhileOwingItsSparesCountsThemAgain) {
   EXPECT_NEAR(limit_of(b), usable / 2, 1 << 20) << "the restarted server's spares are counted nowhere";
 }
 
+// Found by review: an evaluation that takes none of its slot's spares (one
+// that failed before it started its processes) or only some (the profiling
+// spare of one not timed) left them idle, holding their contexts, while the
+// slot owed them and the GPU's overhead counted none of them.
+TEST_F(PoolTest, SparesAnEvaluationLeftIdleCountAgainWhenItEnds) {
+  auto o = options();
+  o.slots_per_gpu = 2;
+  o.cache_dir.clear();
+  o.host_capacity_bytes = 1000.0 * (1 << 30);
+  o.spares_idle_refill_s = 60;
+  o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "0.1,0.1";  // an estimate: the GPU limit is half of what is usable
+  auto pool = make(o);
+  auto req = [&](const fs::path& k) {
+    auto r = request(k, 10);
+    r.options.measure_perf = false;
+    return r;
+  };
+  const double gib = 1024.0 * 1024 * 1024, ctx = 600.0 * 1024 * 1024, cap = 100 * gib * 0.95 - 2 * gib;
+  auto limit_of = [](const Verdict& v) { return v.raw["checks"]["admission"]["device_limit_bytes"].get<double>(); };
+  // The other slot stays busy (its spares taken, owed): the GPU is never quiet, nothing is refilled.
+  auto busy = pool->submit(req(kernel("busy", "# FAKE: slow 2\n# FAKE: correct\n")));
+  wait_logged("eval", 1, 5);
+  Verdict early = pool->evaluate(req(kernel("early", "# FAKE: spares_idle 3\n# FAKE: incorrect\n")));
+  EXPECT_FALSE(early.raw.contains("spares_idle"));  // the pool's business, not the verdict's
+  Verdict next = pool->evaluate(req(kernel("next", "# FAKE: correct\n")));
+  ASSERT_EQ(next.status, VerdictStatus::kCorrect) << next.feedback;
+  EXPECT_NEAR(limit_of(next), (cap - 3 * ctx) / 2, 1 << 20) << "the idle spares' contexts were counted nowhere";
+  EXPECT_EQ(busy.get().status, VerdictStatus::kCorrect);
+}
+
 // Found by review: a candidate wrong at its first trial reports the
 // reference's share of the GPU alone (incomplete). That record replaced the
 // estimate and counted as measured, so the next candidates were admitted

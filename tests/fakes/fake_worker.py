@@ -33,6 +33,8 @@ Per request, `eval` reads directives from the kernel file, lines of the form
                         phase seen, as a candidate wrong at its first trial reports)
   oom_over <GiB>        runtime_error/oom unless the request's host_mem_limit_bytes
                         allows that many GiB (a kernel that needs that much host memory)
+  spares_idle <N>       say that N idle spares are left after this eval (serve.py's
+                        spares_idle: those it did not take)
   concurrency <path>    count this eval in <path> (under flock) while it runs, for
                         0.3 s, and keep the most seen at once in <path>.max
 Every request is logged, one line "op kernel-or-problem", to MKEVOLVE_WORKER_FAKE_LOG
@@ -182,6 +184,8 @@ def do_eval(req):
             result.update(status="no_verdict", kind="reference_failed", runtime_ms=None,
                           message="problem.py: the reference died of signal 9 (SIGKILL) on trial c0t1",
                           reasons=["reference_failed: the reference died"])
+        elif action == "spares_idle":
+            result["spares_idle"] = int(args[0])
         elif action == "footprint":
             gib = float(args[0]) * (1 << 30)
             result["checks"]["footprint"] = {"host_peak_bytes": gib, "output_bytes": 1024, "input_bytes": 1024}

@@ -24,9 +24,12 @@ OPTIONAL = ["subkernel_runtime_ms", "stderr_tail", "retryable", "baseline_ms"]
 
 
 def _body(msg: dict) -> dict:
-    """The verdict in an answer: all but the protocol envelope."""
+    """The verdict in an answer: all but the protocol envelope (id, type) and
+    the server's word beside it (an eval's spares_idle: the idle spares it
+    left, which the pool counts and drops)."""
     assert msg["type"] == "result", msg
-    return {k: v for k, v in msg.items() if k not in ("id", "type")}
+    assert isinstance(msg.get("spares_idle", 0), int), msg
+    return {k: v for k, v in msg.items() if k not in ("id", "type", "spares_idle")}
 
 
 def _assert_written_by_the_dataclass(body: dict) -> None:

@@ -95,8 +95,10 @@ def test_spares_asked_for_later_are_forked_by_refill(fresh_server):
                        options={"test_cpu": True, "perf": False})
     assert msg["type"] == "result" and msg["status"] == "correct", msg
     assert msg["checks"]["isolation"]["prestarted"] is True
-    # Without timing no profiling process ran: only its spare is left.
+    # Without timing no profiling process ran: only its spare is left, and
+    # the answer says so (the pool counts its CUDA context).
     assert len(_wait_children(s.proc.pid, 1)) == 1
+    assert msg["spares_idle"] == 1, msg
     msg, _ = s.request("refill")
     assert msg["type"] == "result" and sorted(msg["forked"]) == _refilled_after_an_eval_without_timing(s), msg
     assert len(_wait_children(s.proc.pid, 3)) == 3
@@ -104,6 +106,7 @@ def test_spares_asked_for_later_are_forked_by_refill(fresh_server):
     assert msg["forked"] == [], msg
     r = s.eval(problem("add"), cand("add_ok"))
     assert r["status"] == "correct" and r["checks"]["isolation"]["prestarted"] is True, r
+    assert r["spares_idle"] == 3, r  # refilled at its start ("now", the default)
     msg, _ = s.request("eval", problem=problem("add"), kernel=cand("add_ok"), spares="soon",
                        options={"test_cpu": True, "perf": False})
     assert msg["type"] == "error" and "spares" in msg["message"], msg

@@ -226,7 +226,10 @@ class Server:
             if op == "gpu_info":
                 return ev.gpu_info()
             if op == "eval":
-                return ev.evaluate(req.get("problem"), req.get("kernel"), req.get("options"))
+                out = ev.evaluate(req.get("problem"), req.get("kernel"), req.get("options"))
+                # What the evaluation left of the idle spares (with "later",
+                # those it did not take): the pool counts their contexts.
+                return {**out, "spares_idle": ev.launcher.idle()}
             if op == "baseline":
                 return ev.baseline(req.get("problem"), req.get("options"))
             if op == "footprint":

@@ -179,6 +179,11 @@ class Launcher:
                 forked.append(role)
         return forked
 
+    def idle(self) -> int:
+        """The idle spares alive now (each holds a CUDA context on a GPU): the
+        pool counts them as its GPU's overhead (eval's answer, spares_idle)."""
+        return sum(1 for child in self.ready.values() if isolation.spare_alive(child))
+
     def wait_warm(self, timeout_s: float) -> float:
         """Waits until every idle spare has finished warming up (their CUDA,
         Triton and CUPTI start-up must not overlap a timed phase); returns
