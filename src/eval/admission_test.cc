@@ -155,6 +155,13 @@ bool eventually(F pred) {
   return pred();
 }
 
+/// Two GPUs of 100 each; waiters passed over for pass_bound_s wait no longer.
+void two_gpus(Admission& adm, double pass_bound_s) {
+  adm.set_device_capacity(0, 100);
+  adm.set_device_capacity(1, 100);
+  adm.set_pass_bound_s(pass_bound_s);
+}
+
 /// Gives the threads time to act on what they see (a wrong admission would show).
 void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
 
@@ -208,9 +215,7 @@ TEST(Admission, ASmallerWaiterFillsWhatALargerOneCannotUseUntilTheLargerHasWaite
 
 TEST(Admission, OneThatRunsAloneWaitsForEveryGpuAndIsNotPassedOverForEver) {
   Admission adm(1e18);
-  adm.set_device_capacity(0, 100);
-  adm.set_device_capacity(1, 100);
-  adm.set_pass_bound_s(0.2);
+  two_gpus(adm, 0.2);
   auto a = adm.acquire(1, 1, 10, false, nullptr);
   ASSERT_TRUE(a);
   Waiting alone(adm, 0, 10, /*exclusive=*/true);
@@ -268,9 +273,7 @@ TEST(Admission, ASmallWaiterIsNotStarvedByAStreamOfLargerOnes) {
 
 TEST(Admission, OneTooLargeForItsGpuDrainsTheMachineInsteadOfStallingItsGpu) {
   Admission adm(1e18);
-  adm.set_device_capacity(0, 100);
-  adm.set_device_capacity(1, 100);
-  adm.set_pass_bound_s(0.3);
+  two_gpus(adm, 0.3);
   Stream busy(adm, 1, 40, 2, 200);  // GPU 1 never idle on its own
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   Waiting big(adm, 0, 150);  // more than GPU 0 has: it must run alone
@@ -289,9 +292,7 @@ TEST(Admission, OneTooLargeForItsGpuDrainsTheMachineInsteadOfStallingItsGpu) {
 // every newcomer on an idle GPU 1 until GPU 0 freed memory.
 TEST(Admission, AWaiterThatWaitedLongOnAFullGpuDoesNotHoldAnotherGpu) {
   Admission adm(1000);
-  adm.set_device_capacity(0, 100);
-  adm.set_device_capacity(1, 100);
-  adm.set_pass_bound_s(0.2);
+  two_gpus(adm, 0.2);
   auto busy = adm.acquire(0, 1, 80, false, nullptr);
   ASSERT_TRUE(busy);
   Waiting blocked(adm, 0, 50);  // does not fit beside busy
@@ -309,9 +310,7 @@ TEST(Admission, AWaiterThatWaitedLongOnAFullGpuDoesNotHoldAnotherGpu) {
 // the bound, goes before newcomers on the other GPUs that would take it.
 TEST(Admission, AWaiterThatWaitedLongForHostMemoryHoldsEveryGpu) {
   Admission adm(100);
-  adm.set_device_capacity(0, 100);
-  adm.set_device_capacity(1, 100);
-  adm.set_pass_bound_s(0.2);
+  two_gpus(adm, 0.2);
   auto busy = adm.acquire(0, 70, 10, false, nullptr);
   ASSERT_TRUE(busy);
   Waiting blocked(adm, 0, 10, false, /*host=*/50);  // GPU 0 has room, the host does not

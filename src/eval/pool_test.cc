@@ -108,6 +108,27 @@ class PoolTest : public ::testing::Test {
     EXPECT_TRUE(write_file_atomic(p, "class ModelNew: pass\n" + directives).ok());
     return p;
   }
+  /// Two slots on a fake 100 GB GPU, problems estimated small: an
+  /// evaluation's GPU limit is then half of what the GPU has usable (less the
+  /// idle spares' contexts), so its admission record shows the overhead.
+  PoolOptions overhead_options(double spares_idle_refill_s) {
+    auto o = options();
+    o.slots_per_gpu = 2;
+    o.cache_dir.clear();
+    o.host_capacity_bytes = 1000.0 * (1 << 30);
+    o.spares_idle_refill_s = spares_idle_refill_s;
+    o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
+    o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "0.1,0.1";
+    return o;
+  }
+  static double device_limit(const Verdict& v) {
+    return v.raw["checks"]["admission"]["device_limit_bytes"].get<double>();
+  }
+  EvalRequest untimed(const fs::path& k, double timeout_s) {
+    auto r = request(k, timeout_s);
+    r.options.measure_perf = false;
+    return r;
+  }
   EvalRequest request(const fs::path& k, double timeout_s = 5) {
     EvalRequest r;
     r.problem = problem();
@@ -384,31 +405,18 @@ TEST_F(PoolTest, EvaluationsThatTookTheirSlotsSparesFreeTheirShareOfTheGpu) {
 // next server's spares were counted nowhere: the GPU looked 1.76 GiB larger
 // after every such hang.
 TEST_F(PoolTest, ASlotWhoseServerDiedWhileOwingItsSparesCountsThemAgain) {
-  auto o = options();
-  o.slots_per_gpu = 2;
-  o.cache_dir.clear();
-  o.host_capacity_bytes = 1000.0 * (1 << 30);
-  o.spares_idle_refill_s = 0.3;
-  o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
-  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "0.1,0.1";  // an estimate: the GPU limit is half of what is usable
-  auto pool = make(o);
-  auto req = [&](const fs::path& k, double t) {
-    auto r = request(k, t);
-    r.options.measure_perf = false;
-    return r;
-  };
+  auto pool = make(overhead_options(0.3));
   const double gib = 1024.0 * 1024 * 1024;
   const double usable = 100 * gib * 0.95 - 2 * gib - 2 * 3 * 600.0 * 1024 * 1024;  // both slots' spares counted
-  auto limit_of = [](const Verdict& v) { return v.raw["checks"]["admission"]["device_limit_bytes"].get<double>(); };
-  Verdict a = pool->evaluate(req(kernel("a", "# FAKE: correct\n"), 5));
+  Verdict a = pool->evaluate(untimed(kernel("a", "# FAKE: correct\n"), 5));
   ASSERT_EQ(a.status, VerdictStatus::kCorrect) << a.feedback;
-  EXPECT_NEAR(limit_of(a), usable / 2, 1 << 20);
+  EXPECT_NEAR(device_limit(a), usable / 2, 1 << 20);
   wait_logged("refill", 1, 10);
-  EXPECT_EQ(pool->evaluate(req(kernel("h", "# FAKE: hang\n"), 0.5)).status, VerdictStatus::kTimeout);
+  EXPECT_EQ(pool->evaluate(untimed(kernel("h", "# FAKE: hang\n"), 0.5)).status, VerdictStatus::kTimeout);
   std::this_thread::sleep_for(std::chrono::seconds(1));  // the slot's refill, with no server to send it to
-  Verdict b = pool->evaluate(req(kernel("b", "# FAKE: correct\n"), 5));
+  Verdict b = pool->evaluate(untimed(kernel("b", "# FAKE: correct\n"), 5));
   ASSERT_EQ(b.status, VerdictStatus::kCorrect) << b.feedback;
-  EXPECT_NEAR(limit_of(b), usable / 2, 1 << 20) << "the restarted server's spares are counted nowhere";
+  EXPECT_NEAR(device_limit(b), usable / 2, 1 << 20) << "the restarted server's spares are counted nowhere";
 }
 
 // Found by review: an evaluation that takes none of its slot's spares (one
@@ -416,29 +424,16 @@ TEST_F(PoolTest, ASlotWhoseServerDiedWhileOwingItsSparesCountsThemAgain) {
 // spare of one not timed) left them idle, holding their contexts, while the
 // slot owed them and the GPU's overhead counted none of them.
 TEST_F(PoolTest, SparesAnEvaluationLeftIdleCountAgainWhenItEnds) {
-  auto o = options();
-  o.slots_per_gpu = 2;
-  o.cache_dir.clear();
-  o.host_capacity_bytes = 1000.0 * (1 << 30);
-  o.spares_idle_refill_s = 60;
-  o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
-  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "0.1,0.1";  // an estimate: the GPU limit is half of what is usable
-  auto pool = make(o);
-  auto req = [&](const fs::path& k) {
-    auto r = request(k, 10);
-    r.options.measure_perf = false;
-    return r;
-  };
+  auto pool = make(overhead_options(60));
   const double gib = 1024.0 * 1024 * 1024, ctx = 600.0 * 1024 * 1024, cap = 100 * gib * 0.95 - 2 * gib;
-  auto limit_of = [](const Verdict& v) { return v.raw["checks"]["admission"]["device_limit_bytes"].get<double>(); };
   // The other slot stays busy (its spares taken, owed): the GPU is never quiet, nothing is refilled.
-  auto busy = pool->submit(req(kernel("busy", "# FAKE: slow 2\n# FAKE: correct\n")));
+  auto busy = pool->submit(untimed(kernel("busy", "# FAKE: slow 2\n# FAKE: correct\n"), 10));
   wait_logged("eval", 1, 5);
-  Verdict early = pool->evaluate(req(kernel("early", "# FAKE: spares_idle 3\n# FAKE: incorrect\n")));
+  Verdict early = pool->evaluate(untimed(kernel("early", "# FAKE: spares_idle 3\n# FAKE: incorrect\n"), 10));
   EXPECT_FALSE(early.raw.contains("spares_idle"));  // the pool's business, not the verdict's
-  Verdict next = pool->evaluate(req(kernel("next", "# FAKE: correct\n")));
+  Verdict next = pool->evaluate(untimed(kernel("next", "# FAKE: correct\n"), 10));
   ASSERT_EQ(next.status, VerdictStatus::kCorrect) << next.feedback;
-  EXPECT_NEAR(limit_of(next), (cap - 3 * ctx) / 2, 1 << 20) << "the idle spares' contexts were counted nowhere";
+  EXPECT_NEAR(device_limit(next), (cap - 3 * ctx) / 2, 1 << 20) << "the idle spares' contexts were counted nowhere";
   EXPECT_EQ(busy.get().status, VerdictStatus::kCorrect);
 }
 
