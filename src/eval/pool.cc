@@ -696,7 +696,7 @@ std::future<Verdict> WorkerPool::submit(EvalRequest req) {
     // (of which starting the slot's server, where it had none or it died).
     r.queued_s = std::chrono::duration<double>(started - queued_at).count();
     r.eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    r.server_start_s = slot.start_s - start_s0;
+    r.server_start_s = r.cached ? 0 : slot.start_s - start_s0;  // a cache hit waited for no evaluation
     if (r.server_start_s > 0 && slot.server) {
       // The server's own account of its start (serve.py, hello's startup_s).
       if (auto it = slot.server->hello().raw.find("startup_s"); it != slot.server->hello().raw.end())

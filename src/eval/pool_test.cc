@@ -232,6 +232,27 @@ TEST_F(PoolTest, AnEvaluationSaysHowLongItWaitedForItsServerToStart) {
   EXPECT_FALSE(second.checks().contains("server_startup_s"));
   // A copy of the verdict (a cache entry, a record) carries none of the pool's clocks.
   EXPECT_FALSE(summary_json(first).contains("server_start_s"));
+  Verdict copy = first;
+  copy.clear_pool_clocks();
+  EXPECT_FALSE(copy.checks().contains("server_startup_s"));
+}
+
+// Found by review: a verdict from the cache, found after its slot's server
+// had started for it, said it had waited for that start.
+TEST_F(PoolTest, ACacheHitSaysNoServerStart) {
+  auto k = kernel("hit", "# FAKE: correct\n");
+  {
+    auto pool = make(options());
+    ASSERT_EQ(pool->evaluate(request(k)).status, VerdictStatus::kCorrect);
+  }
+  auto o = options();
+  o.extra_env["MKEVOLVE_WORKER_FAKE_HELLO"] = "slow 0.4";
+  auto pool = make(o);
+  Verdict hit = pool->evaluate(request(k));
+  ASSERT_TRUE(hit.cached);
+  EXPECT_EQ(logged("eval"), 1);
+  EXPECT_DOUBLE_EQ(hit.server_start_s, 0);
+  EXPECT_FALSE(hit.checks().contains("server_startup_s"));
 }
 
 TEST_F(PoolTest, ServerThatExitsOrIsKilledIsCrashedAndReplaced) {

@@ -125,6 +125,12 @@ json Verdict::to_json() const {
   return j;
 }
 
+void Verdict::clear_pool_clocks() {
+  queued_s = eval_s = baseline_s = server_start_s = 0;
+  if (!raw.is_object()) return;
+  if (auto it = raw.find("checks"); it != raw.end() && it->is_object()) it->erase("server_startup_s");
+}
+
 const json& Verdict::checks() const {
   static const json kNone = json::object();
   if (!raw.is_object()) return kNone;

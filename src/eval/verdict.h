@@ -125,9 +125,10 @@ struct Verdict {
                       field("baseline_s", &Verdict::baseline_s),
                       field("server_start_s", &Verdict::server_start_s)};
   }
-  /// Zeroes the pool's clocks (queued_s, eval_s, baseline_s, server_start_s):
-  /// they belong to the evaluation that measured them, not to a copy of its verdict.
-  void clear_pool_clocks() { queued_s = eval_s = baseline_s = server_start_s = 0; }
+  /// Zeroes the pool's clocks (queued_s, eval_s, baseline_s, server_start_s,
+  /// and the server's account of its start, checks.server_startup_s): they
+  /// belong to the evaluation that measured them, not to a copy of its verdict.
+  void clear_pool_clocks();
 
   /// The worker's checks (raw's "checks": work, runtime kernels, correctness,
   /// phases, footprint, shapes, ...), an empty object when it has none.

@@ -572,3 +572,29 @@ def test_an_eval_of_lower_priority_lets_a_live_higher_one_go_first(fresh_server,
     assert msg["type"] == "result" and msg["status"] == "correct", msg
     assert seen == set(), seen
     assert msg["checks"]["profile_lock"]["deferred_s"] == 0, msg["checks"]["profile_lock"]
+
+
+_BROKEN_REFERENCE = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, a, b):
+        raise ValueError("shapes do not match")
+def get_inputs():
+    return [torch.randn(16, 32), torch.randn(16, 32)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_eval_answered_as_an_error_says_which_spares_it_left_idle(fresh_server, tmp_path):
+    """Found by review: an eval that failed before it took its spares (here
+    the problem's own reference raises) is answered as an error, and said
+    nothing of the spares it left idle, which the pool then counted nowhere."""
+    s = fresh_server()
+    assert len(_wait_children(s.proc.pid, 3)) == 3
+    msg, _ = s.request("eval", problem=write_source(tmp_path / "broken.py", _BROKEN_REFERENCE),
+                       kernel=cand("add_ok"), spares="later", options={"test_cpu": True, "perf": False})
+    assert msg["type"] == "error", msg
+    alive = len(_children(s.proc.pid))
+    assert alive >= 1 and msg.get("spares_idle") == alive, (msg, alive)

@@ -176,6 +176,9 @@ class Server:
                 else:
                     msg = f"internal worker error in op {op}: {type(e).__name__}: {e}"
                     traceback.print_exc(file=sys.stderr)
+                if op == "eval" and self.evaluator is not None:
+                    # An eval that failed before it took its spares left them idle (as a result says).
+                    extra["spares_idle"] = self.evaluator.launcher.idle()
                 self.chan.send({"id": rid, "type": "error", "message": errors.redact_env_secrets(msg), **extra})
                 continue
             self.chan.send({"id": rid, "type": "result", **result})
