@@ -408,7 +408,10 @@ bool WorkerPool::gpu_quiet(int gpu) const {
 }
 
 bool WorkerPool::counts_spares(const Slot& slot) const {
-  return opts_.prestart && opts_.memory_admission && slot.gpu >= 0;
+  // Not before the GPU's memory is learnt (too_large, learn_device): until
+  // then nothing is taken off or given back, so the count learn_device is
+  // given cannot miss a change made between its reading and its setting.
+  return opts_.prestart && opts_.memory_admission && slot.gpu >= 0 && admission_->device_capacity(slot.gpu);
 }
 
 bool WorkerPool::count_spares_again(Slot& slot, bool only_where_they_fit) {
@@ -911,9 +914,9 @@ std::string WorkerPool::too_large(Slot& slot, const std::optional<Footprint>& fp
         // Idle pre-started processes hold a CUDA context each (three per
         // slot): overhead, less the share of each slot that owes its spares.
         // Learnt once: slots whose first evaluations asked together leave
-        // the first answer as it is. Until it is set no slot's spares have
-        // left a share owed that the count below could miss, so the
-        // deltas that follow it keep it true.
+        // the first answer as it is. Until it is set no slot counts its
+        // spares in or out (counts_spares), so the count below is every
+        // slot's three, and the deltas that follow it keep it true.
         if (total > 0) {
           int holding = 0;  // the idle spares' contexts the overhead counts
           if (opts_.prestart) {
