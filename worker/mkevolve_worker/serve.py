@@ -178,7 +178,10 @@ class Server:
                     traceback.print_exc(file=sys.stderr)
                 if op == "eval" and self.evaluator is not None:
                     # An eval that failed before it took its spares left them idle (as a result says).
-                    extra["spares_idle"] = self.evaluator.launcher.idle()
+                    try:
+                        extra["spares_idle"] = self.evaluator.launcher.idle()
+                    except Exception:  # noqa: BLE001 - the answer matters more than the count
+                        pass
                 self.chan.send({"id": rid, "type": "error", "message": errors.redact_env_secrets(msg), **extra})
                 continue
             self.chan.send({"id": rid, "type": "result", **result})
