@@ -100,19 +100,19 @@ void FootprintCache::put(const std::string& key, const Footprint& f) {
     if (in) {
       try {
         auto old = Footprint::from_json(json::parse(in));
-        if (old && old->measured && !f.measured) return;  // an estimate never replaces a measurement
-        if (old && old->measured && f.measured) {
-          if (old->version == f.version && old->complete == f.complete) {
-            out.host_bytes = std::max(out.host_bytes, old->host_bytes);
-            out.device_bytes = std::max(out.device_bytes, old->device_bytes);
-            out.reference_s = std::max(out.reference_s, old->reference_s);
-          } else if (!f.complete) {
-            return;  // it saw less than the record did: the record stays
-          }
-        } else if (old && f.measured && !f.complete) {
-          // Part of an evaluation, over an estimate: it never lowers it.
+        const auto keep_larger = [&] {
           out.host_bytes = std::max(out.host_bytes, old->host_bytes);
           out.device_bytes = std::max(out.device_bytes, old->device_bytes);
+          out.reference_s = std::max(out.reference_s, old->reference_s);
+        };
+        if (old && old->measured && !f.measured) return;  // an estimate never replaces a measurement
+        if (old && old->measured && f.measured) {
+          if (old->version == f.version && old->complete == f.complete)
+            keep_larger();
+          else if (!f.complete)
+            return;  // it saw less than the record did: the record stays
+        } else if (old && f.measured && !f.complete) {
+          keep_larger();  // part of an evaluation, over an estimate: it never lowers it
         }
       } catch (const std::exception&) {
       }

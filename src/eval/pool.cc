@@ -488,18 +488,17 @@ std::string WorkerPool::spares_when(Slot& slot) {
   // footprint from here on. Refilled now, the new ones count as overhead,
   // where they fit; left owed, the slot's share of the overhead goes (what
   // it leaves of them idle comes back when it ends: spares_left_idle).
+  const bool taken_off = !now && !owed && counts_spares(slot);
   if (now && owed)
     now = count_spares_again(slot, true);
-  else if (!now && !owed && counts_spares(slot)) {
+  else if (taken_off)
     admission_->add_device_overhead(slot.gpu, -kSpareContexts * kContextBytes);
-    std::lock_guard lock(mu_);
-    slot.uncounted = kSpareContexts;
-  }
   std::lock_guard lock(mu_);
   if (now) {
     slot.spares_owed = false;  // the server refills every missing spare now
     return "now";
   }
+  if (taken_off) slot.uncounted = kSpareContexts;
   slot.spares_owed = true;
   slot.owed_since = std::chrono::steady_clock::now();
   ++stats_.spares_later;
