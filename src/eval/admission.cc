@@ -16,7 +16,7 @@ using nlohmann::json;
 json Footprint::to_json() const {
   return json{{"host_bytes", host_bytes},     {"device_bytes", device_bytes}, {"input_bytes", input_bytes},
               {"output_bytes", output_bytes}, {"reference_s", reference_s},   {"measured", measured},
-              {"version", version},           {"complete", complete}};
+              {"version", version},           {"complete", complete},         {"recent", recent}};
 }
 
 std::optional<Footprint> Footprint::from_json(const json& j) {
@@ -31,6 +31,10 @@ std::optional<Footprint> Footprint::from_json(const json& j) {
   f.measured = j.value("measured", false);
   f.version = j.contains("version") && j["version"].is_number_integer() ? j["version"].get<int>() : 1;
   f.complete = j.value("complete", true);
+  if (j.contains("recent") && j["recent"].is_array())
+    for (const auto& r : j["recent"])
+      if (r.is_array() && r.size() == 2 && r[0].is_number() && r[1].is_number())
+        f.recent.emplace_back(r[0].get<double>(), r[1].get<double>());
   if (f.host_bytes <= 0) return std::nullopt;
   return f;
 }
@@ -95,6 +99,8 @@ std::optional<Footprint> FootprintCache::get(const std::string& key) const {
 void FootprintCache::put(const std::string& key, const Footprint& f) {
   std::lock_guard lock(mu_);
   Footprint out = f;
+  out.recent.clear();
+  if (f.measured && f.complete) out.recent.emplace_back(f.device_bytes, f.host_bytes);
   {
     std::ifstream in(dir_ / (key + ".json"));
     if (in) {
@@ -107,9 +113,23 @@ void FootprintCache::put(const std::string& key, const Footprint& f) {
         };
         if (old && old->measured && !f.measured) return;  // an estimate never replaces a measurement
         if (old && old->measured && f.measured) {
-          if (old->version == f.version && old->complete == f.complete)
+          if (old->version == f.version && f.complete && old->complete) {
+            // The largest of the last kRecent complete measurements.
+            auto recent = old->recent;
+            if (recent.empty()) recent.emplace_back(old->device_bytes, old->host_bytes);  // a record from before
+            recent.emplace_back(f.device_bytes, f.host_bytes);
+            if (recent.size() > Footprint::kRecent)
+              recent.erase(recent.begin(), recent.end() - static_cast<std::ptrdiff_t>(Footprint::kRecent));
+            out.recent = recent;
+            out.device_bytes = out.host_bytes = 0;
+            for (const auto& [dev, host] : recent) {
+              out.device_bytes = std::max(out.device_bytes, dev);
+              out.host_bytes = std::max(out.host_bytes, host);
+            }
+            out.reference_s = std::max(out.reference_s, old->reference_s);
+          } else if (old->version == f.version && !f.complete && !old->complete) {
             keep_larger();
-          else if (!f.complete)
+          } else if (!f.complete)
             return;  // it saw less than the record did: the record stays
         } else if (old && f.measured && !f.complete) {
           keep_larger();  // part of an evaluation, over an estimate: it never lowers it

@@ -20,6 +20,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,13 @@ struct Footprint {
   /// Every phase of the evaluation was seen (one that ended before its timed
   /// calls finished saw less than it would have held).
   bool complete = true;
+  /// The last complete measurements of this rule, oldest first, at most
+  /// kRecent of them, as {device_bytes, host_bytes}: the record's figures
+  /// are their largest. One candidate that holds far more than the others
+  /// (a greedy scratch buffer) raises the record for the next kRecent
+  /// complete evaluations of the problem, not for ever.
+  std::vector<std::pair<double, double>> recent;
+  static constexpr size_t kRecent = 8;
   nlohmann::json to_json() const;
   static std::optional<Footprint> from_json(const nlohmann::json& j);
 };
@@ -96,9 +105,11 @@ class FootprintCache {
  public:
   explicit FootprintCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
   std::optional<Footprint> get(const std::string& key) const;
-  /// Keeps the larger measured figures of the old and the new record where
-  /// both were measured by the same rule (Footprint::version) and both saw
-  /// every phase, or neither did. A complete measurement replaces an
+  /// Where the old and the new record were measured by the same rule
+  /// (Footprint::version) and both saw every phase, keeps the largest of
+  /// the last Footprint::kRecent complete measurements (Footprint::recent;
+  /// the reference's seconds: the largest ever); where neither saw every
+  /// phase, the larger of the two. A complete measurement replaces an
   /// incomplete one and one of another rule; an incomplete one never
   /// replaces or raises a complete one, nor replaces one of another rule,
   /// and over an estimate it keeps the larger figures. An estimate never

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <thread>
 
@@ -402,6 +403,51 @@ TEST(FootprintCache, KeepsTheLargerOfTwoMeasurementsOfOneRuleAndReplacesAnOlderR
   cache.put("q", part);
   EXPECT_DOUBLE_EQ(cache.get("q")->device_bytes, 36e9);
   EXPECT_EQ(cache.get("q")->version, 1);
+  std::filesystem::remove_all(dir);
+}
+
+// A candidate that holds far more than the problem needs (a greedy scratch
+// buffer) raised its problem's record for ever, so every later candidate of
+// the problem was admitted as if it were as greedy, and could run alone for ever.
+TEST(FootprintCache, OneGreedyMeasurementRaisesTheRecordForTheNextFewOnly) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mk_fp_greedy_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  FootprintCache cache(dir);
+  Footprint honest;
+  honest.host_bytes = 20e9;
+  honest.device_bytes = 28e9;
+  honest.reference_s = 0.5;
+  honest.measured = true;
+  cache.put("k", honest);
+  Footprint greedy = honest;
+  greedy.device_bytes = 120e9;
+  greedy.host_bytes = 60e9;
+  greedy.reference_s = 0.4;
+  cache.put("k", greedy);
+  EXPECT_DOUBLE_EQ(cache.get("k")->device_bytes, 120e9);  // the next ones are admitted as it held
+  EXPECT_DOUBLE_EQ(cache.get("k")->host_bytes, 60e9);
+  Footprint next = honest;
+  next.device_bytes = 27e9;
+  for (size_t i = 1; i < Footprint::kRecent; ++i) {
+    cache.put("k", next);
+    EXPECT_DOUBLE_EQ(cache.get("k")->device_bytes, 120e9) << i;
+  }
+  cache.put("k", next);  // the greedy one is now kRecent measurements old
+  EXPECT_DOUBLE_EQ(cache.get("k")->device_bytes, 27e9);
+  EXPECT_DOUBLE_EQ(cache.get("k")->host_bytes, 20e9);
+  EXPECT_DOUBLE_EQ(cache.get("k")->reference_s, 0.5);  // a deadline's figure: the largest ever
+  EXPECT_EQ(cache.get("k")->recent.size(), Footprint::kRecent);
+  // A record written before the window counts as one measurement of it.
+  Footprint before = honest;
+  before.device_bytes = 50e9;
+  {
+    auto j = before.to_json();
+    j.erase("recent");
+    std::ofstream(dir / "old.json") << j.dump();
+  }
+  cache.put("old", next);
+  EXPECT_DOUBLE_EQ(cache.get("old")->device_bytes, 50e9);
+  EXPECT_EQ(cache.get("old")->recent.size(), 2u);
   std::filesystem::remove_all(dir);
 }
 
