@@ -416,6 +416,9 @@ int eval_cmd_main(int argc, char** argv) {
   const std::vector<BatchPair>& pairs = checked.pairs;
 
   eval::PoolOptions po = pool_options(env, py);
+  // Every server the batch needs starts now, beside the probe's.
+  po.start_servers = true;
+  po.expected_jobs = pairs.size();
   if (!no_cache) po.cache_dir = cache_dir.empty() ? eval::default_cache_root() / "results" : fs::path(cache_dir);
   if (!env.test_cpu) {
     auto gpus = eval::discover_gpus();

@@ -165,7 +165,8 @@ std::vector<FlagSpec> make_table() {
                      MK_FIELD(env.gpu)));
   t.push_back(option("--slots-per-gpu", "Machine",
                      "candidates evaluated at once per GPU at most, or auto: three quarters of the cores per GPU, at "
-                     "most 12 (the default); memory admission decides how many really run at once",
+                     "most 12 (the default); memory admission decides how many really run at once; eval starts no more than "
+                     "its pairs need",
                      kPool, MK_FIELD(env.slots_per_gpu), [](CLI::Option* o) {
                        o->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}).description(""))
                            ->type_name("N|auto");

@@ -166,6 +166,10 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
     size_t gpus = std::max<size_t>(1, pool->gpus_.size());
     o.slots_per_gpu = static_cast<int>(std::clamp<size_t>(cores * 3 / 4 / gpus, 1, 12));
   }
+  if (o.expected_jobs > 0) {
+    size_t gpus = std::max<size_t>(1, pool->gpus_.size());
+    o.slots_per_gpu = std::min(o.slots_per_gpu, static_cast<int>((o.expected_jobs + gpus - 1) / gpus));
+  }
   if (o.work_dir.empty()) {
     try {
       pool->own_work_dir_ = std::make_unique<TempDir>("mkevolve-pool");

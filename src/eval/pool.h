@@ -65,6 +65,14 @@ struct PoolOptions {
   /// server start (docs/PERFORMANCE.md); started early, they warm while the
   /// decomposition's LLM calls are in flight.
   bool start_servers = false;
+  /// How many jobs the caller submits at once, where it knows (a batch's
+  /// pairs; 0: unknown): a GPU gets no more slots than its share of them,
+  /// so no server starts that no job would use. `eval --batch` sets it with
+  /// start_servers: every server then starts at once as the pool does,
+  /// beside the probe's, where before the probe's server started first and
+  /// the others only when the jobs came, one start after the other
+  /// (docs/PERFORMANCE.md, 2026-12-06).
+  size_t expected_jobs = 0;
   /// When a server replaces the spares an evaluation took. kWhenQuiet: at the
   /// evaluation's start only when more evaluations wait for this GPU than it
   /// has idle slots (back-to-back work); otherwise later, by op `refill`, once

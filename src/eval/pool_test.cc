@@ -1029,6 +1029,30 @@ TEST_F(PoolTest, StartServersStartsEverySlotsServerBeforeAnyJob) {
   EXPECT_EQ(lazy->stats().starts, 1);
 }
 
+TEST_F(PoolTest, ABatchStartsTheServersItNeedsAtOnceBesideTheProbes) {
+  // eval --batch: the probe's server started alone, then each other slot's
+  // only when its first pair came, so those pairs waited for two starts one
+  // after the other (9.3 s, then 11.4-14.6 s, on an H100). Now the servers a
+  // batch needs start together as the pool does, and no more of them.
+  auto o = options();
+  o.slots_per_gpu = 6;
+  o.expected_jobs = 3;
+  o.start_servers = true;
+  o.extra_env["MKEVOLVE_WORKER_FAKE_HELLO"] = "slow 0.5";
+  auto pool = make(o);
+  EXPECT_EQ(pool->slot_count(), 3u);  // capped at the batch's size
+  ASSERT_TRUE(pool->probe());
+  std::vector<std::future<Verdict>> futs;
+  for (int i = 0; i < 3; ++i)
+    futs.push_back(pool->submit(request(kernel("b" + std::to_string(i), "# FAKE: slow 0.3\n# FAKE: correct\n"))));
+  for (auto& f : futs) {
+    Verdict v = f.get();
+    EXPECT_EQ(v.status, VerdictStatus::kCorrect);
+    EXPECT_DOUBLE_EQ(v.server_start_s, 0.0);  // its slot's server was started before it came
+  }
+  EXPECT_EQ(pool->stats().starts, 3);
+}
+
 TEST_F(PoolTest, AnEvaluationsPriorityReachesTheWorker) {
   // The worker orders waiting timed phases by it (gpulock.py): the request
   // carries the search's priority as it was submitted.
