@@ -169,8 +169,10 @@ double host_memory_available() {
 }
 
 json Admission::Ticket::to_json() const {
-  return json{{"host_reserved_bytes", host}, {"device_reserved_bytes", device}, {"ran_alone", alone},
-              {"exclusive", exclusive},      {"waited_s", waited_s}};
+  json j{{"host_reserved_bytes", host}, {"device_reserved_bytes", device}, {"ran_alone", alone},
+         {"exclusive", exclusive},      {"waited_s", waited_s}};
+  if (credit > 0) j["device_taken_from_overhead_bytes"] = credit;  // its slot's idle spares
+  return j;
 }
 
 void Admission::set_device_capacity(int gpu, double bytes) {
@@ -228,16 +230,22 @@ bool Admission::fits(const Ticket& t) const {
     auto cap = usable(t.gpu);
     auto used = dev_used_.find(t.gpu);
     double u = used == dev_used_.end() ? 0 : used->second;
-    if (cap && u + t.device > *cap) return false;
+    if (cap && u + t.device - credit_now(t) > *cap) return false;
   }
   return true;
+}
+
+double Admission::credit_now(const Ticket& t) const {
+  if (t.gpu < 0 || t.credit <= 0) return 0;
+  auto ov = dev_overhead_.find(t.gpu);
+  return ov == dev_overhead_.end() ? 0.0 : std::min(t.credit, ov->second);
 }
 
 bool Admission::needs_whole_machine(const Ticket& t) const {
   if (t.exclusive || t.host > host_cap_) return true;
   if (t.gpu < 0) return false;
   auto cap = usable(t.gpu);
-  return cap && t.device > *cap;
+  return cap && t.device - credit_now(t) > *cap;
 }
 
 bool Admission::waited_long(const Waiter& w, std::chrono::steady_clock::time_point now) const {
@@ -276,11 +284,12 @@ void Admission::set_pass_bound_s(double s) {
 }
 
 std::optional<Admission::Ticket> Admission::acquire(int gpu, double host, double device, bool exclusive,
-                                                    const std::function<bool()>& stop) {
+                                                    const std::function<bool()>& stop, double credit) {
   Ticket t;
   t.gpu = gpu;
   t.host = host;
   t.device = device;
+  t.credit = gpu >= 0 ? std::max(credit, 0.0) : 0.0;
   t.exclusive = exclusive;
   auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
@@ -314,7 +323,13 @@ std::optional<Admission::Ticket> Admission::acquire(int gpu, double host, double
   }
   waiting_.erase(me.seq);
   host_used_ += t.host;
-  if (gpu >= 0) dev_used_[gpu] += t.device;
+  if (gpu >= 0) {
+    dev_used_[gpu] += t.device;
+    // What it takes over from the overhead (its slot's idle spares) is its own now.
+    const double c = credit_now(t);
+    t.credit = c;
+    if (c > 0) dev_overhead_[gpu] -= c;
+  }
   ++running_;
   if (t.exclusive || t.alone) ++exclusive_running_;
   t.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

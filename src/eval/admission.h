@@ -132,6 +132,11 @@ class Admission {
     double host = 0, device = 0;
     bool alone = false;      ///< admitted although it does not fit: nothing else was running
     bool exclusive = false;  ///< asked to run alone (a retry after a memory failure)
+    /// GPU memory counted in the overhead now that the evaluation takes as
+    /// its own when admitted: its slot's idle spares, which its footprint
+    /// counts as its processes. It fits where device - credit does, and the
+    /// overhead drops by credit as it is admitted (never counted twice).
+    double credit = 0;
     double waited_s = 0;
     nlohmann::json to_json() const;
   };
@@ -170,7 +175,7 @@ class Admission {
   /// waits for ever behind a stream of others, large or small, and a GPU
   /// with room is never held for another GPU's memory.
   std::optional<Ticket> acquire(int gpu, double host, double device, bool exclusive,
-                                const std::function<bool()>& stop);
+                                const std::function<bool()>& stop, double credit = 0);
   void release(const Ticket& t);
   void wake();  ///< re-checks waiters (after stop turned true)
   int running() const;
@@ -183,6 +188,8 @@ class Admission {
     Ticket ticket;
   };
   bool fits(const Ticket& t) const;
+  /// Ticket::credit, at most what the overhead holds now (mu_ held).
+  double credit_now(const Ticket& t) const;
   std::optional<double> usable(int gpu) const;  ///< device_capacity (mu_ held)
   bool could_start(const Ticket& t) const { return fits(t) || running_ == 0; }
   /// Asked to run alone, or too large for its GPU (or the host) even idle.

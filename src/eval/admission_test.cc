@@ -88,6 +88,30 @@ TEST(Admission, ThreeLargeEvaluationsRunAtOnceOnAnH200AtTheAutoSlotCount) {
   EXPECT_EQ(admitted_at_once(cap, old_rule * 1.15, 4), 1);
 }
 
+TEST(Admission, WhatAnEvaluationTakesOverFromTheOverheadIsRoomItHolds) {
+  Admission adm(1e18);
+  ASSERT_TRUE(adm.learn_device(0, 100, 6));  // two slots' idle spares: 3 each
+  auto running = adm.acquire(0, 1, 50, false, nullptr, 3);
+  ASSERT_TRUE(running);
+  EXPECT_DOUBLE_EQ(running->credit, 3);
+  EXPECT_DOUBLE_EQ(*adm.device_capacity(0), 97);  // its slot's spares are its own now
+  // 50 + 49 > 97, but 3 of the 49 are the waiter's own slot's spares.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto second = adm.acquire(
+      0, 1, 49, false, [&] { return std::chrono::steady_clock::now() > give_up; }, 3);  // nullopt: it waited
+  ASSERT_TRUE(second);
+  EXPECT_DOUBLE_EQ(*adm.device_capacity(0), 100);
+  EXPECT_EQ(second->to_json().value("device_taken_from_overhead_bytes", 0.0), 3.0);
+  // A credit is never more than the overhead holds.
+  adm.release(*second);
+  adm.release(*running);
+  auto third = adm.acquire(0, 1, 10, false, nullptr, 3);
+  ASSERT_TRUE(third);
+  EXPECT_DOUBLE_EQ(third->credit, 0);
+  EXPECT_FALSE(third->to_json().contains("device_taken_from_overhead_bytes"));
+  adm.release(*third);
+}
+
 TEST(Admission, AMeasuredDeviceFootprintGetsASmallMargin) {
   Footprint f;
   f.device_bytes = 10 * kGiB;

@@ -475,7 +475,7 @@ void WorkerPool::spares_left_idle(Slot& slot, const json& answer) {
   if (back > 0) admission_->add_device_overhead(slot.gpu, back * kContextBytes);
 }
 
-std::string WorkerPool::spares_when(Slot& slot) {
+std::string WorkerPool::spares_when(Slot& slot, int credited) {
   if (!opts_.prestart || opts_.spares_refill == PoolOptions::SparesRefill::kAtStart) return "now";
   bool owed = false, now = false;
   {
@@ -492,6 +492,25 @@ std::string WorkerPool::spares_when(Slot& slot) {
   // footprint from here on. Refilled now, the new ones count as overhead,
   // where they fit; left owed, the slot's share of the overhead goes (what
   // it leaves of them idle comes back when it ends: spares_left_idle).
+  if (credited > 0) {
+    // The admission already took the slot's share off the overhead as it
+    // admitted the evaluation (Admission::Ticket::credit): refilled now, the
+    // new spares count again only where they fit beside those running.
+    {
+      std::lock_guard lock(mu_);
+      slot.uncounted = credited;
+    }
+    if (now) now = count_spares_again(slot, true);
+    std::lock_guard lock(mu_);
+    if (now) {
+      slot.spares_owed = false;
+      return "now";
+    }
+    slot.spares_owed = true;
+    slot.owed_since = std::chrono::steady_clock::now();
+    ++stats_.spares_later;
+    return "later";
+  }
   const bool taken_off = !now && !owed && counts_spares(slot);
   if (now && owed)
     now = count_spares_again(slot, true);
@@ -852,11 +871,25 @@ Verdict WorkerPool::eval_once(Slot& slot, const EvalRequest& req, const std::opt
   std::optional<Admission::Ticket> ticket;
   if (opts_.memory_admission) {
     const bool alone = exclusive || !fp || alone_until_measured(*fp, admission_->device_capacity(slot.gpu));
-    ticket = admission_->acquire(slot.gpu, host, dev, alone, [this] { return stopping(); });
+    // The slot's idle spares, counted in the GPU's overhead, become this
+    // evaluation's processes, which its footprint counts: they are room it
+    // already holds, not room it needs beside them (spares_when).
+    double credit = 0;
+    if (counts_spares(slot) && opts_.spares_refill == PoolOptions::SparesRefill::kWhenQuiet) {
+      std::lock_guard lock(mu_);
+      // An untimed evaluation takes two (no profiling process); the third stays idle, counted.
+      const int takes = req.options.measure_perf ? kSpareContexts : kSpareContexts - 1;
+      if (!slot.spares_owed && slot.uncounted == 0) credit = takes * kContextBytes;
+    }
+    ticket = admission_->acquire(slot.gpu, host, dev, alone, [this] { return stopping(); }, credit);
     if (!ticket) return pool_failure(VerdictStatus::kCrashed, "shutdown", "the evaluator shut down before this candidate ran");
   }
+  // The contexts the admission took off the overhead for it (whole ones).
+  const int credited = ticket ? std::clamp(static_cast<int>(std::lround(ticket->credit / kContextBytes)), 0,
+                                           kSpareContexts)
+                              : 0;
   json msg{{"op", "eval"},       {"problem", req.problem.string()}, {"kernel", req.kernel.string()},
-           {"options", options}, {"spares", spares_when(slot)}, {"priority", req.priority}};
+           {"options", options}, {"spares", spares_when(slot, credited)}, {"priority", req.priority}};
   {
     std::lock_guard lock(mu_);
     ++stats_.evals;

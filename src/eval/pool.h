@@ -197,7 +197,9 @@ class WorkerPool final : public Evaluator {
   void slot_loop(Slot& slot);
   /// "now" or "later": when the server refills the spares this evaluation
   /// takes (PoolOptions::spares_refill); "later" leaves the slot owing them.
-  std::string spares_when(Slot& slot);
+  /// credited: how many of the slot's spares' contexts the admission took
+  /// off the GPU's overhead as it admitted the evaluation (Ticket::credit).
+  std::string spares_when(Slot& slot, int credited = 0);
   /// Whether the slot's spares count in its GPU's admission overhead.
   bool counts_spares(const Slot& slot) const;
   static constexpr int kSpareContexts = 3;  ///< idle pre-started processes per slot (spares.py ROLES)

@@ -421,6 +421,40 @@ TEST_F(PoolTest, EvaluationsThatTookTheirSlotsSparesFreeTheirShareOfTheGpu) {
   EXPECT_EQ(logged("refill"), 4);
 }
 
+// Seen on an H100 (2026-12-06): an evaluation waiting for memory was charged
+// its own slot's idle spares twice, once in the GPU's overhead and once in
+// its footprint, which counts the same three processes once it takes them.
+TEST_F(PoolTest, AWaiterIsNotChargedItsOwnSlotsSparesTwice) {
+  // A 100 GiB GPU: 93 GiB to hand out, less 1.76 GiB per slot whose idle
+  // spares hold their contexts. Measured at 43.4 GiB, an evaluation reserves
+  // 46.07 GiB: beside a running one (whose slot's share went with its
+  // spares) the second needs 92.14 GiB where 91.24 GiB are left to hand
+  // out, but 1.76 GiB of that is its own slot's spares, which it takes.
+  auto o = options();
+  o.slots_per_gpu = 2;
+  o.cache_dir.clear();
+  o.host_capacity_bytes = 1000.0 * (1 << 30);
+  o.spares_idle_refill_s = 60;
+  o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
+  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "4,4";  // too large to trust: the first one measures, alone
+  auto pool = make(o);
+  auto count = dir.path() / "beside";
+  auto k = kernel("big", "# FAKE: concurrency " + count.string() + "\n# FAKE: footprint 1 43.4\n# FAKE: correct\n");
+  ASSERT_EQ(pool->submit(request(k)).get().status, VerdictStatus::kCorrect);  // measures, alone
+  wait_logged("refill", 1, 10);  // quiet again: both slots' spares count
+  std::vector<std::future<Verdict>> futs;
+  for (int i = 0; i < 2; ++i) futs.push_back(pool->submit(request(k)));
+  for (auto& f : futs) {
+    Verdict v = f.get();
+    EXPECT_EQ(v.status, VerdictStatus::kCorrect);
+    EXPECT_TRUE(v.raw["checks"]["admission"].contains("device_taken_from_overhead_bytes")) << v.raw.dump();
+  }
+  std::ifstream in(count.string() + ".max");
+  int most = 0;
+  in >> most;
+  EXPECT_EQ(most, 2) << "the second waited: its own slot's spares were counted beside it";
+}
+
 // Found by review: a slot whose server died (a hang) while it owed its
 // spares had its share cleared at the refill, which found no server, and the
 // next server's spares were counted nowhere: the GPU looked 1.76 GiB larger
@@ -454,7 +488,9 @@ TEST_F(PoolTest, SparesAnEvaluationLeftIdleCountAgainWhenItEnds) {
   EXPECT_FALSE(early.raw.contains("spares_idle"));  // the pool's business, not the verdict's
   Verdict next = pool->evaluate(untimed(kernel("next", "# FAKE: correct\n"), 10));
   ASSERT_EQ(next.status, VerdictStatus::kCorrect) << next.feedback;
-  EXPECT_NEAR(device_limit(next), (cap - 3 * ctx) / 2, 1 << 20) << "the idle spares' contexts were counted nowhere";
+  // Counted: this slot's three, which `early` left idle, and the other's
+  // profiling spare, which `busy` (untimed) never takes.
+  EXPECT_NEAR(device_limit(next), (cap - 4 * ctx) / 2, 1 << 20) << "the idle spares' contexts were counted nowhere";
   EXPECT_EQ(busy.get().status, VerdictStatus::kCorrect);
 }
 
