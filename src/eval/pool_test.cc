@@ -111,15 +111,24 @@ class PoolTest : public ::testing::Test {
   /// Two slots on a fake 100 GB GPU, problems estimated small: an
   /// evaluation's GPU limit is then half of what the GPU has usable (less the
   /// idle spares' contexts), so its admission record shows the overhead.
-  PoolOptions overhead_options(double spares_idle_refill_s) {
+  /// A 100 GiB GPU whose problem's estimate is `estimate` (host,device GiB;
+  /// "4,4" is too large to trust: the first evaluation measures, alone).
+  PoolOptions overhead_options(double spares_idle_refill_s, int slots = 2, const std::string& estimate = "0.1,0.1") {
     auto o = options();
-    o.slots_per_gpu = 2;
+    o.slots_per_gpu = slots;
     o.cache_dir.clear();
     o.host_capacity_bytes = 1000.0 * (1 << 30);
     o.spares_idle_refill_s = spares_idle_refill_s;
     o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
-    o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "0.1,0.1";
+    o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = estimate;
     return o;
+  }
+  /// The most evaluations a `# FAKE: concurrency COUNT` kernel saw at once.
+  static int most_at_once(const fs::path& count) {
+    std::ifstream in(count.string() + ".max");
+    int most = 0;
+    in >> most;
+    return most;
   }
   static double device_limit(const Verdict& v) {
     return v.raw["checks"]["admission"]["device_limit_bytes"].get<double>();
@@ -400,23 +409,13 @@ TEST_F(PoolTest, EvaluationsThatTookTheirSlotsSparesFreeTheirShareOfTheGpu) {
   // spares (85.97 GiB left) only two fit. An evaluation takes its slot's
   // spares (their contexts count in its own footprint) and leaves them owed
   // till the GPU is quiet, so its slot's share goes, and the third fits.
-  auto o = options();
-  o.slots_per_gpu = 4;
-  o.cache_dir.clear();
-  o.host_capacity_bytes = 1000.0 * (1 << 30);
-  o.spares_idle_refill_s = 60;
-  o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
-  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "4,4";  // too large to trust: the first one measures, alone
-  auto pool = make(o);
+  auto pool = make(overhead_options(60, 4, "4,4"));
   auto count = dir.path() / "beside";
   auto k = kernel("measured", "# FAKE: concurrency " + count.string() + "\n# FAKE: footprint 1 27.5\n# FAKE: correct\n");
   std::vector<std::future<Verdict>> futs;
   for (int i = 0; i < 4; ++i) futs.push_back(pool->submit(request(k)));
   for (auto& f : futs) EXPECT_EQ(f.get().status, VerdictStatus::kCorrect);
-  std::ifstream in(count.string() + ".max");
-  int most = 0;
-  in >> most;
-  EXPECT_EQ(most, 3) << "the running evaluations' slots still counted their spares' contexts";
+  EXPECT_EQ(most_at_once(count), 3) << "the running evaluations' slots still counted their spares' contexts";
   wait_logged("refill", 4, 10);  // the GPU went quiet: every slot got its spares back
   EXPECT_EQ(logged("refill"), 4);
 }
@@ -430,14 +429,7 @@ TEST_F(PoolTest, AWaiterIsNotChargedItsOwnSlotsSparesTwice) {
   // 46.07 GiB: beside a running one (whose slot's share went with its
   // spares) the second needs 92.14 GiB where 91.24 GiB are left to hand
   // out, but 1.76 GiB of that is its own slot's spares, which it takes.
-  auto o = options();
-  o.slots_per_gpu = 2;
-  o.cache_dir.clear();
-  o.host_capacity_bytes = 1000.0 * (1 << 30);
-  o.spares_idle_refill_s = 60;
-  o.extra_env["MKEVOLVE_WORKER_FAKE_GPU_MEMORY_GB"] = "100";
-  o.extra_env["MKEVOLVE_WORKER_FAKE_FOOTPRINT"] = "4,4";  // too large to trust: the first one measures, alone
-  auto pool = make(o);
+  auto pool = make(overhead_options(60, 2, "4,4"));
   auto count = dir.path() / "beside";
   auto k = kernel("big", "# FAKE: concurrency " + count.string() + "\n# FAKE: footprint 1 43.4\n# FAKE: correct\n");
   ASSERT_EQ(pool->submit(request(k)).get().status, VerdictStatus::kCorrect);  // measures, alone
@@ -449,10 +441,7 @@ TEST_F(PoolTest, AWaiterIsNotChargedItsOwnSlotsSparesTwice) {
     EXPECT_EQ(v.status, VerdictStatus::kCorrect);
     EXPECT_TRUE(v.raw["checks"]["admission"].contains("device_taken_from_overhead_bytes")) << v.raw.dump();
   }
-  std::ifstream in(count.string() + ".max");
-  int most = 0;
-  in >> most;
-  EXPECT_EQ(most, 2) << "the second waited: its own slot's spares were counted beside it";
+  EXPECT_EQ(most_at_once(count), 2) << "the second waited: its own slot's spares were counted beside it";
 }
 
 // Found by review: a slot whose server died (a hang) while it owed its
