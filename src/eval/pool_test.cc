@@ -431,7 +431,8 @@ TEST_F(PoolTest, AWaiterIsNotChargedItsOwnSlotsSparesTwice) {
   // out, but 1.76 GiB of that is its own slot's spares, which it takes.
   auto pool = make(overhead_options(60, 2, "4,4"));
   auto count = dir.path() / "beside";
-  auto k = kernel("big", "# FAKE: concurrency " + count.string() + "\n# FAKE: footprint 1 43.4\n# FAKE: correct\n");
+  // Each holds its place 2 s: a loaded machine still starts both inside it.
+  auto k = kernel("big", "# FAKE: concurrency " + count.string() + " 2\n# FAKE: footprint 1 43.4\n# FAKE: correct\n");
   ASSERT_EQ(pool->submit(request(k)).get().status, VerdictStatus::kCorrect);  // measures, alone
   wait_logged("refill", 1, 10);  // quiet again: both slots' spares count
   std::vector<std::future<Verdict>> futs;

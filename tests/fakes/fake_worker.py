@@ -35,8 +35,9 @@ Per request, `eval` reads directives from the kernel file, lines of the form
                         allows that many GiB (a kernel that needs that much host memory)
   spares_idle <N>       say that N idle spares are left after this eval (serve.py's
                         spares_idle: those it did not take)
-  concurrency <path>    count this eval in <path> (under flock) while it runs, for
-                        0.3 s, and keep the most seen at once in <path>.max
+  concurrency <path> [S]  count this eval in <path> (under flock) while it runs, for
+                        S seconds (0.3 by default), and keep the most seen at once
+                        in <path>.max
 Every request is logged, one line "op kernel-or-problem", to MKEVOLVE_WORKER_FAKE_LOG
 if set. `baseline` answers eager 4.0 ms and compile 2.0 ms (or what
 MKEVOLVE_WORKER_FAKE_BASELINE says: "fail", "hang", "unlocked"). `footprint` answers
@@ -202,7 +203,7 @@ def do_eval(req):
                               reasons=["oom: over its host memory limit"])
                 break
         elif action == "concurrency":
-            count_concurrency(args[0])
+            count_concurrency(args[0], float(args[1]) if len(args) > 1 else 0.3)
     # Logged before the answer: the pool may act on the answer (another slot's
     # refill) before this process could log after it.
     log("eval_end", kernel)
@@ -210,7 +211,7 @@ def do_eval(req):
     return True
 
 
-def count_concurrency(path):
+def count_concurrency(path, seconds=0.3):
     import fcntl
 
     def bump(delta):
@@ -226,7 +227,7 @@ def count_concurrency(path):
             finally:
                 fcntl.flock(lk, fcntl.LOCK_UN)
     bump(1)
-    time.sleep(0.3)
+    time.sleep(seconds)
     bump(-1)
 
 
