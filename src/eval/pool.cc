@@ -153,6 +153,7 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
     pool->gpus_ = {pool->gpus_[static_cast<size_t>(o.only_gpu)]};
   }
   if (o.slots_per_gpu < 0) return Error{"slots per GPU must be at least 1 (or 0 for auto)", ErrorKind::kBadInput};
+  const size_t gpus = std::max<size_t>(1, pool->gpus_.size());
   if (o.slots_per_gpu == 0) {
     // auto: three quarters of the cores per GPU, at most 12 (a default search
     // round evaluates 12 candidates at once); memory admission decides how
@@ -163,13 +164,10 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
     // the spares refilled once the GPU is quiet (spares_refill) it took 13.0 s
     // (median) and the first iteration 123 s against 142 s (docs/PERFORMANCE.md).
     unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    size_t gpus = std::max<size_t>(1, pool->gpus_.size());
     o.slots_per_gpu = static_cast<int>(std::clamp<size_t>(cores * 3 / 4 / gpus, 1, 12));
   }
-  if (o.expected_jobs > 0) {
-    size_t gpus = std::max<size_t>(1, pool->gpus_.size());
+  if (o.expected_jobs > 0)
     o.slots_per_gpu = std::min(o.slots_per_gpu, static_cast<int>((o.expected_jobs + gpus - 1) / gpus));
-  }
   if (o.work_dir.empty()) {
     try {
       pool->own_work_dir_ = std::make_unique<TempDir>("mkevolve-pool");
@@ -492,6 +490,7 @@ std::string WorkerPool::spares_when(Slot& slot, int credited) {
   // footprint from here on. Refilled now, the new ones count as overhead,
   // where they fit; left owed, the slot's share of the overhead goes (what
   // it leaves of them idle comes back when it ends: spares_left_idle).
+  bool taken_off = false;
   if (credited > 0) {
     // The admission already took the slot's share off the overhead as it
     // admitted the evaluation (Admission::Ticket::credit): refilled now, the
@@ -501,21 +500,13 @@ std::string WorkerPool::spares_when(Slot& slot, int credited) {
       slot.uncounted = credited;
     }
     if (now) now = count_spares_again(slot, true);
-    std::lock_guard lock(mu_);
-    if (now) {
-      slot.spares_owed = false;
-      return "now";
-    }
-    slot.spares_owed = true;
-    slot.owed_since = std::chrono::steady_clock::now();
-    ++stats_.spares_later;
-    return "later";
+  } else {
+    taken_off = !now && !owed && counts_spares(slot);
+    if (now && owed)
+      now = count_spares_again(slot, true);
+    else if (taken_off)
+      admission_->add_device_overhead(slot.gpu, -kSpareContexts * kContextBytes);
   }
-  const bool taken_off = !now && !owed && counts_spares(slot);
-  if (now && owed)
-    now = count_spares_again(slot, true);
-  else if (taken_off)
-    admission_->add_device_overhead(slot.gpu, -kSpareContexts * kContextBytes);
   std::lock_guard lock(mu_);
   if (now) {
     slot.spares_owed = false;  // the server refills every missing spare now
