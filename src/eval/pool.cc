@@ -238,9 +238,11 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
   if (o.cache_baselines)
     pool->baselines_.emplace(o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir),
                              seal);
-  // Footprints live beside the baselines (kept per problem and machine).
-  pool->footprints_.emplace((o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir)) /
-                            "footprints");
+  // Footprints live beside the baselines (kept per problem and machine), and so
+  // do the sandbox self-test's verdicts (kept per machine and boot).
+  const fs::path machine_dir = o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir);
+  pool->footprints_.emplace(machine_dir / "footprints");
+  pool->sandbox_verdicts_ = machine_dir / "sandbox-verdicts";
   {
     double avail = o.host_capacity_bytes > 0 ? o.host_capacity_bytes : host_memory_available();
     double headroom = o.host_headroom_bytes > 0 ? o.host_headroom_bytes : std::max(2.0 * (1 << 30), 0.05 * avail);
@@ -532,6 +534,8 @@ mk::Status WorkerPool::ensure_server(Slot& slot) {
   cfg.env["PYTHONDONTWRITEBYTECODE"] = "1";
   cfg.env["PYTHONUNBUFFERED"] = "1";
   cfg.env["MKEVOLVE_TIMING_LOCK"] = slot.timing_lock.string();
+  // Set by the user (empty: every server tests its sandbox again), it wins.
+  if (!cfg.env.count("MKEVOLVE_SANDBOX_VERDICTS")) cfg.env["MKEVOLVE_SANDBOX_VERDICTS"] = sandbox_verdicts_.string();
   for (const auto& [k, v] : opts_.extra_env) cfg.env[k] = v;
   // A fresh private cwd per server: nothing a candidate wrote leaks into the next server.
   cfg.cwd = slot.dir / "cwd";

@@ -255,6 +255,9 @@ class WorkerPool final : public Evaluator {
   /// the footprint, is running: the others of the same problem wait for it.
   std::map<std::string, std::shared_future<void>> measuring_;
   std::optional<FootprintCache> footprints_;
+  /// Where GPU servers keep the sandbox self-test's passing verdicts for the
+  /// servers after them (worker/mkevolve_worker/selftest_cache.py), beside the footprints.
+  std::filesystem::path sandbox_verdicts_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -1229,6 +1229,8 @@ TEST_F(PoolTest, SecretsNeverReachTheWorker) {
   EXPECT_EQ(env.value("CUDA_VISIBLE_DEVICES", std::string("unset")), "0");
   EXPECT_NE(env.value("PYTHONPATH", std::string()).find("worker"), std::string::npos);
   EXPECT_TRUE(env.contains(kTokenVar));
+  // The sandbox self-test's kept verdicts: beside the footprints, in the baseline cache.
+  EXPECT_EQ(env.value("MKEVOLVE_SANDBOX_VERDICTS", std::string()), (dir.path() / "baselines" / "sandbox-verdicts").string());
   // A private working directory inside the pool's directory.
   EXPECT_EQ(r.raw.value("cwd", std::string()).rfind((dir.path() / "pool").string(), 0), 0u) << r.raw.value("cwd", "");
 }

@@ -293,6 +293,150 @@ def test_a_plan_where_triton_cannot_compile_is_never_kept(monkeypatch):
     assert plan.user == "root-nocaps" and not plan.cuda_ipc and plan.mode == "best-effort", rep
 
 
+# --------------------------------------------------------------------------
+# The self-test's kept verdicts (selftest_cache.py): tested once per machine
+# and boot, taken by the servers after it
+# --------------------------------------------------------------------------
+
+def _kept_world(monkeypatch, tmp_path, outcome):
+    """self_test with a verdict folder, try_plan answering outcome(user, pidns)
+    and seed() standing in for the trusted half; returns run(mode) -> (plan,
+    report) and the calls each stand-in got."""
+    from mkevolve_worker import children
+    calls = {"try": 0, "seed": 0}
+    monkeypatch.setattr(children, "cuda_ipc_possible", lambda: True)
+
+    def try_plan(plan, ipc, timeout_s=120):
+        calls["try"] += 1
+        return outcome(plan.user, plan.pidns)
+
+    def seed(plan, timeout_s=60):
+        calls["seed"] += 1
+        return {"seed_s": 0.1, "seconds": 0.2}
+
+    monkeypatch.setattr(sandbox_selftest, "try_plan", try_plan)
+    monkeypatch.setattr(sandbox_selftest, "seed", seed)
+    monkeypatch.setenv("MKEVOLVE_SANDBOX_VERDICTS", str(tmp_path / "verdicts"))
+
+    def run(mode="best-effort", budget_s=110.0):
+        plan = sandbox.Plan(mode=mode, user="own", pidns=True)
+        return plan, sandbox_selftest.self_test(plan, None, budget_s=budget_s, gpus=[{"name": "H200"}])
+    return run, calls
+
+
+def test_a_passing_self_test_is_kept_and_the_next_server_takes_it_without_testing(monkeypatch, tmp_path):
+    # IPC only without a PID namespace of its own: the second attempt passes.
+    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK if not pidns else NO_IPC)
+    plan, rep = run()
+    assert (plan.user, plan.pidns, plan.cuda_ipc) == ("own", False, True) and rep["kept"] is True, rep
+    assert calls == {"try": 3, "seed": 0}, calls  # own PID ns, then its host-IPC retry, then the host PID ns
+    kept = list((tmp_path / "verdicts").glob("*.json"))
+    assert len(kept) == 1 and (kept[0].stat().st_mode & 0o777) == 0o600
+    assert ((tmp_path / "verdicts").stat().st_mode & 0o777) == 0o700
+    # The next server: the same plan, no test, its own Triton cache seeded.
+    plan2, rep2 = run()
+    assert calls == {"try": 3, "seed": 1}, calls
+    assert (plan2.user, plan2.pidns, plan2.cuda_ipc, plan2.mode) == ("own", False, True, "best-effort"), rep2
+    assert rep2["chosen"] == rep["chosen"] and rep2["cached"]["seed"]["seed_s"] == 0.1, rep2
+    assert rep2["cached"]["tested_at"] and "kept" not in rep2, rep2
+    # Another plan asked for (require) is another key: tested again.
+    plan3, rep3 = run(mode="require")
+    assert calls["try"] == 6 and "cached" not in rep3, (calls, rep3)
+
+
+def test_a_weakened_plan_is_never_kept_so_every_server_tests_again(monkeypatch, tmp_path):
+    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: NO_IPC)
+    plan, rep = run()
+    assert not plan.cuda_ipc and "CUDA IPC off" in rep["chosen"] and "kept" not in rep, rep
+    n = calls["try"]
+    plan, rep = run()
+    assert calls["try"] == 2 * n and calls["seed"] == 0 and "cached" not in rep, calls
+    assert not list((tmp_path / "verdicts").glob("*.json"))
+    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: NO_CUDA)
+    plan, rep = run()
+    assert plan.mode == "off" and not list((tmp_path / "verdicts").glob("*.json")), rep
+
+
+def test_the_key_changes_with_the_boot_the_driver_and_the_sysctls(monkeypatch):
+    from mkevolve_worker import selftest_cache as sc
+    plan = sandbox.Plan(mode="best-effort", user="own", pidns=True)
+    files = {"/proc/sys/kernel/random/boot_id": "b1", "/proc/driver/nvidia/version": "NVRM 580.1",
+             "/proc/sys/kernel/perf_event_paranoid": "2"}
+    monkeypatch.setattr(sc, "_read", lambda path, limit=4096: files.get(path, ""))
+    base = sc.key_of(sc.key_material(plan, True, [{"name": "H200"}]))
+    assert base == sc.key_of(sc.key_material(plan, True, [{"name": "H200"}]))
+    for path, value in (("/proc/sys/kernel/random/boot_id", "b2"), ("/proc/driver/nvidia/version", "NVRM 590.2"),
+                        ("/proc/sys/kernel/perf_event_paranoid", "4")):
+        old = files[path]
+        files[path] = value
+        assert sc.key_of(sc.key_material(plan, True, [{"name": "H200"}])) != base, path
+        files[path] = old
+    assert sc.key_of(sc.key_material(plan, False, [{"name": "H200"}])) != base
+    assert sc.key_of(sc.key_material(plan, True, [{"name": "H100"}])) != base
+    monkeypatch.setenv("PATH", "/opt/other/bin:" + os.environ.get("PATH", ""))
+    assert sc.key_of(sc.key_material(plan, True, [{"name": "H200"}])) != base
+
+
+def test_a_kept_verdict_anyone_else_could_have_written_is_not_taken(monkeypatch, tmp_path):
+    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK)
+    run()
+    (kept,) = (tmp_path / "verdicts").glob("*.json")
+    # A verdict that says more than was tested (own PID ns off), group-writable: refused.
+    doc = json.loads(kept.read_text())
+    doc["plan"]["seccomp"] = False
+    kept.write_text(json.dumps(doc))
+    kept.chmod(0o666)
+    plan, rep = run()
+    assert calls["try"] == 2 and "cached" not in rep and plan.seccomp, (calls, rep)
+    # A key that does not match its file's name: refused.
+    doc = json.loads(kept.read_text())
+    doc["key"] = "0" * 40
+    kept.write_text(json.dumps(doc))
+    kept.chmod(0o600)
+    plan, rep = run()
+    assert calls["try"] == 3 and "cached" not in rep, calls
+    # A folder others may write to: nothing is read from it or kept in it.
+    (tmp_path / "verdicts").chmod(0o777)
+    plan, rep = run()
+    plan, rep = run()
+    assert calls["try"] == 5 and "kept" not in rep and "cached" not in rep, (calls, rep)
+
+
+def test_a_server_that_waits_too_long_for_another_s_test_tests_for_itself(monkeypatch, tmp_path):
+    import fcntl
+    from mkevolve_worker import selftest_cache as sc
+    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK)
+    d = tmp_path / "verdicts"
+    d.mkdir(mode=0o700)
+    plan = sandbox.Plan(mode="best-effort", user="own", pidns=True)
+    key = sc.key_of(sc.key_material(plan, True, [{"name": "H200"}]))
+    fd = os.open(d / (key + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another server's test, still running
+    try:
+        t0 = time.monotonic()
+        plan, rep = run(budget_s=0.6)
+        waited = time.monotonic() - t0
+    finally:
+        os.close(fd)
+    assert calls["try"] == 1 and rep["kept"] is False and "not taken" in rep["lock"], rep
+    assert 0.3 <= waited and (plan.user, plan.pidns) == ("own", True), waited
+    assert not list(d.glob("*.json"))
+    # Once the other is done, the next server tests, keeps, and the one after takes it.
+    run()
+    plan, rep = run()
+    assert calls == {"try": 2, "seed": 1} and rep["cached"], calls
+
+
+def test_no_candidate_process_is_told_where_the_verdicts_are(monkeypatch, tmp_path):
+    from mkevolve_worker import isolation
+    monkeypatch.setenv("MKEVOLVE_SANDBOX_VERDICTS", str(tmp_path / "v"))
+
+    def scrubbed():
+        isolation.scrub_environment(str(tmp_path))
+        return {"left": os.environ.get("MKEVOLVE_SANDBOX_VERDICTS")}
+    assert _in_child(scrubbed) == {"left": None}
+
+
 def test_the_view_holds_the_compiler_triton_builds_with_but_nothing_of_home(monkeypatch, tmp_path):
     gcc = tmp_path / "opt" / "gcc" / "bin" / "gcc"
     gcc.parent.mkdir(parents=True)

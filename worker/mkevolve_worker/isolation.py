@@ -108,6 +108,7 @@ def scrub_environment(private_dir: str) -> None:
     os.environ["TMPDIR"] = private_dir
     os.environ.pop("MKEVOLVE_WORKER_CHANNEL", None)
     os.environ.pop("MKEVOLVE_TIMING_LOCK", None)  # the server's, not the candidate's business
+    os.environ.pop("MKEVOLVE_SANDBOX_VERDICTS", None)  # likewise (selftest_cache.py)
 
 
 def _set_rlimits() -> None:

@@ -148,28 +148,60 @@ def _last(child, name: str) -> dict:
     return evs[-1] if evs else {}
 
 
+def _trusted_side(plan: Plan, extra_env: dict | None = None):
+    """The trusted process (a reference's privileges), not yet started."""
+    env = {"TRITON_CACHE_DIR": plan.triton_lower} if plan.triton_lower else {}
+    return isolation.prespawn("sbxref", lambda ctx: {}, {"ref": _selftest_reference}, cut_network=True,
+                              extra_env={**env, **(extra_env or {})})
+
+
+def _seeded(ref, plan: Plan, ipc: bool, timeout_s: float, out: dict) -> None:
+    """Starts the trusted process, which seeds the server's Triton cache
+    (plan.triton_lower, sealed once seeded) and, with `ipc`, stays to share a
+    tensor; `out` gets seed_s or the error. The caller ends the process."""
+    isolation.hand_over(ref, "ref", {"ipc": ipc}, new_dir=False)
+    if not isolation.wait_event(ref, "seeded", timeout_s):
+        out["error"] = "the trusted side did not start CUDA in time"
+        return
+    seeded = _last(ref, "seeded")
+    out.update({k: v for k, v in seeded.items() if k in ("seed_s", "seed_error", "error")})
+    if not seeded.get("error") and plan.triton_lower and os.path.isdir(plan.triton_lower) and \
+            os.path.dirname(plan.triton_lower) == isolation.base_tmp():
+        out["sealed_files"] = seal_triton_cache(plan.triton_lower)  # our own: nobody writes it again
+
+
+def _end(child) -> None:
+    isolation.send_msg(child, {"op": "done"})
+    isolation.supervise(child, 10)
+    isolation.cleanup_dir(child.dir)
+
+
+def seed(plan: Plan, timeout_s: float = 60.0) -> dict:
+    """The trusted half alone: the server's Triton cache seeded and sealed,
+    as a server whose plan came from a kept verdict still needs."""
+    t0 = time.monotonic()
+    out: dict = {}
+    ref = _trusted_side(plan)
+    try:
+        _seeded(ref, plan, False, timeout_s, out)
+    finally:
+        _end(ref)
+        out["seconds"] = round(time.monotonic() - t0, 3)
+    return out
+
+
 def try_plan(plan: Plan, ipc: bool, timeout_s: float = 120.0, extra_env: dict | None = None) -> dict:
     """One self-test run of `plan`: a trusted process (which also seeds the
     server's Triton cache, plan.triton_lower) and a sandboxed one. Returns
     {"ok", "record", "cuda", "triton", "ipc_in", "ipc_out", "seconds", ...}."""
     t0 = time.monotonic()
     out: dict = {}
-    env = {"TRITON_CACHE_DIR": plan.triton_lower} if plan.triton_lower else {}
-    ref = isolation.prespawn("sbxref", lambda ctx: {}, {"ref": _selftest_reference}, cut_network=True,
-                             extra_env={**env, **(extra_env or {})})
+    ref = _trusted_side(plan, extra_env)
     cand = None
     try:
-        isolation.hand_over(ref, "ref", {"ipc": ipc}, new_dir=False)
-        if not isolation.wait_event(ref, "seeded", timeout_s):
-            out["error"] = "the trusted side did not start CUDA in time"
+        _seeded(ref, plan, ipc, timeout_s, out)
+        if out.get("error"):
             return out
-        seeded = _last(ref, "seeded")
-        out.update({k: v for k, v in seeded.items() if k in ("seed_s", "seed_error", "error")})
-        if seeded.get("error"):
-            return out
-        if plan.triton_lower and os.path.isdir(plan.triton_lower) and \
-                os.path.dirname(plan.triton_lower) == isolation.base_tmp():
-            out["sealed_files"] = seal_triton_cache(plan.triton_lower)  # our own: nobody writes it again
         box = make_box(isolation.base_tmp(), plan)
         cand = isolation.prespawn("sbxcand", lambda ctx: {}, {"cand": _selftest_candidate}, box=box,
                                   extra_env=extra_env)
@@ -202,9 +234,7 @@ def try_plan(plan: Plan, ipc: bool, timeout_s: float = 120.0, extra_env: dict | 
     finally:
         for ch in (cand, ref):
             if ch is not None:
-                isolation.send_msg(ch, {"op": "done"})
-                isolation.supervise(ch, 10)
-                isolation.cleanup_dir(ch.dir)
+                _end(ch)
         out["seconds"] = round(time.monotonic() - t0, 3)
         ipc_ok = not ipc or (out.get("ipc_in") is True and out.get("ipc_out") is True)
         out["ok"] = (out.get("cuda") is True and out.get("triton") is True and out.get("profiler") is True
@@ -212,7 +242,42 @@ def try_plan(plan: Plan, ipc: bool, timeout_s: float = 120.0, extra_env: dict | 
     return out
 
 
-def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, budget_s: float = 110.0) -> dict:
+def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, budget_s: float = 110.0,
+              gpus=None) -> dict:
+    """The plan, tested (full_test()) or, where a server on this machine already
+    tested the same plan under the same key and it passed, taken from its kept
+    verdict (selftest_cache.py; $MKEVOLVE_SANDBOX_VERDICTS names the folder,
+    none: always tested). A taken verdict still seeds this server's Triton
+    cache. Servers that start together wait for one another's test, at most
+    half the budget; the report says "cached" (when it was tested, the wait,
+    the seed) or "kept" (whether this test's verdict was written down)."""
+    from . import children, selftest_cache as sc
+    plan.triton_lower = triton_lower
+    ipc = children.cuda_ipc_possible()
+    d = sc.folder()
+    if not d or not sc._safe_folder(d):
+        return full_test(plan, ipc, timeout_s, budget_s)
+    key = sc.key_of(sc.key_material(plan, ipc, gpus))
+    lock = sc.Lock(os.path.join(d, key + ".lock"), budget_s / 2)
+    try:
+        kept = sc.load(d, key) if lock.fd is not None else None
+        if kept is None:
+            report = full_test(plan, ipc, timeout_s, budget_s - lock.waited_s)
+            if lock.fd is not None and sc.keepable(report, plan):
+                report["kept"] = sc.store(d, key, plan, report)
+            elif lock.fd is None:
+                report["kept"] = False
+                report["lock"] = f"not taken in {lock.waited_s:g} s: tested here, nothing kept"
+            return report
+    finally:
+        lock.release()
+    sc.apply(plan, kept)
+    report = dict(kept["report"])
+    report["cached"] = {"tested_at": kept.get("tested_at"), "waited_s": lock.waited_s, "seed": seed(plan, timeout_s)}
+    return report
+
+
+def full_test(plan: Plan, ipc: bool, timeout_s: float = 60.0, budget_s: float = 110.0) -> dict:
     """Once, at a GPU server's start: does a sandboxed process get CUDA,
     compile and launch a Triton kernel, profile a launch with CUPTI (the
     profiling process's session) and exchange CUDA IPC handles with a
@@ -225,9 +290,6 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
     says so, and require refuses every evaluation. It runs inside the
     server's hello, which the pool waits for 180 s at most: no attempt starts
     after budget_s, and what was not tried counts as failed. Returns the report."""
-    from . import children
-    plan.triton_lower = triton_lower
-    ipc = children.cuda_ipc_possible()
     report: dict = {"ipc_possible": ipc, "attempts": []}
     first_cuda = None
     t0 = time.monotonic()

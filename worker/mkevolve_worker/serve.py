@@ -131,7 +131,8 @@ class Server:
                 # What the sandbox leaves of CUDA and its IPC hand-over on this
                 # machine, tried once here; the plan falls back where it must.
                 t0 = time.monotonic()
-                msg["sandbox_selftest"] = sandbox_selftest.self_test(sandbox.PLAN, SparesLauncher.triton_cache())
+                msg["sandbox_selftest"] = sandbox_selftest.self_test(sandbox.PLAN, SparesLauncher.triton_cache(),
+                                                                     gpus=gi.get("gpus"))
                 self.startup_s["sandbox_selftest"] = round(time.monotonic() - t0, 3)
         if sandbox.PLAN is not None:
             msg["sandbox"] = sandbox.PLAN.describe()
