@@ -134,6 +134,8 @@ class Server:
                 msg["sandbox_selftest"] = sandbox_selftest.self_test(sandbox.PLAN, SparesLauncher.triton_cache(),
                                                                      gpus=gi.get("gpus"))
                 self.startup_s["sandbox_selftest"] = round(time.monotonic() - t0, 3)
+                # 1: the plan came from a kept verdict (selftest_cache.py), only the seed ran.
+                self.startup_s["sandbox_selftest_kept"] = 1 if msg["sandbox_selftest"].get("cached") else 0
         if sandbox.PLAN is not None:
             msg["sandbox"] = sandbox.PLAN.describe()
         if self.sandbox_error:
