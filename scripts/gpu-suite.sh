@@ -1113,7 +1113,9 @@ PYEOF
   if [ "${GPU_SUITE_KBT_KB_LIMIT:-140}" != 0 ]; then
     stage_timeout "${GPU_SUITE_KBT_KB_LIMIT:-140}" "$PY" scripts/kb_harness.py --kb "$KB" \
       --pairs "$KB_PAIRS" --out "$KB_OUT/kbt-kb-new.jsonl" --timeout 120 \
-      >/dev/null 2>"$OUTDIR/kbt-kb.err" || rc=$((rc ? rc : $?))
+      >/dev/null 2>"$OUTDIR/kbt-kb.err" || { s=$?; [ $s -ne 1 ] && rc=$((rc ? rc : s)); }
+    # (Exit 1 is kb_harness.py saying a candidate was not correct, as the wrong and crashing
+    # ones of this set are meant to be; its records and the summary below say which.)
     cat "$KB_OUT/kbt-kb-new.jsonl" >>"$KB_OUT/kbt-kb.jsonl" 2>/dev/null
     rm -f "$KB_OUT/kbt-kb-new.jsonl"
   else
