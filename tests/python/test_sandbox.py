@@ -377,6 +377,19 @@ def test_the_key_changes_with_the_boot_the_driver_and_the_sysctls(monkeypatch):
     assert sc.key_of(sc.key_material(plan, True, [{"name": "H200"}])) != base
 
 
+def test_verdicts_of_other_boots_are_removed_once_stale(monkeypatch, tmp_path):
+    from mkevolve_worker import selftest_cache as sc
+    d = tmp_path / "v"
+    d.mkdir()
+    old = time.time() - sc.STALE_S - 60
+    for name in ("a" * 40 + ".json", "a" * 40 + ".lock", "b" * 40 + ".json", "notes.txt"):
+        (d / name).write_text("{}")
+        os.utime(d / name, (old, old))
+    (d / ("c" * 40 + ".json")).write_text("{}")  # another boot's, recent: kept
+    assert sc.prune(str(d), "b" * 40) == 2
+    assert sorted(p.name for p in d.iterdir()) == sorted(["b" * 40 + ".json", "c" * 40 + ".json", "notes.txt"])
+
+
 def test_a_kept_verdict_anyone_else_could_have_written_is_not_taken(monkeypatch, tmp_path):
     run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK)
     run()

@@ -200,6 +200,31 @@ def load(d: str, key: str) -> dict | None:
     return kept
 
 
+STALE_S = 30 * 86400  # a verdict or lock file this old is another boot's: removed as a new one is kept
+
+
+def prune(d: str, keep: str, now: float | None = None) -> int:
+    """Removes the folder's verdicts and locks older than STALE_S (other
+    boots' keys: one pair per boot would otherwise pile up), never `keep`'s."""
+    now = time.time() if now is None else now
+    gone = 0
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return 0
+    for name in names:
+        if name.startswith(keep) or not name.endswith((".json", ".lock")):
+            continue
+        path = os.path.join(d, name)
+        try:
+            if now - os.lstat(path).st_mtime > STALE_S:
+                os.unlink(path)
+                gone += 1
+        except OSError:
+            pass
+    return gone
+
+
 def store(d: str, key: str, plan, report: dict) -> bool:
     kept = {"format": FORMAT, "key": key, "tested_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "plan": {k: getattr(plan, k) for k in DECIDED},
@@ -212,6 +237,7 @@ def store(d: str, key: str, plan, report: dict) -> bool:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, os.path.join(d, key + ".json"))
+        prune(d, key)
         return True
     except OSError:
         try:
