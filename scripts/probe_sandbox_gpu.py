@@ -565,6 +565,7 @@ def check_self_test() -> dict:
     from mkevolve_worker import sandbox as sbx
     isolation.become_supervisor()
     plan = sbx.make_plan("best-effort")
+    os.environ.pop("MKEVOLVE_SANDBOX_VERDICTS", None)  # the probe tests, never takes a kept verdict
     try:
         rep = sandbox_selftest.self_test(plan, spares.Launcher.triton_cache())
     finally:

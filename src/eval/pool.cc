@@ -534,8 +534,10 @@ mk::Status WorkerPool::ensure_server(Slot& slot) {
   cfg.env["PYTHONDONTWRITEBYTECODE"] = "1";
   cfg.env["PYTHONUNBUFFERED"] = "1";
   cfg.env["MKEVOLVE_TIMING_LOCK"] = slot.timing_lock.string();
-  // Set by the user (empty: every server tests its sandbox again), it wins.
-  if (!cfg.env.count("MKEVOLVE_SANDBOX_VERDICTS")) cfg.env["MKEVOLVE_SANDBOX_VERDICTS"] = sandbox_verdicts_.string();
+  // Set by the user (empty: every server tests its sandbox again), it wins; the
+  // scrubbed environment carries no MKEVOLVE_ variable, so it is read here.
+  const char* verdicts = std::getenv("MKEVOLVE_SANDBOX_VERDICTS");
+  cfg.env["MKEVOLVE_SANDBOX_VERDICTS"] = verdicts ? std::string(verdicts) : sandbox_verdicts_.string();
   for (const auto& [k, v] : opts_.extra_env) cfg.env[k] = v;
   // A fresh private cwd per server: nothing a candidate wrote leaks into the next server.
   cfg.cwd = slot.dir / "cwd";

@@ -1235,6 +1235,16 @@ TEST_F(PoolTest, SecretsNeverReachTheWorker) {
   EXPECT_EQ(r.raw.value("cwd", std::string()).rfind((dir.path() / "pool").string(), 0), 0u) << r.raw.value("cwd", "");
 }
 
+TEST_F(PoolTest, AUserWhoSetsTheVerdictFolderEmptyHasEveryServerTestItsSandbox) {
+  ::setenv("MKEVOLVE_SANDBOX_VERDICTS", "", 1);
+  auto pool = make(options());
+  Verdict r = pool->evaluate(request(kernel("env", "# FAKE: env\n")));
+  ::unsetenv("MKEVOLVE_SANDBOX_VERDICTS");
+  ASSERT_TRUE(r.raw.contains("env")) << r.raw.dump();
+  ASSERT_TRUE(r.raw["env"].contains("MKEVOLVE_SANDBOX_VERDICTS")) << r.raw.dump();
+  EXPECT_EQ(r.raw["env"]["MKEVOLVE_SANDBOX_VERDICTS"], "");
+}
+
 TEST_F(PoolTest, WithoutAGpuOnlyTestModeCpuEvalsRun) {
   auto o = options(0);
   auto pool = make(o);

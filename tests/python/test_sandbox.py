@@ -298,7 +298,7 @@ def test_a_plan_where_triton_cannot_compile_is_never_kept(monkeypatch):
 # and boot, taken by the servers after it
 # --------------------------------------------------------------------------
 
-def _kept_world(monkeypatch, tmp_path, outcome):
+def _kept_world(monkeypatch, tmp_path, outcome, seed_result=None):
     """self_test with a verdict folder, try_plan answering outcome(user, pidns)
     and seed() standing in for the trusted half; returns run(mode) -> (plan,
     report) and the calls each stand-in got."""
@@ -312,7 +312,7 @@ def _kept_world(monkeypatch, tmp_path, outcome):
 
     def seed(plan, timeout_s=60):
         calls["seed"] += 1
-        return {"seed_s": 0.1, "seconds": 0.2}
+        return dict(seed_result or {"seed_s": 0.1, "seconds": 0.2})
 
     monkeypatch.setattr(sandbox_selftest, "try_plan", try_plan)
     monkeypatch.setattr(sandbox_selftest, "seed", seed)
@@ -324,106 +324,180 @@ def _kept_world(monkeypatch, tmp_path, outcome):
     return run, calls
 
 
+def _verdicts(tmp_path):
+    return list((tmp_path / "verdicts").glob("*.json"))
+
+
 def test_a_passing_self_test_is_kept_and_the_next_server_takes_it_without_testing(monkeypatch, tmp_path):
-    # IPC only without a PID namespace of its own: the second attempt passes.
-    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK if not pidns else NO_IPC)
+    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK)
     plan, rep = run()
-    assert (plan.user, plan.pidns, plan.cuda_ipc) == ("own", False, True) and rep["kept"] is True, rep
-    assert calls == {"try": 3, "seed": 0}, calls  # own PID ns, then its host-IPC retry, then the host PID ns
-    kept = list((tmp_path / "verdicts").glob("*.json"))
-    assert len(kept) == 1 and (kept[0].stat().st_mode & 0o777) == 0o600
-    assert ((tmp_path / "verdicts").stat().st_mode & 0o777) == 0o700
+    assert (plan.user, plan.pidns, plan.cuda_ipc) == ("own", True, True) and rep["kept"] is True, rep
+    assert calls == {"try": 1, "seed": 0}, calls
+    (kept,) = _verdicts(tmp_path)
+    assert (kept.stat().st_mode & 0o777) == 0o600 and ((tmp_path / "verdicts").stat().st_mode & 0o777) == 0o700
     # The next server: the same plan, no test, its own Triton cache seeded.
     plan2, rep2 = run()
-    assert calls == {"try": 3, "seed": 1}, calls
-    assert (plan2.user, plan2.pidns, plan2.cuda_ipc, plan2.mode) == ("own", False, True, "best-effort"), rep2
+    assert calls == {"try": 1, "seed": 1}, calls
+    assert (plan2.user, plan2.pidns, plan2.cuda_ipc, plan2.mode) == ("own", True, True, "best-effort"), rep2
     assert rep2["chosen"] == rep["chosen"] and rep2["cached"]["seed"]["seed_s"] == 0.1, rep2
     assert rep2["cached"]["tested_at"] and "kept" not in rep2, rep2
     # Another plan asked for (require) is another key: tested again.
     plan3, rep3 = run(mode="require")
-    assert calls["try"] == 6 and "cached" not in rep3, (calls, rep3)
+    assert calls["try"] == 2 and "cached" not in rep3 and rep3["kept"] is True, (calls, rep3)
 
 
 def test_a_weakened_plan_is_never_kept_so_every_server_tests_again(monkeypatch, tmp_path):
-    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: NO_IPC)
-    plan, rep = run()
-    assert not plan.cuda_ipc and "CUDA IPC off" in rep["chosen"] and "kept" not in rep, rep
-    n = calls["try"]
-    plan, rep = run()
-    assert calls["try"] == 2 * n and calls["seed"] == 0 and "cached" not in rep, calls
-    assert not list((tmp_path / "verdicts").glob("*.json"))
-    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: NO_CUDA)
-    plan, rep = run()
-    assert plan.mode == "off" and not list((tmp_path / "verdicts").glob("*.json")), rep
+    # A fallback that passed (the host's PID namespace), CUDA IPC off, unsandboxed:
+    # none is kept, since what failed may have failed once only.
+    for outcome, n in ((lambda user, pidns: OK if not pidns else NO_IPC, 3), (lambda user, pidns: NO_IPC, 6),
+                       (lambda user, pidns: NO_CUDA, 4), (lambda user, pidns: NO_PROFILER, 0)):
+        run, calls = _kept_world(monkeypatch, tmp_path / str(n), outcome)
+        plan, rep = run()
+        first = calls["try"]
+        assert first >= 2 and "kept" not in rep, rep
+        plan, rep = run()
+        assert calls["try"] == 2 * first and calls["seed"] == 0 and "cached" not in rep, calls
+        assert not _verdicts(tmp_path / str(n)) and list((tmp_path / str(n) / "verdicts").glob("*.weak"))
 
 
-def test_the_key_changes_with_the_boot_the_driver_and_the_sysctls(monkeypatch):
+def test_a_plan_without_a_view_or_a_uid_of_its_own_is_never_kept(monkeypatch, tmp_path):
+    from mkevolve_worker import selftest_cache as sc
+    ok = {"attempts": [{"plan": "p", "ok": True}], "chosen": "p"}
+    for change in ({"user": "none"}, {"mountns": False}, {"mode": "off"}, {"cuda_ipc": False}):
+        plan = sandbox.Plan(mode="best-effort", user="own", pidns=True)
+        for k, v in change.items():
+            setattr(plan, k, v)
+        assert not sc.keepable(ok, plan, sc.asked(plan)), change
+    plan = sandbox.Plan(mode="best-effort", user="own", pidns=True)
+    assert sc.keepable(ok, plan, sc.asked(plan))
+    assert not sc.keepable({**ok, "attempts": [{"plan": "q", "ok": False}, {"plan": "p", "ok": True}]}, plan,
+                           sc.asked(plan))
+
+
+def test_the_key_changes_with_what_the_answer_depends_on(monkeypatch):
     from mkevolve_worker import selftest_cache as sc
     plan = sandbox.Plan(mode="best-effort", user="own", pidns=True)
     files = {"/proc/sys/kernel/random/boot_id": "b1", "/proc/driver/nvidia/version": "NVRM 580.1",
-             "/proc/sys/kernel/perf_event_paranoid": "2"}
+             "/proc/sys/kernel/perf_event_paranoid": "2", "/proc/sys/user/max_mnt_namespaces": "100"}
     monkeypatch.setattr(sc, "_read", lambda path, limit=4096: files.get(path, ""))
-    base = sc.key_of(sc.key_material(plan, True, [{"name": "H200"}]))
-    assert base == sc.key_of(sc.key_material(plan, True, [{"name": "H200"}]))
+
+    def name(p=plan, ipc=True, gpu="H200"):
+        return sc.name_of(sc.key_material(p, ipc, [{"name": gpu}]))
+    base = name()
+    assert base == name() and base.startswith("b1-")
     for path, value in (("/proc/sys/kernel/random/boot_id", "b2"), ("/proc/driver/nvidia/version", "NVRM 590.2"),
-                        ("/proc/sys/kernel/perf_event_paranoid", "4")):
+                        ("/proc/sys/kernel/perf_event_paranoid", "4"), ("/proc/sys/user/max_mnt_namespaces", "0")):
         old = files[path]
         files[path] = value
-        assert sc.key_of(sc.key_material(plan, True, [{"name": "H200"}])) != base, path
+        assert name() != base, path
         files[path] = old
-    assert sc.key_of(sc.key_material(plan, False, [{"name": "H200"}])) != base
-    assert sc.key_of(sc.key_material(plan, True, [{"name": "H100"}])) != base
-    monkeypatch.setenv("PATH", "/opt/other/bin:" + os.environ.get("PATH", ""))
-    assert sc.key_of(sc.key_material(plan, True, [{"name": "H200"}])) != base
+    assert name(ipc=False) != base and name(gpu="H100") != base
+    assert name(sandbox.Plan(mode="require", user="own", pidns=True)) != base
+    monkeypatch.setattr(sc, "_source_digest", lambda: "another worker")
+    assert name() != base
+    monkeypatch.undo()
+    monkeypatch.setattr(sc, "_read", lambda path, limit=4096: files.get(path, ""))
+    base = name()
+    for var, value in (("PATH", "/opt/other/bin:" + os.environ.get("PATH", "")),
+                       ("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"), ("CUDA_MPS_PIPE_DIRECTORY", "/x")):
+        monkeypatch.setenv(var, value)
+        assert name() != base, var
+        monkeypatch.undo()
+        monkeypatch.setattr(sc, "_read", lambda path, limit=4096: files.get(path, ""))
+    # What changes per job or per server, not the sandbox: the same key.
+    monkeypatch.setenv("SLURM_JOB_ID", "1234")
+    monkeypatch.setenv("MKEVOLVE_WORKER_TOKEN", "t0k3n")
+    monkeypatch.setenv("MKEVOLVE_TIMING_LOCK", "/tmp/other.lock")
+    assert name() == base
 
 
-def test_verdicts_of_other_boots_are_removed_once_stale(monkeypatch, tmp_path):
-    from mkevolve_worker import selftest_cache as sc
-    d = tmp_path / "v"
-    d.mkdir()
-    old = time.time() - sc.STALE_S - 60
-    for name in ("a" * 40 + ".json", "a" * 40 + ".lock", "b" * 40 + ".json", "notes.txt"):
-        (d / name).write_text("{}")
-        os.utime(d / name, (old, old))
-    (d / ("c" * 40 + ".json")).write_text("{}")  # another boot's, recent: kept
-    assert sc.prune(str(d), "b" * 40) == 2
-    assert sorted(p.name for p in d.iterdir()) == sorted(["b" * 40 + ".json", "c" * 40 + ".json", "notes.txt"])
-
-
-def test_a_kept_verdict_anyone_else_could_have_written_is_not_taken(monkeypatch, tmp_path):
+def test_a_kept_verdict_is_taken_only_as_it_was_written(monkeypatch, tmp_path):
     run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK)
     run()
-    (kept,) = (tmp_path / "verdicts").glob("*.json")
-    # A verdict that says more than was tested (own PID ns off), group-writable: refused.
-    doc = json.loads(kept.read_text())
-    doc["plan"]["seccomp"] = False
+    (kept,) = _verdicts(tmp_path)
+    good = kept.read_text()
+    # One that says another plan (the sandbox off), even at 0600: refused, the plan untouched.
+    doc = json.loads(good)
+    doc["plan"].update(mode="off", seccomp=False, mountns=False, user="none")
     kept.write_text(json.dumps(doc))
+    plan, rep = run()
+    assert calls["try"] == 2 and "cached" not in rep, (calls, rep)
+    assert (plan.mode, plan.seccomp, plan.mountns, plan.user) == ("best-effort", True, True, "own")
+    # Group-writable: refused.
+    kept.write_text(good)
     kept.chmod(0o666)
     plan, rep = run()
-    assert calls["try"] == 2 and "cached" not in rep and plan.seccomp, (calls, rep)
-    # A key that does not match its file's name: refused.
-    doc = json.loads(kept.read_text())
-    doc["key"] = "0" * 40
+    assert calls["try"] == 3 and "cached" not in rep, calls
+    # A name that is not its file's: refused.
+    doc = json.loads(good)
+    doc["name"] = "0" * 40
     kept.write_text(json.dumps(doc))
     kept.chmod(0o600)
     plan, rep = run()
-    assert calls["try"] == 3 and "cached" not in rep, calls
+    assert calls["try"] == 4 and "cached" not in rep, calls
+    # Not a regular file (a FIFO would block the start): refused.
+    kept.unlink()
+    os.mkfifo(kept, 0o600)
+    plan, rep = run()
+    assert calls["try"] == 5 and "cached" not in rep, calls
     # A folder others may write to: nothing is read from it or kept in it.
+    kept.unlink()
     (tmp_path / "verdicts").chmod(0o777)
+    run()
     plan, rep = run()
-    plan, rep = run()
-    assert calls["try"] == 5 and "kept" not in rep and "cached" not in rep, (calls, rep)
+    assert calls["try"] == 7 and "kept" not in rep and "cached" not in rep, (calls, rep)
 
 
-def test_a_server_that_waits_too_long_for_another_s_test_tests_for_itself(monkeypatch, tmp_path):
+def test_where_the_trusted_half_fails_on_a_kept_verdict_it_is_forgotten_and_tested_again(monkeypatch, tmp_path):
+    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK,
+                             seed_result={"error": "the trusted side did not start CUDA in time", "seconds": 60})
+    run()
+    plan, rep = run()
+    assert calls == {"try": 2, "seed": 1}, calls
+    assert rep["forgot_kept_verdict"].startswith("the trusted side") and rep["kept"] is True, rep
+
+
+def test_servers_that_start_together_wait_for_the_first_ones_test(monkeypatch, tmp_path):
     import fcntl
+    import threading
     from mkevolve_worker import selftest_cache as sc
     run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK)
     d = tmp_path / "verdicts"
     d.mkdir(mode=0o700)
     plan = sandbox.Plan(mode="best-effort", user="own", pidns=True)
-    key = sc.key_of(sc.key_material(plan, True, [{"name": "H200"}]))
-    fd = os.open(d / (key + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    name = sc.name_of(sc.key_material(plan, True, [{"name": "H200"}]))
+    fd = os.open(d / (name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the first server, still testing
+
+    def first_done():
+        time.sleep(0.4)
+        assert sc.store(str(d), name, sc.asked(plan), {"attempts": [{"plan": "own uid, own PID namespace",
+                                                                       "ok": True}],
+                                                         "chosen": "own uid, own PID namespace"})
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    t = threading.Thread(target=first_done)
+    t.start()
+    plan2, rep = run()
+    t.join()
+    assert calls == {"try": 0, "seed": 1}, calls
+    assert rep["cached"]["waited_s"] >= 0.3 and rep["chosen"] == "own uid, own PID namespace", rep
+
+
+def test_a_server_that_waits_too_long_for_another_s_test_tests_for_itself(monkeypatch, tmp_path):
+    import fcntl
+    from mkevolve_worker import selftest_cache as sc
+    budgets = []
+    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK)
+    real = sandbox_selftest.full_test
+    monkeypatch.setattr(sandbox_selftest, "full_test",
+                        lambda plan, ipc, timeout_s, budget_s: budgets.append(budget_s) or real(plan, ipc, timeout_s,
+                                                                                                  budget_s))
+    d = tmp_path / "verdicts"
+    d.mkdir(mode=0o700)
+    plan = sandbox.Plan(mode="best-effort", user="own", pidns=True)
+    name = sc.name_of(sc.key_material(plan, True, [{"name": "H200"}]))
+    fd = os.open(d / (name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another server's test, still running
     try:
         t0 = time.monotonic()
@@ -433,11 +507,54 @@ def test_a_server_that_waits_too_long_for_another_s_test_tests_for_itself(monkey
         os.close(fd)
     assert calls["try"] == 1 and rep["kept"] is False and "not taken" in rep["lock"], rep
     assert 0.3 <= waited and (plan.user, plan.pidns) == ("own", True), waited
-    assert not list(d.glob("*.json"))
+    assert budgets[-1] <= 0.6 - 0.3, budgets  # what the wait took is not the test's again
+    assert not _verdicts(tmp_path)
     # Once the other is done, the next server tests, keeps, and the one after takes it.
     run()
     plan, rep = run()
     assert calls == {"try": 2, "seed": 1} and rep["cached"], calls
+
+
+def test_other_boots_verdicts_are_removed_once_stale_this_boots_never(monkeypatch, tmp_path):
+    from mkevolve_worker import selftest_cache as sc
+    monkeypatch.setattr(sc, "boot_tag", lambda: "mine")
+    d = tmp_path / "v"
+    d.mkdir()
+    old = time.time() - sc.STALE_S - 60
+    names = ("other-" + "a" * 40 + ".json", "other-" + "a" * 40 + ".lock", "other-" + "a" * 40 + ".weak",
+             "mine-" + "b" * 40 + ".json", "mine-" + "b" * 40 + ".lock", "notes.txt", ".mine-x.123.tmp")
+    for n in names:
+        (d / n).write_text("{}")
+        os.utime(d / n, (old, old))
+    (d / ("third-" + "c" * 40 + ".json")).write_text("{}")  # another machine's, in use: kept
+    assert sc.prune(str(d)) == 4
+    assert sorted(p.name for p in d.iterdir()) == sorted(
+        ["mine-" + "b" * 40 + ".json", "mine-" + "b" * 40 + ".lock", "notes.txt", "third-" + "c" * 40 + ".json"])
+
+
+def test_the_test_processes_are_ended_whatever_fails(monkeypatch):
+    from mkevolve_worker import isolation
+    ended = []
+
+    class Fake:
+        dir = "/nonexistent"
+        events = []
+
+    monkeypatch.setattr(isolation, "prespawn", lambda *a, **k: Fake())
+    monkeypatch.setattr(isolation, "send_msg", lambda ch, msg, *a: ended.append(msg))
+    monkeypatch.setattr(isolation, "supervise", lambda ch, t: None)
+    monkeypatch.setattr(isolation, "cleanup_dir", lambda d: None)
+
+    def boom(*a, **k):
+        raise RuntimeError("hand-over failed")
+    monkeypatch.setattr(isolation, "hand_over", boom)
+    plan = sandbox.Plan(mode="best-effort", user="own", pidns=True)
+    with pytest.raises(RuntimeError):
+        sandbox_selftest.seed(plan, 1)
+    assert ended == [{"op": "done"}]
+    with pytest.raises(RuntimeError):
+        sandbox_selftest.try_plan(plan, True, 1)
+    assert ended == [{"op": "done"}] * 2
 
 
 def test_no_candidate_process_is_told_where_the_verdicts_are(monkeypatch, tmp_path):

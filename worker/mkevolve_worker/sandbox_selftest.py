@@ -244,37 +244,62 @@ def try_plan(plan: Plan, ipc: bool, timeout_s: float = 120.0, extra_env: dict | 
 
 def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, budget_s: float = 110.0,
               gpus=None) -> dict:
-    """The plan, tested (full_test()) or, where a server on this machine already
-    tested the same plan under the same key and it passed, taken from its kept
-    verdict (selftest_cache.py; $MKEVOLVE_SANDBOX_VERDICTS names the folder,
-    none: always tested). A taken verdict still seeds this server's Triton
-    cache. Servers that start together wait for one another's test, at most
-    half the budget; the report says "cached" (when it was tested, the wait,
-    the seed) or "kept" (whether this test's verdict was written down)."""
+    """The plan, tested (full_test()), or, where a server on this machine
+    already tested the same plan under the same key and it passed at the first
+    attempt, that verdict taken (selftest_cache.py; $MKEVOLVE_SANDBOX_VERDICTS
+    names the folder, none: always tested). A taken verdict never changes the
+    plan; the server still seeds its Triton cache, and where that fails the
+    verdict is forgotten and the full test runs. Servers that start together
+    wait for one another's test, at most half the budget. The report says
+    "cached" (when it was tested, the wait, the seed) or "kept" (whether this
+    test's verdict was written down)."""
     from . import children, selftest_cache as sc
     plan.triton_lower = triton_lower
     ipc = children.cuda_ipc_possible()
     d = sc.folder()
-    if not d or not sc._safe_folder(d):
+    if not d or not sc.safe_folder(d):
         return full_test(plan, ipc, timeout_s, budget_s)
-    key = sc.key_of(sc.key_material(plan, ipc, gpus))
-    lock = sc.Lock(os.path.join(d, key + ".lock"), budget_s / 2)
+    t0 = time.monotonic()
+    wanted = sc.asked(plan)
+    name = sc.name_of(sc.key_material(plan, ipc, gpus))
+    lock = sc.Lock(os.path.join(d, name + ".lock"), budget_s / 2)
+    kept = None
     try:
-        kept = sc.load(d, key) if lock.fd is not None else None
-        if kept is None:
-            report = full_test(plan, ipc, timeout_s, budget_s - lock.waited_s)
-            if lock.fd is not None and sc.keepable(report, plan):
-                report["kept"] = sc.store(d, key, plan, report)
-            elif lock.fd is None:
-                report["kept"] = False
-                report["lock"] = f"not taken in {lock.waited_s:g} s: tested here, nothing kept"
-            return report
+        if lock.fd is not None:
+            kept = sc.load(d, name, wanted)
+            if kept is None and not sc.is_weak(d, name):
+                # The first of its key: the others wait for this test's verdict.
+                report = full_test(plan, ipc, timeout_s, budget_s - lock.waited_s)
+                _keep(sc, d, name, wanted, report, plan)
+                return report
     finally:
         lock.release()
-    sc.apply(plan, kept)
-    report = dict(kept["report"])
-    report["cached"] = {"tested_at": kept.get("tested_at"), "waited_s": lock.waited_s, "seed": seed(plan, timeout_s)}
+    if kept is not None:
+        seeded = seed(plan, timeout_s)
+        if not seeded.get("error"):
+            report = dict(kept["report"])
+            report["cached"] = {"tested_at": kept.get("tested_at"), "waited_s": lock.waited_s, "seed": seeded}
+            return report
+        sc.forget(d, name)  # what the key missed has changed: test it all again
+        report = full_test(plan, ipc, timeout_s, budget_s - (time.monotonic() - t0))
+        report["forgot_kept_verdict"] = seeded.get("error")
+        _keep(sc, d, name, wanted, report, plan)
+        return report
+    # A weakened key (each server tests at once, as before), or the lock not had in time.
+    report = full_test(plan, ipc, timeout_s, budget_s - lock.waited_s)
+    if lock.fd is None:
+        report["kept"] = False
+        report["lock"] = f"not taken in {lock.waited_s:g} s: tested here, nothing kept"
+    else:
+        _keep(sc, d, name, wanted, report, plan)
     return report
+
+
+def _keep(sc, d: str, name: str, wanted: dict, report: dict, plan: Plan) -> None:
+    if sc.keepable(report, plan, wanted):
+        report["kept"] = sc.store(d, name, wanted, report)
+    else:
+        sc.mark_weak(d, name)
 
 
 def full_test(plan: Plan, ipc: bool, timeout_s: float = 60.0, budget_s: float = 110.0) -> dict:
