@@ -1019,11 +1019,18 @@ fi
 # A cache whose warm-up finished (the file "complete" beside it) spares the bench
 # its warm-up (--warmed); one cut short still serves, and the bench warms the
 # problems up again, untimed, before its clocks start (done ones cost little).
+# "complete" names the GPU model it was warmed on: baselines and footprints are kept per
+# model, so a cache warmed on another model (an H200's on an H100) is warmed again here,
+# untimed, or the bench's pool would measure every baseline inside its clock (2026-12-06).
 KBT_WARM=()
+KBT_GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 kbt_warm_cache() {
   KBT_WARM=(--cache-home "$WORK/kbt-cache/xdg" --cache-key "$WORK/kbt-cache/key")
-  if [ -f "$WORK/kbt-cache/complete" ]; then
+  if [ -f "$WORK/kbt-cache/complete" ] && [ "$(cat "$WORK/kbt-cache/complete")" = "$KBT_GPU" ]; then
     KBT_WARM+=(--warmed)
+  elif [ -f "$WORK/kbt-cache/complete" ]; then
+    note "kbthroughput: the cache was warmed on '$(cat "$WORK/kbt-cache/complete")', this is '$KBT_GPU';" \
+      "the bench warms it up again, untimed, before its clocks start"
   else
     note "kbthroughput: the warm-up did not finish; the bench finishes it, untimed, before its clocks start"
   fi
@@ -1044,7 +1051,7 @@ if want kbthroughput-warm && have_bin kbthroughput-warm; then
     --python "$PY" --set kb-large --own-references "${KBT_OWN[@]}" --kb "$KB" --warm-only \
     --cache-home "$WORK/kbt-cache/xdg" --cache-key "$WORK/kbt-cache/key" >"$OUTDIR/kbt-warm.txt" 2>&1
   rc=$?
-  [ $rc -eq 0 ] && touch "$WORK/kbt-cache/complete"
+  [ $rc -eq 0 ] && echo "$KBT_GPU" >"$WORK/kbt-cache/complete"
   tail -n 2 "$OUTDIR/kbt-warm.txt" | sed 's/^/kbthroughput-warm: /' | tee -a "$SUMMARY"
   # Whatever finished travels, also when the limit cut the warm-up short.
   if [ -n "${OUT:-}" ]; then
