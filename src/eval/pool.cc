@@ -536,8 +536,10 @@ mk::Status WorkerPool::ensure_server(Slot& slot) {
   cfg.env["MKEVOLVE_TIMING_LOCK"] = slot.timing_lock.string();
   // Set by the user (empty: every server tests its sandbox again), it wins; the
   // scrubbed environment carries no MKEVOLVE_ variable, so it is read here.
+  // A relative one is made absolute: the server's cwd is its own, made afresh.
   const char* verdicts = std::getenv("MKEVOLVE_SANDBOX_VERDICTS");
-  cfg.env["MKEVOLVE_SANDBOX_VERDICTS"] = verdicts ? std::string(verdicts) : sandbox_verdicts_.string();
+  cfg.env["MKEVOLVE_SANDBOX_VERDICTS"] =
+      !verdicts ? sandbox_verdicts_.string() : *verdicts ? absolute_path(verdicts).string() : std::string();
   for (const auto& [k, v] : opts_.extra_env) cfg.env[k] = v;
   // A fresh private cwd per server: nothing a candidate wrote leaks into the next server.
   cfg.cwd = slot.dir / "cwd";

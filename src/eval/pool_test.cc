@@ -1243,6 +1243,14 @@ TEST_F(PoolTest, AUserWhoSetsTheVerdictFolderEmptyHasEveryServerTestItsSandbox) 
   ASSERT_TRUE(r.raw.contains("env")) << r.raw.dump();
   ASSERT_TRUE(r.raw["env"].contains("MKEVOLVE_SANDBOX_VERDICTS")) << r.raw.dump();
   EXPECT_EQ(r.raw["env"]["MKEVOLVE_SANDBOX_VERDICTS"], "");
+  // A relative folder is the user's cwd's, not the server's own fresh one.
+  ::setenv("MKEVOLVE_SANDBOX_VERDICTS", "my-verdicts", 1);
+  auto pool2 = make(options());
+  Verdict r2 = pool2->evaluate(request(kernel("env2", "# FAKE: env\n# another kernel: not the cached verdict\n")));
+  ::unsetenv("MKEVOLVE_SANDBOX_VERDICTS");
+  ASSERT_TRUE(r2.raw.contains("env")) << r2.raw.dump();
+  EXPECT_EQ(r2.raw["env"].value("MKEVOLVE_SANDBOX_VERDICTS", std::string()),
+            (std::filesystem::current_path() / "my-verdicts").string());
 }
 
 TEST_F(PoolTest, WithoutAGpuOnlyTestModeCpuEvalsRun) {

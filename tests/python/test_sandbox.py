@@ -360,6 +360,49 @@ def test_a_weakened_plan_is_never_kept_so_every_server_tests_again(monkeypatch, 
         assert not _verdicts(tmp_path / str(n)) and list((tmp_path / str(n) / "verdicts").glob("*.weak"))
 
 
+def test_after_a_weakened_test_a_first_attempt_pass_is_kept_again(monkeypatch, tmp_path):
+    # Once (another pool's candidate holding the GPU, say) the strongest plan failed.
+    state = {"fail": True}
+    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: NO_IPC if state["fail"] else OK)
+    plan, rep = run()
+    assert "CUDA IPC off" in rep["chosen"] and list((tmp_path / "verdicts").glob("*.weak")), rep
+    state["fail"] = False
+    first = calls["try"]
+    plan, rep = run()  # a weak key: tested without the lock, and kept where it passes at once
+    assert calls["try"] == first + 1 and rep["kept"] is True and "lock" not in rep, rep
+    plan, rep = run()
+    assert calls["try"] == first + 1 and rep["cached"], calls
+
+
+def test_without_a_verdict_folder_every_server_tests(monkeypatch, tmp_path):
+    for value in ("", "relative/verdicts"):
+        run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK)
+        monkeypatch.setenv("MKEVOLVE_SANDBOX_VERDICTS", value)
+        monkeypatch.chdir(tmp_path)
+        run()
+        plan, rep = run()
+        assert calls == {"try": 2, "seed": 0} and "kept" not in rep and "cached" not in rep, (value, calls)
+        assert not (tmp_path / "relative").exists()
+
+
+def test_two_servers_of_one_pool_compute_the_same_key(tmp_path):
+    # As the pool starts them: each its own cwd, token and timing lock.
+    code = ("import sys; from mkevolve_worker import sandbox, selftest_cache as sc; "
+            "p = sandbox.Plan(mode='best-effort', user='own', pidns=True); "
+            "print(sc.name_of(sc.key_material(p, True, [{'name': 'H200'}])))")
+    names = set()
+    for i in range(2):
+        cwd = tmp_path / f"slot{i}" / "cwd"
+        cwd.mkdir(parents=True)
+        env = {**os.environ, "PYTHONPATH": WORKER_DIR, "MKEVOLVE_WORKER_TOKEN": f"token{i}",
+               "MKEVOLVE_TIMING_LOCK": f"/tmp/lock{i}", "MKEVOLVE_SANDBOX_VERDICTS": str(tmp_path / "v")}
+        out = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        names.add(out.stdout.strip())
+    assert len(names) == 1, names
+
+
 def test_a_plan_without_a_view_or_a_uid_of_its_own_is_never_kept(monkeypatch, tmp_path):
     from mkevolve_worker import selftest_cache as sc
     ok = {"attempts": [{"plan": "p", "ok": True}], "chosen": "p"}
@@ -449,12 +492,22 @@ def test_a_kept_verdict_is_taken_only_as_it_was_written(monkeypatch, tmp_path):
 
 
 def test_where_the_trusted_half_fails_on_a_kept_verdict_it_is_forgotten_and_tested_again(monkeypatch, tmp_path):
-    run, calls = _kept_world(monkeypatch, tmp_path, lambda user, pidns: OK,
-                             seed_result={"error": "the trusted side did not start CUDA in time", "seconds": 60})
+    for failed in ({"error": "the trusted side did not start CUDA in time", "seconds": 60},
+                   {"seed_error": "FileNotFoundError: gcc", "seconds": 2}):
+        where = tmp_path / next(iter(failed))
+        run, calls = _kept_world(monkeypatch, where, lambda user, pidns: OK, seed_result=failed)
+        run()
+        plan, rep = run()
+        assert calls == {"try": 2, "seed": 1}, calls
+        assert rep["forgot_kept_verdict"] == next(iter(failed.values())) and rep["kept"] is True, rep
+    # Where the test then fails too, the verdict is gone, not left for the next server.
+    state = {"ok": True}
+    run, calls = _kept_world(monkeypatch, tmp_path / "gone", lambda user, pidns: OK if state["ok"] else NO_CUDA,
+                             seed_result={"error": "no CUDA", "seconds": 1})
     run()
+    state["ok"] = False
     plan, rep = run()
-    assert calls == {"try": 2, "seed": 1}, calls
-    assert rep["forgot_kept_verdict"].startswith("the trusted side") and rep["kept"] is True, rep
+    assert rep["forgot_kept_verdict"] == "no CUDA" and not _verdicts(tmp_path / "gone"), rep
 
 
 def test_servers_that_start_together_wait_for_the_first_ones_test(monkeypatch, tmp_path):

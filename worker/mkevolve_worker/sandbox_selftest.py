@@ -263,9 +263,10 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
     wanted = sc.asked(plan)
     name = sc.name_of(sc.key_material(plan, ipc, gpus))
     lock = sc.Lock(os.path.join(d, name + ".lock"), budget_s / 2)
+    had_lock = lock.fd is not None  # (release() clears fd)
     kept = None
     try:
-        if lock.fd is not None:
+        if had_lock:
             kept = sc.load(d, name, wanted)
             if kept is None and not sc.is_weak(d, name):
                 # The first of its key: the others wait for this test's verdict.
@@ -276,18 +277,18 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
         lock.release()
     if kept is not None:
         seeded = seed(plan, timeout_s)
-        if not seeded.get("error"):
+        if not seeded.get("error") and not seeded.get("seed_error"):
             report = dict(kept["report"])
             report["cached"] = {"tested_at": kept.get("tested_at"), "waited_s": lock.waited_s, "seed": seeded}
             return report
         sc.forget(d, name)  # what the key missed has changed: test it all again
         report = full_test(plan, ipc, timeout_s, budget_s - (time.monotonic() - t0))
-        report["forgot_kept_verdict"] = seeded.get("error")
+        report["forgot_kept_verdict"] = seeded.get("error") or seeded.get("seed_error")
         _keep(sc, d, name, wanted, report, plan)
         return report
     # A weakened key (each server tests at once, as before), or the lock not had in time.
     report = full_test(plan, ipc, timeout_s, budget_s - lock.waited_s)
-    if lock.fd is None:
+    if not had_lock:
         report["kept"] = False
         report["lock"] = f"not taken in {lock.waited_s:g} s: tested here, nothing kept"
     else:

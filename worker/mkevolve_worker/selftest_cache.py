@@ -35,7 +35,11 @@ are named by the boot, so a folder shared by several machines (a home on NFS)
 keeps each machine's own; another boot's files are removed once 30 days old.
 Servers that start together wait on one lock per key, so one tests and the
 rest read its verdict; a server that waits longer than half the test's budget
-tests for itself and keeps nothing.
+tests for itself and keeps nothing. The GPUs a server sees (CUDA_VISIBLE_DEVICES)
+are part of the key, so each GPU of a machine is tested once per boot.
+
+A machine where the plan asked for always needs a fallback (CUDA IPC broken in
+every sandboxed plan, say) gains nothing: every server tests there, as before.
 """
 
 from __future__ import annotations
@@ -72,8 +76,10 @@ ASKED = ("mode", "user", "pidns", "mountns", "seccomp", "libseccomp", "share", "
 
 
 def folder() -> str | None:
+    """The folder, or None (always test): unset, empty, or not an absolute
+    path (a relative one would name each server's own fresh cwd)."""
     d = os.environ.get(ENV, "").strip()
-    return d or None
+    return d if d and os.path.isabs(d) else None
 
 
 def _read(path: str, limit: int = 4096) -> str:
@@ -226,7 +232,7 @@ def load(d: str, name: str, wanted: dict) -> dict | None:
         with os.fdopen(fd, "rb") as f:
             fd = None
             kept = json.loads(f.read().decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     finally:
         if fd is not None:
