@@ -235,12 +235,10 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(PoolOptions opts) {
     seal = *loaded;
   }
   if (!o.cache_dir.empty()) pool->results_.emplace(absolute_path(o.cache_dir), seal);
-  if (o.cache_baselines)
-    pool->baselines_.emplace(o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir),
-                             seal);
   // Footprints live beside the baselines (kept per problem and machine), and so
   // do the sandbox self-test's verdicts (kept per machine and boot).
   const fs::path machine_dir = o.baseline_dir.empty() ? default_cache_root() / "baselines" : absolute_path(o.baseline_dir);
+  if (o.cache_baselines) pool->baselines_.emplace(machine_dir, seal);
   pool->footprints_.emplace(machine_dir / "footprints");
   pool->sandbox_verdicts_ = machine_dir / "sandbox-verdicts";
   {

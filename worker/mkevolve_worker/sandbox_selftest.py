@@ -12,6 +12,7 @@ import os
 import time
 
 from . import isolation
+from . import selftest_cache as sc
 from .sandbox import Plan, make_box, record_of, seal_triton_cache
 
 
@@ -253,7 +254,7 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
     wait for one another's test, at most half the budget. The report says
     "cached" (when it was tested, the wait, the seed) or "kept" (whether this
     test's verdict was written down)."""
-    from . import children, selftest_cache as sc
+    from . import children
     plan.triton_lower = triton_lower
     ipc = children.cuda_ipc_possible()
     d = sc.folder()
@@ -271,7 +272,7 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
             if kept is None and not sc.is_weak(d, name):
                 # The first of its key: the others wait for this test's verdict.
                 report = full_test(plan, ipc, timeout_s, budget_s - lock.waited_s)
-                _keep(sc, d, name, wanted, report, plan)
+                _keep(d, name, wanted, report, plan)
                 return report
     finally:
         lock.release()
@@ -284,7 +285,7 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
         sc.forget(d, name)  # what the key missed has changed: test it all again
         report = full_test(plan, ipc, timeout_s, budget_s - (time.monotonic() - t0))
         report["forgot_kept_verdict"] = seeded.get("error") or seeded.get("seed_error")
-        _keep(sc, d, name, wanted, report, plan)
+        _keep(d, name, wanted, report, plan)
         return report
     # A weakened key (each server tests at once, as before), or the lock not had in time.
     report = full_test(plan, ipc, timeout_s, budget_s - lock.waited_s)
@@ -292,11 +293,11 @@ def self_test(plan: Plan, triton_lower: str | None, timeout_s: float = 60.0, bud
         report["kept"] = False
         report["lock"] = f"not taken in {lock.waited_s:g} s: tested here, nothing kept"
     else:
-        _keep(sc, d, name, wanted, report, plan)
+        _keep(d, name, wanted, report, plan)
     return report
 
 
-def _keep(sc, d: str, name: str, wanted: dict, report: dict, plan: Plan) -> None:
+def _keep(d: str, name: str, wanted: dict, report: dict, plan: Plan) -> None:
     if sc.keepable(report, plan, wanted):
         report["kept"] = sc.store(d, name, wanted, report)
     else:
